@@ -1,0 +1,241 @@
+// simcxl._core: the standalone engine. Python hands over a whole system and
+// a workload in one call; the run releases the GIL and returns plain dicts.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <set>
+
+#include "cxlcore/workloads.hpp"
+
+namespace py = pybind11;
+using namespace cxlcore;
+
+namespace {
+
+// Reads one field, checking range and integrality before any narrowing cast.
+template <typename T>
+T field(py::handle v, const std::string& where, const char* name, double lo, double hi) {
+    double d;
+    try {
+        if (py::isinstance<py::bool_>(v)) throw py::cast_error();
+        d = v.cast<double>();
+    } catch (const py::cast_error&) {
+        throw ConfigError(where + "." + name + " = " + std::string(py::str(py::repr(v))) +
+                          " is not a number; allowed: " + fmtNum(lo) + " to " + fmtNum(hi));
+    }
+    if (!(d >= lo && d <= hi))
+        throw ConfigError(where + "." + name + " = " + fmtNum(d) + " is out of range; allowed: " + fmtNum(lo) +
+                          " to " + fmtNum(hi));
+    if (std::is_integral<T>::value && d != std::floor(d))
+        throw ConfigError(where + "." + name + " = " + fmtNum(d) + " is not allowed; allowed: a whole number from " +
+                          fmtNum(lo) + " to " + fmtNum(hi));
+    return static_cast<T>(d);
+}
+
+#define CXL_READ_FIELD(type, name, def, lo, hi)                             \
+    if (d.contains(#name)) {                                                \
+        s.name = field<type>(d[#name], where, #name, lo, hi);               \
+        known.insert(#name);                                                \
+    }
+
+void rejectUnknown(const py::dict& d, const std::set<std::string>& known, const std::string& where) {
+    for (auto kv : d) {
+        std::string k = py::str(kv.first);
+        if (!known.count(k)) {
+            std::string list;
+            for (auto& n : known) list += (list.empty() ? "" : ", ") + n;
+            throw ConfigError(where + "." + k + " is not a parameter; allowed: " + list);
+        }
+    }
+}
+
+#define CXL_DEFINE_READER(Struct, LIST)                                          \
+    Struct read##Struct(const py::dict& d, const std::string& where) {           \
+        Struct s;                                                                \
+        std::set<std::string> known;                                             \
+        LIST(CXL_READ_FIELD)                                                     \
+        rejectUnknown(d, known, where);                                          \
+        return s;                                                                \
+    }
+
+CXL_DEFINE_READER(HostParams, CXL_HOST_FIELDS)
+CXL_DEFINE_READER(DramParams, CXL_DRAM_FIELDS)
+CXL_DEFINE_READER(InterSocketParams, CXL_INTERSOCKET_FIELDS)
+CXL_DEFINE_READER(BridgeParams, CXL_BRIDGE_FIELDS)
+CXL_DEFINE_READER(LinkParams, CXL_LINK_FIELDS)
+CXL_DEFINE_READER(DeviceParams, CXL_DEVICE_FIELDS)
+
+py::dict sub(const py::dict& d, const char* key, const std::string& where) {
+    if (!d.contains(key)) throw ConfigError(where + "." + key + " is missing");
+    py::object v = d[key];
+    if (!py::isinstance<py::dict>(v)) throw ConfigError(where + "." + key + " must be a table of parameters");
+    return v.cast<py::dict>();
+}
+
+SystemParams readSystem(const py::dict& d) {
+    SystemParams p;
+    std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
+    if (kind == "local-dram") p.kind = MemoryKind::LocalDram;
+    else if (kind == "remote-numa") p.kind = MemoryKind::RemoteNuma;
+    else if (kind == "cxl-type3") p.kind = MemoryKind::CxlType3;
+    else throw ConfigError("system.kind = '" + kind + "' is not allowed; allowed values: local-dram, remote-numa, cxl-type3");
+    if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740992.0);
+    p.host = readHostParams(sub(d, "host", "system"), "host");
+    p.local_dram = readDramParams(sub(d, "local_dram", "system"), "local_dram");
+    if (p.kind == MemoryKind::RemoteNuma) {
+        py::dict r = sub(d, "remote", "system");
+        p.intersocket = readInterSocketParams(sub(r, "link", "remote"), "remote.link");
+        p.remote_dram = readDramParams(sub(r, "dram", "remote"), "remote.dram");
+    } else if (p.kind == MemoryKind::CxlType3) {
+        py::dict c = sub(d, "cxl", "system");
+        p.bridge = readBridgeParams(sub(c, "bridge", "cxl"), "cxl.bridge");
+        p.link = readLinkParams(sub(c, "link", "cxl"), "cxl.link");
+        p.device = readDeviceParams(sub(c, "device", "cxl"), "cxl.device");
+        p.device_dram = readDramParams(sub(c, "media", "cxl"), "cxl.media");
+    }
+    p.validate();
+    return p;
+}
+
+py::dict toDict(const Report& r) {
+    py::dict d;
+    for (auto& kv : r) d[py::str(kv.first)] = kv.second;
+    return d;
+}
+
+// Calls back into Python with the GIL; Ctrl-C and a False return cancel.
+// Captures a borrowed handle: copies of the std::function are made without
+// the GIL, and the caller keeps `cb` alive for the whole run.
+Progress wrap(py::handle cb) {
+    return [cb](double f) -> bool {
+        py::gil_scoped_acquire g;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (cb.is_none()) return true;
+        py::object r = cb(f);
+        return r.is_none() || r.cast<bool>();
+    };
+}
+
+template <typename F>
+py::dict runReleased(F&& f) {
+    Report r;
+    {
+        py::gil_scoped_release nogil;
+        r = f();
+    }
+    return toDict(r);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "SimCXL standalone engine (C++ timing core)";
+    static py::exception<ConfigError> configError(m, "ConfigError", PyExc_ValueError);
+    static py::exception<Cancelled> cancelled(m, "Cancelled", PyExc_KeyboardInterrupt);
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const ConfigError& e) {
+            PyErr_SetString(configError.ptr(), e.what());
+        } catch (const Cancelled& e) {
+            PyErr_SetString(cancelled.ptr(), e.what());
+        }
+    });
+
+    m.def("schema", [] {
+        py::dict out;
+        for (auto& s : schema()) {
+            py::list fields;
+            for (auto& f : s.second) fields.append(py::make_tuple(f.name, f.integer, f.def, f.lo, f.hi));
+            out[py::str(s.first)] = fields;
+        }
+        return out;
+    }, "Parameter names, integrality, defaults and ranges of every C++ struct.");
+
+    m.def("validate", [](py::dict sys) { readSystem(sys); }, "Checks a system description; raises ConfigError.");
+
+    m.def("run_lmbench",
+          [](py::dict sys, std::vector<uint64_t> ws, uint64_t stride, uint64_t accesses, uint64_t warmup,
+             size_t index) {
+              SystemParams p = readSystem(sys);
+              ChaseConfig c{ws, stride, accesses, warmup};
+              return runReleased([&] { return runChase(p, c, index); });
+          },
+          py::arg("system"), py::arg("working_sets"), py::arg("stride"), py::arg("accesses"), py::arg("warmup"),
+          py::arg("index"), "Dependent pointer chase (lat_mem_rd) at working_sets[index].");
+
+    m.def("run_stream",
+          [](py::dict sys, std::string kernel, uint32_t threads, uint64_t lines, py::object cb) {
+              SystemParams p = readSystem(sys);
+              StreamConfig c{kernel, threads, lines};
+              Progress pr = wrap(cb);
+              return runReleased([&] { return runStream(p, c, pr); });
+          },
+          py::arg("system"), py::arg("kernel"), py::arg("threads"), py::arg("lines_per_thread"),
+          py::arg("progress") = py::none());
+
+    m.def("run_traffic",
+          [](py::dict sys, uint32_t threads, double readFraction, std::string pattern, uint64_t footprint,
+             uint64_t requests, double rate, double delay, bool probe, py::object cb) {
+              SystemParams p = readSystem(sys);
+              TrafficConfig c{threads, readFraction, pattern, footprint, requests, rate, delay, probe};
+              Progress pr = wrap(cb);
+              return runReleased([&] { return runTraffic(p, c, pr); });
+          },
+          py::arg("system"), py::arg("threads"), py::arg("read_fraction"), py::arg("pattern"),
+          py::arg("footprint_bytes"), py::arg("requests"), py::arg("rate_gbps") = 0.0,
+          py::arg("inject_delay_ns") = 0.0, py::arg("probe") = false, py::arg("progress") = py::none());
+
+    m.def("run_trace",
+          [](py::dict sys, std::string path, uint32_t maxOutstanding, py::object cb) {
+              SystemParams p = readSystem(sys);
+              TraceConfig c{path, maxOutstanding};
+              Progress pr = wrap(cb);
+              return runReleased([&] { return runTrace(p, c, pr); });
+          },
+          py::arg("system"), py::arg("path"), py::arg("max_outstanding") = 64, py::arg("progress") = py::none());
+
+    m.def("link_info", [](py::dict link) {
+        LinkParams lp = readLinkParams(link, "cxl.link");
+        CxlLink l(lp, "cxl.link", 1);
+        py::dict d;
+        d["raw_gbps"] = l.rawBytesPerSec() / 1e9;
+        d["flit_ns"] = ticksToNs(l.m2s_.flitTime());
+        d["units_per_flit"] = l.unitsPerFlit();
+        d["read_data_peak_gbps"] = l.peakDataBytesPerSec(kS2MDrs) / 1e9;
+        d["write_data_peak_gbps"] = l.peakDataBytesPerSec(kM2SRwD) / 1e9;
+        return d;
+    }, "Derived link figures: raw rate, flit time, best-case data bandwidth per direction.");
+
+    m.def("dram_info", [](py::dict dram, std::vector<uint64_t> addrs) {
+        DramParams dp = readDramParams(dram, "dram");
+        EventLoop loop;
+        DramController c(loop, dp, "dram");
+        py::dict d;
+        d["peak_gbps"] = c.peakBytesPerSec() / 1e9;
+        py::list locs;
+        for (uint64_t a : addrs) {
+            auto l = c.decode(a);
+            locs.append(py::make_tuple(l.channel, l.rank, l.bank, l.row));
+        }
+        d["decode"] = locs;
+        return d;
+    }, "Derived DRAM figures and the (channel, rank, bank, row) of addresses.");
+
+    m.def("hdm_decode", [](uint32_t ways, uint32_t gran, std::vector<uint64_t> hpas) {
+        BridgeParams bp;
+        bp.root_ports = std::max<uint32_t>(ways, 1);
+        bp.interleave_ways = ways;
+        bp.interleave_bytes = gran;
+        bp.validate("cxl.bridge");
+        HdmDecoder h(0, ways, gran);
+        py::list out;
+        for (uint64_t a : hpas) {
+            auto t = h.decode(a);
+            out.append(py::make_tuple(t.port, t.dpa, h.encode(t.port, t.dpa)));
+        }
+        return out;
+    }, "HDM decoding of host addresses: (root port, device address, re-encoded host address).");
+}

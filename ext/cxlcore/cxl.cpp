@@ -1,0 +1,213 @@
+#include "cxl.hpp"
+
+#include <algorithm>
+
+namespace cxlcore {
+
+CxlLink::CxlLink(const LinkParams& p, const std::string& where, uint64_t seed) : p_(p) {
+    p_.validate(where);
+    const double gts = p_.gen == 5 ? 32e9 : 64e9;
+    const double coding = p_.gen == 5 ? 128.0 / 130.0 : 1.0;  // Gen6 flit mode: FEC/CRC inside the flit
+    rawRate_ = gts * p_.lanes * coding / 8.0;
+    // 68 B: 4 slots of 16 B; 256 B: 15 slots (240 B); latency-optimised 256 B:
+    // 236 B of slot space, rounded down to whole half-slots.
+    const uint32_t units = p_.flit_bytes == 68 ? 8 : (p_.latency_optimized ? 29 : 30);
+    const Tick flit = nsToTicks(p_.flit_bytes / rawRate_ * 1e9);
+    const double bits = p_.flit_bytes * 8.0;
+    const double perr = p_.bit_error_rate > 0 ? -std::expm1(bits * std::log1p(-p_.bit_error_rate)) : 0.0;
+    const Tick lat = nsToTicks(p_.phy_latency_ns);
+    const Tick replay = nsToTicks(p_.replay_latency_ns);
+    m2s_.configure(flit, units, lat, perr, replay, seed * 2 + 1);
+    s2m_.configure(flit, units, lat, perr, replay, seed * 2 + 2);
+    // A returned credit rides the next flit the other way.
+    const Tick ret = flit + lat;
+    credits_[kM2SReq].init(p_.credits_req, ret);
+    credits_[kM2SRwD].init(p_.credits_rwd, ret);
+    credits_[kS2MNdr].init(p_.credits_ndr, ret);
+    credits_[kS2MDrs].init(p_.credits_drs, ret);
+}
+
+double CxlLink::peakDataBytesPerSec(MsgClass c) const {
+    const double flitsPerSec = rawRate_ / p_.flit_bytes;
+    return flitsPerSec * m2s_.unitsPerFlit() / kMsgUnits[c] * kLineBytes;
+}
+
+HdmDecoder::HdmDecoder(uint64_t base, uint32_t ways, uint32_t granularity)
+    : base_(base), ways_(ways), gran_(granularity) {}
+
+// ---------------------------------------------------------------- device
+
+Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link,
+                         const std::string& where)
+    : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media") {
+    p_.validate(where + ".device");
+    rx_.reset(link.params().credits_req + link.params().credits_rwd);
+    ctrl_.reset(p_.req_queue);
+    tx_.reset(p_.resp_queue);
+    reqLat_ = nsToTicks(p_.req_latency_ns);
+    respLat_ = nsToTicks(p_.resp_latency_ns);
+    media_.setRequester(this);
+}
+
+void Type3Device::deliver(Txn* t, Tick arrival) {
+    rx_.push(arrival, t);
+    requestWake(arrival);
+}
+
+uint8_t Type3Device::devLoad() const {
+    double f = double(outstanding_) / p_.req_queue;
+    return f >= p_.devload_severe ? 3 : f >= p_.devload_moderate ? 2 : f >= p_.devload_optimal ? 1 : 0;
+}
+
+bool Type3Device::tryResp(Txn* t) {
+    if (tx_.full()) return false;
+    tx_.push(now() + respLat_, t);
+    requestWake(now() + respLat_);
+    return true;
+}
+
+void Type3Device::retryReq() {
+    mediaBlocked_ = false;
+    requestWake(now());
+}
+
+void Type3Device::process() {
+    const Tick t = now();
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        // Link receive buffer -> controller; the freed buffer returns a credit.
+        while (rx_.headReady() <= t && outstanding_ < p_.req_queue) {
+            Txn* x = rx_.pop();
+            link_.credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].give(t);
+            ++outstanding_;
+            occ_.set(t, outstanding_);
+            ctrl_.push(t + reqLat_, x);
+            progress = true;
+        }
+        while (!mediaBlocked_ && ctrl_.headReady() <= t) {
+            Txn* x = ctrl_.front();
+            x->leave(kStageDevice, t);
+            if (!media_.tryReq(x)) {
+                mediaBlocked_ = true;
+                ++stats_.mediaRetries;
+                break;
+            }
+            ctrl_.pop();
+            progress = true;
+        }
+        while (tx_.headReady() <= t) {
+            Txn* x = tx_.front();
+            const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+            if (!link_.credits_[c].take(t)) {
+                link_.credits_[c].wait(this);
+                break;
+            }
+            bool wasFull = tx_.full();
+            tx_.pop();
+            x->devLoad = devLoad();
+            ++stats_.devLoad[x->devLoad];
+            ++(x->op == Op::Read ? stats_.reads : stats_.writes);
+            x->leave(kStageDevice, t);
+            Tick arr = link_.s2m_.send(t, kMsgUnits[c], x->op == Op::Read ? x->size : 0);
+            x->leave(kStageLinkResp, arr);
+            --outstanding_;
+            occ_.set(t, outstanding_);
+            bridge_->deliverResp(port_, x, arr);
+            if (wasFull) media_.retryResp();
+            progress = true;
+        }
+    }
+    Tick w = std::min({due(rx_.headReady(), t), mediaBlocked_ ? kNever : due(ctrl_.headReady(), t),
+                       due(tx_.headReady(), t)});
+    if (w != kNever) requestWake(w);
+}
+
+// ---------------------------------------------------------------- bridge
+
+HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& where)
+    : Component(host), p_(p), hdm_(0, p.interleave_ways, p.interleave_bytes) {
+    p_.validate(where);
+    reqLat_ = nsToTicks(p_.req_latency_ns);
+    respLat_ = nsToTicks(p_.resp_latency_ns);
+}
+
+void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
+    auto port = std::make_unique<Port>();
+    port->link = link;
+    port->dev = dev;
+    port->out.reset(p_.req_queue);
+    port->in.reset(link->params().credits_ndr + link->params().credits_drs);
+    port->targetPortIndex = uint32_t(ports_.size());
+    dev->attach(this, port->targetPortIndex);
+    ports_.push_back(std::move(port));
+}
+
+bool HostBridge::tryReq(Txn* t) {
+    if (outstanding_ >= p_.req_queue) {
+        needRetry_ = true;
+        ++stats_.refused;
+        return false;
+    }
+    ++outstanding_;
+    HdmDecoder::Target tg = hdm_.decode(t->addr);
+    t->addr = tg.dpa;
+    ports_[tg.port]->out.push(now() + reqLat_, t);
+    requestWake(now() + reqLat_);
+    ++(t->op == Op::Read ? stats_.reads : stats_.writes);
+    return true;
+}
+
+void HostBridge::deliverResp(uint32_t port, Txn* t, Tick arrival) {
+    ports_[port]->in.push(arrival + respLat_, t);
+    requestWake(arrival + respLat_);
+}
+
+void HostBridge::retryResp() {
+    respBlocked_ = false;
+    requestWake(now());
+}
+
+void HostBridge::process() {
+    const Tick t = now();
+    Tick w = kNever;
+    for (auto& pp : ports_) {
+        Port& p = *pp;
+        while (p.out.headReady() <= t) {
+            Txn* x = p.out.front();
+            const MsgClass c = x->op == Op::Read ? kM2SReq : kM2SRwD;
+            if (!p.link->credits_[c].take(t)) {
+                p.link->credits_[c].wait(this);
+                break;
+            }
+            p.out.pop();
+            x->leave(kStageHostPort, t);
+            Tick arr = p.link->m2s_.send(t, kMsgUnits[c], x->op == Op::Write ? x->size : 0);
+            x->leave(kStageLinkReq, arr);
+            p.dev->deliver(x, arr);
+        }
+        while (!respBlocked_ && p.in.headReady() <= t) {
+            Txn* x = p.in.front();
+            x->leave(kStageHostPort, t);
+            const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+            const uint64_t dpa = x->addr;
+            x->addr = hdm_.encode(p.targetPortIndex, dpa);
+            if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
+                x->addr = dpa;
+                respBlocked_ = true;
+                break;
+            }
+            p.in.pop();
+            p.link->credits_[c].give(t);
+            --outstanding_;
+            if (needRetry_) {
+                needRetry_ = false;
+                up_->retryReq();
+            }
+        }
+        w = std::min({w, due(p.out.headReady(), t), respBlocked_ ? kNever : due(p.in.headReady(), t)});
+    }
+    if (w != kNever) requestWake(w);
+}
+
+}  // namespace cxlcore

@@ -1,0 +1,240 @@
+#include "host.hpp"
+
+#include <algorithm>
+
+namespace cxlcore {
+
+namespace {
+inline uint64_t mix(uint64_t x) {  // murmur3 finaliser
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+}  // namespace
+
+TagArray::TagArray(uint64_t entries, uint32_t assoc, bool randomReplacement, bool hashedIndex, uint64_t seed)
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), random_(randomReplacement),
+      hashed_(hashedIndex), rng_(seed) {
+    if (random_)
+        fp_.assign(sets_ * assoc_, 0);
+    else {
+        tags_.assign(sets_ * assoc_, 0);
+        stamp_.assign(sets_ * assoc_, 0);
+    }
+    pow2_ = (sets_ & (sets_ - 1)) == 0;
+}
+
+void TagArray::clear() {
+    std::fill(fp_.begin(), fp_.end(), 0);
+    std::fill(tags_.begin(), tags_.end(), 0);
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+}
+
+bool TagArray::access(uint64_t key) {
+    if (random_) {
+        // Large arrays keep a 32-bit fingerprint of a 64-bit hash: half the
+        // memory traffic of full tags; a false match has odds ~assoc/2^32.
+        const uint64_t h = mix(key);
+        const uint64_t set = ((h & 0xffffffffull) * sets_) >> 32;
+        const uint32_t f = uint32_t(h >> 32) | 1u;
+        uint32_t* t = &fp_[set * assoc_];
+        for (uint32_t w = 0; w < assoc_; ++w) {
+            if (t[w] == f) return true;
+            if (t[w] == 0) {  // ways fill in order, so the rest are empty too
+                t[w] = f;
+                return false;
+            }
+        }
+        t[rng_.below(assoc_)] = f;
+        return false;
+    }
+    const uint64_t hk = hashed_ ? mix(key) : key;
+    const uint64_t set = pow2_ ? (hk & (sets_ - 1)) : hk % sets_;
+    uint64_t* t = &tags_[set * assoc_];
+    uint64_t* s = &stamp_[set * assoc_];
+    const uint64_t k = key + 1;
+    ++clock_;
+    // One pass: a hit, or the least recent way (invalid ways have stamp 0).
+    uint32_t victim = 0;
+    for (uint32_t w = 0; w < assoc_; ++w) {
+        if (t[w] == k) {
+            s[w] = clock_;
+            return true;
+        }
+        if (s[w] < s[victim]) victim = w;
+    }
+    t[victim] = k;
+    s[victim] = clock_;
+    return false;
+}
+
+CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
+    : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, false, false, seed),
+      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, false, false, seed + 1),
+      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, true, true, seed + 2),
+      dtlb_(p.dtlb_entries, p.dtlb_assoc, false, false, seed + 3),
+      stlb_(p.stlb_entries, p.stlb_assoc, false, false, seed + 4) {
+    pageShift_ = 0;
+    while ((1ull << pageShift_) < p.page_bytes) ++pageShift_;
+}
+
+CacheHierarchy::Level CacheHierarchy::access(uint64_t addr) {
+    const uint64_t line = addr / kLineBytes;
+    if (l1_.access(line)) return kL1;
+    if (l2_.access(line)) return kL2;
+    if (llc_.access(line)) return kLLC;
+    return kMem;
+}
+
+int CacheHierarchy::translate(uint64_t vaddr) {
+    const uint64_t vpn = vaddr >> pageShift_;
+    if (dtlb_.access(vpn)) return 0;
+    if (stlb_.access(vpn)) return 1;
+    return 2;
+}
+
+// ---------------------------------------------------------------- uncore
+
+Uncore::Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTables) : Component(host) {
+    const size_t cap = size_t(p.cores) * (p.mshrs_per_core + p.writeback_buffer) + 64;
+    routes_[0].target = memory;
+    routes_[0].out.reset(cap);
+    nRoutes_ = 1;
+    if (pageTables != memory) {
+        routes_[1].target = pageTables;
+        routes_[1].out.reset(cap);
+        nRoutes_ = 2;
+    }
+    back_.reset(cap);
+    // A miss leaves the core once the LLC lookup has failed.
+    reqLat_ = nsToTicks(p.llc_latency_ns + p.uncore_req_latency_ns);
+    respLat_ = nsToTicks(p.uncore_resp_latency_ns);
+}
+
+bool Uncore::tryReq(Txn* t) {
+    Route& r = routes_[(t->addr & kPageTableFlag) && nRoutes_ == 2 ? 1 : 0];
+    t->addr &= ~kPageTableFlag;
+    r.out.push(now() + reqLat_, t);
+    requestWake(now() + reqLat_);
+    return true;
+}
+
+bool Uncore::tryResp(Txn* t) {
+    back_.push(now() + respLat_, t);
+    requestWake(now() + respLat_);
+    return true;
+}
+
+void Uncore::retryReq() {
+    for (int i = 0; i < nRoutes_; ++i) routes_[i].blocked = false;
+    requestWake(now());
+}
+
+void Uncore::process() {
+    const Tick t = now();
+    Tick w = kNever;
+    for (int i = 0; i < nRoutes_; ++i) {
+        Route& r = routes_[i];
+        while (!r.blocked && r.out.headReady() <= t) {
+            Txn* x = r.out.front();
+            x->leave(kStageUncore, t);
+            if (!r.target->tryReq(x)) {
+                r.blocked = true;
+                break;
+            }
+            r.out.pop();
+        }
+        if (!r.blocked) w = std::min(w, due(r.out.headReady(), t));
+    }
+    while (back_.headReady() <= t) {
+        Txn* x = back_.pop();
+        x->leave(kStageUncore, t);
+        up_->tryResp(x);  // cores always take their own responses
+    }
+    w = std::min(w, due(back_.headReady(), t));
+    if (w != kNever) requestWake(w);
+}
+
+// ---------------------------------------------------------------- remote socket
+
+InterSocket::InterSocket(Host& host, const InterSocketParams& p, const DramParams& dram)
+    : Component(host), p_(p), dram_(host, dram, "remote.dram") {
+    p_.validate("remote.link");
+    constexpr uint32_t kUnit = 16;  // bytes per transfer unit on the link
+    const Tick unit = nsToTicks(kUnit / p_.bandwidth_gbps);
+    const Tick lat = nsToTicks(p_.latency_ns);
+    out_.configure(unit, 1, lat, 0.0, 0, 1);
+    back_.configure(unit, 1, lat, 0.0, 0, 2);
+    reqUnits_ = (p_.req_bytes + kUnit - 1) / kUnit;
+    dataUnits_ = (p_.data_bytes + kUnit - 1) / kUnit;
+    rx_.reset(p_.max_outstanding);
+    tx_.reset(p_.max_outstanding);
+    dram_.setRequester(this);
+}
+
+bool InterSocket::tryReq(Txn* t) {
+    if (outstanding_ >= p_.max_outstanding) {
+        needRetry_ = true;
+        return false;
+    }
+    ++outstanding_;
+    const bool rd = t->op == Op::Read;
+    Tick arr = out_.send(now(), rd ? reqUnits_ : dataUnits_, rd ? 0 : t->size);
+    t->leave(kStageLinkReq, arr);
+    rx_.push(arr, t);
+    requestWake(arr);
+    return true;
+}
+
+bool InterSocket::tryResp(Txn* t) {
+    const bool rd = t->op == Op::Read;
+    Tick arr = back_.send(now(), rd ? dataUnits_ : reqUnits_, rd ? t->size : 0);
+    t->leave(kStageLinkResp, arr);
+    tx_.push(arr, t);
+    requestWake(arr);
+    return true;
+}
+
+void InterSocket::retryReq() {
+    dramBlocked_ = false;
+    requestWake(now());
+}
+
+void InterSocket::retryResp() {
+    respBlocked_ = false;
+    requestWake(now());
+}
+
+void InterSocket::process() {
+    const Tick t = now();
+    while (!dramBlocked_ && rx_.headReady() <= t) {
+        Txn* x = rx_.front();
+        x->leave(kStageLinkReq, t);
+        if (!dram_.tryReq(x)) {
+            dramBlocked_ = true;
+            break;
+        }
+        rx_.pop();
+    }
+    while (!respBlocked_ && tx_.headReady() <= t) {
+        Txn* x = tx_.front();
+        x->leave(kStageLinkResp, t);
+        if (!up_->tryResp(x)) {
+            respBlocked_ = true;
+            break;
+        }
+        tx_.pop();
+        --outstanding_;
+        if (needRetry_) {
+            needRetry_ = false;
+            up_->retryReq();
+        }
+    }
+    Tick w = std::min(dramBlocked_ ? kNever : due(rx_.headReady(), t), respBlocked_ ? kNever : due(tx_.headReady(), t));
+    if (w != kNever) requestWake(w);
+}
+
+}  // namespace cxlcore

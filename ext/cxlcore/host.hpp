@@ -1,0 +1,103 @@
+// Host side: tag-only caches and TLBs for the load-to-use curve, the uncore
+// path from a core's LLC miss to the memory port, and the inter-socket link.
+#pragma once
+
+#include <vector>
+
+#include "dram.hpp"
+#include "link.hpp"
+
+namespace cxlcore {
+
+// Page tables live in the host's local DRAM whatever memory the data is in.
+constexpr uint64_t kPageTableFlag = 1ull << 62;
+constexpr uint64_t kPageTableBase = 1ull << 38;
+
+// Tag-only set-associative array. LRU, or random replacement (a stand-in for
+// the adaptive policies of large LLCs, which do not fall off a cliff when a
+// random working set just exceeds them).
+class TagArray {
+  public:
+    TagArray(uint64_t entries, uint32_t assoc, bool randomReplacement, bool hashedIndex, uint64_t seed);
+    bool access(uint64_t key);  // hit? a miss installs the key
+    void clear();
+    uint64_t sets() const { return sets_; }
+
+  private:
+    uint64_t sets_;
+    uint32_t assoc_;
+    bool random_, hashed_, pow2_;
+    std::vector<uint32_t> fp_;    // random replacement: hash fingerprints; 0 = invalid
+    std::vector<uint64_t> tags_;  // LRU: key + 1; 0 = invalid
+    std::vector<uint64_t> stamp_;
+    uint64_t clock_ = 0;
+    Rng rng_;
+};
+
+// L1/L2/LLC inclusive fill, DTLB/STLB, page walks through the caches.
+class CacheHierarchy {
+  public:
+    explicit CacheHierarchy(const HostParams& p, uint64_t seed);
+    enum Level : int { kL1 = 0, kL2 = 1, kLLC = 2, kMem = 3 };
+    Level access(uint64_t addr);
+    // 0: DTLB hit, 1: STLB hit, 2: page walk needed.
+    int translate(uint64_t vaddr);
+    static uint64_t pteAddr(uint64_t vaddr, uint64_t pageBytes) {
+        return kPageTableFlag | (kPageTableBase + (vaddr / pageBytes) * 8);
+    }
+
+  private:
+    TagArray l1_, l2_, llc_, dtlb_, stlb_;
+    uint64_t pageShift_;
+};
+
+// From the cores' LLC misses to the memory targets and back: the mesh and
+// home-agent latency each way. Bounded by the cores' own MSHRs.
+class Uncore : public Component, public Target, public Requester {
+  public:
+    Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTables);
+    bool tryReq(Txn* t) override;
+    bool tryResp(Txn* t) override;
+    void retryReq() override;
+
+  protected:
+    void process() override;
+
+  private:
+    struct Route {
+        Target* target;
+        TimedFifo<Txn*> out;
+        bool blocked = false;
+    };
+    Route routes_[2];
+    int nRoutes_;
+    TimedFifo<Txn*> back_;
+    Tick reqLat_, respLat_;
+};
+
+// Remote NUMA memory: an inter-socket link (latency and bandwidth per
+// direction) in front of the other socket's DRAM controller.
+class InterSocket : public Component, public Target, public Requester {
+  public:
+    InterSocket(Host& host, const InterSocketParams& p, const DramParams& dram);
+    bool tryReq(Txn* t) override;
+    bool tryResp(Txn* t) override;
+    void retryReq() override;
+    void retryResp() override;
+
+    DramController& dram() { return dram_; }
+    FlitChannel out_, back_;
+    double bytesPerSec() const { return p_.bandwidth_gbps * 1e9; }
+
+  protected:
+    void process() override;
+
+  private:
+    InterSocketParams p_;
+    DramController dram_;
+    TimedFifo<Txn*> rx_, tx_;
+    uint32_t outstanding_ = 0, reqUnits_, dataUnits_;
+    bool needRetry_ = false, dramBlocked_ = false, respBlocked_ = false;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,164 @@
+// Serial links: one direction packs messages into flits; credits bound what a
+// sender may have outstanding in the receiver's buffers.
+#pragma once
+
+#include <cmath>
+
+#include "params.hpp"
+#include "sim.hpp"
+
+namespace cxlcore {
+
+struct ChannelStats {
+    uint64_t messages = 0, flits = 0, units = 0, replayedFlits = 0, crcErrors = 0;
+    uint64_t dataBytes = 0;  // payload of data-carrying messages
+};
+
+// One direction of a link. Time is divided into flits of `unitsPerFlit`
+// units; a message needs whole units. A message may join the newest flit
+// only while that flit has not started on the wire, so an idle link sends
+// padded flits and a busy one packs them full.
+class FlitChannel {
+  public:
+    void configure(Tick flitTime, uint32_t unitsPerFlit, Tick latency, double flitErrorProb, Tick replayPenalty,
+                   uint64_t seed) {
+        flitTime_ = flitTime;
+        upf_ = unitsPerFlit;
+        latency_ = latency;
+        replay_ = replayPenalty;
+        rng_ = Rng(seed);
+        logKeep_ = flitErrorProb > 0 ? std::log1p(-flitErrorProb) : 0.0;
+        untilError_ = drawGap();
+    }
+
+    // Returns the time the message is fully received (its last flit's CRC checked).
+    Tick send(Tick now, uint32_t units, uint32_t dataBytes) {
+        ++stats_.messages;
+        stats_.units += units;
+        stats_.dataBytes += dataBytes;
+        if (open_ && openStart_ >= now && openUsed_ < upf_) {
+            uint32_t take = std::min(units, upf_ - openUsed_);
+            openUsed_ += take;
+            units -= take;
+        }
+        if (units) {
+            uint64_t n = (units + upf_ - 1) / upf_;
+            Tick start = std::max(now, open_ ? openStart_ + flitTime_ : Tick(0));
+            Tick extra = 0;
+            // Go-back-N replay: a corrupted flit costs a NAK round trip plus its
+            // resend, and everything behind it waits.
+            uint64_t left = n;
+            while (untilError_ <= left) {
+                left -= untilError_;
+                ++stats_.crcErrors;
+                stats_.replayedFlits += 1 + replay_ / std::max<Tick>(flitTime_, 1);
+                extra += replay_ + flitTime_;
+                untilError_ = drawGap();
+            }
+            untilError_ -= left;
+            stats_.flits += n;
+            openStart_ = start + extra + (n - 1) * flitTime_;
+            openUsed_ = uint32_t(units - (n - 1) * upf_);
+            open_ = true;
+            busy_ += n * flitTime_ + extra;
+        }
+        return openStart_ + flitTime_ + latency_;
+    }
+
+    Tick flitTime() const { return flitTime_; }
+    uint32_t unitsPerFlit() const { return upf_; }
+    Tick latency() const { return latency_; }
+    Tick busy() const { return busy_; }
+    const ChannelStats& stats() const { return stats_; }
+    void resetStats() {
+        stats_ = ChannelStats();
+        busy_ = 0;
+    }
+
+  private:
+    uint64_t drawGap() {
+        if (logKeep_ == 0.0) return ~0ull;
+        double u = rng_.uniform();
+        double g = std::floor(std::log1p(-u) / logKeep_) + 1.0;
+        return g > 1e18 ? ~0ull : uint64_t(g);
+    }
+
+    Tick flitTime_ = 1, latency_ = 0, replay_ = 0, openStart_ = 0, busy_ = 0;
+    uint32_t upf_ = 1, openUsed_ = 0;
+    bool open_ = false;
+    double logKeep_ = 0;
+    uint64_t untilError_ = ~0ull;
+    Rng rng_;
+    ChannelStats stats_;
+};
+
+// Credits for one message class. Returned credits travel back to the sender
+// and become usable after `returnDelay`.
+class CreditPool {
+  public:
+    void init(uint32_t n, Tick returnDelay) {
+        avail_ = n;
+        total_ = n;
+        delay_ = returnDelay;
+        returns_.reset(n);
+    }
+    bool take(Tick now) {
+        while (!returns_.empty() && returns_.headReady() <= now) {
+            returns_.pop();
+            ++avail_;
+        }
+        if (!avail_) return false;
+        --avail_;
+        return true;
+    }
+    // Receiver frees a buffer at `now`; wakes a blocked sender when the credit lands.
+    void give(Tick now) {
+        returns_.push(now + delay_, 0);
+        if (waiter_) {
+            waiter_->requestWake(now + delay_);
+            waiter_ = nullptr;
+        }
+    }
+    // A sender that found no credit waits for the next return.
+    void wait(Component* c) {
+        if (!returns_.empty())
+            c->requestWake(returns_.headReady());
+        else
+            waiter_ = c;
+    }
+    uint32_t total() const { return total_; }
+
+  private:
+    uint32_t avail_ = 0, total_ = 0;
+    Tick delay_ = 0;
+    TimedFifo<char> returns_;
+    Component* waiter_ = nullptr;
+};
+
+// CXL.mem message classes and their size in 8-byte half-slots. A header slot
+// holds one M2S Req or RwD header and two S2M NDR or DRS headers; 64 B of
+// data fills four slots.
+enum MsgClass : uint8_t { kM2SReq, kM2SRwD, kS2MNdr, kS2MDrs, kNumMsgClasses };
+constexpr uint32_t kMsgUnits[kNumMsgClasses] = {2, 2 + 8, 1, 1 + 8};
+
+// A CXL link: two independent directions (full duplex) and per-class credits.
+class CxlLink {
+  public:
+    CxlLink(const LinkParams& p, const std::string& where, uint64_t seed);
+
+    // Raw byte rate per direction after line coding, bytes per second.
+    double rawBytesPerSec() const { return rawRate_; }
+    // Best-case data bandwidth per direction for a stream of one class.
+    double peakDataBytesPerSec(MsgClass c) const;
+    uint32_t unitsPerFlit() const { return m2s_.unitsPerFlit(); }
+
+    FlitChannel m2s_, s2m_;
+    CreditPool credits_[kNumMsgClasses];
+    const LinkParams& params() const { return p_; }
+
+  private:
+    LinkParams p_;
+    double rawRate_;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,141 @@
+#include "params.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace cxlcore {
+
+std::string fmtNum(double v) {
+    std::ostringstream os;
+    if (std::fabs(v) >= 1e15 || (v != 0 && std::fabs(v) < 1e-3))
+        os << v;
+    else if (v == std::floor(v))
+        os << static_cast<long long>(v);
+    else
+        os << v;
+    return os.str();
+}
+
+namespace {
+
+void checkRange(const std::string& where, const char* name, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi))  // also rejects NaN
+        throw ConfigError(where + "." + name + " = " + fmtNum(v) + " is out of range; allowed: " +
+                          fmtNum(lo) + " to " + fmtNum(hi));
+}
+
+void checkChoice(const std::string& where, const char* name, double v, std::vector<double> ok) {
+    if (std::find(ok.begin(), ok.end(), v) != ok.end()) return;
+    std::string list;
+    for (double o : ok) list += (list.empty() ? "" : ", ") + fmtNum(o);
+    throw ConfigError(where + "." + name + " = " + fmtNum(v) + " is not allowed; allowed values: " + list);
+}
+
+void require(bool ok, const std::string& msg) {
+    if (!ok) throw ConfigError(msg);
+}
+
+bool pow2(uint64_t v) { return v && !(v & (v - 1)); }
+
+#define CXL_CHECK_FIELD(type, name, def, lo, hi) \
+    checkRange(where, #name, static_cast<double>(name), lo, hi);
+
+void checkCache(const std::string& where, const char* what, uint64_t bytes, uint32_t assoc) {
+    require(bytes % (uint64_t(kLineBytes) * assoc) == 0,
+            where + "." + what + "_bytes = " + fmtNum(double(bytes)) + " must be a multiple of 64 x " +
+                where + "." + what + "_assoc (" + fmtNum(assoc) + ")");
+}
+
+}  // namespace
+
+void HostParams::validate(const std::string& where) const {
+    CXL_HOST_FIELDS(CXL_CHECK_FIELD)
+    checkCache(where, "l1", l1_bytes, l1_assoc);
+    checkCache(where, "l2", l2_bytes, l2_assoc);
+    checkCache(where, "llc", llc_bytes, llc_assoc);
+    require(pow2(page_bytes), where + ".page_bytes = " + fmtNum(double(page_bytes)) +
+                                  " is not allowed; allowed values: a power of two from 4096 to 1073741824");
+    require(dtlb_entries % dtlb_assoc == 0,
+            where + ".dtlb_entries = " + fmtNum(dtlb_entries) + " must be a multiple of dtlb_assoc");
+    require(stlb_entries % stlb_assoc == 0,
+            where + ".stlb_entries = " + fmtNum(stlb_entries) + " must be a multiple of stlb_assoc");
+}
+
+void DramParams::validate(const std::string& where) const {
+    CXL_DRAM_FIELDS(CXL_CHECK_FIELD)
+    require(bus_bytes * burst_length == kLineBytes,
+            where + ".bus_bytes x burst_length = " + fmtNum(bus_bytes * burst_length) +
+                " is not allowed; allowed: 64 (one cache line per burst)");
+    require(pow2(interleave_bytes), where + ".interleave_bytes = " + fmtNum(interleave_bytes) +
+                                        " is not allowed; allowed values: a power of two from 64 to 65536");
+    require(pow2(row_bytes) && row_bytes >= interleave_bytes,
+            where + ".row_bytes = " + fmtNum(row_bytes) +
+                " is not allowed; allowed: a power of two, at least interleave_bytes");
+    require(write_low_watermark < write_high_watermark,
+            where + ".write_low_watermark = " + fmtNum(write_low_watermark) +
+                " is not allowed; allowed: below write_high_watermark (" + fmtNum(write_high_watermark) + ")");
+    require(tREFI_ns == 0 || tREFI_ns > tRFC_ns,
+            where + ".tREFI_ns = " + fmtNum(tREFI_ns) + " is not allowed; allowed: 0 (no refresh) or above tRFC_ns");
+}
+
+void InterSocketParams::validate(const std::string& where) const { CXL_INTERSOCKET_FIELDS(CXL_CHECK_FIELD) }
+
+void BridgeParams::validate(const std::string& where) const {
+    CXL_BRIDGE_FIELDS(CXL_CHECK_FIELD)
+    checkChoice(where, "interleave_ways", interleave_ways, {1, 2, 3, 4, 6, 8, 12, 16});
+    checkChoice(where, "interleave_bytes", interleave_bytes, {256, 512, 1024, 2048, 4096, 8192, 16384});
+    require(interleave_ways <= root_ports,
+            where + ".interleave_ways = " + fmtNum(interleave_ways) + " is not allowed; allowed: 1 to root_ports (" +
+                fmtNum(root_ports) + ")");
+}
+
+void LinkParams::validate(const std::string& where) const {
+    CXL_LINK_FIELDS(CXL_CHECK_FIELD)
+    checkChoice(where, "gen", gen, {5, 6});
+    checkChoice(where, "lanes", lanes, {1, 2, 4, 8, 16});
+    checkChoice(where, "flit_bytes", flit_bytes, {68, 256});
+    require(!(gen == 6 && flit_bytes != 256),
+            where + ".flit_bytes = 68 is not allowed with gen = 6; allowed values: 256");
+    require(!(latency_optimized && flit_bytes != 256),
+            where + ".latency_optimized = 1 is not allowed with flit_bytes = 68; allowed values: 0");
+}
+
+void DeviceParams::validate(const std::string& where) const {
+    CXL_DEVICE_FIELDS(CXL_CHECK_FIELD)
+    require(devload_optimal <= devload_moderate && devload_moderate <= devload_severe,
+            where + ".devload_* thresholds must satisfy devload_optimal <= devload_moderate <= devload_severe");
+}
+
+void SystemParams::validate() const {
+    host.validate("host");
+    local_dram.validate("local_dram");
+    if (kind == MemoryKind::RemoteNuma) {
+        intersocket.validate("remote.link");
+        remote_dram.validate("remote.dram");
+    } else if (kind == MemoryKind::CxlType3) {
+        bridge.validate("cxl.bridge");
+        link.validate("cxl.link");
+        device.validate("cxl.device");
+        device_dram.validate("cxl.media");
+    }
+}
+
+#define CXL_FIELD_INFO(type, name, def, lo, hi) \
+    v.push_back(FieldInfo{#name, std::is_integral<type>::value, double(def), double(lo), double(hi)});
+
+const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema() {
+    static const auto s = [] {
+        std::vector<std::pair<std::string, std::vector<FieldInfo>>> out;
+        std::vector<FieldInfo> v;
+        CXL_HOST_FIELDS(CXL_FIELD_INFO) out.emplace_back("HostParams", v); v.clear();
+        CXL_DRAM_FIELDS(CXL_FIELD_INFO) out.emplace_back("DramParams", v); v.clear();
+        CXL_INTERSOCKET_FIELDS(CXL_FIELD_INFO) out.emplace_back("InterSocketParams", v); v.clear();
+        CXL_BRIDGE_FIELDS(CXL_FIELD_INFO) out.emplace_back("BridgeParams", v); v.clear();
+        CXL_LINK_FIELDS(CXL_FIELD_INFO) out.emplace_back("LinkParams", v); v.clear();
+        CXL_DEVICE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DeviceParams", v); v.clear();
+        return out;
+    }();
+    return s;
+}
+
+}  // namespace cxlcore

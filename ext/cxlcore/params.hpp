@@ -1,0 +1,145 @@
+// Parameter structs of every model. Each list is X(type, name, default, min, max):
+// the Python dataclasses in simcxl/params.py are the source of truth and a test
+// keeps these names, defaults and ranges equal to theirs.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim.hpp"
+
+namespace cxlcore {
+
+#define CXL_HOST_FIELDS(X)                                  \
+    X(uint32_t, cores, 8, 1, 1024)                          \
+    X(uint32_t, mshrs_per_core, 16, 1, 256)                 \
+    X(uint32_t, writeback_buffer, 32, 1, 1024)              \
+    X(uint64_t, l1_bytes, 49152, 1024, 1ull << 30)          \
+    X(uint32_t, l1_assoc, 12, 1, 64)                        \
+    X(double, l1_latency_ns, 1.7, 0, 100)                   \
+    X(uint64_t, l2_bytes, 2097152, 1024, 1ull << 34)        \
+    X(uint32_t, l2_assoc, 16, 1, 64)                        \
+    X(double, l2_latency_ns, 5.5, 0, 200)                   \
+    X(uint64_t, llc_bytes, 102236160, 1024, 1ull << 36)     \
+    X(uint32_t, llc_assoc, 15, 1, 64)                       \
+    X(double, llc_latency_ns, 36.0, 0, 500)                 \
+    X(uint32_t, dtlb_entries, 64, 1, 65536)                 \
+    X(uint32_t, dtlb_assoc, 4, 1, 65536)                    \
+    X(uint32_t, stlb_entries, 2048, 1, 1048576)             \
+    X(uint32_t, stlb_assoc, 8, 1, 1048576)                  \
+    X(double, stlb_latency_ns, 2.5, 0, 100)                 \
+    X(double, walk_latency_ns, 4.0, 0, 1000)                \
+    X(uint64_t, page_bytes, 4096, 4096, 1ull << 30)         \
+    X(double, uncore_req_latency_ns, 10.0, 0, 1000)         \
+    X(double, uncore_resp_latency_ns, 10.0, 0, 1000)
+
+#define CXL_DRAM_FIELDS(X)                                  \
+    X(uint32_t, channels, 2, 1, 64)                         \
+    X(uint32_t, ranks, 1, 1, 16)                            \
+    X(uint32_t, bank_groups, 8, 1, 16)                      \
+    X(uint32_t, banks_per_group, 4, 1, 16)                  \
+    X(uint32_t, row_bytes, 4096, 256, 65536)                \
+    X(double, data_rate_mts, 4800, 100, 20000)              \
+    X(uint32_t, bus_bytes, 4, 1, 64)                        \
+    X(uint32_t, burst_length, 16, 1, 64)                    \
+    X(uint32_t, interleave_bytes, 256, 64, 65536)           \
+    X(double, tRCD_ns, 16.67, 0, 200)                       \
+    X(double, tCL_ns, 16.67, 0, 200)                        \
+    X(double, tCWL_ns, 15.83, 0, 200)                       \
+    X(double, tRP_ns, 16.67, 0, 200)                        \
+    X(double, tRAS_ns, 32.0, 0, 500)                        \
+    X(double, tWR_ns, 30.0, 0, 500)                         \
+    X(double, tWTR_ns, 10.0, 0, 200)                        \
+    X(double, tRTW_ns, 5.0, 0, 200)                         \
+    X(double, tRRD_ns, 5.0, 0, 200)                         \
+    X(double, tFAW_ns, 13.33, 0, 500)                       \
+    X(double, tCCD_L_ns, 5.0, 0, 100)                       \
+    X(double, tREFI_ns, 3900, 0, 100000)                    \
+    X(double, tRFC_ns, 295, 0, 5000)                        \
+    X(uint32_t, read_queue, 64, 1, 4096)                    \
+    X(uint32_t, write_queue, 64, 1, 4096)                   \
+    X(double, write_high_watermark, 0.85, 0.01, 1)          \
+    X(double, write_low_watermark, 0.5, 0, 0.99)            \
+    X(uint32_t, min_writes_per_switch, 16, 1, 4096)         \
+    X(double, frontend_latency_ns, 5.0, 0, 1000)            \
+    X(double, backend_latency_ns, 5.0, 0, 1000)
+
+#define CXL_INTERSOCKET_FIELDS(X)                           \
+    X(double, latency_ns, 35.0, 0, 10000)                   \
+    X(double, bandwidth_gbps, 48.0, 0.1, 10000)             \
+    X(uint32_t, req_bytes, 16, 1, 4096)                     \
+    X(uint32_t, data_bytes, 80, 64, 4096)                   \
+    X(uint32_t, max_outstanding, 256, 1, 65536)
+
+#define CXL_BRIDGE_FIELDS(X)                                \
+    X(double, req_latency_ns, 15.0, 0, 10000)               \
+    X(double, resp_latency_ns, 15.0, 0, 10000)              \
+    X(uint32_t, req_queue, 128, 1, 65536)                   \
+    X(uint32_t, resp_queue, 128, 1, 65536)                  \
+    X(uint32_t, root_ports, 1, 1, 64)                       \
+    X(uint32_t, interleave_ways, 1, 1, 16)                  \
+    X(uint32_t, interleave_bytes, 4096, 256, 16384)
+
+#define CXL_LINK_FIELDS(X)                                  \
+    X(uint32_t, gen, 5, 5, 6)                               \
+    X(uint32_t, lanes, 16, 1, 16)                           \
+    X(uint32_t, flit_bytes, 68, 68, 256)                    \
+    X(uint32_t, latency_optimized, 0, 0, 1)                 \
+    X(double, phy_latency_ns, 20.0, 0, 10000)               \
+    X(uint32_t, credits_req, 64, 1, 65536)                  \
+    X(uint32_t, credits_rwd, 64, 1, 65536)                  \
+    X(uint32_t, credits_ndr, 64, 1, 65536)                  \
+    X(uint32_t, credits_drs, 64, 1, 65536)                  \
+    X(double, bit_error_rate, 0, 0, 1e-3)                   \
+    X(double, replay_latency_ns, 60.0, 0, 100000)
+
+#define CXL_DEVICE_FIELDS(X)                                \
+    X(double, req_latency_ns, 30.0, 0, 10000)               \
+    X(double, resp_latency_ns, 20.0, 0, 10000)              \
+    X(uint32_t, req_queue, 64, 1, 65536)                    \
+    X(uint32_t, resp_queue, 64, 1, 65536)                   \
+    X(double, devload_optimal, 0.25, 0, 1)                  \
+    X(double, devload_moderate, 0.75, 0, 1)                 \
+    X(double, devload_severe, 0.95, 0, 1)
+
+#define CXL_DECLARE_FIELD(type, name, def, lo, hi) type name = def;
+
+struct HostParams { CXL_HOST_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct DramParams { CXL_DRAM_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct InterSocketParams { CXL_INTERSOCKET_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct BridgeParams { CXL_BRIDGE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct LinkParams { CXL_LINK_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct DeviceParams { CXL_DEVICE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+
+enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
+
+struct SystemParams {
+    MemoryKind kind = MemoryKind::LocalDram;
+    HostParams host;
+    DramParams local_dram;
+    InterSocketParams intersocket;
+    DramParams remote_dram;
+    BridgeParams bridge;
+    LinkParams link;
+    DeviceParams device;
+    DramParams device_dram;
+    uint64_t seed = 1;
+    void validate() const;
+};
+
+// Schema introspection for the bindings and the sync test.
+struct FieldInfo {
+    std::string name;
+    bool integer;
+    double def, lo, hi;
+};
+const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema();
+
+// Formats a number the way the error messages quote it.
+std::string fmtNum(double v);
+
+}  // namespace cxlcore

@@ -1,0 +1,274 @@
+// Simulation kernel shared by every model: time, transactions, the host
+// interface that schedules wake-ups, and the request/response port protocol.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cxlcore {
+
+using Tick = uint64_t;  // picoseconds, gem5's default tick
+constexpr Tick kNever = std::numeric_limits<Tick>::max();
+constexpr uint32_t kLineBytes = 64;
+
+inline Tick nsToTicks(double ns) { return static_cast<Tick>(ns * 1000.0 + 0.5); }
+inline double ticksToNs(Tick t) { return static_cast<double>(t) / 1000.0; }
+
+// Bad parameters: names the field and the allowed values.
+class ConfigError : public std::invalid_argument {
+  public:
+    using std::invalid_argument::invalid_argument;
+};
+
+enum class Op : uint8_t { Read, Write };
+
+// Where a request's latency went; indices of Txn::stage.
+enum Stage : uint8_t {
+    kStageUncore,      // core side: LLC miss path and mesh to the memory port
+    kStageHostPort,    // CXL host bridge / root port (both directions)
+    kStageLinkReq,     // link host->device (or inter-socket link out)
+    kStageDevice,      // device controller pipeline (both directions)
+    kStageMediaQueue,  // waiting in the DRAM controller queue
+    kStageMediaService,// DRAM commands and data burst
+    kStageLinkResp,    // link device->host (or inter-socket link back)
+    kNumStages
+};
+
+struct Txn {
+    uint64_t id = 0;
+    uint64_t addr = 0;     // address as seen by the component holding it
+    uint64_t hostAddr = 0; // address the core issued
+    uint32_t size = kLineBytes;
+    Op op = Op::Read;
+    uint16_t src = 0;      // requesting core
+    uint8_t devLoad = 0;   // CXL DevLoad field of the response (0..3)
+    uint8_t tag = 0;       // requester-private
+    Tick birth = 0;
+    Tick mark = 0;         // time the current stage began
+    Tick stage[kNumStages] = {};
+
+    // Stages are contiguous: each component closes its stage when it hands the
+    // transaction on, so the stages always add up to the total latency.
+    void leave(Stage s, Tick now) { stage[s] += now - mark; mark = now; }
+};
+
+// Transactions are recycled so memory stays flat however long a run is.
+class TxnPool {
+  public:
+    Txn* get() {
+        Txn* t;
+        if (free_.empty()) {
+            storage_.emplace_back(new Txn());
+            t = storage_.back().get();
+        } else {
+            t = free_.back();
+            free_.pop_back();
+            *t = Txn();
+        }
+        t->id = nextId_++;
+        return t;
+    }
+    void put(Txn* t) { free_.push_back(t); }
+    size_t allocated() const { return storage_.size(); }
+
+  private:
+    std::vector<std::unique_ptr<Txn>> storage_;
+    std::vector<Txn*> free_;
+    uint64_t nextId_ = 1;
+};
+
+class Component;
+
+// The engine a component lives in: the standalone EventLoop or a gem5 wrapper.
+class Host {
+  public:
+    virtual ~Host() = default;
+    virtual Tick now() const = 0;
+    virtual void wakeAt(Component* c, Tick t) = 0;
+};
+
+// A component keeps its own pending work and asks its host for one wake-up
+// at the earliest of it; an idle component costs nothing.
+class Component {
+  public:
+    explicit Component(Host& host) : host_(host) {}
+    virtual ~Component() = default;
+    Component(const Component&) = delete;
+    Component& operator=(const Component&) = delete;
+
+    // Called by the host; stale wake-ups (superseded by an earlier one) are ignored.
+    void fire(Tick t) {
+        if (t != scheduled_) return;
+        scheduled_ = kNever;
+        process();
+    }
+    void requestWake(Tick t) {
+        if (t < scheduled_) {
+            scheduled_ = t;
+            host_.wakeAt(this, t);
+        }
+    }
+    Tick scheduled() const { return scheduled_; }
+    Tick now() const { return host_.now(); }
+
+  protected:
+    virtual void process() = 0;
+    Host& host_;
+
+  private:
+    Tick scheduled_ = kNever;
+};
+
+class Requester;
+
+// Receives requests. tryReq returns false when there is no room (no credit);
+// the target then calls the requester's retryReq once it has room.
+class Target {
+  public:
+    virtual ~Target() = default;
+    virtual bool tryReq(Txn* t) = 0;
+    // Response path back-pressure: the requester had no room for a response.
+    virtual void retryResp() {}
+    void setRequester(Requester* r) { up_ = r; }
+    Requester* requester() const { return up_; }
+
+  protected:
+    Requester* up_ = nullptr;
+};
+
+class Requester {
+  public:
+    virtual ~Requester() = default;
+    virtual bool tryResp(Txn* t) = 0;
+    virtual void retryReq() = 0;
+};
+
+// The standalone engine's host: one heap of (time, component) wake-ups. The
+// heap holds at most a few entries per component, so it stays tiny.
+class EventLoop : public Host {
+  public:
+    Tick now() const override { return now_; }
+    void wakeAt(Component* c, Tick t) override {
+        if (t < now_) t = now_;
+        heap_.push(Entry{t, seq_++, c});
+    }
+    // Runs until no work is left, stop() is called, or the time limit.
+    void run(Tick until = kNever) {
+        stopped_ = false;
+        while (!heap_.empty() && !stopped_) {
+            Entry e = heap_.top();
+            if (e.t > until) break;
+            heap_.pop();
+            now_ = e.t;
+            e.c->fire(e.t);
+        }
+    }
+    void stop() { stopped_ = true; }
+    bool idle() const { return heap_.empty(); }
+
+  private:
+    struct Entry {
+        Tick t;
+        uint64_t seq;
+        Component* c;
+        bool operator>(const Entry& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+    };
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+    Tick now_ = 0;
+    uint64_t seq_ = 0;
+    bool stopped_ = false;
+};
+
+// A FIFO whose entries become ready at non-decreasing times: models a fixed
+// pipeline latency without an event per stage. Ring buffer, bounded capacity.
+template <typename T>
+class TimedFifo {
+  public:
+    explicit TimedFifo(size_t cap = 0) { reset(cap); }
+    void reset(size_t cap) {
+        buf_.assign(cap ? cap : 1, Slot{});
+        cap_ = cap;
+        head_ = 0;
+        size_ = 0;
+    }
+    bool full() const { return size_ >= cap_; }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    size_t capacity() const { return cap_; }
+    void push(Tick ready, T v) {
+        size_t i = head_ + size_;
+        if (i >= buf_.size()) i -= buf_.size();
+        buf_[i] = Slot{ready, v};
+        ++size_;
+    }
+    Tick headReady() const { return size_ ? buf_[head_].ready : kNever; }
+    T& front() { return buf_[head_].v; }
+    T pop() {
+        T v = buf_[head_].v;
+        if (++head_ == buf_.size()) head_ = 0;
+        --size_;
+        return v;
+    }
+
+  private:
+    struct Slot {
+        Tick ready;
+        T v;
+    };
+    std::vector<Slot> buf_;
+    size_t cap_ = 0, head_ = 0, size_ = 0;
+};
+
+// Head of a FIFO as a wake-up source: a head already due is blocked on
+// something that will wake its owner itself (a credit, a retry), so it is not one.
+inline Tick due(Tick head, Tick t) { return head > t ? head : kNever; }
+
+// Time-weighted average of an occupancy (queue depth) without sampling events.
+class Occupancy {
+  public:
+    void set(Tick now, uint64_t level) {
+        area_ += static_cast<double>(level_) * static_cast<double>(now - last_);
+        last_ = now;
+        level_ = level;
+        if (level > max_) max_ = level;
+    }
+    double mean(Tick start, Tick end) const {
+        double a = area_ + static_cast<double>(level_) * static_cast<double>(end - last_);
+        return end > start ? a / static_cast<double>(end - start) : 0.0;
+    }
+    void reset(Tick now) {
+        area_ = 0;
+        last_ = now;
+        max_ = level_;
+    }
+    uint64_t max() const { return max_; }
+
+  private:
+    double area_ = 0;
+    Tick last_ = 0;
+    uint64_t level_ = 0, max_ = 0;
+};
+
+// SplitMix64: small, seedable, good enough for traffic generation.
+class Rng {
+  public:
+    explicit Rng(uint64_t seed = 1) : s_(seed) {}
+    uint64_t next() {
+        uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+    uint64_t below(uint64_t n) { return n ? next() % n : 0; }
+
+  private:
+    uint64_t s_;
+};
+
+}  // namespace cxlcore

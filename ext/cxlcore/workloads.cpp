@@ -1,0 +1,661 @@
+#include "workloads.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <sstream>
+
+namespace cxlcore {
+
+namespace {
+
+const char* kStageNames[kNumStages] = {"host_uncore", "host_port",     "link_req", "device",
+                                       "media_queue", "media_service", "link_resp"};
+
+// Read latencies: a log-linear histogram (32 steps per octave of ns) gives
+// percentiles in bounded memory however many requests a run has.
+class LatencyStats {
+  public:
+    void add(const Txn& x, Tick done) {
+        const Tick lat = done - x.birth;
+        ++n_;
+        sum_ += lat;
+        max_ = std::max(max_, lat);
+        for (int s = 0; s < kNumStages; ++s) stage_[s] += x.stage[s];
+        ++hist_[bucket(lat)];
+    }
+    void reset() { *this = LatencyStats(); }
+    uint64_t count() const { return n_; }
+    double meanNs() const { return n_ ? ticksToNs(sum_) / double(n_) : 0.0; }
+    double percentileNs(double q) const {
+        if (!n_) return 0;
+        uint64_t target = uint64_t(std::ceil(q * double(n_))), c = 0;
+        for (size_t i = 0; i < kBuckets; ++i) {
+            c += hist_[i];
+            if (c >= std::max<uint64_t>(target, 1)) return upper(i);
+        }
+        return ticksToNs(max_);
+    }
+    void report(Report& r, const std::string& k) const {
+        r.emplace_back(k + "_latency_ns_mean", meanNs());
+        r.emplace_back(k + "_latency_ns_p50", percentileNs(0.5));
+        r.emplace_back(k + "_latency_ns_p90", percentileNs(0.9));
+        r.emplace_back(k + "_latency_ns_p99", percentileNs(0.99));
+        r.emplace_back(k + "_latency_ns_max", ticksToNs(max_));
+        for (int s = 0; s < kNumStages; ++s)
+            r.emplace_back(k + ".stage." + kStageNames[s] + "_ns", n_ ? ticksToNs(stage_[s]) / double(n_) : 0.0);
+    }
+
+  private:
+    static constexpr size_t kSub = 32, kBuckets = 64 * kSub;
+    static size_t bucket(Tick ps) {
+        uint64_t ns = ps / 1000;
+        if (ns < kSub) return size_t(ns);
+        int e = 63 - __builtin_clzll(ns);  // ns in [2^e, 2^(e+1))
+        uint64_t m = (ns >> (e - 5)) & (kSub - 1);
+        return std::min(kBuckets - 1, size_t(e - 4) * kSub + size_t(m));
+    }
+    static double upper(size_t i) {
+        if (i < kSub) return double(i + 1);
+        size_t e = i / kSub + 4, m = i % kSub;
+        return double((kSub + m + 1) << (e - 5));
+    }
+    uint64_t n_ = 0;
+    Tick sum_ = 0, max_ = 0, stage_[kNumStages] = {};
+    uint64_t hist_[kBuckets] = {};
+};
+
+// Requests reach the memory system through the uncore; LLC miss detection
+// is part of that path for every core.
+class Driver : public Component, public Requester {
+  public:
+    explicit Driver(System& s) : Component(s.loop), sys_(s) {
+        s.uncore().setRequester(this);
+        llcLat_ = nsToTicks(s.params().host.llc_latency_ns);
+    }
+    void retryReq() override {}  // the uncore never refuses
+    bool tryResp(Txn* x) override {
+        complete(x);
+        sys_.pool.put(x);
+        return true;
+    }
+
+  protected:
+    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag) {
+        Txn* x = sys_.pool.get();
+        x->op = op;
+        x->addr = x->hostAddr = addr;
+        x->src = core;
+        x->tag = tag;
+        x->birth = x->mark = now();
+        sys_.uncore().tryReq(x);
+        return x;
+    }
+    virtual void complete(Txn* x) = 0;
+    System& sys_;
+    Tick llcLat_;
+};
+
+// Bijective shuffle of [0, n): a 4-round Feistel network with cycle walking,
+// so a random pointer chase over any working set needs no permutation table.
+class Shuffle {
+  public:
+    Shuffle(uint64_t n, uint64_t seed) : n_(n) {
+        int bits = 2;
+        while ((1ull << bits) < n) bits += 2;
+        half_ = bits / 2;
+        mask_ = (1ull << half_) - 1;
+        Rng r(seed);
+        for (auto& k : keys_) k = r.next();
+    }
+    uint64_t operator()(uint64_t i) const {
+        do {
+            uint64_t l = i >> half_, rr = i & mask_;
+            for (uint64_t k : keys_) {
+                uint64_t f = (rr * 0x9E3779B97F4A7C15ull ^ k) >> 17;
+                uint64_t nl = rr;
+                rr = (l ^ f) & mask_;
+                l = nl;
+            }
+            i = (l << half_) | rr;
+        } while (i >= n_);
+        return i;
+    }
+
+  private:
+    uint64_t n_, mask_;
+    int half_;
+    uint64_t keys_[4];
+};
+
+// ---------------------------------------------------------------- pointer chase
+
+class ChaseDriver : public Driver {
+  public:
+    ChaseDriver(System& s, CacheHierarchy& h, uint64_t ws, uint64_t stride, uint64_t seed)
+        : Driver(s), h_(h), stride_(stride ? stride : kLineBytes), n_(ws / (stride ? stride : kLineBytes)),
+          random_(stride == 0), shuffle_(n_, seed) {
+        const HostParams& hp = s.params().host;
+        lat_[0] = nsToTicks(hp.l1_latency_ns);
+        lat_[1] = nsToTicks(hp.l2_latency_ns);
+        lat_[2] = nsToTicks(hp.llc_latency_ns);
+        stlb_ = nsToTicks(hp.stlb_latency_ns);
+        walk_ = nsToTicks(hp.walk_latency_ns);
+        page_ = hp.page_bytes;
+    }
+    uint64_t addrOf(uint64_t k) const { return (random_ ? shuffle_(k % n_) : k % n_) * stride_; }
+
+    void warm(uint64_t count) {
+        for (uint64_t i = 0; i < count; ++i) {
+            uint64_t a = addrOf(k_++);
+            if (h_.translate(a) == 2) h_.access(CacheHierarchy::pteAddr(a, page_));
+            h_.access(a);
+        }
+    }
+    void start(uint64_t accesses) {
+        total_ = accesses;
+        cur_ = now();
+        t0_ = cur_;
+        advance();
+    }
+    Tick elapsed() const { return cur_ - t0_; }
+    uint64_t levels_[4] = {0, 0, 0, 0};
+    uint64_t stlbHits_ = 0, walks_ = 0, walkMisses_ = 0;
+    LatencyStats mem_;
+
+  protected:
+    void process() override {
+        if (pending_) {
+            pending_ = false;
+            issue(0, Op::Read, pendingAddr_, pendingTag_);
+        }
+    }
+    void complete(Txn* x) override {
+        cur_ = now();
+        if (x->tag == 1) {
+            stage_ = 1;  // translation done
+        } else {
+            mem_.add(*x, cur_);
+            ++levels_[3];
+            finish();
+        }
+        advance();
+    }
+
+  private:
+    void finish() {
+        ++k_;
+        ++done_;
+        stage_ = 0;
+    }
+    void request(uint64_t addr, uint8_t tag) {
+        // Misses leave the core after the LLC lookup, which the uncore path models.
+        pendingAddr_ = addr;
+        pendingTag_ = tag;
+        if (cur_ == now()) {
+            issue(0, Op::Read, addr, tag);
+        } else {
+            pending_ = true;
+            requestWake(cur_);
+        }
+    }
+    void advance() {
+        while (done_ < total_) {
+            const uint64_t a = addrOf(k_);
+            if (stage_ == 0) {
+                int tr = h_.translate(a);
+                if (tr >= 1) cur_ += stlb_;
+                stage_ = 1;
+                if (tr == 1) ++stlbHits_;
+                if (tr == 2) {
+                    ++walks_;
+                    cur_ += walk_;
+                    auto lv = h_.access(CacheHierarchy::pteAddr(a, page_));
+                    if (lv == CacheHierarchy::kMem) {
+                        ++walkMisses_;
+                        request(CacheHierarchy::pteAddr(a, page_), 1);
+                        return;
+                    }
+                    cur_ += lat_[lv];
+                }
+            }
+            auto lv = h_.access(a);
+            if (lv == CacheHierarchy::kMem) {
+                stage_ = 2;
+                request(a, 0);
+                return;
+            }
+            cur_ += lat_[lv];
+            ++levels_[lv];
+            finish();
+        }
+    }
+
+    CacheHierarchy& h_;
+    uint64_t stride_, n_;
+    bool random_;
+    Shuffle shuffle_;
+    Tick lat_[3], stlb_, walk_, cur_ = 0, t0_ = 0;
+    uint64_t page_, k_ = 0, done_ = 0, total_ = 0;
+    int stage_ = 0;  // 0: translate, 1: data lookup, 2: data miss in flight
+    bool pending_ = false;
+    uint64_t pendingAddr_ = 0;
+    uint8_t pendingTag_ = 0;
+};
+
+// ---------------------------------------------------------------- traffic (STREAM, MLC, rate, bench)
+
+enum Tag : uint8_t { kLoad = 0, kRfo = 1, kWb = 2, kNtStore = 3, kProbe = 4 };
+
+class TrafficDriver : public Driver {
+  public:
+    struct Op2 {
+        uint8_t array;  // which STREAM array
+        bool store;
+    };
+
+    TrafficDriver(System& s, uint32_t threads, uint64_t total, const Progress& progress)
+        : Driver(s), threads_(threads), total_(total), progress_(progress) {
+        const HostParams& hp = s.params().host;
+        mshrs_ = hp.mshrs_per_core;
+        wbSlots_ = hp.writeback_buffer;
+        cores_.resize(threads + 1);
+        progressStep_ = std::max<uint64_t>(1, total / 200);
+    }
+
+    // STREAM: line-granular ops of one kernel over per-thread slices of three arrays.
+    void setStream(const std::string& kernel, uint64_t lines) {
+        if (kernel == "copy") ops_ = {{0, false}, {2, true}};
+        else if (kernel == "scale") ops_ = {{2, false}, {1, true}};
+        else if (kernel == "add") ops_ = {{0, false}, {1, false}, {2, true}};
+        else if (kernel == "triad") ops_ = {{1, false}, {2, false}, {0, true}};
+        else throw ConfigError("stream.kernel = '" + kernel + "' is not allowed; allowed values: copy, scale, add, triad");
+        streamLines_ = lines;
+        const uint64_t slice = lines * kLineBytes;
+        // Arrays 1 GiB apart plus a page, as STREAM's offsets avoid aliasing.
+        arrayStride_ = ((threads_ * slice + (1ull << 30) - 1) >> 30 << 30) + 4096;
+        threadSlice_ = slice;
+        stream_ = true;
+    }
+    void setTraffic(const TrafficConfig& c) {
+        readFrac_ = c.read_fraction;
+        sequential_ = c.pattern == "sequential";
+        footprint_ = std::max<uint64_t>(c.footprint_bytes / kLineBytes / threads_, 1);
+        delay_ = nsToTicks(c.inject_delay_ns);
+        if (c.rate_gbps > 0) interval_ = nsToTicks(kLineBytes * threads_ / c.rate_gbps);
+        probe_ = c.probe;
+    }
+
+    void start() {
+        for (uint32_t c = 0; c < threads_; ++c) {
+            cores_[c].rng = Rng(sys_.params().seed * 1000003 + c);
+            pump(c);
+        }
+        if (probe_) {
+            cores_[threads_].rng = Rng(sys_.params().seed * 7 + 99);
+            issueProbe();
+        }
+    }
+
+    // Results over the measurement window (10% to 90% of the requests completed).
+    bool windowDone() const { return windowEnd_ != 0; }
+    Tick windowStart_ = 0, windowEnd_ = 0;
+    uint64_t wLoads_ = 0, wStores_ = 0, wReadBytes_ = 0, wWriteBytes_ = 0;
+    LatencyStats reads_, probeLat_;
+
+  protected:
+    void process() override {
+        const Tick t = now();
+        Tick w = kNever;
+        for (uint32_t c = 0; c < threads_; ++c) {
+            Core& k = cores_[c];
+            if (k.notBefore <= t) pump(c);
+            if (k.notBefore > t && k.notBefore != kNever) w = std::min(w, k.notBefore);
+        }
+        if (probe_ && probeAt_ <= t) {
+            probeAt_ = kNever;
+            issueProbe();
+        }
+        w = std::min(w, probeAt_);
+        if (w != kNever) requestWake(w);
+    }
+
+    void complete(Txn* x) override {
+        const Tick t = now();
+        Core& k = cores_[x->src];
+        if (measuring()) {
+            if (x->op == Op::Read) wReadBytes_ += x->size;
+            else wWriteBytes_ += x->size;
+        }
+        switch (x->tag) {
+            case kProbe:
+                if (measuring()) probeLat_.add(*x, t);
+                probeAt_ = t;  // the next dependent load starts now
+                requestWake(t);
+                return;
+            case kWb:
+                --k.wb;
+                break;
+            case kRfo:
+                --k.mshr;
+                k.dirty.push_back(x->hostAddr);  // the line is dirty: written back later
+                countOp(true);
+                break;
+            default:
+                if (x->op == Op::Read && measuring()) reads_.add(*x, t);
+                --k.mshr;
+                countOp(x->tag != kLoad);
+        }
+        pump(x->src);
+    }
+
+  private:
+    struct Core {
+        uint32_t mshr = 0, wb = 0;
+        std::deque<uint64_t> dirty;
+        uint64_t pos = 0;
+        Tick notBefore = 0;
+        Rng rng;
+    };
+    bool measuring() const { return windowStart_ != 0 && windowEnd_ == 0; }
+
+    void countOp(bool store) {
+        ++completed_;
+        if (measuring()) ++(store ? wStores_ : wLoads_);
+        if (!windowStart_ && completed_ >= total_ / 10) {
+            windowStart_ = now();
+            sys_.resetStats();
+        } else if (windowStart_ && !windowEnd_ && completed_ >= total_ - total_ / 10) {
+            windowEnd_ = now();
+            sys_.loop.stop();
+        }
+        if (progress_ && completed_ % progressStep_ == 0 && !progress_(double(completed_) / double(total_)))
+            throw Cancelled();
+    }
+
+    void pump(uint32_t c) {
+        Core& k = cores_[c];
+        while (!k.dirty.empty() && k.wb < wbSlots_) {
+            ++k.wb;
+            issue(uint16_t(c), Op::Write, k.dirty.front(), kWb);
+            k.dirty.pop_front();
+        }
+        const Tick t = now();
+        while (k.mshr < mshrs_ && issued_ < total_ && k.notBefore <= t) {
+            ++issued_;
+            ++k.mshr;
+            if (stream_) {
+                const Op2& o = ops_[k.pos % ops_.size()];
+                const uint64_t line = (k.pos / ops_.size()) % streamLines_;
+                const uint64_t a = o.array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
+                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad);
+            } else {
+                const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
+                const uint64_t a = (c * footprint_ + line) * kLineBytes;
+                const bool rd = readFrac_ >= 1.0 || k.rng.uniform() < readFrac_;
+                issue(uint16_t(c), rd ? Op::Read : Op::Write, a, rd ? kLoad : kNtStore);
+            }
+            ++k.pos;
+            if (interval_) k.notBefore = std::max(k.notBefore, t) + interval_;
+            else if (delay_) k.notBefore = t + delay_;
+        }
+        if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) requestWake(k.notBefore);
+    }
+
+    void issueProbe() {
+        Core& k = cores_[threads_];
+        // The probe chases through its own region, far from the traffic.
+        const uint64_t a = (threads_ * footprint_ + k.rng.below(footprint_)) * kLineBytes;
+        issue(uint16_t(threads_), Op::Read, a, kProbe);
+    }
+
+    uint32_t threads_;
+    uint64_t total_, issued_ = 0, completed_ = 0;
+    Progress progress_;
+    uint64_t progressStep_;
+    uint32_t mshrs_, wbSlots_;
+    std::vector<Core> cores_;
+    bool stream_ = false, sequential_ = false, probe_ = false;
+    std::vector<Op2> ops_;
+    uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
+    double readFrac_ = 1.0;
+    Tick delay_ = 0, interval_ = 0, probeAt_ = kNever;
+};
+
+void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes, uint64_t writeBytes) {
+    const double secs = double(end - start) * 1e-12;
+    r.emplace_back("window_ns", ticksToNs(end - start));
+    r.emplace_back("read_gbps", secs > 0 ? readBytes / secs / 1e9 : 0);
+    r.emplace_back("write_gbps", secs > 0 ? writeBytes / secs / 1e9 : 0);
+    r.emplace_back("total_gbps", secs > 0 ? (readBytes + writeBytes) / secs / 1e9 : 0);
+    r.emplace_back("media_peak_gbps", s.mediaPeakBytesPerSec() / 1e9);
+    s.report(r, start, end);
+    r.emplace_back("txn_pool_size", double(s.pool.allocated()));
+}
+
+}  // namespace
+
+Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex) {
+    if (wsIndex >= cfg.working_sets.size()) throw ConfigError("lmbench: working-set index out of range");
+    const uint64_t ws = cfg.working_sets[wsIndex];
+    const uint64_t elem = cfg.stride ? cfg.stride : kLineBytes;
+    if (cfg.stride && (cfg.stride % 8 || cfg.stride > (1ull << 30)))
+        throw ConfigError("lmbench.stride = " + fmtNum(double(cfg.stride)) +
+                          " is not allowed; allowed: 0 (random) or a multiple of 8 up to 1073741824");
+    if (ws < elem || ws > (1ull << 40))
+        throw ConfigError("lmbench.working_set_bytes = " + fmtNum(double(ws)) + " is out of range; allowed: " +
+                          fmtNum(double(elem)) + " to 1099511627776");
+    if (cfg.accesses < 1 || cfg.accesses > (1ull << 32))
+        throw ConfigError("lmbench.accesses = " + fmtNum(double(cfg.accesses)) +
+                          " is out of range; allowed: 1 to 4294967296");
+    System s(sp);
+    CacheHierarchy h(sp.host, sp.seed + 5);
+    ChaseDriver d(s, h, ws, cfg.stride, sp.seed + wsIndex * 31 + 7);
+    const uint64_t n = ws / elem, llcLines = sp.host.llc_bytes / kLineBytes;
+    // Two passes reach the steady state of a working set the LLC can partly
+    // hold; beyond three LLCs a line is evicted long before its reuse, so
+    // filling the caches twice over is enough.
+    d.warm(cfg.warmup ? cfg.warmup : (n <= 3 * llcLines ? 2 * n : 2 * llcLines));
+    s.resetStats();
+    d.start(cfg.accesses);
+    s.loop.run();
+    Report r;
+    r.emplace_back("working_set_bytes", double(ws));
+    r.emplace_back("latency_ns", ticksToNs(d.elapsed()) / double(cfg.accesses));
+    const char* lv[4] = {"l1", "l2", "llc", "memory"};
+    for (int i = 0; i < 4; ++i) r.emplace_back(std::string("hit_") + lv[i], double(d.levels_[i]) / cfg.accesses);
+    r.emplace_back("stlb_hit", double(d.stlbHits_) / cfg.accesses);
+    r.emplace_back("page_walk", double(d.walks_) / cfg.accesses);
+    r.emplace_back("page_walk_memory", double(d.walkMisses_) / cfg.accesses);
+    d.mem_.report(r, "memory");
+    return r;
+}
+
+Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress& progress) {
+    if (cfg.threads < 1 || cfg.threads > sp.host.cores)
+        throw ConfigError("stream.threads = " + fmtNum(cfg.threads) + " is out of range; allowed: 1 to host.cores (" +
+                          fmtNum(sp.host.cores) + ")");
+    if (cfg.lines_per_thread < 100 || cfg.lines_per_thread > (1ull << 34))
+        throw ConfigError("stream.lines_per_thread = " + fmtNum(double(cfg.lines_per_thread)) +
+                          " is out of range; allowed: 100 to 17179869184");
+    System s(sp);
+    const uint64_t opsPerLine = (cfg.kernel == "add" || cfg.kernel == "triad") ? 3 : 2;
+    TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
+    d.setStream(cfg.kernel, cfg.lines_per_thread);
+    d.start();
+    s.loop.run();
+    Report r;
+    const double secs = double(d.windowEnd_ - d.windowStart_) * 1e-12;
+    // STREAM counts each array element once: loads plus stores, no write-allocate.
+    r.emplace_back("stream_gbps", secs > 0 ? (d.wLoads_ + d.wStores_) * kLineBytes / secs / 1e9 : 0);
+    r.emplace_back("threads", cfg.threads);
+    commonReport(r, s, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
+    d.reads_.report(r, "read");
+    return r;
+}
+
+Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progress& progress) {
+    if (cfg.threads < 1 || cfg.threads > sp.host.cores)
+        throw ConfigError("traffic.threads = " + fmtNum(cfg.threads) + " is out of range; allowed: 1 to host.cores (" +
+                          fmtNum(sp.host.cores) + ")");
+    if (!(cfg.read_fraction >= 0 && cfg.read_fraction <= 1))
+        throw ConfigError("traffic.read_fraction = " + fmtNum(cfg.read_fraction) + " is out of range; allowed: 0 to 1");
+    if (cfg.pattern != "random" && cfg.pattern != "sequential")
+        throw ConfigError("traffic.pattern = '" + cfg.pattern + "' is not allowed; allowed values: random, sequential");
+    if (cfg.requests < 100 || cfg.requests > (1ull << 40))
+        throw ConfigError("traffic.requests = " + fmtNum(double(cfg.requests)) +
+                          " is out of range; allowed: 100 to 1099511627776");
+    if (!(cfg.rate_gbps >= 0 && cfg.rate_gbps <= 10000))
+        throw ConfigError("traffic.rate_gbps = " + fmtNum(cfg.rate_gbps) + " is out of range; allowed: 0 to 10000");
+    if (!(cfg.inject_delay_ns >= 0 && cfg.inject_delay_ns <= 1e6))
+        throw ConfigError("traffic.inject_delay_ns = " + fmtNum(cfg.inject_delay_ns) +
+                          " is out of range; allowed: 0 to 1000000");
+    if (cfg.footprint_bytes < uint64_t(kLineBytes) * cfg.threads || cfg.footprint_bytes > (1ull << 44))
+        throw ConfigError("traffic.footprint_bytes = " + fmtNum(double(cfg.footprint_bytes)) +
+                          " is out of range; allowed: 64 x threads to 17592186044416");
+    System s(sp);
+    TrafficDriver d(s, cfg.threads, cfg.requests, progress);
+    d.setTraffic(cfg);
+    d.start();
+    s.loop.run();
+    Report r;
+    r.emplace_back("threads", cfg.threads);
+    r.emplace_back("read_fraction", cfg.read_fraction);
+    r.emplace_back("requests", double(cfg.requests));
+    commonReport(r, s, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
+    d.reads_.report(r, "read");
+    if (cfg.probe) d.probeLat_.report(r, "probe");
+    return r;
+}
+
+// ---------------------------------------------------------------- trace replay
+
+namespace {
+
+class TraceDriver : public Driver {
+  public:
+    TraceDriver(System& s, const TraceConfig& c, const Progress& p)
+        : Driver(s), in_(c.path), path_(c.path), max_(c.max_outstanding), progress_(p) {
+        if (!in_) throw ConfigError("trace.path = '" + c.path + "' cannot be opened");
+        in_.seekg(0, std::ios::end);
+        size_ = std::max<double>(1.0, double(in_.tellg()));
+        in_.seekg(0);
+        readNext();
+    }
+    void start() { process(); }
+    uint64_t requests_ = 0, readBytes_ = 0, writeBytes_ = 0;
+    Tick first_ = kNever, last_ = 0;
+    LatencyStats reads_, writes_;
+
+  protected:
+    void process() override {
+        const Tick t = now();
+        while (have_ && outstanding_ < max_ && nextTime_ <= t) {
+            issue(0, nextOp_, nextAddr_, 0);
+            ++outstanding_;
+            first_ = std::min(first_, t);
+            if (nextBytes_ > kLineBytes) {
+                nextBytes_ -= kLineBytes;
+                nextAddr_ += kLineBytes;
+            } else {
+                readNext();
+            }
+        }
+        if (have_ && outstanding_ < max_) requestWake(std::max(nextTime_, t));
+    }
+    void complete(Txn* x) override {
+        --outstanding_;
+        ++requests_;
+        last_ = now();
+        if (x->op == Op::Read) {
+            readBytes_ += x->size;
+            reads_.add(*x, last_);
+        } else {
+            writeBytes_ += x->size;
+            writes_.add(*x, last_);
+        }
+        if (progress_ && (requests_ & 0xffff) == 0 && !progress_(double(in_.tellg()) / size_)) throw Cancelled();
+        requestWake(now());
+    }
+
+  private:
+    [[noreturn]] void bad(const std::string& what) {
+        throw ConfigError("trace " + path_ + " line " + std::to_string(line_) + ": " + what);
+    }
+    void readNext() {
+        have_ = false;
+        std::string s;
+        while (std::getline(in_, s)) {
+            ++line_;
+            auto hash = s.find('#');
+            if (hash != std::string::npos) s.resize(hash);
+            for (char& ch : s)
+                if (ch == ',') ch = ' ';
+            std::istringstream ls(s);
+            std::string ts, op, addr, size;
+            if (!(ls >> ts)) continue;  // blank or comment
+            if (!(ls >> op >> addr)) bad("expected 'time_ns op address [size]'");
+            ls >> size;
+            std::string extra;
+            if (ls >> extra) bad("unexpected field '" + extra + "'; expected 'time_ns op address [size]'");
+            char* end = nullptr;
+            double tns = std::strtod(ts.c_str(), &end);
+            if (*end || !(tns >= 0) || tns > 1e15) bad("time_ns '" + ts + "' is not a number from 0 to 1e15");
+            Tick tt = nsToTicks(tns);
+            if (tt < lastTime_) bad("time_ns " + ts + " is earlier than the previous line; times must not decrease");
+            if (op == "R" || op == "r" || op == "READ" || op == "read") nextOp_ = Op::Read;
+            else if (op == "W" || op == "w" || op == "WRITE" || op == "write") nextOp_ = Op::Write;
+            else bad("op '" + op + "' is not allowed; allowed values: R, W");
+            errno = 0;
+            unsigned long long a = std::strtoull(addr.c_str(), &end, 0);
+            if (*end || addr.empty() || addr[0] == '-' || errno) bad("address '" + addr + "' is not a hex (0x...) or decimal number");
+            uint64_t bytes = kLineBytes;
+            if (!size.empty()) {
+                unsigned long long b = std::strtoull(size.c_str(), &end, 10);
+                if (*end || size[0] == '-' || b < 1 || b > (1u << 20)) bad("size '" + size + "' is out of range; allowed: 1 to 1048576");
+                bytes = b;
+            }
+            // Whole cache lines: the request covers every line the access touches.
+            uint64_t first = a / kLineBytes * kLineBytes, lastL = (a + bytes - 1) / kLineBytes * kLineBytes;
+            nextAddr_ = first;
+            nextBytes_ = lastL - first + kLineBytes;
+            nextTime_ = lastTime_ = tt;
+            have_ = true;
+            return;
+        }
+    }
+
+    std::ifstream in_;
+    std::string path_;
+    uint32_t max_, outstanding_ = 0;
+    Progress progress_;
+    double size_ = 1;
+    uint64_t line_ = 0, nextAddr_ = 0, nextBytes_ = 0;
+    Tick nextTime_ = 0, lastTime_ = 0;
+    Op nextOp_ = Op::Read;
+    bool have_ = false;
+};
+
+}  // namespace
+
+Report runTrace(const SystemParams& sp, const TraceConfig& cfg, const Progress& progress) {
+    if (cfg.max_outstanding < 1 || cfg.max_outstanding > 65536)
+        throw ConfigError("trace.max_outstanding = " + fmtNum(cfg.max_outstanding) +
+                          " is out of range; allowed: 1 to 65536");
+    System s(sp);
+    TraceDriver d(s, cfg, progress);
+    d.start();
+    s.loop.run();
+    Report r;
+    r.emplace_back("requests", double(d.requests_));
+    const Tick start = d.first_ == kNever ? 0 : d.first_;
+    commonReport(r, s, start, std::max(d.last_, start), d.readBytes_, d.writeBytes_);
+    d.reads_.report(r, "read");
+    d.writes_.report(r, "write");
+    return r;
+}
+
+}  // namespace cxlcore

@@ -1,0 +1,338 @@
+"""The ``simcxl`` command."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import pandas as pd
+
+from . import _core, engine, presets
+from .params import ParamError, System
+
+
+class UserError(click.ClickException):
+    """One line on stderr, exit status 2, no traceback."""
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"simcxl: error: {self.format_message()}", err=True)
+
+
+@contextmanager
+def user_errors():
+    try:
+        yield
+    except (ParamError, _core.ConfigError, FileNotFoundError) as e:
+        raise UserError(str(e)) from None
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool = True):
+    """A progress bar on stderr when it is a terminal; yields a callback taking a fraction."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=True) as bar:
+        state = {"done": 0}
+
+        def update(f: float):
+            n = int(min(max(f, 0.0), 1.0) * 1000)
+            if n > state["done"]:
+                bar.update(n - state["done"])
+                state["done"] = n
+            return True
+
+        yield update
+
+
+def load_memories(memories: List[str], overrides: List[str]) -> List[System]:
+    out = []
+    for m in memories:
+        s = presets.load(m)
+        if overrides:
+            kv = {}
+            for o in overrides:
+                if "=" not in o:
+                    raise ParamError(f"--set {o!r} is not KEY=VALUE (e.g. cxl.link.lanes=8)")
+                k, v = o.split("=", 1)
+                try:
+                    kv[k.strip()] = json.loads(v)
+                except json.JSONDecodeError:
+                    raise ParamError(f"--set {k}: value {v!r} is not a number") from None
+            s = s.replace(**kv)
+        out.append(s)
+    return out
+
+
+def emit_json(obj) -> None:
+    def clean(x):
+        if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+            return None
+        return x
+    if isinstance(obj, list):
+        obj = [{k: clean(v) for k, v in o.items()} for o in obj]
+    click.echo(json.dumps(obj, indent=2))
+
+
+def table(df: pd.DataFrame, cols: List[str]) -> str:
+    return df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+
+
+memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=["cxl-asic"], show_default=True,
+                          help="Preset name or preset file (JSON); repeat to compare.")
+set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                       help="Override a parameter, e.g. cxl.link.lanes=8 (repeatable).")
+json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable results.")
+plot_opt = click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
+csv_opt = click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every statistic as CSV.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(engine._version(), prog_name="simcxl")
+def main():
+    """SimCXL: simulate CXL memory systems (standalone engine; gem5 optional)."""
+
+
+@main.group()
+def run():
+    """Run a workload on one or more memories."""
+
+
+@run.command("lmbench")
+@memory_opt
+@set_opt
+@click.option("--sizes", help="Comma-separated working sets (e.g. 4k,1m,1g); default 512 B to 1 GiB.")
+@click.option("--max-size", default=None, help="Largest working set of the default list (e.g. 256m).")
+@click.option("--stride", default=0, show_default=True, help="Bytes between loads; 0 = random order (lat_mem_rd -t).")
+@click.option("--accesses", default=20000, show_default=True, help="Timed loads per working set.")
+@json_opt
+@plot_opt
+@csv_opt
+def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json, plot, csv_path):
+    """Load-to-use latency over working-set sizes (LMbench lat_mem_rd)."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        if sizes:
+            ws = [engine.parse_size(s) for s in sizes.split(",") if s.strip()]
+        else:
+            top = engine.parse_size(max_size) if max_size else 1 << 30
+            ws = [s for s in engine.LMBENCH_SIZES if s <= top]
+        frames = []
+        for s in systems:
+            with progress_bar(f"lmbench {s.name}") as cb:
+                frames.append(engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb))
+        df = pd.concat(frames, ignore_index=True)
+        df.attrs = frames[0].attrs
+    if as_json:
+        keep = ["memory", "working_set_bytes", "latency_ns"] if len(systems) > 1 else ["working_set_bytes", "latency_ns"]
+        emit_json(df[keep].to_dict("records"))
+    else:
+        click.echo(table(df, ["memory", "working_set_bytes", "latency_ns", "hit_l1", "hit_l2", "hit_llc",
+                              "hit_memory"]))
+    _outputs(df, plot, csv_path, "lmbench")
+
+
+@run.command("stream")
+@memory_opt
+@set_opt
+@click.option("--kernel", "kernels", multiple=True, type=click.Choice(engine.KERNELS),
+              help="Kernel(s) to run; default all four.")
+@click.option("--threads", type=int, default=None, help="Threads (default: min(16, host cores)).")
+@click.option("--lines", "lines", default=20000, show_default=True, help="Cache lines per array per thread.")
+@json_opt
+@plot_opt
+@csv_opt
+def run_stream(memories, overrides, kernels, threads, lines, as_json, plot, csv_path):
+    """STREAM copy/scale/add/triad bandwidth."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        frames = []
+        for s in systems:
+            with progress_bar(f"stream {s.name}") as cb:
+                frames.append(engine.stream(s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines,
+                                            progress=cb))
+        df = pd.concat(frames, ignore_index=True)
+        df.attrs = frames[0].attrs
+    df["bandwidth_gbps"] = df["stream_gbps"]
+    if as_json:
+        if len(systems) == 1:
+            emit_json({k: v for k, v in zip(df["kernel"], df["bandwidth_gbps"])})
+        else:
+            emit_json({m: dict(zip(g["kernel"], g["bandwidth_gbps"])) for m, g in df.groupby("memory", sort=False)})
+    else:
+        click.echo(table(df, ["memory", "kernel", "threads", "stream_gbps", "read_gbps", "write_gbps",
+                              "read_latency_ns_mean"]))
+    _outputs(df, plot, csv_path, "stream")
+
+
+def _floats(text: str, name: str) -> List[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{name} {text!r} is not a comma-separated list of numbers") from None
+
+
+@run.command("loaded-latency")
+@memory_opt
+@set_opt
+@click.option("--threads", "threads", default="1,2,4,8,16", show_default=True, help="Traffic thread counts.")
+@click.option("--read-fraction", "rfs", default="1.0", show_default=True,
+              help="Read fractions of the traffic (comma-separated, 0 to 1).")
+@click.option("--requests", default=100000, show_default=True, help="Traffic requests per point.")
+@click.option("--delay", "delay", default=0.0, show_default=True, help="Pause between a thread's requests (ns).")
+@json_opt
+@plot_opt
+@csv_opt
+def run_loaded(memories, overrides, threads, rfs, requests, delay, as_json, plot, csv_path):
+    """MLC-style loaded latency: probe latency under traffic."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        ts = [int(t) for t in _floats(threads, "--threads")]
+        frames = []
+        for s in systems:
+            with progress_bar(f"loaded-latency {s.name}") as cb:
+                frames.append(engine.loaded_latency(s, ts, _floats(rfs, "--read-fraction"), requests=requests,
+                                                    inject_delay_ns=delay, progress=cb))
+        df = pd.concat(frames, ignore_index=True)
+        df.attrs = frames[0].attrs
+    cols = ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+    if as_json:
+        emit_json(df[(["memory"] if len(systems) > 1 else []) + cols].to_dict("records"))
+    else:
+        click.echo(table(df, ["memory"] + cols + ["read_gbps", "write_gbps"]))
+    _outputs(df, plot, csv_path, "loaded-latency")
+
+
+@run.command("traffic")
+@memory_opt
+@set_opt
+@click.option("--threads", default=8, show_default=True)
+@click.option("--read-fraction", "rf", default=1.0, show_default=True)
+@click.option("--pattern", type=click.Choice(["random", "sequential"]), default="random", show_default=True)
+@click.option("--rate", "rate", default=0.0, show_default=True, help="Target GB/s (open loop); 0 = closed loop.")
+@click.option("--requests", default=200000, show_default=True)
+@click.option("--footprint", default="1g", show_default=True, help="Bytes the requests spread over.")
+@json_opt
+@csv_opt
+def run_traffic(memories, overrides, threads, rf, pattern, rate, requests, footprint, as_json, csv_path):
+    """Random or sequential requests at a target rate (or as fast as possible)."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        frames = []
+        for s in systems:
+            with progress_bar(f"traffic {s.name}") as cb:
+                frames.append(engine.traffic(s, threads, rf, pattern, engine.parse_size(footprint), requests,
+                                             rate_gbps=rate, progress=cb))
+        df = pd.concat(frames, ignore_index=True)
+    cols = ["memory", "read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, cols))
+    _outputs(df, None, csv_path, "traffic")
+
+
+@run.command("trace")
+@memory_opt
+@set_opt
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("--max-outstanding", default=64, show_default=True, help="Requests in flight at once.")
+@json_opt
+@csv_opt
+def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_path):
+    """Replay a memory trace (lines: time_ns op address [size])."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        frames = []
+        for s in systems:
+            with progress_bar(f"trace {s.name}") as cb:
+                frames.append(engine.trace(s, trace_file, max_outstanding, progress=cb))
+        df = pd.concat(frames, ignore_index=True)
+    cols = ["memory", "requests", "read_gbps", "write_gbps", "read_latency_ns_mean", "read_latency_ns_p99",
+            "write_latency_ns_mean"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, cols))
+    _outputs(df, None, csv_path, "trace")
+
+
+def _outputs(df: pd.DataFrame, plot: Optional[str], csv_path: Optional[str], kind: str) -> None:
+    if csv_path:
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(csv_path, index=False)
+        click.echo(f"wrote {csv_path}", err=True)
+    if plot:
+        from . import plots
+        {"lmbench": plots.lmbench, "stream": plots.stream, "loaded-latency": plots.loaded_latency}[kind](df, plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
+@main.group("presets")
+def presets_group():
+    """List and show the shipped presets."""
+
+
+@presets_group.command("list")
+@json_opt
+def presets_list(as_json):
+    rows = presets.summary()
+    if as_json:
+        emit_json(rows)
+    else:
+        for r in rows:
+            click.echo(f"{r['name']:12s} {r['kind']:12s} {r['description']}")
+
+
+@presets_group.command("show")
+@click.argument("memory")
+@json_opt
+def presets_show(memory, as_json):
+    """Every parameter of a preset (name or file)."""
+    with user_errors():
+        s = presets.load(memory)
+    if as_json:
+        click.echo(json.dumps(s.to_dict(), indent=2))
+        return
+    click.echo(f"{s.name} ({s.kind}): {s.description}")
+    click.echo(f"source: {s.source}")
+    for k, v in s.parameters().items():
+        click.echo(f"  {k:42s} {v}")
+
+
+@main.command("bench")
+@click.option("--requests", default=2_000_000, show_default=True)
+@click.option("--memory", default="cxl-asic", show_default=True)
+@json_opt
+def bench(requests, memory, as_json):
+    """Engine speed on a fixed Type-3 random-read workload."""
+    with user_errors():
+        r = engine.bench(requests, memory)
+    if as_json:
+        emit_json(r)
+    else:
+        click.echo(f"{r['workload']}\n{r['simulated_requests']:,} requests in {r['wall_seconds']:.2f} s: "
+                   f"{r['requests_per_second'] / 1e6:.2f} M requests/s (simulated {r['simulated_bandwidth_gbps']:.1f} "
+                   f"GB/s at {r['read_latency_ns_mean']:.0f} ns)")
+
+
+@main.command("demo")
+@click.option("--out", default="simcxl-out", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the table (CSV) and plot (PNG).")
+@click.option("--testbed", default="calibration/testbeds/spr-cxl-dmsim", show_default=True,
+              type=click.Path(), help="Measurements to compare with (skipped if absent).")
+def demo(out, testbed):
+    """LMbench + STREAM on the four presets, with the published measurements."""
+    from . import demo as demo_mod
+    with user_errors():
+        demo_mod.run(Path(out), Path(testbed))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""The main job: LMbench and STREAM on the four presets, next to the
+published measurements of the testbed they are shaped after."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional, Tuple
+
+import click
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from . import engine, plots  # noqa: E402
+
+MEMORIES = ("ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga")
+# One working set per plateau of the Sapphire Rapids host: L1, L2, LLC, the
+# LLC-to-memory transition, and memory.
+SIZES = (32 << 10, 768 << 10, 16 << 20, 128 << 20, 1 << 30)
+KERNELS = ("copy", "triad")
+
+
+def read_testbed(folder: Path) -> Tuple[Optional[pd.DataFrame], Optional[pd.DataFrame], str]:
+    """The lat_mem_rd and STREAM tables of a testbed folder, and its citation."""
+    lat = folder / "lat_mem_rd.csv"
+    st = folder / "stream.csv"
+    if not lat.exists() or not st.exists():
+        return None, None, ""
+    cite = ""
+    toml = folder / "testbed.toml"
+    if toml.exists():
+        # The citation is the leading comment block, after its first line.
+        head = []
+        for ln in toml.read_text().splitlines():
+            if not ln.startswith("#"):
+                break
+            head.append(ln[1:].strip())
+        cite = " ".join(ln for ln in head[1:] if ln)
+    return pd.read_csv(lat), pd.read_csv(st), cite
+
+
+def run(out: Path, testbed: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    meas_lat, meas_st, cite = read_testbed(testbed)
+    lat_frames, st_frames = [], []
+    total = len(MEMORIES) * 2
+    with click.progressbar(length=total, label="simulating", file=sys.stderr) as bar:
+        for m in MEMORIES:
+            lat_frames.append(engine.lmbench(m, SIZES, accesses=5000))
+            bar.update(1)
+            st_frames.append(engine.stream(m, KERNELS, threads=16))
+            bar.update(1)
+    lat = pd.concat(lat_frames, ignore_index=True)
+    lat.attrs = lat_frames[0].attrs
+    st = pd.concat(st_frames, ignore_index=True)
+    st.attrs = st_frames[0].attrs
+
+    rows = []
+    for _, r in lat.iterrows():
+        rows.append({"memory": r["memory"], "metric": f"latency {plots._size_label(r['working_set_bytes'])} (ns)",
+                     "simulated": r["latency_ns"],
+                     "measured": _lookup(meas_lat, r["memory"], "working_set_bytes", r["working_set_bytes"],
+                                         "latency_ns")})
+    for _, r in st.iterrows():
+        rows.append({"memory": r["memory"], "metric": f"STREAM {r['kernel']} (GB/s)", "simulated": r["stream_gbps"],
+                     "measured": _lookup(meas_st, r["memory"], "kernel", r["kernel"], "bandwidth_gbps")})
+    tab = pd.DataFrame(rows)
+    tab["error_%"] = (tab["simulated"] - tab["measured"]) / tab["measured"] * 100
+    tab.to_csv(out / "demo.csv", index=False)
+
+    wide = tab.pivot_table(index="metric", columns="memory", values=["simulated", "measured"], sort=False)
+    wide = wide.reindex(columns=MEMORIES, level=1)
+    click.echo("\nSimCXL standalone engine, presets shaped after the spr-cxl-dmsim testbed (initial values, not fitted)")
+    click.echo(wide["simulated"].to_string(float_format=lambda v: f"{v:8.1f}"))
+    if meas_lat is not None:
+        click.echo(f"\nMeasured on silicon ({cite or testbed}):")
+        click.echo(wide["measured"].to_string(float_format=lambda v: f"{v:8.1f}"))
+        err = tab.pivot_table(index="metric", columns="memory", values="error_%", sort=False)
+        err = err.reindex(columns=MEMORIES)
+        click.echo("\nError of the simulation (%):")
+        click.echo(err.to_string(float_format=lambda v: f"{v:+8.1f}"))
+
+    bd = engine.breakdown(lat[lat["working_set_bytes"] == max(SIZES)])
+    piv = bd.pivot_table(index="memory", columns="stage", values="ns", sort=False)[list(engine.STAGES)]
+    click.echo(f"\nWhere a {plots._size_label(max(SIZES))}-working-set miss spends its time (ns, mean per request):")
+    click.echo(piv.reindex(MEMORIES).to_string(float_format=lambda v: f"{v:7.1f}"))
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for i, (mem, g) in enumerate(lat.groupby("memory", sort=False)):
+        axes[0].plot(g["working_set_bytes"], g["latency_ns"], "o-", ms=4, color=f"C{i}", label=f"{mem} sim")
+        if meas_lat is not None:
+            mm = meas_lat[meas_lat["memory"] == mem]
+            axes[0].plot(mm["working_set_bytes"], mm["latency_ns"], "--", color=f"C{i}", alpha=0.6,
+                         label=f"{mem} measured")
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_xlabel("working set (bytes)")
+    axes[0].set_ylabel("load-to-use latency (ns)")
+    axes[0].set_title("lat_mem_rd (random)")
+    axes[0].grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7)
+    width = 0.2
+    for i, mem in enumerate(MEMORIES):
+        g = st[st["memory"] == mem].set_index("kernel").reindex(KERNELS)
+        xs = [k + i * width for k in range(len(KERNELS))]
+        axes[1].bar(xs, g["stream_gbps"], width * 0.6, color=f"C{i}", label=f"{mem} sim")
+        if meas_st is not None:
+            mm = meas_st[meas_st["memory"] == mem].set_index("kernel").reindex(KERNELS)
+            axes[1].bar([x + width * 0.55 for x in xs], mm["bandwidth_gbps"], width * 0.35, color=f"C{i}",
+                        alpha=0.4, hatch="//", label=f"{mem} measured")
+    axes[1].set_xticks([k + 1.5 * width for k in range(len(KERNELS))])
+    axes[1].set_xticklabels(KERNELS)
+    axes[1].set_ylabel("GB/s (STREAM counting)")
+    axes[1].set_title("STREAM, 16 threads")
+    axes[1].grid(True, axis="y", alpha=0.3)
+    axes[1].legend(fontsize=6, ncol=2)
+    note = (f"Simulated: SimCXL {engine._version()} standalone engine, presets {', '.join(MEMORIES)} "
+            f"(lmbench 5000 timed loads per size; STREAM 16 threads, 20000 lines per thread).")
+    if meas_lat is not None:
+        note += f"\nMeasured (dashed/hatched): {cite or testbed}"
+    fig.text(0.01, 0.005, note, fontsize=6.5, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    png = out / "demo.png"
+    fig.savefig(png, dpi=130)
+    plt.close(fig)
+    click.echo(f"\nwrote {png} and {out / 'demo.csv'}")
+
+
+def _lookup(df: Optional[pd.DataFrame], mem: str, key: str, val, col: str) -> float:
+    if df is None:
+        return float("nan")
+    m = df[(df["memory"] == mem) & (df[key] == val)]
+    return float(m[col].iloc[0]) if len(m) else float("nan")

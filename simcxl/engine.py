@@ -1,0 +1,196 @@
+"""The standalone engine: each call hands a whole system and workload to C++.
+
+Every function returns a pandas DataFrame. ``df.attrs`` records what was
+simulated (system, workload, engine version), so a figure can say where it
+came from.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence, Union
+
+import pandas as pd
+
+from . import _core
+from .params import ParamError, System
+from .presets import load
+
+Memory = Union[str, Path, System]
+Progress = Optional[Callable[[float], object]]
+
+STAGES = ("host_uncore", "host_port", "link_req", "device", "media_queue", "media_service", "link_resp")
+KERNELS = ("copy", "scale", "add", "triad")
+
+#: lat_mem_rd's working sets from 512 B to 1 GiB (the published testbed's list).
+LMBENCH_SIZES = tuple(
+    s for k in range(9, 31) for s in (1 << k, 3 << (k - 1)) if s <= 1 << 30 and s >= 512
+)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("simcxl")
+    except Exception:
+        return "dev"
+
+
+def _attrs(df: pd.DataFrame, system: System, workload: str, **cfg) -> pd.DataFrame:
+    df.attrs.update({"source": "simulation", "engine": "standalone", "simcxl": _version(),
+                     "memory": system.name, "kind": system.kind, "workload": workload, "config": cfg})
+    return df
+
+
+def _check_int(name: str, value, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() \
+            or not lo <= value <= hi:
+        raise ParamError(f"{name} = {value!r} is out of range; allowed: a whole number from {lo} to {hi}")
+    return int(value)
+
+
+def parse_size(text: Union[str, int]) -> int:
+    """'64k', '1.5m', '1g' or a byte count -> bytes."""
+    if isinstance(text, int):
+        return text
+    t = str(text).strip().lower().rstrip("b").rstrip("i")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(t[-1:], 1)
+    num = t[:-1] if t[-1:] in "kmgt" else t
+    try:
+        v = float(num) * mult
+    except ValueError:
+        raise ParamError(f"size {text!r} is not a size; allowed: a byte count or a number with k, m or g") from None
+    if v <= 0 or not v.is_integer():
+        raise ParamError(f"size {text!r} is not allowed; allowed: a positive whole number of bytes")
+    return int(v)
+
+
+def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = None, stride: int = 0,
+            accesses: int = 20000, warmup: int = 0, progress: Progress = None) -> pd.DataFrame:
+    """Dependent pointer chase (``lat_mem_rd``): load-to-use latency per working set.
+
+    ``stride=0`` visits 64 B lines in a random order (``lat_mem_rd -t``); a
+    positive stride walks the working set at that stride.
+    """
+    system = load(memory)
+    ws = [parse_size(w) for w in (working_sets or LMBENCH_SIZES)]
+    if not ws:
+        raise ParamError("working_sets is empty; give at least one size")
+    stride = _check_int("stride", stride, 0, 1 << 30)
+    accesses = _check_int("accesses", accesses, 1, 1 << 32)
+    warmup = _check_int("warmup", warmup, 0, 1 << 40)
+    core = system.to_core()
+    rows = []
+    for i in range(len(ws)):
+        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i))
+        if progress is not None:
+            progress((i + 1) / len(ws))
+    df = pd.DataFrame(rows)
+    df["working_set_bytes"] = df["working_set_bytes"].astype("int64")
+    df.insert(0, "memory", system.name)
+    return _attrs(df, system, "lmbench", stride=stride, accesses=accesses, warmup=warmup)
+
+
+def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,
+           lines_per_thread: int = 20000, progress: Progress = None) -> pd.DataFrame:
+    """STREAM kernels; ``stream_gbps`` counts bytes as STREAM does (no
+    write-allocate), ``read_gbps``/``write_gbps`` are the real traffic."""
+    system = load(memory)
+    threads = _check_int("threads", threads if threads is not None else min(16, system.host.cores),
+                         1, system.host.cores)
+    rows = []
+    for i, k in enumerate(kernels):
+        if k not in KERNELS:
+            raise ParamError(f"kernel = {k!r} is not allowed; allowed values: {', '.join(KERNELS)}")
+        sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(kernels)))
+        r = _core.run_stream(system.to_core(), k, threads, lines_per_thread, sub)
+        rows.append({"kernel": k, **r})
+    df = pd.DataFrame(rows)
+    df.insert(0, "memory", system.name)
+    return _attrs(df, system, "stream", threads=threads, lines_per_thread=lines_per_thread)
+
+
+def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, pattern: str = "random",
+            footprint_bytes: Union[int, str] = 1 << 30, requests: int = 200000, rate_gbps: float = 0.0,
+            inject_delay_ns: float = 0.0, probe: bool = False, progress: Progress = None) -> pd.DataFrame:
+    """Random or sequential line requests from ``threads`` cores, closed loop
+    (as fast as their MSHRs allow, or with a pause between requests) or open
+    loop at ``rate_gbps``. Writes are non-temporal (no read-for-ownership)."""
+    system = load(memory)
+    threads = _check_int("threads", threads, 1, system.host.cores)
+    r = _core.run_traffic(system.to_core(), threads, float(read_fraction), pattern, parse_size(footprint_bytes),
+                          _check_int("requests", requests, 100, 1 << 40), float(rate_gbps),
+                          float(inject_delay_ns), bool(probe), progress)
+    df = pd.DataFrame([r])
+    df.insert(0, "memory", system.name)
+    return _attrs(df, system, "traffic", threads=threads, read_fraction=read_fraction, pattern=pattern,
+                  rate_gbps=rate_gbps, inject_delay_ns=inject_delay_ns, requests=requests)
+
+
+def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), read_fractions: Iterable[float] = (1.0,),
+                   requests: int = 100000, inject_delay_ns: float = 0.0, progress: Progress = None) -> pd.DataFrame:
+    """Intel MLC-style loaded latency: traffic threads at a read fraction plus
+    a dependent-load probe. ``latency_ns`` is the probe's mean latency and
+    ``bandwidth_gbps`` all traffic, both directions."""
+    system = load(memory)
+    points = [(t, rf) for rf in read_fractions for t in threads]
+    rows = []
+    for i, (t, rf) in enumerate(points):
+        sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(points)))
+        df = traffic(system, threads=t, read_fraction=rf, requests=requests, inject_delay_ns=inject_delay_ns,
+                     probe=True, progress=sub)
+        row = df.iloc[0].to_dict()
+        row["bandwidth_gbps"] = row["total_gbps"]
+        row["latency_ns"] = row["probe_latency_ns_mean"]
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    lead = ["memory", "threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+    out = out[lead + [c for c in out.columns if c not in lead]]
+    out["threads"] = out["threads"].astype("int64")
+    return _attrs(out, system, "loaded-latency", requests=requests, inject_delay_ns=inject_delay_ns)
+
+
+def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,
+          progress: Progress = None) -> pd.DataFrame:
+    """Replays a memory trace: lines ``time_ns op address [size]`` (see README)."""
+    system = load(memory)
+    if not os.path.isfile(path):
+        raise ParamError(f"trace file {path} does not exist")
+    r = _core.run_trace(system.to_core(), str(path), _check_int("max_outstanding", max_outstanding, 1, 65536),
+                        progress)
+    df = pd.DataFrame([r])
+    df.insert(0, "memory", system.name)
+    return _attrs(df, system, "trace", path=str(path), max_outstanding=max_outstanding)
+
+
+def breakdown(df: pd.DataFrame, prefix: str = "memory") -> pd.DataFrame:
+    """Mean time per stage of a request, one row per (result row, stage).
+
+    ``prefix`` is ``memory`` for lmbench, ``read`` for the traffic workloads
+    and ``probe`` for the loaded-latency probe."""
+    cols = [f"{prefix}.stage.{s}_ns" for s in STAGES]
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ParamError(f"no {prefix} latency breakdown in this result")
+    keys = [c for c in ("memory", "working_set_bytes", "kernel", "threads", "read_fraction") if c in df.columns]
+    long = df[keys + cols].melt(id_vars=keys, var_name="stage", value_name="ns")
+    long["stage"] = long["stage"].str.slice(len(prefix) + 7, -3)
+    return long
+
+
+def bench(requests: int = 2_000_000, memory: Memory = "cxl-asic") -> dict:
+    """Fixed Type-3 random-read workload; simulated requests per wall second."""
+    system = load(memory)
+    requests = _check_int("requests", requests, 1000, 1 << 40)
+    threads = system.host.cores
+    t0 = time.perf_counter()
+    r = _core.run_traffic(system.to_core(), threads, 1.0, "random", 1 << 34, requests, 0.0, 0.0, False, None)
+    wall = time.perf_counter() - t0
+    # The run stops once 90% of the requests completed (the measurement window).
+    done = int(requests - requests // 10)
+    return {"workload": f"{system.name} random 64 B reads, {threads} threads x "
+                        f"{system.host.mshrs_per_core} outstanding",
+            "simulated_requests": done, "wall_seconds": wall, "requests_per_second": done / wall,
+            "simulated_bandwidth_gbps": r["read_gbps"], "read_latency_ns_mean": r["read_latency_ns_mean"]}

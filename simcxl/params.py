@@ -1,0 +1,407 @@
+"""Parameter schema: the single source of truth for names, units, defaults and ranges.
+
+The C++ structs in ``ext/cxlcore/params.hpp`` and the gem5 SimObjects mirror these
+dataclasses field for field; ``tests/test_schema.py`` keeps them in sync.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Dict, Optional, Tuple
+
+GiB = 1 << 30
+
+
+class ParamError(ValueError):
+    """A parameter is missing, unknown, or outside its allowed values."""
+
+
+def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",
+          choices: Optional[Tuple[Any, ...]] = None) -> Any:
+    return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices})
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+
+class ParamGroup:
+    """Base of the flat parameter groups (one per C++ struct)."""
+
+    def validate(self, where: str) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            m = f.metadata
+            name = f"{where}.{f.name}"
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ParamError(f"{name} = {v!r} is not a number; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
+            if f.type in ("int", int) and not float(v).is_integer():
+                raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "
+                                 f"{_fmt(m['lo'])} to {_fmt(m['hi'])}")
+            if math.isnan(v) or not (m["lo"] <= v <= m["hi"]):
+                raise ParamError(f"{name} = {_fmt(v)} is out of range; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
+            if m["choices"] is not None and v not in m["choices"]:
+                allowed = ", ".join(_fmt(c) for c in m["choices"])
+                raise ParamError(f"{name} = {_fmt(v)} is not allowed; allowed values: {allowed}")
+        self._check(where)
+
+    def _check(self, where: str) -> None:
+        """Cross-field constraints; subclasses extend."""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any], where: str):
+        if not isinstance(d, dict):
+            raise ParamError(f"{where} must be a table of parameters, not {type(d).__name__}")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ParamError(f"{where}.{unknown[0]} is not a parameter; allowed: {', '.join(sorted(names))}")
+        obj = cls(**d)
+        obj.validate(where)
+        return obj
+
+    @classmethod
+    def describe(cls):
+        """(name, default, unit, lo, hi, doc) of every field, for docs and the CLI."""
+        return [(f.name, f.default, f.metadata["unit"], f.metadata["lo"], f.metadata["hi"], f.metadata["doc"])
+                for f in fields(cls)]
+
+
+@dataclass
+class HostParams(ParamGroup):
+    """Cores, caches, address translation and the uncore path to memory."""
+    cores: int = param(8, 1, 1024, "", "hardware threads available to workloads")
+    mshrs_per_core: int = param(16, 1, 256, "", "outstanding L1 misses per core (fill buffers)")
+    writeback_buffer: int = param(32, 1, 1024, "", "outstanding dirty-line write-backs per core")
+    l1_bytes: int = param(49152, 1024, GiB, "B", "private L1D size")
+    l1_assoc: int = param(12, 1, 64, "ways", "L1D associativity")
+    l1_latency_ns: float = param(1.7, 0, 100, "ns", "load-to-use latency of an L1 hit")
+    l2_bytes: int = param(2097152, 1024, 1 << 34, "B", "private L2 size")
+    l2_assoc: int = param(16, 1, 64, "ways", "L2 associativity")
+    l2_latency_ns: float = param(5.5, 0, 200, "ns", "load-to-use latency of an L2 hit")
+    llc_bytes: int = param(102236160, 1024, 1 << 36, "B", "shared LLC size")
+    llc_assoc: int = param(15, 1, 64, "ways", "LLC associativity (random replacement)")
+    llc_latency_ns: float = param(36.0, 0, 500, "ns", "load-to-use latency of an LLC hit; also when a miss leaves")
+    dtlb_entries: int = param(64, 1, 65536, "", "first-level data TLB entries")
+    dtlb_assoc: int = param(4, 1, 65536, "ways", "DTLB associativity")
+    stlb_entries: int = param(2048, 1, 1048576, "", "second-level TLB entries")
+    stlb_assoc: int = param(8, 1, 1048576, "ways", "STLB associativity")
+    stlb_latency_ns: float = param(2.5, 0, 100, "ns", "extra latency of a DTLB miss that hits the STLB")
+    walk_latency_ns: float = param(4.0, 0, 1000, "ns", "page-walk overhead besides fetching the leaf PTE")
+    page_bytes: int = param(4096, 4096, GiB, "B", "page size (a power of two)")
+    uncore_req_latency_ns: float = param(10.0, 0, 1000, "ns", "mesh and home agent, LLC miss to memory port")
+    uncore_resp_latency_ns: float = param(10.0, 0, 1000, "ns", "memory port back to the core")
+
+    def _check(self, where: str) -> None:
+        for lvl in ("l1", "l2", "llc"):
+            b, a = getattr(self, f"{lvl}_bytes"), getattr(self, f"{lvl}_assoc")
+            if b % (64 * a):
+                raise ParamError(f"{where}.{lvl}_bytes = {b} must be a multiple of 64 x {where}.{lvl}_assoc ({a})")
+        if self.page_bytes & (self.page_bytes - 1):
+            raise ParamError(f"{where}.page_bytes = {self.page_bytes} is not allowed; "
+                             "allowed values: a power of two from 4096 to 1073741824")
+        for t in ("dtlb", "stlb"):
+            if getattr(self, f"{t}_entries") % getattr(self, f"{t}_assoc"):
+                raise ParamError(f"{where}.{t}_entries = {getattr(self, f'{t}_entries')} must be a multiple of "
+                                 f"{t}_assoc")
+
+
+@dataclass
+class DramParams(ParamGroup):
+    """A DRAM controller and its devices. A channel is an independent data bus
+    (DDR5: one 32-bit sub-channel; DDR4: one 64-bit channel)."""
+    channels: int = param(2, 1, 64, "", "independent channels (DDR5: 2 per DIMM channel)")
+    ranks: int = param(1, 1, 16, "", "ranks per channel")
+    bank_groups: int = param(8, 1, 16, "", "bank groups per rank")
+    banks_per_group: int = param(4, 1, 16, "", "banks per bank group")
+    row_bytes: int = param(4096, 256, 65536, "B", "row (page) size per channel")
+    data_rate_mts: float = param(4800, 100, 20000, "MT/s", "transfers per second per pin")
+    bus_bytes: int = param(4, 1, 64, "B", "data bus width per channel")
+    burst_length: int = param(16, 1, 64, "", "beats per burst (bus_bytes x burst_length = 64)")
+    interleave_bytes: int = param(256, 64, 65536, "B", "channel interleave granularity")
+    tRCD_ns: float = param(16.67, 0, 200, "ns", "activate to column command")
+    tCL_ns: float = param(16.67, 0, 200, "ns", "read CAS latency")
+    tCWL_ns: float = param(15.83, 0, 200, "ns", "write CAS latency")
+    tRP_ns: float = param(16.67, 0, 200, "ns", "precharge")
+    tRAS_ns: float = param(32.0, 0, 500, "ns", "activate to precharge")
+    tWR_ns: float = param(30.0, 0, 500, "ns", "write recovery")
+    tWTR_ns: float = param(10.0, 0, 200, "ns", "write data to read command (bus turnaround)")
+    tRTW_ns: float = param(5.0, 0, 200, "ns", "read data to write data (bus turnaround)")
+    tRRD_ns: float = param(5.0, 0, 200, "ns", "activate to activate, same rank")
+    tFAW_ns: float = param(13.33, 0, 500, "ns", "four-activate window")
+    tCCD_L_ns: float = param(5.0, 0, 100, "ns", "column to column, same bank group")
+    tREFI_ns: float = param(3900, 0, 100000, "ns", "refresh interval (0: no refresh)")
+    tRFC_ns: float = param(295, 0, 5000, "ns", "refresh cycle time")
+    read_queue: int = param(64, 1, 4096, "", "read queue entries per channel")
+    write_queue: int = param(64, 1, 4096, "", "write queue entries per channel")
+    write_high_watermark: float = param(0.85, 0.01, 1, "", "write-queue fill that starts a write burst")
+    write_low_watermark: float = param(0.5, 0, 0.99, "", "write-queue fill that may end a write burst")
+    min_writes_per_switch: int = param(16, 1, 4096, "", "writes per burst before turning back to reads")
+    frontend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller front end (request to queue)")
+    backend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller back end (data to response)")
+
+    def _check(self, where: str) -> None:
+        if self.bus_bytes * self.burst_length != 64:
+            raise ParamError(f"{where}.bus_bytes x burst_length = {self.bus_bytes * self.burst_length} is not allowed; "
+                             "allowed: 64 (one cache line per burst)")
+        if self.interleave_bytes & (self.interleave_bytes - 1):
+            raise ParamError(f"{where}.interleave_bytes = {self.interleave_bytes} is not allowed; "
+                             "allowed values: a power of two from 64 to 65536")
+        if self.row_bytes & (self.row_bytes - 1) or self.row_bytes < self.interleave_bytes:
+            raise ParamError(f"{where}.row_bytes = {self.row_bytes} is not allowed; "
+                             "allowed: a power of two, at least interleave_bytes")
+        if self.write_low_watermark >= self.write_high_watermark:
+            raise ParamError(f"{where}.write_low_watermark = {_fmt(self.write_low_watermark)} is not allowed; "
+                             f"allowed: below write_high_watermark ({_fmt(self.write_high_watermark)})")
+        if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
+            raise ParamError(f"{where}.tREFI_ns = {_fmt(self.tREFI_ns)} is not allowed; "
+                             "allowed: 0 (no refresh) or above tRFC_ns")
+
+    @property
+    def peak_gbps(self) -> float:
+        return self.channels * self.bus_bytes * self.data_rate_mts * 1e6 / 1e9
+
+
+@dataclass
+class InterSocketParams(ParamGroup):
+    """The link to the other socket (UPI-like), per direction."""
+    latency_ns: float = param(35.0, 0, 10000, "ns", "one-way latency including the remote home agent")
+    bandwidth_gbps: float = param(48.0, 0.1, 10000, "GB/s", "bandwidth per direction")
+    req_bytes: int = param(16, 1, 4096, "B", "size of a request or completion message")
+    data_bytes: int = param(80, 64, 4096, "B", "size of a message carrying a cache line")
+    max_outstanding: int = param(256, 1, 65536, "", "requests tracked at once")
+
+
+@dataclass
+class BridgeParams(ParamGroup):
+    """CXL host bridge / root complex with its HDM decoder."""
+    req_latency_ns: float = param(15.0, 0, 10000, "ns", "host-side protocol latency, request direction")
+    resp_latency_ns: float = param(15.0, 0, 10000, "ns", "host-side protocol latency, response direction")
+    req_queue: int = param(128, 1, 65536, "", "requests outstanding to CXL at once")
+    resp_queue: int = param(128, 1, 65536, "", "response buffer entries")
+    root_ports: int = param(1, 1, 64, "", "root ports, each with one link and one Type-3 device")
+    interleave_ways: int = param(1, 1, 16, "", "HDM interleave ways", (1, 2, 3, 4, 6, 8, 12, 16))
+    interleave_bytes: int = param(4096, 256, 16384, "B", "HDM interleave granularity",
+                                  (256, 512, 1024, 2048, 4096, 8192, 16384))
+
+    def _check(self, where: str) -> None:
+        if self.interleave_ways > self.root_ports:
+            raise ParamError(f"{where}.interleave_ways = {self.interleave_ways} is not allowed; "
+                             f"allowed: 1 to root_ports ({self.root_ports})")
+
+
+@dataclass
+class LinkParams(ParamGroup):
+    """A CXL link: PCIe electricals, flits, credits, CRC and replay."""
+    gen: int = param(5, 5, 6, "", "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x)", (5, 6))
+    lanes: int = param(16, 1, 16, "", "link width", (1, 2, 4, 8, 16))
+    flit_bytes: int = param(68, 68, 256, "B", "flit size: 68 (CXL 1.1/2.0) or 256 (CXL 3.x)", (68, 256))
+    latency_optimized: int = param(0, 0, 1, "", "256 B latency-optimised flit (1) or standard (0)", (0, 1))
+    phy_latency_ns: float = param(20.0, 0, 10000, "ns", "one-way PHY, retimer and link-layer latency")
+    credits_req: int = param(64, 1, 65536, "", "M2S Req credits (device receive buffers)")
+    credits_rwd: int = param(64, 1, 65536, "", "M2S RwD credits")
+    credits_ndr: int = param(64, 1, 65536, "", "S2M NDR credits (host receive buffers)")
+    credits_drs: int = param(64, 1, 65536, "", "S2M DRS credits")
+    bit_error_rate: float = param(0.0, 0, 1e-3, "", "bit-error rate; a bad flit is replayed")
+    replay_latency_ns: float = param(60.0, 0, 100000, "ns", "NAK round trip before a replay")
+
+    def _check(self, where: str) -> None:
+        if self.gen == 6 and self.flit_bytes != 256:
+            raise ParamError(f"{where}.flit_bytes = 68 is not allowed with gen = 6; allowed values: 256")
+        if self.latency_optimized and self.flit_bytes != 256:
+            raise ParamError(f"{where}.latency_optimized = 1 is not allowed with flit_bytes = 68; allowed values: 0")
+
+    @property
+    def raw_gbps(self) -> float:
+        """Bytes per second per direction after line coding (PCIe 5: 128b/130b)."""
+        rate = 32e9 if self.gen == 5 else 64e9
+        coding = 128 / 130 if self.gen == 5 else 1.0
+        return rate * self.lanes * coding / 8 / 1e9
+
+
+@dataclass
+class DeviceParams(ParamGroup):
+    """A CXL Type-3 device controller in front of its media."""
+    req_latency_ns: float = param(30.0, 0, 10000, "ns", "ingress pipeline: link/transaction layers to media")
+    resp_latency_ns: float = param(20.0, 0, 10000, "ns", "egress pipeline: media to link")
+    req_queue: int = param(64, 1, 65536, "", "transactions the controller holds at once")
+    resp_queue: int = param(64, 1, 65536, "", "responses waiting for the link")
+    devload_optimal: float = param(0.25, 0, 1, "", "queue fill at which DevLoad reports Optimal")
+    devload_moderate: float = param(0.75, 0, 1, "", "queue fill for Moderate overload")
+    devload_severe: float = param(0.95, 0, 1, "", "queue fill for Severe overload")
+
+    def _check(self, where: str) -> None:
+        if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:
+            raise ParamError(f"{where}.devload_* thresholds must satisfy "
+                             "devload_optimal <= devload_moderate <= devload_severe")
+
+
+#: Name in the C++ schema of each group, for the sync test and the bindings.
+GROUPS: Dict[str, type] = {
+    "HostParams": HostParams,
+    "DramParams": DramParams,
+    "InterSocketParams": InterSocketParams,
+    "BridgeParams": BridgeParams,
+    "LinkParams": LinkParams,
+    "DeviceParams": DeviceParams,
+}
+
+
+@dataclass
+class RemoteMemory:
+    link: InterSocketParams = field(default_factory=InterSocketParams)
+    dram: DramParams = field(default_factory=DramParams)
+
+
+@dataclass
+class CxlMemory:
+    bridge: BridgeParams = field(default_factory=BridgeParams)
+    link: LinkParams = field(default_factory=LinkParams)
+    device: DeviceParams = field(default_factory=DeviceParams)
+    media: DramParams = field(default_factory=DramParams)
+
+
+KINDS = ("local-dram", "remote-numa", "cxl-type3")
+
+
+@dataclass
+class System:
+    """A host and the memory under test. ``kind`` says where data lives; page
+    tables always live in the host's local DRAM."""
+    name: str
+    kind: str
+    host: HostParams = field(default_factory=HostParams)
+    local_dram: DramParams = field(default_factory=DramParams)
+    remote: Optional[RemoteMemory] = None
+    cxl: Optional[CxlMemory] = None
+    description: str = ""
+    source: str = ""
+    seed: int = 1
+    provenance: Dict[str, Any] = field(default_factory=dict)
+
+    _SUBS: ClassVar[Dict[str, Tuple[Tuple[str, type], ...]]] = {
+        "remote": (("link", InterSocketParams), ("dram", DramParams)),
+        "cxl": (("bridge", BridgeParams), ("link", LinkParams), ("device", DeviceParams), ("media", DramParams)),
+    }
+
+    def validate(self) -> "System":
+        if self.kind not in KINDS:
+            raise ParamError(f"kind = {self.kind!r} is not allowed; allowed values: {', '.join(KINDS)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2 ** 53:
+            raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to 2^53")
+        self.host.validate("host")
+        self.local_dram.validate("local_dram")
+        if self.kind == "remote-numa":
+            if self.remote is None:
+                raise ParamError("remote is missing: a remote-numa system needs [remote.link] and [remote.dram]")
+            self.remote.link.validate("remote.link")
+            self.remote.dram.validate("remote.dram")
+        if self.kind == "cxl-type3":
+            if self.cxl is None:
+                raise ParamError("cxl is missing: a cxl-type3 system needs [cxl.bridge], [cxl.link], "
+                                 "[cxl.device] and [cxl.media]")
+            for sub, _ in self._SUBS["cxl"]:
+                getattr(self.cxl, sub).validate(f"cxl.{sub}")
+        return self
+
+    # -- conversion -------------------------------------------------------------------
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"name": self.name, "kind": self.kind, "description": self.description,
+                             "source": self.source, "seed": self.seed}
+        if self.provenance:
+            d["provenance"] = copy.deepcopy(self.provenance)
+        d["host"] = self.host.to_dict()
+        d["local_dram"] = self.local_dram.to_dict()
+        for key in ("remote", "cxl"):
+            obj = getattr(self, key)
+            if obj is not None:
+                d[key] = {sub: getattr(obj, sub).to_dict() for sub, _ in self._SUBS[key]}
+        return d
+
+    def to_core(self) -> Dict[str, Any]:
+        """The description the C++ engine takes (parameters only)."""
+        d = self.to_dict()
+        for k in ("name", "description", "source", "provenance"):
+            d.pop(k, None)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any], where: str = "preset") -> "System":
+        if not isinstance(d, dict):
+            raise ParamError(f"{where}: a preset must be a table")
+        allowed = {"name", "kind", "description", "source", "seed", "provenance", "host", "local_dram",
+                   "remote", "cxl"}
+        unknown = sorted(set(d) - allowed)
+        if unknown:
+            raise ParamError(f"{where}: {unknown[0]} is not a preset key; allowed: {', '.join(sorted(allowed))}")
+        for req in ("name", "kind"):
+            if req not in d:
+                raise ParamError(f"{where}: {req} is missing")
+        kw: Dict[str, Any] = {k: d[k] for k in ("name", "kind", "description", "source", "seed", "provenance")
+                              if k in d}
+        kw["host"] = HostParams.from_dict(d.get("host", {}), "host")
+        kw["local_dram"] = DramParams.from_dict(d.get("local_dram", {}), "local_dram")
+        for key in ("remote", "cxl"):
+            if key in d:
+                sub = d[key]
+                if not isinstance(sub, dict):
+                    raise ParamError(f"{key} must be a table")
+                extra = sorted(set(sub) - {s for s, _ in cls._SUBS[key]})
+                if extra:
+                    raise ParamError(f"{key}.{extra[0]} is not a parameter group; allowed: "
+                                     f"{', '.join(s for s, _ in cls._SUBS[key])}")
+                parts = {s: t.from_dict(sub.get(s, {}), f"{key}.{s}") for s, t in cls._SUBS[key]}
+                kw[key] = (RemoteMemory if key == "remote" else CxlMemory)(**parts)
+        return cls(**kw).validate()
+
+    # -- dotted access, for overrides and sweeps ---------------------------------------
+
+    def get(self, path: str) -> Any:
+        obj: Any = self
+        for part in path.split("."):
+            if obj is None or not hasattr(obj, part):
+                raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+            obj = getattr(obj, part)
+        return obj
+
+    def replace(self, **overrides: Any) -> "System":
+        """A copy with dotted parameters changed, e.g. ``replace(**{"cxl.link.lanes": 8})``;
+        checked at once."""
+        new = copy.deepcopy(self)
+        for path, value in overrides.items():
+            *parents, leaf = path.split(".")
+            obj: Any = new
+            for part in parents:
+                if obj is None or not hasattr(obj, part) or part.startswith("_"):
+                    raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+                obj = getattr(obj, part)
+            if not isinstance(obj, ParamGroup) or leaf not in {f.name for f in fields(obj)}:
+                raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+            ftype = next(f.type for f in fields(obj) if f.name == leaf)
+            if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
+                value = int(value)
+            setattr(obj, leaf, value)
+        return new.validate()
+
+    def parameters(self) -> Dict[str, Any]:
+        """Every parameter of this system, flattened to dotted names."""
+        out: Dict[str, Any] = {}
+        for group in ("host", "local_dram"):
+            for k, v in getattr(self, group).to_dict().items():
+                out[f"{group}.{k}"] = v
+        for key in ("remote", "cxl"):
+            obj = getattr(self, key)
+            if obj is not None:
+                for sub, _ in self._SUBS[key]:
+                    for k, v in getattr(obj, sub).to_dict().items():
+                        out[f"{key}.{sub}.{k}"] = v
+        return out
+

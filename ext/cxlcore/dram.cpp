@@ -26,7 +26,6 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     back_ = nsToTicks(p_.backend_latency_ns);
     // Commit a request early enough that a row miss leaves no bubble on the bus.
     lookahead_ = tRP_ + tRCD_ + std::max(tCL_, tCWL_);
-    colChunks_ = p_.row_bytes / p_.interleave_bytes;
 
     ch_.resize(p_.channels);
     for (uint32_t c = 0; c < p_.channels; ++c) {
@@ -49,18 +48,31 @@ double DramController::peakBytesPerSec() const {
 }
 
 DramController::Loc DramController::decode(uint64_t addr) const {
-    uint64_t chunk = addr / p_.interleave_bytes;
+    const uint64_t chunk = addr / p_.interleave_bytes;
+    const uint64_t linesPerChunk = p_.interleave_bytes / kLineBytes;
     Loc l;
     l.channel = uint32_t(chunk % p_.channels);
-    uint64_t rest = chunk / p_.channels;
-    rest /= colChunks_;  // column chunks of one row first: sequential streams hit open rows
-    uint32_t group = uint32_t(rest % p_.bank_groups);
-    rest /= p_.bank_groups;
-    uint32_t bank = uint32_t(rest % p_.banks_per_group);
-    rest /= p_.banks_per_group;
-    l.rank = uint32_t(rest % p_.ranks);
-    l.row = rest / p_.ranks;
-    l.bank = group * p_.banks_per_group + bank;
+    // Lines of one channel rotate over bank groups, so a sequential stream
+    // issues at the burst rate (tCCD_S) instead of tCCD_L, then fill a row
+    // in every group before moving to the next bank: streams hit open rows.
+    uint64_t line = (chunk / p_.channels) * linesPerChunk + (addr % p_.interleave_bytes) / kLineBytes;
+    const uint32_t group = uint32_t(line % p_.bank_groups);
+    line /= p_.bank_groups;
+    line /= p_.row_bytes / kLineBytes;  // column within the row
+    const uint32_t bank = uint32_t(line % p_.banks_per_group);
+    line /= p_.banks_per_group;
+    const uint32_t rank = uint32_t(line % p_.ranks);
+    l.row = line / p_.ranks;
+    // Permutation-based interleaving: a hash of the row rotates the (rank,
+    // bank, group) index (a bijection within each row), as controllers XOR row
+    // bits into bank bits so that streams at aligned strides spread out.
+    const uint64_t banks = uint64_t(p_.bank_groups) * p_.banks_per_group * p_.ranks;
+    const uint64_t h = (l.row * 0x9E3779B97F4A7C15ull) >> 32;
+    const uint64_t idx = (group + p_.bank_groups * (bank + uint64_t(p_.banks_per_group) * rank) + h) % banks;
+    const uint32_t g = uint32_t(idx % p_.bank_groups);
+    const uint32_t b = uint32_t(idx / p_.bank_groups % p_.banks_per_group);
+    l.rank = uint32_t(idx / (uint64_t(p_.bank_groups) * p_.banks_per_group));
+    l.bank = g * p_.banks_per_group + b;
     return l;
 }
 

@@ -82,7 +82,6 @@ class DramController : public Component, public Target {
     TimedFifo<Txn*> acks_;  // write acknowledgements
     Tick tBurst_, tRCD_, tCL_, tCWL_, tRP_, tRAS_, tWR_, tWTR_, tRTW_, tRRD_, tFAW_, tCCD_L_, tREFI_, tRFC_;
     Tick front_, back_, lookahead_;
-    uint32_t colChunks_;
     bool needRetry_ = false, respBlocked_ = false;
     DramStats stats_;
     Occupancy readOcc_;

@@ -165,11 +165,13 @@ class EventLoop : public Host {
             if (e.t > until) break;
             heap_.pop();
             now_ = e.t;
+            ++events_;
             e.c->fire(e.t);
         }
     }
     void stop() { stopped_ = true; }
     bool idle() const { return heap_.empty(); }
+    uint64_t events() const { return events_; }
 
   private:
     struct Entry {
@@ -180,7 +182,7 @@ class EventLoop : public Host {
     };
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
     Tick now_ = 0;
-    uint64_t seq_ = 0;
+    uint64_t seq_ = 0, events_ = 0;
     bool stopped_ = false;
 };
 

@@ -434,6 +434,7 @@ void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes
     r.emplace_back("media_peak_gbps", s.mediaPeakBytesPerSec() / 1e9);
     s.report(r, start, end);
     r.emplace_back("txn_pool_size", double(s.pool.allocated()));
+    r.emplace_back("events", double(s.loop.events()));
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+"""Shared helpers. Tests import the installed package (run `.venv/bin/pytest`)."""
+
+from pathlib import Path
+
+import pytest
+
+import simcxl
+from simcxl.params import CxlMemory, DeviceParams, DramParams, HostParams, LinkParams, BridgeParams, System
+
+REPO = Path(__file__).resolve().parents[1]
+TESTBED = REPO / "calibration" / "testbeds" / "spr-cxl-dmsim"
+
+
+def quiet_dram(**kw) -> DramParams:
+    """DDR5-4800 with refresh off, so idle latencies are exact sums."""
+    d = simcxl.load_preset("ddr-local").local_dram
+    d.tREFI_ns = 0
+    for k, v in kw.items():
+        setattr(d, k, v)
+    return d
+
+
+def link_bound_cxl(lanes: int = 16, **link) -> System:
+    """A CXL system whose link is the only bottleneck: wide media, deep queues."""
+    host = HostParams(cores=64, mshrs_per_core=64, writeback_buffer=64)
+    media = quiet_dram(channels=32, read_queue=256, write_queue=256)
+    lk = LinkParams(lanes=lanes, credits_req=512, credits_rwd=512, credits_ndr=512, credits_drs=512, **link)
+    return System("link-bound", "cxl-type3", host=host, local_dram=quiet_dram(),
+                  cxl=CxlMemory(bridge=BridgeParams(req_queue=4096, resp_queue=4096), link=lk,
+                                device=DeviceParams(req_queue=4096, resp_queue=4096), media=media)).validate()
+
+
+@pytest.fixture(scope="session")
+def presets():
+    return {n: simcxl.load_preset(n) for n in simcxl.preset_names()}

@@ -295,7 +295,7 @@ class System:
         if self.kind not in KINDS:
             raise ParamError(f"kind = {self.kind!r} is not allowed; allowed values: {', '.join(KINDS)}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2 ** 53:
-            raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to 2^53")
+            raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to {2 ** 53 - 1}")
         self.host.validate("host")
         self.local_dram.validate("local_dram")
         if self.kind == "remote-numa":
@@ -365,43 +365,45 @@ class System:
     # -- dotted access, for overrides and sweeps ---------------------------------------
 
     def get(self, path: str) -> Any:
-        obj: Any = self
-        for part in path.split("."):
-            if obj is None or not hasattr(obj, part):
-                raise ParamError(f"{path} is not a parameter of this {self.kind} system")
-            obj = getattr(obj, part)
-        return obj
+        params = self.parameters()
+        if path not in params:
+            raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+        return params[path]
 
     def replace(self, **overrides: Any) -> "System":
         """A copy with dotted parameters changed, e.g. ``replace(**{"cxl.link.lanes": 8})``;
         checked at once."""
         new = copy.deepcopy(self)
         for path, value in overrides.items():
+            if path == "seed":
+                new.seed = value
+                continue
             *parents, leaf = path.split(".")
-            obj: Any = new
-            for part in parents:
-                if obj is None or not hasattr(obj, part) or part.startswith("_"):
-                    raise ParamError(f"{path} is not a parameter of this {self.kind} system")
-                obj = getattr(obj, part)
-            if not isinstance(obj, ParamGroup) or leaf not in {f.name for f in fields(obj)}:
-                raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+            group = ".".join(parents)
+            obj = new._groups().get(group)
+            if obj is None:
+                raise ParamError(f"{path} is not a parameter of this {self.kind} system; allowed groups: "
+                                 f"{', '.join(new._groups())}")
+            names = [f.name for f in fields(obj)]
+            if leaf not in names:
+                raise ParamError(f"{path} is not a parameter of this {self.kind} system; allowed in {group}: "
+                                 f"{', '.join(names)}")
             ftype = next(f.type for f in fields(obj) if f.name == leaf)
             if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
                 value = int(value)
             setattr(obj, leaf, value)
         return new.validate()
 
-    def parameters(self) -> Dict[str, Any]:
-        """Every parameter of this system, flattened to dotted names."""
-        out: Dict[str, Any] = {}
-        for group in ("host", "local_dram"):
-            for k, v in getattr(self, group).to_dict().items():
-                out[f"{group}.{k}"] = v
+    def _groups(self) -> Dict[str, ParamGroup]:
+        out: Dict[str, ParamGroup] = {"host": self.host, "local_dram": self.local_dram}
         for key in ("remote", "cxl"):
             obj = getattr(self, key)
             if obj is not None:
                 for sub, _ in self._SUBS[key]:
-                    for k, v in getattr(obj, sub).to_dict().items():
-                        out[f"{key}.{sub}.{k}"] = v
+                    out[f"{key}.{sub}"] = getattr(obj, sub)
         return out
+
+    def parameters(self) -> Dict[str, Any]:
+        """Every parameter of this system, flattened to dotted names."""
+        return {f"{g}.{k}": v for g, obj in self._groups().items() for k, v in obj.to_dict().items()}
 

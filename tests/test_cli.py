@@ -335,9 +335,6 @@ def test_unknown_set_parameter_is_named():
     user_error(cli(*LM, "--set", "nonexistent.param=1", ok=False), "nonexistent.param")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "simcxl/params.py System.replace: an unknown dotted name raises 'X is not a parameter of this ... system' "
-    "without listing the allowed parameters (the preset-file path, ParamGroup.from_dict, does list them)"))
 def test_unknown_set_parameter_lists_allowed():
     msg = user_error(cli(*LM, "--set", "nonexistent.param=1", ok=False), "nonexistent.param")
     assert "allowed" in msg

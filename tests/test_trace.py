@@ -100,13 +100,11 @@ def test_decimal_address_line_offset(tmp_path):
     assert replay(tmp_path, "0 R 128\n")["requests"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ext/cxlcore/workloads.cpp TraceDriver::readNext parses the address with strtoull(addr, &end, 0): "
-    "a zero-padded decimal address is read as octal (0640 -> 416, so '0 R 0640' makes 2 requests instead "
-    "of 1) and '09' is rejected as 'not a hex (0x...) or decimal number'"))
 def test_zero_padded_decimal_address(tmp_path):
     assert replay(tmp_path, "0 R 0640\n", name="a.trace")["requests"] == 1  # 640 = 10 x 64: one line
-    assert replay(tmp_path, "0 R 0009\n", name="b.trace")["requests"] == 1
+    # 0009 is nine (not octal); 64 bytes from byte 9 touch two lines.
+    assert replay(tmp_path, "0 R 0009\n", name="b.trace")["requests"] == 2
+    assert replay(tmp_path, "0 R 0009 8\n", name="c.trace")["requests"] == 1
 
 
 def test_time_gap_lowers_bandwidth(tmp_path):

@@ -74,22 +74,36 @@ py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     return v.cast<py::dict>();
 }
 
+void onlyKeys(const py::dict& d, const std::set<std::string>& allowed, const std::string& where) {
+    for (auto kv : d) {
+        std::string k = py::str(kv.first);
+        if (!allowed.count(k)) {
+            std::string list;
+            for (auto& n : allowed) list += (list.empty() ? "" : ", ") + n;
+            throw ConfigError((where.empty() ? k : where + "." + k) + " is not a parameter group; allowed: " + list);
+        }
+    }
+}
+
 SystemParams readSystem(const py::dict& d) {
     SystemParams p;
+    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl"}, "");
     std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
     if (kind == "local-dram") p.kind = MemoryKind::LocalDram;
     else if (kind == "remote-numa") p.kind = MemoryKind::RemoteNuma;
     else if (kind == "cxl-type3") p.kind = MemoryKind::CxlType3;
     else throw ConfigError("system.kind = '" + kind + "' is not allowed; allowed values: local-dram, remote-numa, cxl-type3");
-    if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740992.0);
+    if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
     p.host = readHostParams(sub(d, "host", "system"), "host");
     p.local_dram = readDramParams(sub(d, "local_dram", "system"), "local_dram");
     if (p.kind == MemoryKind::RemoteNuma) {
         py::dict r = sub(d, "remote", "system");
+        onlyKeys(r, {"link", "dram"}, "remote");
         p.intersocket = readInterSocketParams(sub(r, "link", "remote"), "remote.link");
         p.remote_dram = readDramParams(sub(r, "dram", "remote"), "remote.dram");
     } else if (p.kind == MemoryKind::CxlType3) {
         py::dict c = sub(d, "cxl", "system");
+        onlyKeys(c, {"bridge", "link", "device", "media"}, "cxl");
         p.bridge = readBridgeParams(sub(c, "bridge", "cxl"), "cxl.bridge");
         p.link = readLinkParams(sub(c, "link", "cxl"), "cxl.link");
         p.device = readDeviceParams(sub(c, "device", "cxl"), "cxl.device");

@@ -7,7 +7,9 @@ namespace cxlcore {
 
 std::string fmtNum(double v) {
     std::ostringstream os;
-    if (std::fabs(v) >= 1e15 || (v != 0 && std::fabs(v) < 1e-3))
+    if (v == std::floor(v) && std::fabs(v) < 9.2e18)
+        os << static_cast<long long>(v);
+    else if (v != 0 && std::fabs(v) < 1e-3)
         os << v;
     else if (v == std::floor(v))
         os << static_cast<long long>(v);

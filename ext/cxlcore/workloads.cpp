@@ -1,6 +1,7 @@
 #include "workloads.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -454,7 +455,9 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
                           " is out of range; allowed: 1 to 4294967296");
     System s(sp);
     CacheHierarchy h(sp.host, sp.seed + 5);
-    ChaseDriver d(s, h, ws, cfg.stride, sp.seed + wsIndex * 31 + 7);
+    // Seeded by the working set itself, so a size gives the same result
+    // whatever list it is run in.
+    ChaseDriver d(s, h, ws, cfg.stride, sp.seed * 0x9E3779B97F4A7C15ull + ws);
     const uint64_t n = ws / elem, llcLines = sp.host.llc_bytes / kLineBytes;
     // Two passes reach the steady state of a working set the LLC can partly
     // hold; beyond three LLCs a line is evicted long before its reuse, so
@@ -611,14 +614,18 @@ class TraceDriver : public Driver {
             else if (op == "W" || op == "w" || op == "WRITE" || op == "write") nextOp_ = Op::Write;
             else bad("op '" + op + "' is not allowed; allowed values: R, W");
             errno = 0;
-            unsigned long long a = std::strtoull(addr.c_str(), &end, 0);
-            if (*end || addr.empty() || addr[0] == '-' || errno) bad("address '" + addr + "' is not a hex (0x...) or decimal number");
+            // Hex with 0x, decimal otherwise (a leading zero is not octal).
+            const bool hex = addr.size() > 2 && addr[0] == '0' && (addr[1] == 'x' || addr[1] == 'X');
+            unsigned long long a = std::strtoull(addr.c_str() + (hex ? 2 : 0), &end, hex ? 16 : 10);
+            if (*end || addr.empty() || !std::isxdigit(static_cast<unsigned char>(addr[hex ? 2 : 0])) || errno)
+                bad("address '" + addr + "' is not a hex (0x...) or decimal number");
             uint64_t bytes = kLineBytes;
             if (!size.empty()) {
                 unsigned long long b = std::strtoull(size.c_str(), &end, 10);
                 if (*end || size[0] == '-' || b < 1 || b > (1u << 20)) bad("size '" + size + "' is out of range; allowed: 1 to 1048576");
                 bytes = b;
             }
+            if (a > ~0ull - bytes) bad("address '" + addr + "' plus size runs past the end of the address space");
             // Whole cache lines: the request covers every line the access touches.
             uint64_t first = a / kLineBytes * kLineBytes, lastL = (a + bytes - 1) / kLineBytes * kLineBytes;
             nextAddr_ = first;

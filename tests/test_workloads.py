@@ -1,0 +1,134 @@
+"""Workload behaviour: lat_mem_rd plateaus, STREAM byte accounting, loaded
+latency, determinism and flat memory."""
+
+import resource
+
+import pandas as pd
+import pytest
+
+import simcxl
+
+from conftest import TESTBED
+
+
+def chase(system, sizes, **kw):
+    return simcxl.lmbench(system, sizes, accesses=kw.pop("accesses", 4000), **kw).set_index("working_set_bytes")
+
+
+def test_lmbench_plateaus_follow_the_cache_sizes(presets):
+    s = presets["ddr-local"]
+    h = s.host
+    sizes = [h.l1_bytes // 2, h.l1_bytes * 4, h.l2_bytes // 2, h.l2_bytes * 4, h.llc_bytes // 4, h.llc_bytes * 10]
+    df = chase(s, sizes)
+    l1, l1x, l2, l2x, llc, mem = (df.loc[z] for z in sizes)
+    # Inside a level nearly every load hits it; four times past it, few do.
+    assert l1["hit_l1"] > 0.99 and l1x["hit_l1"] < 0.3
+    assert l2["hit_l1"] + l2["hit_l2"] > 0.99 and l2x["hit_l2"] < 0.3
+    assert llc["hit_memory"] < 0.01 and mem["hit_memory"] > 0.85
+    assert l1["latency_ns"] == pytest.approx(h.l1_latency_ns, rel=0.02)
+    # Distinct plateaus, each well above the one before.
+    lat = [l1["latency_ns"], l2["latency_ns"], llc["latency_ns"], mem["latency_ns"]]
+    assert all(b > 1.5 * a for a, b in zip(lat, lat[1:])), lat
+    # The LLC plateau is the LLC hit latency plus the page walks a 4 KiB-page
+    # working set of that size needs.
+    assert h.llc_latency_ns < llc["latency_ns"] < h.llc_latency_ns + 25
+
+
+def test_latency_rises_gradually_past_the_llc(presets):
+    s = presets["ddr-local"]
+    llc = s.host.llc_bytes
+    df = chase(s, [llc // 2, int(llc * 1.3), llc * 2, llc * 10])
+    a, b, c, d = df["latency_ns"]
+    assert a < b < c < d
+    # No cliff: just past the LLC a good share of loads still hit it.
+    assert a + 0.15 * (d - a) < b < d - 0.3 * (d - a)
+
+
+def test_stride_mode_walks_sequentially(presets):
+    s = presets["ddr-local"]
+    df = simcxl.lmbench(s, [8 << 20], stride=64, accesses=4000)
+    # A 64 B stride over 8 MiB cycles through more lines than L2 holds, in
+    # order: LRU keeps none of them, the LLC keeps them all.
+    assert df["hit_llc"].iloc[0] > 0.95
+
+
+def test_cxl_memory_plateaus_near_the_testbed(presets):
+    meas = pd.read_csv(TESTBED / "lat_mem_rd.csv")
+    for name in ("cxl-asic", "cxl-fpga"):
+        m = meas[(meas["memory"] == name) & (meas["working_set_bytes"] == 1 << 30)]["latency_ns"].iloc[0]
+        sim = chase(presets[name], [1 << 30], accesses=3000)["latency_ns"].iloc[0]
+        assert sim == pytest.approx(m, rel=0.15), (name, sim, m)
+
+
+def test_memory_order_of_latency(presets):
+    lat = {n: chase(presets[n], [1 << 30], accesses=2000)["latency_ns"].iloc[0] for n in presets}
+    assert lat["ddr-local"] < lat["ddr-remote"] < lat["cxl-asic"] < lat["cxl-fpga"]
+
+
+@pytest.mark.parametrize("kernel,arrays_read,arrays_written", [("copy", 1, 1), ("scale", 1, 1), ("add", 2, 1),
+                                                                ("triad", 2, 1)])
+def test_stream_counts_bytes_as_stream_does(presets, kernel, arrays_read, arrays_written):
+    r = simcxl.stream(presets["ddr-local"], [kernel], threads=4, lines_per_thread=4000).iloc[0]
+    counted = arrays_read + arrays_written
+    # Real traffic: each store first reads its line (write-allocate), then writes it back.
+    reads, writes = arrays_read + arrays_written, arrays_written
+    assert r["read_gbps"] == pytest.approx(r["stream_gbps"] * reads / counted, rel=0.03)
+    assert r["write_gbps"] == pytest.approx(r["stream_gbps"] * writes / counted, rel=0.06)
+
+
+def test_stream_scales_with_threads_until_dram_saturates(presets):
+    s = presets["ddr-local"]
+    bw = {t: simcxl.stream(s, ["triad"], threads=t, lines_per_thread=4000)["stream_gbps"].iloc[0] for t in (1, 2, 16)}
+    assert bw[2] > 1.6 * bw[1]
+    real16 = simcxl.stream(s, ["triad"], threads=16, lines_per_thread=4000).iloc[0]
+    assert real16["read_gbps"] + real16["write_gbps"] <= s.local_dram.peak_gbps
+    assert bw[16] > bw[2]
+
+
+def test_loaded_latency_rises_with_bandwidth(presets):
+    df = simcxl.loaded_latency(presets["cxl-asic"], threads=(1, 4, 16, 32), requests=30000)
+    assert list(df.columns[:5]) == ["memory", "threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+    bw = list(df["bandwidth_gbps"])
+    assert all(b >= 0.98 * a for a, b in zip(bw, bw[1:])) and bw[2] > 3 * bw[0]
+    assert df["latency_ns"].iloc[-1] > 1.3 * df["latency_ns"].iloc[0]
+    # Idle-ish probe latency sits near the unloaded memory latency.
+    assert df["latency_ns"].iloc[0] < 1.2 * df["latency_ns"].min() + 1
+
+
+def test_open_loop_rate_is_met_below_saturation(presets):
+    r = simcxl.traffic(presets["cxl-asic"], threads=4, rate_gbps=5.0, requests=30000).iloc[0]
+    assert r["read_gbps"] == pytest.approx(5.0, rel=0.03)
+    over = simcxl.traffic(presets["cxl-asic"], threads=4, rate_gbps=500.0, requests=30000).iloc[0]
+    assert over["read_gbps"] < 100
+
+
+def test_identical_inputs_identical_outputs(presets):
+    s = presets["cxl-fpga"]
+    a = simcxl.traffic(s, threads=8, read_fraction=0.7, requests=20000).iloc[0].to_dict()
+    b = simcxl.traffic(s, threads=8, read_fraction=0.7, requests=20000).iloc[0].to_dict()
+    assert a == b
+    c = simcxl.traffic(_reseed(s, 7), threads=8, read_fraction=0.7, requests=20000).iloc[0].to_dict()
+    assert c["read_latency_ns_mean"] != a["read_latency_ns_mean"]
+    l1 = simcxl.lmbench(s, [64 << 20], accesses=2000)
+    l2 = simcxl.lmbench(s, [64 << 20], accesses=2000)
+    pd.testing.assert_frame_equal(l1, l2)
+
+
+def _reseed(s, seed):
+    import copy
+    t = copy.deepcopy(s)
+    t.seed = seed
+    return t.validate()
+
+
+def test_long_runs_keep_memory_flat(presets):
+    s = presets["cxl-asic"]
+    simcxl.traffic(s, threads=16, requests=200000)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    small = simcxl.traffic(s, threads=16, requests=200000).iloc[0]
+    big = simcxl.traffic(s, threads=16, requests=4000000).iloc[0]
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Transactions are recycled: the pool is bounded by what can be in flight
+    # (plus the one a core takes before its last response is returned).
+    assert big["txn_pool_size"] == small["txn_pool_size"] <= 16 * s.host.mshrs_per_core + 1
+    assert rss1 - rss0 < 20 * 1024  # KiB

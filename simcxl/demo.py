@@ -4,6 +4,7 @@ published measurements of the testbed they are shaped after."""
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -17,9 +18,11 @@ import pandas as pd  # noqa: E402
 from . import engine, plots  # noqa: E402
 
 MEMORIES = ("ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga")
-# One working set per plateau of the Sapphire Rapids host: L1, L2, LLC, the
-# LLC-to-memory transition, and memory.
-SIZES = (32 << 10, 768 << 10, 16 << 20, 128 << 20, 1 << 30)
+# The curve, and in the table one working set per plateau of the Sapphire
+# Rapids host: L1, L2, LLC, the LLC-to-memory transition, and memory.
+SIZES = (16 << 10, 32 << 10, 128 << 10, 512 << 10, 768 << 10, 2 << 20, 4 << 20, 16 << 20, 64 << 20, 128 << 20,
+         256 << 20, 1 << 30)
+TABLE_SIZES = (32 << 10, 768 << 10, 16 << 20, 128 << 20, 1 << 30)
 KERNELS = ("copy", "triad")
 
 
@@ -59,7 +62,7 @@ def run(out: Path, testbed: Path) -> None:
     st.attrs = st_frames[0].attrs
 
     rows = []
-    for _, r in lat.iterrows():
+    for _, r in lat[lat["working_set_bytes"].isin(TABLE_SIZES)].iterrows():
         rows.append({"memory": r["memory"], "metric": f"latency {plots._size_label(r['working_set_bytes'])} (ns)",
                      "simulated": r["latency_ns"],
                      "measured": _lookup(meas_lat, r["memory"], "working_set_bytes", r["working_set_bytes"],
@@ -96,6 +99,9 @@ def run(out: Path, testbed: Path) -> None:
             axes[0].plot(mm["working_set_bytes"], mm["latency_ns"], "--", color=f"C{i}", alpha=0.6,
                          label=f"{mem} measured")
     axes[0].set_xscale("log", base=2)
+    ticks = [1 << k for k in range(10, 31, 2)]
+    axes[0].set_xticks(ticks)
+    axes[0].set_xticklabels([plots._size_label(t) for t in ticks], fontsize=8)
     axes[0].set_xlabel("working set (bytes)")
     axes[0].set_ylabel("load-to-use latency (ns)")
     axes[0].set_title("lat_mem_rd (random)")
@@ -115,13 +121,15 @@ def run(out: Path, testbed: Path) -> None:
     axes[1].set_ylabel("GB/s (STREAM counting)")
     axes[1].set_title("STREAM, 16 threads")
     axes[1].grid(True, axis="y", alpha=0.3)
-    axes[1].legend(fontsize=6, ncol=2)
+    axes[1].set_ylim(0, max(st["stream_gbps"].max(), meas_st["bandwidth_gbps"].max() if meas_st is not None else 0)
+                     * 1.45)
+    axes[1].legend(fontsize=6, ncol=4, loc="upper center")
     note = (f"Simulated: SimCXL {engine._version()} standalone engine, presets {', '.join(MEMORIES)} "
             f"(lmbench 5000 timed loads per size; STREAM 16 threads, 20000 lines per thread).")
     if meas_lat is not None:
-        note += f"\nMeasured (dashed/hatched): {cite or testbed}"
-    fig.text(0.01, 0.005, note, fontsize=6.5, color="0.3", va="bottom")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+        note += f" Measured (dashed/hatched): {cite or testbed}"
+    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(note, 210)), fontsize=6.5, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     png = out / "demo.png"
     fig.savefig(png, dpi=130)
     plt.close(fig)

@@ -180,11 +180,12 @@ def breakdown(df: pd.DataFrame, prefix: str = "memory") -> pd.DataFrame:
     return long
 
 
-def bench(requests: int = 2_000_000, memory: Memory = "cxl-asic") -> dict:
-    """Fixed Type-3 random-read workload; simulated requests per wall second."""
+def bench(requests: int = 2_000_000, memory: Memory = "cxl-asic", threads: int = 16) -> dict:
+    """Fixed Type-3 random-read workload (16 cores keeping their MSHRs full,
+    enough to saturate the expander); simulated requests per wall second."""
     system = load(memory)
     requests = _check_int("requests", requests, 1000, 1 << 40)
-    threads = system.host.cores
+    threads = _check_int("threads", threads, 1, system.host.cores)
     t0 = time.perf_counter()
     r = _core.run_traffic(system.to_core(), threads, 1.0, "random", 1 << 34, requests, 0.0, 0.0, False, None)
     wall = time.perf_counter() - t0

@@ -46,6 +46,11 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
     tx_.reset(p_.resp_queue);
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
+    // DevLoad thresholds as queue fills (the fraction times the queue size).
+    for (int i = 0; i < 3; ++i) {
+        const double f = i == 0 ? p_.devload_optimal : i == 1 ? p_.devload_moderate : p_.devload_severe;
+        loadAt_[i] = uint32_t(std::ceil(f * p_.req_queue));
+    }
     media_.setRequester(this);
 }
 
@@ -55,12 +60,14 @@ void Type3Device::deliver(Txn* t, Tick arrival) {
 }
 
 uint8_t Type3Device::devLoad() const {
-    double f = double(outstanding_) / p_.req_queue;
-    return f >= p_.devload_severe ? 3 : f >= p_.devload_moderate ? 2 : f >= p_.devload_optimal ? 1 : 0;
+    return outstanding_ >= loadAt_[2] ? 3 : outstanding_ >= loadAt_[1] ? 2 : outstanding_ >= loadAt_[0] ? 1 : 0;
 }
 
 bool Type3Device::tryResp(Txn* t) {
-    if (tx_.full()) return false;
+    if (tx_.full()) {
+        respRefused_ = true;
+        return false;
+    }
     tx_.push(now() + respLat_, t);
     requestWake(now() + respLat_);
     return true;
@@ -73,53 +80,60 @@ void Type3Device::retryReq() {
 
 void Type3Device::process() {
     const Tick t = now();
-    bool progress = true;
-    while (progress) {
-        progress = false;
-        // Link receive buffer -> controller; the freed buffer returns a credit.
-        while (rx_.headReady() <= t && outstanding_ < p_.req_queue) {
-            Txn* x = rx_.pop();
-            link_.credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].give(t);
-            ++outstanding_;
-            occ_.set(t, outstanding_);
-            ctrl_.push(t + reqLat_, x);
-            progress = true;
+    // Responses first: each one sent frees a controller slot for the intake below.
+    while (tx_.headReady() <= t) {
+        Txn* x = tx_.front();
+        const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+        if (!link_.credits_[c].take(t)) {
+            link_.credits_[c].wait(this);
+            break;
         }
-        while (!mediaBlocked_ && ctrl_.headReady() <= t) {
-            Txn* x = ctrl_.front();
-            x->leave(kStageDevice, t);
-            if (!media_.tryReq(x)) {
-                mediaBlocked_ = true;
-                ++stats_.mediaRetries;
-                break;
-            }
-            ctrl_.pop();
-            progress = true;
-        }
-        while (tx_.headReady() <= t) {
-            Txn* x = tx_.front();
-            const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
-            if (!link_.credits_[c].take(t)) {
-                link_.credits_[c].wait(this);
-                break;
-            }
-            bool wasFull = tx_.full();
-            tx_.pop();
-            x->devLoad = devLoad();
-            ++stats_.devLoad[x->devLoad];
-            ++(x->op == Op::Read ? stats_.reads : stats_.writes);
-            x->leave(kStageDevice, t);
-            Tick arr = link_.s2m_.send(t, kMsgUnits[c], x->op == Op::Read ? x->size : 0);
-            x->leave(kStageLinkResp, arr);
-            --outstanding_;
-            occ_.set(t, outstanding_);
-            bridge_->deliverResp(port_, x, arr);
-            if (wasFull) media_.retryResp();
-            progress = true;
-        }
+        tx_.pop();
+        x->devLoad = devLoad();
+        ++stats_.devLoad[x->devLoad];
+        ++(x->op == Op::Read ? stats_.reads : stats_.writes);
+        x->leave(kStageDevice, t);
+        const Tick arr = link_.s2m_.send(t, kMsgUnits[c], x->op == Op::Read ? x->size : 0);
+        x->leave(kStageLinkResp, arr);
+        --outstanding_;
+        bridge_->deliverResp(port_, x, arr);
     }
-    Tick w = std::min({due(rx_.headReady(), t), mediaBlocked_ ? kNever : due(ctrl_.headReady(), t),
-                       due(tx_.headReady(), t)});
+    if (respRefused_ && !tx_.full()) {
+        respRefused_ = false;
+        media_.retryResp();
+    }
+    // Link receive buffers -> controller; a freed buffer returns its credit.
+    while (rx_.headReady() <= t && outstanding_ < p_.req_queue) {
+        Txn* x = rx_.pop();
+        link_.credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].give(t);
+        ++outstanding_;
+        const Tick at = t + reqLat_;
+        if (ctrl_.empty() && !mediaBlocked_) {
+            // The pipeline takes a media queue entry on entry, so the request
+            // reaches the media stamped with its arrival there.
+            const Tick mark = x->mark, dev = x->stage[kStageDevice];
+            x->leave(kStageDevice, at);
+            if (media_.tryReq(x)) continue;
+            x->mark = mark;
+            x->stage[kStageDevice] = dev;
+            mediaBlocked_ = true;
+            ++stats_.mediaRetries;
+        }
+        ctrl_.push(at, x);
+    }
+    occ_.set(t, outstanding_);
+    while (!mediaBlocked_ && ctrl_.headReady() <= t) {
+        Txn* x = ctrl_.front();
+        x->leave(kStageDevice, t);
+        if (!media_.tryReq(x)) {
+            mediaBlocked_ = true;
+            ++stats_.mediaRetries;
+            break;
+        }
+        ctrl_.pop();
+    }
+    const Tick w = std::min({due(rx_.headReady(), t), mediaBlocked_ ? kNever : due(ctrl_.headReady(), t),
+                             due(tx_.headReady(), t)});
     if (w != kNever) requestWake(w);
 }
 
@@ -130,6 +144,7 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
     p_.validate(where);
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
+    tracker_.init(p_.req_queue, 0);
 }
 
 void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
@@ -137,30 +152,69 @@ void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
     port->link = link;
     port->dev = dev;
     port->out.reset(p_.req_queue);
-    port->in.reset(link->params().credits_ndr + link->params().credits_drs);
+    port->in.reset(p_.resp_queue);
     port->targetPortIndex = uint32_t(ports_.size());
     dev->attach(this, port->targetPortIndex);
     ports_.push_back(std::move(port));
 }
 
 bool HostBridge::tryReq(Txn* t) {
-    if (outstanding_ >= p_.req_queue) {
+    if (!tracker_.take(now())) {
         needRetry_ = true;
+        tracker_.wait(this);
         ++stats_.refused;
         return false;
     }
-    ++outstanding_;
     HdmDecoder::Target tg = hdm_.decode(t->addr);
     t->addr = tg.dpa;
-    ports_[tg.port]->out.push(now() + reqLat_, t);
-    requestWake(now() + reqLat_);
     ++(t->op == Op::Read ? stats_.reads : stats_.writes);
+    Port& p = *ports_[tg.port];
+    const Tick at = now() + reqLat_;
+    // With nothing queued ahead and a credit landed by then, the flit's send
+    // time is already known: the port is this link's only sender.
+    if (p.out.empty() && send(p, t, at)) return true;
+    p.out.push(at, t);
+    requestWake(at);
+    return true;
+}
+
+bool HostBridge::send(Port& p, Txn* x, Tick at) {
+    const MsgClass c = x->op == Op::Read ? kM2SReq : kM2SRwD;
+    if (!p.link->credits_[c].take(at)) return false;
+    x->leave(kStageHostPort, at);
+    const Tick arr = p.link->m2s_.send(at, kMsgUnits[c], x->op == Op::Write ? x->size : 0);
+    x->leave(kStageLinkReq, arr);
+    p.dev->deliver(x, arr);
     return true;
 }
 
 void HostBridge::deliverResp(uint32_t port, Txn* t, Tick arrival) {
-    ports_[port]->in.push(arrival + respLat_, t);
-    requestWake(arrival + respLat_);
+    Port& p = *ports_[port];
+    // The response clears the bridge at `ready`: its S2M buffer and its tracker
+    // entry are free from then on. A requester that takes responses at once
+    // gets it directly, stamped with that time; no event is needed.
+    const Tick ready = arrival + respLat_;
+    if (p.in.empty() && !respBlocked_ && respond(p, t, ready)) return;
+    p.in.push(ready, t);
+    requestWake(ready);
+}
+
+bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
+    const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+    const uint64_t dpa = x->addr;
+    const Tick mark = x->mark;
+    const Tick host = x->stage[kStageHostPort];
+    x->leave(kStageHostPort, ready);
+    x->addr = hdm_.encode(p.targetPortIndex, dpa);
+    if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
+        x->addr = dpa;
+        x->mark = mark;
+        x->stage[kStageHostPort] = host;
+        return false;
+    }
+    p.link->credits_[c].give(ready);
+    tracker_.giveAt(ready);
+    return true;
 }
 
 void HostBridge::retryResp() {
@@ -170,40 +224,27 @@ void HostBridge::retryResp() {
 
 void HostBridge::process() {
     const Tick t = now();
+    if (needRetry_) {
+        needRetry_ = false;
+        up_->retryReq();
+    }
     Tick w = kNever;
     for (auto& pp : ports_) {
         Port& p = *pp;
         while (p.out.headReady() <= t) {
             Txn* x = p.out.front();
-            const MsgClass c = x->op == Op::Read ? kM2SReq : kM2SRwD;
-            if (!p.link->credits_[c].take(t)) {
-                p.link->credits_[c].wait(this);
+            if (!send(p, x, t)) {
+                p.link->credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].wait(this);
                 break;
             }
             p.out.pop();
-            x->leave(kStageHostPort, t);
-            Tick arr = p.link->m2s_.send(t, kMsgUnits[c], x->op == Op::Write ? x->size : 0);
-            x->leave(kStageLinkReq, arr);
-            p.dev->deliver(x, arr);
         }
         while (!respBlocked_ && p.in.headReady() <= t) {
-            Txn* x = p.in.front();
-            x->leave(kStageHostPort, t);
-            const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
-            const uint64_t dpa = x->addr;
-            x->addr = hdm_.encode(p.targetPortIndex, dpa);
-            if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
-                x->addr = dpa;
+            if (!respond(p, p.in.front(), t)) {
                 respBlocked_ = true;
                 break;
             }
             p.in.pop();
-            p.link->credits_[c].give(t);
-            --outstanding_;
-            if (needRetry_) {
-                needRetry_ = false;
-                up_->retryReq();
-            }
         }
         w = std::min({w, due(p.out.headReady(), t), respBlocked_ ? kNever : due(p.in.headReady(), t)});
     }

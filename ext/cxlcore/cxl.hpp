@@ -75,8 +75,8 @@ class Type3Device : public Component, public Requester {
     uint32_t port_ = 0;
     TimedFifo<Txn*> rx_, ctrl_, tx_;
     Tick reqLat_, respLat_;
-    uint32_t outstanding_ = 0;
-    bool mediaBlocked_ = false;
+    uint32_t outstanding_ = 0, loadAt_[3] = {0, 0, 0};
+    bool mediaBlocked_ = false, respRefused_ = false;
     DeviceStats stats_;
     Occupancy occ_;
 };
@@ -110,11 +110,14 @@ class HostBridge : public Component, public Target {
         TimedFifo<Txn*> out, in;
         uint32_t targetPortIndex;
     };
+    bool respond(Port& p, Txn* x, Tick ready);
+    bool send(Port& p, Txn* x, Tick at);
+
     BridgeParams p_;
     HdmDecoder hdm_;
     std::vector<std::unique_ptr<Port>> ports_;
     Tick reqLat_, respLat_;
-    uint32_t outstanding_ = 0;
+    CreditPool tracker_;  // requests outstanding to CXL
     bool needRetry_ = false, respBlocked_ = false;
     BridgeStats stats_;
 };

@@ -4,8 +4,7 @@
 
 namespace cxlcore {
 
-DramController::DramController(Host& host, const DramParams& p, const std::string& where)
-    : Component(host), p_(p) {
+DramController::DramController(Host& host, const DramParams& p, const std::string& where) : p_(p) {
     p_.validate(where);
     const double tck_ns = 2000.0 / p_.data_rate_mts;  // two transfers per clock
     tBurst_ = nsToTicks(tck_ns * p_.burst_length / 2.0);
@@ -26,60 +25,43 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     back_ = nsToTicks(p_.backend_latency_ns);
     // Commit a request early enough that a row miss leaves no bubble on the bus.
     lookahead_ = tRP_ + tRCD_ + std::max(tCL_, tCWL_);
-
-    ch_.resize(p_.channels);
-    for (uint32_t c = 0; c < p_.channels; ++c) {
-        Channel& ch = ch_[c];
-        ch.ranks.resize(p_.ranks);
-        for (uint32_t r = 0; r < p_.ranks; ++r) {
-            ch.ranks[r].banks.resize(p_.bank_groups * p_.banks_per_group);
-            ch.ranks[r].groupColAllowed.assign(p_.bank_groups, 0);
-            // Stagger refreshes across ranks and channels as controllers do.
-            uint32_t k = c * p_.ranks + r, n = p_.channels * p_.ranks;
-            ch.ranks[r].nextRefresh = tREFI_ ? tREFI_ * (k + 1) / n : kNever;
-        }
-        ch.resp.reset(p_.read_queue);
-    }
-    acks_.reset(size_t(p_.write_queue) * p_.channels);
+    interleave_ = Divisor(p_.interleave_bytes);
+    linesPerChunk_ = Divisor(p_.interleave_bytes / kLineBytes);
+    channels_ = Divisor(p_.channels);
+    groups_ = Divisor(p_.bank_groups);
+    perGroup_ = Divisor(p_.banks_per_group);
+    ranks_ = Divisor(p_.ranks);
+    rowLines_ = Divisor(p_.row_bytes / kLineBytes);
+    banks_ = Divisor(uint64_t(p_.bank_groups) * p_.banks_per_group * p_.ranks);
+    for (uint32_t c = 0; c < p_.channels; ++c) ch_.push_back(std::make_unique<DramChannel>(host, *this, c));
 }
 
-double DramController::peakBytesPerSec() const {
-    return p_.channels * p_.bus_bytes * p_.data_rate_mts * 1e6;
-}
+DramController::~DramController() = default;
+
+double DramController::peakBytesPerSec() const { return p_.channels * p_.bus_bytes * p_.data_rate_mts * 1e6; }
 
 DramController::Loc DramController::decode(uint64_t addr) const {
-    const uint64_t chunk = addr / p_.interleave_bytes;
-    const uint64_t linesPerChunk = p_.interleave_bytes / kLineBytes;
+    const uint64_t chunk = interleave_.div(addr);
     Loc l;
-    l.channel = uint32_t(chunk % p_.channels);
+    l.channel = uint32_t(channels_.mod(chunk));
     // Lines of one channel rotate over bank groups, so a sequential stream
     // issues at the burst rate (tCCD_S) instead of tCCD_L, then fill a row
     // in every group before moving to the next bank: streams hit open rows.
-    uint64_t line = (chunk / p_.channels) * linesPerChunk + (addr % p_.interleave_bytes) / kLineBytes;
-    const uint32_t group = uint32_t(line % p_.bank_groups);
-    line /= p_.bank_groups;
-    line /= p_.row_bytes / kLineBytes;  // column within the row
-    const uint32_t bank = uint32_t(line % p_.banks_per_group);
-    line /= p_.banks_per_group;
-    const uint32_t rank = uint32_t(line % p_.ranks);
-    l.row = line / p_.ranks;
+    uint64_t line = channels_.div(chunk) * linesPerChunk_.d + (interleave_.mod(addr) >> 6);
+    const uint64_t group = groups_.mod(line);
+    line = rowLines_.div(groups_.div(line));  // drop the column within the row
+    const uint64_t bank = perGroup_.mod(line);
+    line = perGroup_.div(line);
+    const uint64_t rank = ranks_.mod(line);
+    l.row = ranks_.div(line);
     // Permutation-based interleaving: a hash of the row rotates the (rank,
     // bank, group) index (a bijection within each row), as controllers XOR row
     // bits into bank bits so that streams at aligned strides spread out.
-    const uint64_t banks = uint64_t(p_.bank_groups) * p_.banks_per_group * p_.ranks;
     const uint64_t h = (l.row * 0x9E3779B97F4A7C15ull) >> 32;
-    const uint64_t idx = (group + p_.bank_groups * (bank + uint64_t(p_.banks_per_group) * rank) + h) % banks;
-    const uint32_t g = uint32_t(idx % p_.bank_groups);
-    const uint32_t b = uint32_t(idx / p_.bank_groups % p_.banks_per_group);
-    l.rank = uint32_t(idx / (uint64_t(p_.bank_groups) * p_.banks_per_group));
-    l.bank = g * p_.banks_per_group + b;
+    const uint64_t idx = banks_.mod(group + groups_.d * (bank + perGroup_.d * rank) + h);
+    l.bank = uint32_t(groups_.mod(idx) * perGroup_.d + perGroup_.mod(groups_.div(idx)));
+    l.rank = uint32_t(perGroup_.div(groups_.div(idx)));
     return l;
-}
-
-size_t DramController::queued() const {
-    size_t n = acks_.size();
-    for (const Channel& c : ch_) n += c.readQ.size() + c.writeQ.size() + c.resp.size();
-    return n;
 }
 
 void DramController::resetStats(Tick now) {
@@ -88,68 +70,113 @@ void DramController::resetStats(Tick now) {
 }
 
 bool DramController::tryReq(Txn* t) {
-    Tick n = now();
-    Loc loc = decode(t->addr);
-    Channel& ch = ch_[loc.channel];
-    if (t->op == Op::Read) {
-        if (ch.readQ.size() + ch.resp.size() >= p_.read_queue) {
-            needRetry_ = true;
-            ++stats_.readRetries;
-            return false;
-        }
-        ch.readQ.push_back(Req{t, loc, n + front_});
-        readOcc_.set(n, ++readsQueued_);
-    } else {
-        if (ch.writeQ.size() >= p_.write_queue || acks_.full()) {
-            needRetry_ = true;
-            ++stats_.writeRetries;
-            return false;
-        }
-        ch.writeQ.push_back(Req{nullptr, loc, n + front_});
-        t->leave(kStageMediaQueue, n + front_);
-        acks_.push(n + front_, t);  // posted: acknowledged once in the write queue
-    }
-    if (ch.nextDecision < n) ch.nextDecision = n;
-    requestWake(std::max(ch.nextDecision, n + front_));
-    return true;
+    const Loc l = decode(t->addr);
+    DramChannel& ch = *ch_[l.channel];
+    if (t->op == Op::Read ? ch.tryRead(t, l) : ch.tryWrite(t, l)) return true;
+    needRetry_ = true;
+    ++(t->op == Op::Read ? stats_.readRetries : stats_.writeRetries);
+    return false;
 }
 
 void DramController::retryResp() {
-    respBlocked_ = false;
-    requestWake(now());
+    for (auto& c : ch_) c->unblock();
 }
 
-void DramController::refreshRank(Rank& r, Tick t) {
+void DramController::slotFreed() {
+    if (needRetry_ && up_) {
+        needRetry_ = false;
+        up_->retryReq();
+    }
+}
+
+// ---------------------------------------------------------------- channel
+
+DramChannel::DramChannel(Host& host, DramController& c, uint32_t index) : Component(host), c_(c) {
+    const DramParams& p = c.p_;
+    ranks_.resize(p.ranks);
+    for (uint32_t r = 0; r < p.ranks; ++r) {
+        ranks_[r].banks.resize(p.bank_groups * p.banks_per_group);
+        ranks_[r].groupColAllowed.assign(p.bank_groups, 0);
+        // Stagger refreshes across ranks and channels as controllers do.
+        uint32_t k = index * p.ranks + r, n = p.channels * p.ranks;
+        ranks_[r].nextRefresh = c.tREFI_ ? c.tREFI_ * (k + 1) / n : kNever;
+    }
+    resp_.reset(p.read_queue);
+    acks_.reset(p.write_queue);
+}
+
+// A request arrives at t->mark (now, or later when the sender's pipeline
+// reserved this entry ahead of its arrival).
+bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
+    if (readQ_.size() + resp_.size() >= c_.p_.read_queue) return false;
+    const Tick n = std::max(now(), t->mark);
+    readQ_.push_back(Req{t, l.rank, l.bank, l.row, n + c_.front_});
+    c_.readOcc_.set(now(), ++c_.readsQueued_);
+    wakeForDecision();
+    return true;
+}
+
+bool DramChannel::tryWrite(Txn* t, const DramController::Loc& l) {
+    if (writeQ_.size() >= c_.p_.write_queue || acks_.full()) return false;
+    const Tick n = std::max(now(), t->mark);
+    writeQ_.push_back(Req{nullptr, l.rank, l.bank, l.row, n + c_.front_});
+    t->leave(kStageMediaQueue, n + c_.front_);
+    acks_.push(n + c_.front_, t);  // posted: acknowledged once in the write queue
+    wakeForDecision();
+    requestWake(n + c_.front_);
+    return true;
+}
+
+// The next decision waits for the bus lookahead and for a request to clear
+// the front end.
+void DramChannel::wakeForDecision() {
+    const Tick n = now();
+    if (nextDecision_ == kNever || nextDecision_ < n) nextDecision_ = n;
+    Tick first = kNever;
+    if (!readQ_.empty()) first = readQ_.front().ready;
+    if (!writeQ_.empty()) first = std::min(first, writeQ_.front().ready);
+    if (first != kNever) requestWake(std::max(nextDecision_, first));
+}
+
+void DramChannel::unblock() {
+    if (respBlocked_) {
+        respBlocked_ = false;
+        requestWake(now());
+    }
+}
+
+void DramChannel::refreshRank(Rank& r, Tick t) {
     while (r.nextRefresh <= t) {
         // All-bank refresh: rows close and the rank is busy for tRP + tRFC.
         Tick start = r.nextRefresh;
         for (Bank& b : r.banks) {
             Tick s = std::max(start, b.preAllowed);
-            b.actAllowed = std::max(b.actAllowed, s + tRP_ + tRFC_);
+            b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + c_.tRFC_);
             b.openRow = ~0ull;
         }
-        r.nextRefresh += tREFI_;
-        ++stats_.refreshes;
+        r.nextRefresh += c_.tREFI_;
+        ++c_.stats_.refreshes;
     }
 }
 
-bool DramController::pickMode(Channel& ch) {
-    const double wcap = p_.write_queue;
-    if (ch.writeMode) {
-        bool drained = ch.writeQ.size() <= p_.write_low_watermark * wcap &&
-                       ch.writesThisBurst >= p_.min_writes_per_switch;
-        if (ch.writeQ.empty() || (drained && !ch.readQ.empty())) ch.writeMode = false;
-    } else if (ch.writeQ.size() >= p_.write_high_watermark * wcap || (ch.readQ.empty() && !ch.writeQ.empty())) {
-        ch.writeMode = true;
-        ch.writesThisBurst = 0;
-        ++stats_.writeBursts;
+bool DramChannel::pickMode() {
+    const DramParams& p = c_.p_;
+    const double wcap = p.write_queue;
+    if (writeMode_) {
+        bool drained = writeQ_.size() <= p.write_low_watermark * wcap && writesThisBurst_ >= p.min_writes_per_switch;
+        if (writeQ_.empty() || (drained && !readQ_.empty())) writeMode_ = false;
+    } else if (writeQ_.size() >= p.write_high_watermark * wcap || (readQ_.empty() && !writeQ_.empty())) {
+        writeMode_ = true;
+        writesThisBurst_ = 0;
+        ++c_.stats_.writeBursts;
     }
-    return ch.writeMode;
+    return writeMode_;
 }
 
-void DramController::schedule(Channel& ch, Tick t) {
-    bool write = pickMode(ch);
-    std::deque<Req>& q = write ? ch.writeQ : ch.readQ;
+void DramChannel::schedule(Tick t) {
+    const DramController& c = c_;
+    const bool write = pickMode();
+    std::deque<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue: the request whose column command can
     // go first (row hits win, having no precharge or activate), oldest on ties.
     size_t pick = q.size();
@@ -157,133 +184,111 @@ void DramController::schedule(Channel& ch, Tick t) {
     const size_t window = std::min<size_t>(q.size(), 32);
     for (size_t i = 0; i < window && q[i].ready <= t; ++i) {
         const Req& r = q[i];
-        const Rank& rk = ch.ranks[r.loc.rank];
-        const Bank& b = rk.banks[r.loc.bank];
+        const Rank& rk = ranks_[r.rank];
+        const Bank& b = rk.banks[r.bank];
         Tick est;
-        if (b.openRow == r.loc.row)
-            est = std::max(t, rk.groupColAllowed[r.loc.bank / p_.banks_per_group]);
+        if (b.openRow == r.row)
+            est = std::max(t, rk.groupColAllowed[r.bank / c.p_.banks_per_group]);
         else if (b.openRow != ~0ull)
-            est = std::max(t, b.preAllowed) + tRP_ + tRCD_;
+            est = std::max(t, b.preAllowed) + c.tRP_ + c.tRCD_;
         else
-            est = std::max(t, b.actAllowed) + tRCD_;
+            est = std::max(t, b.actAllowed) + c.tRCD_;
         if (est < best) {
             best = est;
             pick = i;
+            if (est == t) break;  // cannot do better than now
         }
     }
     if (pick == q.size()) {  // nothing has cleared the front end yet
-        ch.nextDecision = q.empty() ? kNever : q.front().ready;
+        nextDecision_ = q.empty() ? kNever : q.front().ready;
         return;
     }
-    Req r = q[pick];
+    const Req r = q[pick];
     q.erase(q.begin() + long(pick));
 
-    Rank& rk = ch.ranks[r.loc.rank];
+    Rank& rk = ranks_[r.rank];
     refreshRank(rk, t);
-    Bank& b = rk.banks[r.loc.bank];
+    Bank& b = rk.banks[r.bank];
+    DramStats& st = c_.stats_;
     Tick start, col;
-    if (b.openRow == r.loc.row) {
-        ++stats_.rowHits;
+    if (b.openRow == r.row) {
+        ++st.rowHits;
         start = col = t;
     } else {
         Tick act;
         if (b.openRow != ~0ull) {
-            ++stats_.rowConflicts;
+            ++st.rowConflicts;
             start = std::max(t, b.preAllowed);
-            act = std::max(start + tRP_, b.actAllowed);
+            act = std::max(start + c.tRP_, b.actAllowed);
         } else {
-            ++stats_.rowMisses;
+            ++st.rowMisses;
             start = act = std::max(t, b.actAllowed);
         }
-        act = std::max({act, rk.lastAct + tRRD_, rk.faw[rk.fawHead] + tFAW_});
+        act = std::max({act, rk.lastAct + c.tRRD_, rk.faw[rk.fawHead] + c.tFAW_});
         rk.faw[rk.fawHead] = act;
         rk.fawHead = (rk.fawHead + 1) & 3;
         rk.lastAct = act;
-        b.openRow = r.loc.row;
-        b.preAllowed = act + tRAS_;
-        col = act + tRCD_;
+        b.openRow = r.row;
+        b.preAllowed = act + c.tRAS_;
+        col = act + c.tRCD_;
     }
-    uint32_t group = r.loc.bank / p_.banks_per_group;
+    const uint32_t group = r.bank / c.p_.banks_per_group;
     col = std::max(col, rk.groupColAllowed[group]);
-    const Tick cas = write ? tCWL_ : tCL_;
-    Tick minData = ch.busFree;
-    if (ch.busFree && ch.lastWrite != write) {
-        minData += write ? tRTW_ : tWTR_ + tCL_;
-        ++stats_.turnarounds;
+    const Tick cas = write ? c.tCWL_ : c.tCL_;
+    Tick minData = busFree_;
+    if (busFree_ && lastWrite_ != write) {
+        minData += write ? c.tRTW_ : c.tWTR_ + c.tCL_;
+        ++st.turnarounds;
     }
-    Tick data = std::max(col + cas, minData);
+    const Tick data = std::max(col + cas, minData);
     col = data - cas;
-    Tick end = data + tBurst_;
-    rk.groupColAllowed[group] = col + tCCD_L_;
-    b.preAllowed = std::max(b.preAllowed, write ? end + tWR_ : col + tBurst_);
-    ch.busFree = end;
-    ch.lastWrite = write;
-    stats_.busBusy += tBurst_;
+    const Tick end = data + c.tBurst_;
+    rk.groupColAllowed[group] = col + c.tCCD_L_;
+    b.preAllowed = std::max(b.preAllowed, write ? end + c.tWR_ : col + c.tBurst_);
+    busFree_ = end;
+    lastWrite_ = write;
+    st.busBusy += c.tBurst_;
 
     if (write) {
-        ++ch.writesThisBurst;
-        ++stats_.writes;
+        ++writesThisBurst_;
+        ++st.writes;
+        c_.slotFreed();
     } else {
-        ++stats_.reads;
+        ++st.reads;
         Txn* x = r.txn;
         x->stage[kStageMediaQueue] += start - x->mark;
-        x->stage[kStageMediaService] += end + back_ - start;
-        x->mark = end + back_;
-        ch.resp.push(end + back_, x);
+        x->stage[kStageMediaService] += end + c.back_ - start;
+        x->mark = end + c.back_;
+        resp_.push(end + c.back_, x);
     }
-    ch.nextDecision = std::max(t, end > lookahead_ ? end - lookahead_ : 0);
-    if (needRetry_ && up_) {
-        needRetry_ = false;
-        up_->retryReq();
-    }
+    nextDecision_ = std::max(t, end > c.lookahead_ ? end - c.lookahead_ : 0);
 }
 
-Tick DramController::nextEvent() const {
-    Tick w = kNever;
-    if (!respBlocked_) {
-        w = acks_.headReady();
-        for (const Channel& c : ch_) w = std::min(w, c.resp.headReady());
-    }
-    for (const Channel& c : ch_)
-        if (!c.readQ.empty() || !c.writeQ.empty()) w = std::min(w, c.nextDecision);
-    return w;
-}
-
-void DramController::process() {
+void DramChannel::process() {
     const Tick t = now();
-    for (Channel& ch : ch_) {
-        while (ch.nextDecision <= t && (!ch.readQ.empty() || !ch.writeQ.empty())) schedule(ch, t);
-    }
-    // Responses: write acknowledgements and reads in completion order.
+    while (nextDecision_ <= t && (!readQ_.empty() || !writeQ_.empty())) schedule(t);
+    // Responses: write acknowledgements and reads, each in time order.
+    Requester* up = c_.requester();
     while (!respBlocked_) {
-        Txn* x = nullptr;
-        TimedFifo<Txn*>* src = nullptr;
-        Tick best = acks_.headReady();
-        if (best <= t) src = &acks_;
-        for (Channel& c : ch_) {
-            Tick h = c.resp.headReady();
-            if (h <= t && h < best) {
-                best = h;
-                src = &c.resp;
-            }
-        }
-        if (!src) break;
-        x = src->front();
-        if (!up_->tryResp(x)) {
+        const Tick ta = acks_.headReady(), tr = resp_.headReady();
+        const bool ack = ta <= tr;
+        if ((ack ? ta : tr) > t) break;
+        Txn* x = ack ? acks_.front() : resp_.front();
+        if (!up->tryResp(x)) {
             respBlocked_ = true;
             break;
         }
-        src->pop();
-        if (src != &acks_) {
-            readOcc_.set(t, --readsQueued_);
-            if (needRetry_) {
-                needRetry_ = false;
-                up_->retryReq();
-            }
+        if (ack) {
+            acks_.pop();
+        } else {
+            resp_.pop();
+            c_.readOcc_.set(t, --c_.readsQueued_);
         }
+        c_.slotFreed();
     }
-    Tick w = nextEvent();
-    if (w != kNever) requestWake(std::max(w, t));
+    Tick w = (readQ_.empty() && writeQ_.empty()) ? kNever : nextDecision_;
+    if (!respBlocked_) w = std::min({w, acks_.headReady(), resp_.headReady()});
+    if (w != kNever) requestWake(w);
 }
 
 }  // namespace cxlcore

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,24 @@ struct DramStats {
     Tick busBusy = 0;  // data bus occupied, summed over channels
 };
 
-class DramController : public Component, public Target {
+// Division by a constant that is usually a power of two.
+struct Divisor {
+    uint64_t d = 1;
+    int shift = 0;
+    bool pow2 = true;
+    explicit Divisor(uint64_t v = 1) : d(v), pow2(v && !(v & (v - 1))) {
+        while (pow2 && (1ull << shift) < v) ++shift;
+    }
+    uint64_t div(uint64_t x) const { return pow2 ? x >> shift : x / d; }
+    uint64_t mod(uint64_t x) const { return pow2 ? x & (d - 1) : x % d; }
+};
+
+class DramChannel;
+
+class DramController : public Target {
   public:
     DramController(Host& host, const DramParams& p, const std::string& where);
+    ~DramController() override;
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
@@ -29,7 +45,6 @@ class DramController : public Component, public Target {
     const DramParams& params() const { return p_; }
     // Peak data bandwidth of all channels, bytes per second.
     double peakBytesPerSec() const;
-    // Decoded location of an address (for tests and the breakdown).
     struct Loc {
         uint32_t channel, rank, bank;  // bank = group * banks_per_group + bank in group
         uint64_t row;
@@ -39,7 +54,29 @@ class DramController : public Component, public Target {
     const DramStats& stats() const { return stats_; }
     void resetStats(Tick now);
     double meanReadQueue(Tick start, Tick end) const { return readOcc_.mean(start, end); }
-    size_t queued() const;
+
+  private:
+    friend class DramChannel;
+    void slotFreed();
+
+    DramParams p_;
+    Tick tBurst_, tRCD_, tCL_, tCWL_, tRP_, tRAS_, tWR_, tWTR_, tRTW_, tRRD_, tFAW_, tCCD_L_, tREFI_, tRFC_;
+    Tick front_, back_, lookahead_;
+    Divisor interleave_, channels_, groups_, perGroup_, ranks_, rowLines_, banks_, linesPerChunk_;
+    std::vector<std::unique_ptr<DramChannel>> ch_;
+    bool needRetry_ = false;
+    DramStats stats_;
+    Occupancy readOcc_;
+    uint64_t readsQueued_ = 0;
+};
+
+// One channel schedules on its own: channels share nothing but the front end.
+class DramChannel : public Component {
+  public:
+    DramChannel(Host& host, DramController& c, uint32_t index);
+    bool tryRead(Txn* t, const DramController::Loc& l);
+    bool tryWrite(Txn* t, const DramController::Loc& l);
+    void unblock();
 
   protected:
     void process() override;
@@ -59,33 +96,24 @@ class DramController : public Component, public Target {
     };
     struct Req {
         Txn* txn;  // reads only: writes are acknowledged on arrival
-        Loc loc;
+        uint32_t rank, bank;
+        uint64_t row;
         Tick ready;  // after the front-end latency
     };
-    struct Channel {
-        std::vector<Rank> ranks;
-        std::deque<Req> readQ, writeQ;
-        TimedFifo<Txn*> resp;  // reads in data-burst order
-        Tick busFree = 0;
-        bool lastWrite = false, writeMode = false;
-        uint32_t writesThisBurst = 0;
-        Tick nextDecision = 0;
-    };
 
-    void schedule(Channel& ch, Tick t);
-    bool pickMode(Channel& ch);
+    void schedule(Tick t);
+    void wakeForDecision();
+    bool pickMode();
     void refreshRank(Rank& r, Tick t);
-    Tick nextEvent() const;
 
-    DramParams p_;
-    std::vector<Channel> ch_;
+    DramController& c_;
+    std::vector<Rank> ranks_;
+    std::deque<Req> readQ_, writeQ_;
+    TimedFifo<Txn*> resp_;  // reads in data-burst order
     TimedFifo<Txn*> acks_;  // write acknowledgements
-    Tick tBurst_, tRCD_, tCL_, tCWL_, tRP_, tRAS_, tWR_, tWTR_, tRTW_, tRRD_, tFAW_, tCCD_L_, tREFI_, tRFC_;
-    Tick front_, back_, lookahead_;
-    bool needRetry_ = false, respBlocked_ = false;
-    DramStats stats_;
-    Occupancy readOcc_;
-    uint64_t readsQueued_ = 0;
+    Tick busFree_ = 0, nextDecision_ = 0;
+    bool lastWrite_ = false, writeMode_ = false, respBlocked_ = false;
+    uint32_t writesThisBurst_ = 0;
 };
 
 }  // namespace cxlcore

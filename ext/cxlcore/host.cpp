@@ -99,16 +99,12 @@ int CacheHierarchy::translate(uint64_t vaddr) {
 // ---------------------------------------------------------------- uncore
 
 Uncore::Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTables) : Component(host) {
-    const size_t cap = size_t(p.cores) * (p.mshrs_per_core + p.writeback_buffer) + 64;
     routes_[0].target = memory;
-    routes_[0].out.reset(cap);
     nRoutes_ = 1;
     if (pageTables != memory) {
         routes_[1].target = pageTables;
-        routes_[1].out.reset(cap);
         nRoutes_ = 2;
     }
-    back_.reset(cap);
     // A miss leaves the core once the LLC lookup has failed.
     reqLat_ = nsToTicks(p.llc_latency_ns + p.uncore_req_latency_ns);
     respLat_ = nsToTicks(p.uncore_resp_latency_ns);
@@ -117,20 +113,23 @@ Uncore::Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTabl
 bool Uncore::tryReq(Txn* t) {
     Route& r = routes_[(t->addr & kPageTableFlag) && nRoutes_ == 2 ? 1 : 0];
     t->addr &= ~kPageTableFlag;
-    r.out.push(now() + reqLat_, t);
-    requestWake(now() + reqLat_);
+    const Tick ready = std::max(t->birth, now()) + reqLat_;
+    r.out.push(ready, t);
+    if (!r.blocked) requestWake(ready);
     return true;
 }
 
 bool Uncore::tryResp(Txn* t) {
-    back_.push(now() + respLat_, t);
-    requestWake(now() + respLat_);
-    return true;
+    // t->mark: when the response reaches the memory port; the core has it later.
+    t->stage[kStageUncore] += respLat_;
+    t->mark += respLat_;
+    return up_->tryResp(t);  // cores always take their own responses
 }
 
 void Uncore::retryReq() {
+    // Drain at once: a target that had no room calls this when it has.
     for (int i = 0; i < nRoutes_; ++i) routes_[i].blocked = false;
-    requestWake(now());
+    process();
 }
 
 void Uncore::process() {
@@ -147,14 +146,8 @@ void Uncore::process() {
             }
             r.out.pop();
         }
-        if (!r.blocked) w = std::min(w, due(r.out.headReady(), t));
+        if (!r.blocked) w = std::min(w, r.out.headReady());
     }
-    while (back_.headReady() <= t) {
-        Txn* x = back_.pop();
-        x->leave(kStageUncore, t);
-        up_->tryResp(x);  // cores always take their own responses
-    }
-    w = std::min(w, due(back_.headReady(), t));
     if (w != kNever) requestWake(w);
 }
 

@@ -92,18 +92,20 @@ class FlitChannel {
     ChannelStats stats_;
 };
 
-// Credits for one message class. Returned credits travel back to the sender
-// and become usable after `returnDelay`.
+// Credits (or tracker entries): a count of free buffers at the receiver.
+// Returned credits become usable at a known time, possibly in the future
+// and out of order, so senders see them exactly when they land without an
+// event of their own.
 class CreditPool {
   public:
     void init(uint32_t n, Tick returnDelay) {
         avail_ = n;
         total_ = n;
         delay_ = returnDelay;
-        returns_.reset(n);
+        returns_.clear();
     }
     bool take(Tick now) {
-        while (!returns_.empty() && returns_.headReady() <= now) {
+        while (returns_.headReady() <= now) {
             returns_.pop();
             ++avail_;
         }
@@ -111,15 +113,16 @@ class CreditPool {
         --avail_;
         return true;
     }
-    // Receiver frees a buffer at `now`; wakes a blocked sender when the credit lands.
-    void give(Tick now) {
-        returns_.push(now + delay_, 0);
+    // The receiver frees a buffer at `now`; the credit lands after the return delay.
+    void give(Tick now) { giveAt(now + delay_); }
+    void giveAt(Tick at) {
+        returns_.push(at, 0);
         if (waiter_) {
-            waiter_->requestWake(now + delay_);
+            waiter_->requestWake(at);
             waiter_ = nullptr;
         }
     }
-    // A sender that found no credit waits for the next return.
+    // A sender that found no credit is woken when the next one lands.
     void wait(Component* c) {
         if (!returns_.empty())
             c->requestWake(returns_.headReady());
@@ -131,7 +134,7 @@ class CreditPool {
   private:
     uint32_t avail_ = 0, total_ = 0;
     Tick delay_ = 0;
-    TimedFifo<char> returns_;
+    TimedQueue<char> returns_;
     Component* waiter_ = nullptr;
 };
 

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <iterator>
+#include <utility>
 #include <limits>
 #include <memory>
-#include <queue>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -89,25 +91,31 @@ class Host {
   public:
     virtual ~Host() = default;
     virtual Tick now() const = 0;
+    // The component's earliest pending work is now at t (never earlier than now).
     virtual void wakeAt(Component* c, Tick t) = 0;
+    virtual void attach(Component*) {}
+    virtual void detach(Component*) {}
 };
 
 // A component keeps its own pending work and asks its host for one wake-up
 // at the earliest of it; an idle component costs nothing.
 class Component {
   public:
-    explicit Component(Host& host) : host_(host) {}
-    virtual ~Component() = default;
+    explicit Component(Host& host) : host_(host) { host_.attach(this); }
+    virtual ~Component() { host_.detach(this); }
     Component(const Component&) = delete;
     Component& operator=(const Component&) = delete;
 
-    // Called by the host; stale wake-ups (superseded by an earlier one) are ignored.
+    // Called by the host at the requested time; a wake-up superseded by an
+    // earlier one is ignored.
     void fire(Tick t) {
         if (t != scheduled_) return;
         scheduled_ = kNever;
         process();
     }
     void requestWake(Tick t) {
+        const Tick n = host_.now();
+        if (t < n) t = n;
         if (t < scheduled_) {
             scheduled_ = t;
             host_.wakeAt(this, t);
@@ -115,6 +123,7 @@ class Component {
     }
     Tick scheduled() const { return scheduled_; }
     Tick now() const { return host_.now(); }
+    size_t slot = 0;  // the host's index for this component
 
   protected:
     virtual void process() = 0;
@@ -148,41 +157,55 @@ class Requester {
     virtual void retryReq() = 0;
 };
 
-// The standalone engine's host: one heap of (time, component) wake-ups. The
-// heap holds at most a few entries per component, so it stays tiny.
+// The standalone engine's host. Each component has exactly one pending
+// wake-up time, so the next event is the minimum over a small contiguous
+// array: cheaper than a heap for the handful of components a system has.
+// Ties go to the component created first, so runs are deterministic.
 class EventLoop : public Host {
   public:
     Tick now() const override { return now_; }
-    void wakeAt(Component* c, Tick t) override {
-        if (t < now_) t = now_;
-        heap_.push(Entry{t, seq_++, c});
+    void wakeAt(Component* c, Tick t) override { times_[c->slot] = t; }
+    void attach(Component* c) override {
+        c->slot = comps_.size();
+        comps_.push_back(c);
+        times_.push_back(kNever);
+    }
+    void detach(Component* c) override {
+        comps_[c->slot] = nullptr;
+        times_[c->slot] = kNever;
     }
     // Runs until no work is left, stop() is called, or the time limit.
     void run(Tick until = kNever) {
         stopped_ = false;
-        while (!heap_.empty() && !stopped_) {
-            Entry e = heap_.top();
-            if (e.t > until) break;
-            heap_.pop();
-            now_ = e.t;
+        const size_t n = times_.size();
+        while (!stopped_) {
+            Tick best = kNever;
+            size_t bi = 0;
+            for (size_t i = 0; i < n; ++i)
+                if (times_[i] < best) {
+                    best = times_[i];
+                    bi = i;
+                }
+            if (best == kNever || best > until) break;
+            now_ = best;
             ++events_;
-            e.c->fire(e.t);
+            times_[bi] = kNever;
+            comps_[bi]->fire(best);
         }
     }
     void stop() { stopped_ = true; }
-    bool idle() const { return heap_.empty(); }
+    bool idle() const {
+        for (Tick t : times_)
+            if (t != kNever) return false;
+        return true;
+    }
     uint64_t events() const { return events_; }
 
   private:
-    struct Entry {
-        Tick t;
-        uint64_t seq;
-        Component* c;
-        bool operator>(const Entry& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-    };
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+    std::vector<Component*> comps_;
+    std::vector<Tick> times_;
     Tick now_ = 0;
-    uint64_t seq_ = 0, events_ = 0;
+    uint64_t events_ = 0;
     bool stopped_ = false;
 };
 
@@ -224,6 +247,36 @@ class TimedFifo {
     };
     std::vector<Slot> buf_;
     size_t cap_ = 0, head_ = 0, size_ = 0;
+};
+
+// Entries ordered by ready time. Nearly all arrive in order and go to the
+// back in O(1); a rare early one is inserted from the back. Equal times keep
+// arrival order, so results are deterministic.
+template <typename T>
+class TimedQueue {
+  public:
+    bool empty() const { return q_.empty(); }
+    size_t size() const { return q_.size(); }
+    void push(Tick ready, T v) {
+        if (q_.empty() || q_.back().first <= ready) {
+            q_.emplace_back(ready, v);
+            return;
+        }
+        auto it = q_.end();
+        while (it != q_.begin() && std::prev(it)->first > ready) --it;
+        q_.emplace(it, ready, v);
+    }
+    Tick headReady() const { return q_.empty() ? kNever : q_.front().first; }
+    T& front() { return q_.front().second; }
+    T pop() {
+        T v = q_.front().second;
+        q_.pop_front();
+        return v;
+    }
+    void clear() { q_.clear(); }
+
+  private:
+    std::deque<std::pair<Tick, T>> q_;
 };
 
 // Head of a FIFO as a wake-up source: a head already due is blocked on

@@ -78,24 +78,26 @@ class Driver : public Component, public Requester {
         llcLat_ = nsToTicks(s.params().host.llc_latency_ns);
     }
     void retryReq() override {}  // the uncore never refuses
+    // x->mark: when the response reaches the core (it may be later than now).
     bool tryResp(Txn* x) override {
-        complete(x);
+        complete(x, std::max(x->mark, now()));
         sys_.pool.put(x);
         return true;
     }
 
   protected:
-    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag) {
+    // A miss leaving the core at `at` (now or later).
+    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag, Tick at) {
         Txn* x = sys_.pool.get();
         x->op = op;
         x->addr = x->hostAddr = addr;
         x->src = core;
         x->tag = tag;
-        x->birth = x->mark = now();
+        x->birth = x->mark = at;
         sys_.uncore().tryReq(x);
         return x;
     }
-    virtual void complete(Txn* x) = 0;
+    virtual void complete(Txn* x, Tick done) = 0;
     System& sys_;
     Tick llcLat_;
 };
@@ -168,14 +170,9 @@ class ChaseDriver : public Driver {
     LatencyStats mem_;
 
   protected:
-    void process() override {
-        if (pending_) {
-            pending_ = false;
-            issue(0, Op::Read, pendingAddr_, pendingTag_);
-        }
-    }
-    void complete(Txn* x) override {
-        cur_ = now();
+    void process() override {}
+    void complete(Txn* x, Tick done) override {
+        cur_ = done;
         if (x->tag == 1) {
             stage_ = 1;  // translation done
         } else {
@@ -192,17 +189,8 @@ class ChaseDriver : public Driver {
         ++done_;
         stage_ = 0;
     }
-    void request(uint64_t addr, uint8_t tag) {
-        // Misses leave the core after the LLC lookup, which the uncore path models.
-        pendingAddr_ = addr;
-        pendingTag_ = tag;
-        if (cur_ == now()) {
-            issue(0, Op::Read, addr, tag);
-        } else {
-            pending_ = true;
-            requestWake(cur_);
-        }
-    }
+    // Misses leave the core after the LLC lookup, which the uncore path models.
+    void request(uint64_t addr, uint8_t tag) { issue(0, Op::Read, addr, tag, cur_); }
     void advance() {
         while (done_ < total_) {
             const uint64_t a = addrOf(k_);
@@ -242,9 +230,6 @@ class ChaseDriver : public Driver {
     Tick lat_[3], stlb_, walk_, cur_ = 0, t0_ = 0;
     uint64_t page_, k_ = 0, done_ = 0, total_ = 0;
     int stage_ = 0;  // 0: translate, 1: data lookup, 2: data miss in flight
-    bool pending_ = false;
-    uint64_t pendingAddr_ = 0;
-    uint8_t pendingTag_ = 0;
 };
 
 // ---------------------------------------------------------------- traffic (STREAM, MLC, rate, bench)
@@ -293,11 +278,11 @@ class TrafficDriver : public Driver {
     void start() {
         for (uint32_t c = 0; c < threads_; ++c) {
             cores_[c].rng = Rng(sys_.params().seed * 1000003 + c);
-            pump(c);
+            pump(c, now());
         }
         if (probe_) {
             cores_[threads_].rng = Rng(sys_.params().seed * 7 + 99);
-            issueProbe();
+            issueProbe(now());
         }
     }
 
@@ -313,19 +298,13 @@ class TrafficDriver : public Driver {
         Tick w = kNever;
         for (uint32_t c = 0; c < threads_; ++c) {
             Core& k = cores_[c];
-            if (k.notBefore <= t) pump(c);
-            if (k.notBefore > t && k.notBefore != kNever) w = std::min(w, k.notBefore);
+            if (k.notBefore <= t) pump(c, t);
+            if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) w = std::min(w, k.notBefore);
         }
-        if (probe_ && probeAt_ <= t) {
-            probeAt_ = kNever;
-            issueProbe();
-        }
-        w = std::min(w, probeAt_);
         if (w != kNever) requestWake(w);
     }
 
-    void complete(Txn* x) override {
-        const Tick t = now();
+    void complete(Txn* x, Tick t) override {
         Core& k = cores_[x->src];
         if (measuring()) {
             if (x->op == Op::Read) wReadBytes_ += x->size;
@@ -334,8 +313,7 @@ class TrafficDriver : public Driver {
         switch (x->tag) {
             case kProbe:
                 if (measuring()) probeLat_.add(*x, t);
-                probeAt_ = t;  // the next dependent load starts now
-                requestWake(t);
+                issueProbe(t);  // the next dependent load starts when this one returns
                 return;
             case kWb:
                 --k.wb;
@@ -343,14 +321,18 @@ class TrafficDriver : public Driver {
             case kRfo:
                 --k.mshr;
                 k.dirty.push_back(x->hostAddr);  // the line is dirty: written back later
-                countOp(true);
+                countOp(true, t);
                 break;
             default:
                 if (x->op == Op::Read && measuring()) reads_.add(*x, t);
                 --k.mshr;
-                countOp(x->tag != kLoad);
+                countOp(x->tag != kLoad, t);
         }
-        pump(x->src);
+        // Paced cores issue on their own clock; the others react at once.
+        if (interval_ || delay_)
+            requestWake(t);
+        else
+            pump(x->src, t);
     }
 
   private:
@@ -363,28 +345,28 @@ class TrafficDriver : public Driver {
     };
     bool measuring() const { return windowStart_ != 0 && windowEnd_ == 0; }
 
-    void countOp(bool store) {
+    void countOp(bool store, Tick t) {
         ++completed_;
         if (measuring()) ++(store ? wStores_ : wLoads_);
         if (!windowStart_ && completed_ >= total_ / 10) {
-            windowStart_ = now();
+            windowStart_ = t;
             sys_.resetStats();
         } else if (windowStart_ && !windowEnd_ && completed_ >= total_ - total_ / 10) {
-            windowEnd_ = now();
+            windowEnd_ = t;
             sys_.loop.stop();
         }
         if (progress_ && completed_ % progressStep_ == 0 && !progress_(double(completed_) / double(total_)))
             throw Cancelled();
     }
 
-    void pump(uint32_t c) {
+    // Issues what core c may at time t (now or a response's later arrival).
+    void pump(uint32_t c, Tick t) {
         Core& k = cores_[c];
         while (!k.dirty.empty() && k.wb < wbSlots_) {
             ++k.wb;
-            issue(uint16_t(c), Op::Write, k.dirty.front(), kWb);
+            issue(uint16_t(c), Op::Write, k.dirty.front(), kWb, t);
             k.dirty.pop_front();
         }
-        const Tick t = now();
         while (k.mshr < mshrs_ && issued_ < total_ && k.notBefore <= t) {
             ++issued_;
             ++k.mshr;
@@ -392,12 +374,12 @@ class TrafficDriver : public Driver {
                 const Op2& o = ops_[k.pos % ops_.size()];
                 const uint64_t line = (k.pos / ops_.size()) % streamLines_;
                 const uint64_t a = o.array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
-                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad);
+                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t);
             } else {
                 const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;
                 const bool rd = readFrac_ >= 1.0 || k.rng.uniform() < readFrac_;
-                issue(uint16_t(c), rd ? Op::Read : Op::Write, a, rd ? kLoad : kNtStore);
+                issue(uint16_t(c), rd ? Op::Read : Op::Write, a, rd ? kLoad : kNtStore, t);
             }
             ++k.pos;
             if (interval_) k.notBefore = std::max(k.notBefore, t) + interval_;
@@ -406,11 +388,11 @@ class TrafficDriver : public Driver {
         if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) requestWake(k.notBefore);
     }
 
-    void issueProbe() {
+    void issueProbe(Tick t) {
         Core& k = cores_[threads_];
         // The probe chases through its own region, far from the traffic.
         const uint64_t a = (threads_ * footprint_ + k.rng.below(footprint_)) * kLineBytes;
-        issue(uint16_t(threads_), Op::Read, a, kProbe);
+        issue(uint16_t(threads_), Op::Read, a, kProbe, t);
     }
 
     uint32_t threads_;
@@ -423,7 +405,7 @@ class TrafficDriver : public Driver {
     std::vector<Op2> ops_;
     uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
     double readFrac_ = 1.0;
-    Tick delay_ = 0, interval_ = 0, probeAt_ = kNever;
+    Tick delay_ = 0, interval_ = 0;
 };
 
 void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes, uint64_t writeBytes) {
@@ -558,7 +540,7 @@ class TraceDriver : public Driver {
     void process() override {
         const Tick t = now();
         while (have_ && outstanding_ < max_ && nextTime_ <= t) {
-            issue(0, nextOp_, nextAddr_, 0);
+            issue(0, nextOp_, nextAddr_, 0, t);
             ++outstanding_;
             first_ = std::min(first_, t);
             if (nextBytes_ > kLineBytes) {
@@ -570,10 +552,10 @@ class TraceDriver : public Driver {
         }
         if (have_ && outstanding_ < max_) requestWake(std::max(nextTime_, t));
     }
-    void complete(Txn* x) override {
+    void complete(Txn* x, Tick done) override {
         --outstanding_;
         ++requests_;
-        last_ = now();
+        last_ = done;
         if (x->op == Op::Read) {
             readBytes_ += x->size;
             reads_.add(*x, last_);
@@ -582,7 +564,7 @@ class TraceDriver : public Driver {
             writes_.add(*x, last_);
         }
         if (progress_ && (requests_ & 0xffff) == 0 && !progress_(double(in_.tellg()) / size_)) throw Cancelled();
-        requestWake(now());
+        requestWake(done);
     }
 
   private:

@@ -1,0 +1,31 @@
+// Speed of the C++ core alone (no Python): the `simcxl bench` workload,
+// random 64 B reads from 16 threads to a default Type-3 expander.
+// Build: see benchmarks/README.md.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cxlcore/workloads.hpp"
+
+int main(int argc, char** argv) {
+    using namespace cxlcore;
+    SystemParams p;
+    p.kind = MemoryKind::CxlType3;
+    p.link.lanes = 8;
+    p.device_dram.channels = 4;
+    TrafficConfig c;
+    c.threads = argc > 2 ? uint32_t(std::atoi(argv[2])) : 16;
+    c.footprint_bytes = 1ull << 34;
+    c.requests = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
+    p.host.cores = c.threads;
+    auto t0 = std::chrono::steady_clock::now();
+    Report r = runTraffic(p, c, nullptr);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double done = double(c.requests - c.requests / 10), events = 0, bw = 0;
+    for (auto& kv : r) {
+        if (kv.first == "events") events = kv.second;
+        if (kv.first == "read_gbps") bw = kv.second;
+    }
+    std::printf("%.0f requests in %.3f s: %.2f M requests/s, %.2f events/request, %.1f GB/s simulated\n", done, s,
+                done / s / 1e6, events / done, bw);
+}

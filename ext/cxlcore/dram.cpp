@@ -175,6 +175,9 @@ bool DramChannel::pickMode() {
 
 void DramChannel::schedule(Tick t) {
     const DramController& c = c_;
+    // Refreshes due start first, so the choice below sees their banks busy.
+    for (Rank& rk : ranks_)
+        if (rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
     std::deque<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue: the request whose column command can
@@ -207,7 +210,6 @@ void DramChannel::schedule(Tick t) {
     q.erase(q.begin() + long(pick));
 
     Rank& rk = ranks_[r.rank];
-    refreshRank(rk, t);
     Bank& b = rk.banks[r.bank];
     DramStats& st = c_.stats_;
     Tick start, col;

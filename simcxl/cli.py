@@ -144,7 +144,7 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
 @click.option("--kernel", "kernels", multiple=True, type=click.Choice(engine.KERNELS),
               help="Kernel(s) to run; default all four.")
 @click.option("--threads", type=int, default=None, help="Threads (default: min(16, host cores)).")
-@click.option("--lines", "lines", default=20000, show_default=True, help="Cache lines per array per thread.")
+@click.option("--lines", "lines", default=8000, show_default=True, help="Cache lines per array per thread.")
 @json_opt
 @plot_opt
 @csv_opt
@@ -320,6 +320,31 @@ def bench(requests, memory, as_json):
         click.echo(f"{r['workload']}\n{r['simulated_requests']:,} requests in {r['wall_seconds']:.2f} s: "
                    f"{r['requests_per_second'] / 1e6:.2f} M requests/s (simulated {r['simulated_bandwidth_gbps']:.1f} "
                    f"GB/s at {r['read_latency_ns_mean']:.0f} ns)")
+
+
+@main.command("calibrate")
+@click.option("--testbed", required=True, type=click.Path(file_okay=False), help="Testbed folder.")
+@click.option("--memories", default=None, help="Comma-separated memories of the testbed (default: all).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for presets, report, summary.")
+@click.option("--json", "json_path", default=None, help="Also write the JSON summary here ('-' for stdout).")
+@click.option("--engine", type=click.Choice(["standalone", "gem5"]), default="standalone", show_default=True)
+@click.option("--workers", type=int, default=None, help="Processes for the memories after the host fit.")
+def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
+    """Fit presets to a testbed's measurements and report the errors."""
+    from . import calibrate
+    with user_errors():
+        mems = [m.strip() for m in memories.split(",") if m.strip()] if memories else None
+        s = calibrate.run(testbed, out, mems, engine, json_path, workers=workers)
+    if json_path != "-":
+        for m, v in s["memories"].items():
+            click.echo(f"{m:12s} fit MAE {_pct(v['fit_mae_pct'])}  validation MAE {_pct(v['validation_mae_pct'])}"
+                       f"  (at/after LLC + other kernels {_pct(v['validation_llc_and_beyond_mae_pct'])})")
+        click.echo(f"wrote {Path(out) / 'report.md'}, {Path(out) / 'summary.json'} and presets in "
+                   f"{Path(out) / 'presets'}")
+
+
+def _pct(v) -> str:
+    return "   -  " if v is None else f"{v:5.2f}%"
 
 
 @main.command("demo")

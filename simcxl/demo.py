@@ -125,7 +125,7 @@ def run(out: Path, testbed: Path) -> None:
                      * 1.45)
     axes[1].legend(fontsize=6, ncol=4, loc="upper center")
     note = (f"Simulated: SimCXL {engine._version()} standalone engine, presets {', '.join(MEMORIES)} "
-            f"(lmbench 5000 timed loads per size; STREAM 16 threads, 20000 lines per thread).")
+            f"(lmbench 5000 timed loads per size; STREAM 16 threads, 8000 lines per thread).")
     if meas_lat is not None:
         note += f" Measured (dashed/hatched): {cite or testbed}"
     fig.text(0.01, 0.005, "\n".join(textwrap.wrap(note, 210)), fontsize=6.5, color="0.3", va="bottom")

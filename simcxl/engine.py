@@ -94,7 +94,7 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
 
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,
-           lines_per_thread: int = 20000, progress: Progress = None) -> pd.DataFrame:
+           lines_per_thread: int = 8000, progress: Progress = None) -> pd.DataFrame:
     """STREAM kernels; ``stream_gbps`` counts bytes as STREAM does (no
     write-allocate), ``read_gbps``/``write_gbps`` are the real traffic."""
     system = load(memory)

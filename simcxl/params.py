@@ -134,7 +134,7 @@ class DramParams(ParamGroup):
     tWR_ns: float = param(30.0, 0, 500, "ns", "write recovery")
     tWTR_ns: float = param(10.0, 0, 200, "ns", "write data to read command (bus turnaround)")
     tRTW_ns: float = param(5.0, 0, 200, "ns", "read data to write data (bus turnaround)")
-    tRRD_ns: float = param(5.0, 0, 200, "ns", "activate to activate, same rank")
+    tRRD_ns: float = param(5.0, 0, 200, "ns", "activate to activate, same rank (tRRD_S: lines rotate over bank groups)")
     tFAW_ns: float = param(13.33, 0, 500, "ns", "four-activate window")
     tCCD_L_ns: float = param(5.0, 0, 100, "ns", "column to column, same bank group")
     tREFI_ns: float = param(3900, 0, 100000, "ns", "refresh interval (0: no refresh)")

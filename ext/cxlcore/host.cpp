@@ -38,7 +38,10 @@ bool TagArray::access(uint64_t key) {
         // Large arrays keep a 32-bit fingerprint of a 64-bit hash: half the
         // memory traffic of full tags; a false match has odds ~assoc/2^32.
         const uint64_t h = mix(key);
-        const uint64_t set = ((h & 0xffffffffull) * sets_) >> 32;
+        // 4 KiB pages land on random physical frames: lines of a page fill
+        // consecutive sets, pages scatter (hashedIndex: every line scatters).
+        const uint64_t frame = hashed_ ? key : (mix(key >> 6) << 6) | (key & 63);
+        const uint64_t set = pow2_ ? frame & (sets_ - 1) : frame % sets_;
         const uint32_t f = uint32_t(h >> 32) | 1u;
         uint32_t* t = &fp_[set * assoc_];
         for (uint32_t w = 0; w < assoc_; ++w) {
@@ -74,7 +77,8 @@ bool TagArray::access(uint64_t key) {
 CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
     : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, false, false, seed),
       l2_(p.l2_bytes / kLineBytes, p.l2_assoc, false, false, seed + 1),
-      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, true, true, seed + 2),
+      // Indexed by physical line address (pages on random frames); random replacement.
+      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, true, false, seed + 2),
       dtlb_(p.dtlb_entries, p.dtlb_assoc, false, false, seed + 3),
       stlb_(p.stlb_entries, p.stlb_assoc, false, false, seed + 4) {
     pageShift_ = 0;

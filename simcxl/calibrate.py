@@ -1,0 +1,536 @@
+"""Calibration: simulate a testbed's experiments, fit a few physically
+meaningful parameters per memory within physical bounds, and report how well
+the model matches on the points it fitted and on the points it did not.
+
+The experiments are defined by the testbed alone; an engine runs them. The
+standalone engine is the default; the gem5 engine plugs in the same way.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import copy
+import datetime as dt
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import pandas as pd
+from scipy.optimize import brentq
+
+from . import engine as standalone
+from . import presets
+from .params import ParamError, System
+from .testbed import Memory, Point, Testbed
+from .testbed import load as load_testbed
+
+LMBENCH_ACCESSES = 3000
+STREAM_THREADS = 16
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A free parameter: one or more dotted parameters set to the same value,
+    searched within a physically plausible range."""
+    role: str                 # "latency" (fits the memory plateau) or "bandwidth" (fits STREAM copy)
+    params: Tuple[str, ...]
+    lo: float
+    hi: float
+    integer: bool
+    why: str
+
+
+# What each kind of memory leaves free, and why the range is plausible.
+KNOBS: Dict[str, Tuple[Knob, ...]] = {
+    "local-dram": (
+        Knob("latency", ("host.uncore_req_latency_ns", "host.uncore_resp_latency_ns"), 0.0, 40.0, False,
+             "mesh and home-agent latency each way between the LLC and a memory controller: a few to a few tens "
+             "of ns on server meshes (Intel MLC idle-latency breakdowns)"),
+        Knob("bandwidth", ("local_dram.read_queue", "local_dram.write_queue"), 16, 256, True,
+             "read/write queue entries per DDR channel: 16 to 256 in server memory controllers"),
+    ),
+    "remote-numa": (
+        Knob("latency", ("remote.link.latency_ns",), 10.0, 120.0, False,
+             "one-way inter-socket latency including the remote home agent: UPI hops cost 30 to 80 ns"),
+        Knob("bandwidth", ("remote.link.max_outstanding",), 16, 512, True,
+             "requests the remote home agent tracks for one socket: tens to hundreds of entries"),
+    ),
+    "cxl-type3": (
+        Knob("latency", ("cxl.device.req_latency_ns",), 5.0, 250.0, False,
+             "device ingress pipeline (PHY, ARB/MUX, link and transaction layers, controller): 15 ns in fast "
+             "ASICs to 60-200 ns in FPGA soft logic (CXL-DMSim Table III; CXL 2.0 spec's 80 ns target "
+             "covers the whole device)"),
+        Knob("bandwidth", ("cxl.device.req_queue",), 8, 512, True,
+             "transactions a Type-3 controller holds at once: tens to a few hundred"),
+    ),
+}
+
+DEFAULT_BASE = {"local-dram": "ddr-local", "remote-numa": "ddr-remote", "cxl-type3": "cxl-asic"}
+
+
+class Gem5Missing(ParamError):
+    pass
+
+
+# ------------------------------------------------------------------ engines
+
+class StandaloneEngine:
+    name = "standalone"
+
+    def lmbench(self, system: System, sizes: Sequence[int]) -> List[float]:
+        df = standalone.lmbench(system, list(sizes), accesses=LMBENCH_ACCESSES)
+        return list(df["latency_ns"])
+
+    def stream(self, system: System, kernels: Sequence[str], threads: int) -> List[float]:
+        df = standalone.stream(system, list(kernels), threads=threads)
+        return list(df["stream_gbps"])
+
+    def loaded_latency(self, system: System, threads: int, read_fraction: float) -> Tuple[float, float]:
+        df = standalone.loaded_latency(system, threads=(threads,), read_fractions=(read_fraction,), requests=60000)
+        return float(df["latency_ns"].iloc[0]), float(df["bandwidth_gbps"].iloc[0])
+
+
+def get_engine(name: str):
+    if name == "standalone":
+        return StandaloneEngine()
+    if name == "gem5":
+        binary = os.environ.get("GEM5")
+        if not binary or not os.path.isfile(binary):
+            raise Gem5Missing("--engine gem5 needs a gem5 binary built with this repository as EXTRAS, named by "
+                              "the GEM5 environment variable (see README); GEM5 is "
+                              + ("not set" if not binary else f"{binary!r}, which does not exist"))
+        raise Gem5Missing("--engine gem5: the gem5 SimObjects of this package are not built yet; "
+                          "use --engine standalone")
+    raise ParamError(f"--engine {name!r} is not an engine; allowed: standalone, gem5")
+
+
+# ------------------------------------------------------------------ helpers
+
+def base_system(mem: Memory) -> System:
+    """The preset a memory starts from: its own `base`, a preset of the same
+    name and kind, or the default preset of its kind; then the testbed's link."""
+    name = mem.base
+    if name is None and mem.name in presets.names() and presets.load(mem.name).kind == mem.kind:
+        name = mem.name
+    s = presets.load(name or DEFAULT_BASE[mem.kind])
+    if s.kind != mem.kind:
+        raise ParamError(f"memory {mem.name}: base preset {name} is a {s.kind}, not a {mem.kind}")
+    over = dict(mem.params)
+    if mem.kind == "cxl-type3":
+        over.update({f"cxl.link.{k}": v for k, v in mem.link.items()})
+    s = s.replace(**over) if over else copy.deepcopy(s)
+    s.name = mem.name
+    return s
+
+
+def set_knob(s: System, knob: Knob, value: float) -> System:
+    v = int(round(value)) if knob.integer else float(value)
+    return s.replace(**{p: v for p in knob.params})
+
+
+def fit_points(tb: Testbed, memory: str) -> List[Point]:
+    """Default fit subset: the largest lat_mem_rd working set and STREAM copy;
+    with neither, the loaded-latency point with the fewest threads."""
+    out = []
+    lat = tb.points_of(memory, "lat_mem_rd")
+    if lat:
+        out.append(max(lat, key=lambda p: p.x))
+    st = [p for p in tb.points_of(memory, "stream") if p.x == "copy"]
+    if st:
+        out.append(st[0])
+    if not out:
+        ll = tb.points_of(memory, "loaded_latency")
+        if ll:
+            out.append(min(ll, key=lambda p: p.x["threads"]))
+    return out
+
+
+def simulate(eng, system: System, points: Sequence[Point]) -> List[float]:
+    """The simulated value of each point, batching what one run can share."""
+    out: Dict[int, float] = {}
+    lat = [(i, p) for i, p in enumerate(points) if p.experiment == "lat_mem_rd"]
+    if lat:
+        for (i, _), v in zip(lat, eng.lmbench(system, [p.x for _, p in lat])):
+            out[i] = v
+    by_threads: Dict[int, List[Tuple[int, Point]]] = {}
+    for i, p in enumerate(points):
+        if p.experiment == "stream":
+            by_threads.setdefault(p.threads or STREAM_THREADS, []).append((i, p))
+    for threads, items in by_threads.items():
+        for (i, _), v in zip(items, eng.stream(system, [p.x for _, p in items], min(threads, system.host.cores))):
+            out[i] = v
+    for i, p in enumerate(points):
+        if p.experiment == "loaded_latency":
+            out[i] = eng.loaded_latency(system, p.x["threads"], p.x["read_fraction"])[0]
+    return [out[i] for i in range(len(points))]
+
+
+def _err(sim: float, meas: float) -> float:
+    return (sim - meas) / meas * 100.0
+
+
+# ------------------------------------------------------------------ fitting
+
+@dataclass
+class FitResult:
+    memory: str
+    system: System
+    fitted: Dict[str, float]
+    notes: List[str]
+    points: List[dict]
+
+
+def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str], None],
+               fit_host: bool) -> Tuple[System, Dict[str, float], List[str]]:
+    """Fits the knobs of one memory to its fit points, in order: latency
+    (idle plateau), then bandwidth (which depends on latency by Little's law)."""
+    s = start
+    fitted: Dict[str, float] = {}
+    notes: List[str] = []
+    pts = fit_points(tb, mem.name)
+    if not pts:
+        notes.append(f"{mem.name}: no point to fit; parameters kept from the base preset")
+        return s, fitted, notes
+    knobs = KNOBS[mem.kind]
+    if mem.kind == "local-dram" and not fit_host:
+        return s, fitted, notes
+    for knob in knobs:
+        want = [p for p in pts if (p.experiment == "stream") == (knob.role == "bandwidth")]
+        if not want:
+            continue
+        target = want[0]
+
+        def f(v: float) -> float:
+            return simulate(eng, set_knob(s, knob, v), [target])[0] - target.measured
+
+        name = knob.params[0]
+        log(f"  {mem.name}: fitting {name} to {target.experiment} {target.x} = {target.measured:g}")
+        if knob.integer:
+            best = _fit_integer(f, int(knob.lo), int(knob.hi))
+        else:
+            best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * 1e-3)
+        value = int(round(best)) if knob.integer else round(float(best), 3)
+        s = set_knob(s, knob, value)
+        for p in knob.params:
+            fitted[p] = value
+        miss = f(value) + target.measured
+        err = _err(miss, target.measured)
+        if abs(err) > 2:
+            where = (f"stopped at its physical bound {value}" if value in (knob.lo, knob.hi)
+                     else f"is best at {value}, where the simulated value stops moving towards the target")
+            notes.append(f"{mem.name}: cannot reach {target.experiment} {target.x} = {target.measured:g}: {name} "
+                         f"{where} ({knob.why}); simulated {miss:.4g} ({err:+.1f} %)")
+    return s, fitted, notes
+
+
+def _fit_real(f: Callable[[float], float], lo: float, hi: float, tol: float) -> float:
+    """Root of f within [lo, hi], else the better bound. A latency is close to
+    linear in a latency parameter, so secant steps converge in two or three
+    evaluations; brentq takes over if they do not."""
+    flo, fhi = f(lo), f(hi)
+    if flo * fhi > 0:
+        return lo if abs(flo) < abs(fhi) else hi
+    a, fa, b, fb = lo, flo, hi, fhi
+    for _ in range(4):
+        x = b - fb * (b - a) / (fb - fa) if fb != fa else (a + b) / 2
+        x = min(max(x, lo), hi)
+        fx = f(x)
+        if abs(fx) <= tol:
+            return x
+        a, fa, b, fb = b, fb, x, fx
+    return brentq(f, lo, hi, xtol=0.05, rtol=1e-3, maxiter=30)
+
+
+def _fit_integer(f: Callable[[float], float], lo: int, hi: int) -> int:
+    """Smallest |f| over integers: a geometric scan, then bisection between the
+    two scan points that bracket the sign change (f rises with the value)."""
+    grid = sorted({int(round(lo * (hi / lo) ** (k / 5))) for k in range(6)})
+    vals = {g: f(g) for g in grid}
+    best = min(vals, key=lambda g: abs(vals[g]))
+    for a, b in zip(grid, grid[1:]):
+        if vals[a] <= 0 <= vals[b] or vals[a] >= 0 >= vals[b]:
+            fa = vals[a]
+            while b - a > 1:
+                m = (a + b) // 2
+                vals[m] = fm = f(m)
+                if (fm <= 0) == (fa <= 0):
+                    a, fa = m, fm
+                else:
+                    b = m
+            for g in (a, b):
+                if abs(vals[g]) < abs(vals[best]):
+                    best = g
+            break
+    return best
+
+
+# ------------------------------------------------------------------ the whole run
+
+def _fit_and_validate(args) -> FitResult:
+    tb, mem_name, start, engine_name, fit_host = args[:5]
+    done: Optional[Tuple[Dict[str, float], List[str]]] = args[5] if len(args) > 5 else None
+    eng = get_engine(engine_name)
+    mem = tb.memories[mem_name]
+    lines: List[str] = []
+    if done is None:
+        s, fitted, notes = fit_memory(eng, tb, mem, start, lines.append, fit_host)
+    else:  # fitted already (the host side): validate only
+        s, (fitted, notes) = start, done
+    pts = tb.points_of(mem_name)
+    fit_ids = {id(p) for p in fit_points(tb, mem_name)}
+    sims = simulate(eng, s, pts)
+    rows = []
+    for p, v in zip(pts, sims):
+        x = p.x if not isinstance(p.x, dict) else json.dumps(p.x, sort_keys=True)
+        rows.append({"memory": mem_name, "experiment": p.experiment, "x": x, "measured": p.measured,
+                     "simulated": v, "error_pct": _err(v, p.measured),
+                     "role": "fit" if id(p) in fit_ids else "validation", "source": p.where})
+    return FitResult(mem_name, s, fitted, lines + notes, rows)
+
+
+def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_name: str = "standalone",
+        json_path: Optional[str] = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+        workers: Optional[int] = None) -> dict:
+    tb = load_testbed(testbed_dir)
+    get_engine(engine_name)  # fail before any work
+    names = list(memories) if memories else list(tb.memories)
+    for n in names:
+        if n not in tb.memories:
+            raise ParamError(f"--memories: {n!r} is not a memory of testbed {tb.name}; "
+                             f"allowed: {', '.join(tb.memories)}")
+    out = Path(out_dir)
+    (out / "presets").mkdir(parents=True, exist_ok=True)
+    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    results: Dict[str, FitResult] = {}
+
+    # The host side is shared: fit it once on the local memory, then give it
+    # to every other memory of the testbed.
+    local = tb.local_memory()
+    starts = {n: base_system(tb.memories[n]) for n in names}
+    host_source = None
+    jobs = []
+    if local is not None:
+        log(f"{tb.name}: fitting the host side on {local}")
+        lines: List[str] = []
+        host_source, fitted, notes = fit_memory(get_engine(engine_name), tb, tb.memories[local],
+                                                base_system(tb.memories[local]), lines.append, True)
+        for line in lines + notes:
+            log(line)
+        if local in names:  # its validation runs with the other memories
+            jobs.append((tb, local, host_source, engine_name, True, (fitted, notes)))
+    for n in names:
+        if host_source is not None and n != local:
+            starts[n].host = copy.deepcopy(host_source.host)
+            starts[n].local_dram = copy.deepcopy(host_source.local_dram)
+    rest = [n for n in names if n != local]
+    jobs += [(tb, n, starts[n], engine_name, False) for n in rest]
+    workers = workers or min(len(jobs), os.cpu_count() or 1) or 1
+    if rest:
+        log(f"{tb.name}: fitting {', '.join(rest)} ({workers} worker{'s' if workers > 1 else ''})")
+    if workers > 1 and len(jobs) > 1:
+        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+            futs = {pool.submit(_fit_and_validate, j): j[1] for j in jobs}
+            for fut in cf.as_completed(futs):
+                r = fut.result()
+                results[r.memory] = r
+                _write_preset(out, r, tb, date, engine_name)  # finished work is kept at once
+                for line in r.notes:
+                    log(line)
+                log(f"  {r.memory}: done")
+    else:
+        for j in jobs:
+            r = _fit_and_validate(j)
+            results[r.memory] = r
+            _write_preset(out, r, tb, date, engine_name)
+            for line in r.notes:
+                log(line)
+            log(f"  {r.memory}: done")
+
+    ordered = [results[n] for n in names]
+    summary = _summary(tb, ordered, engine_name, date)
+    text = json.dumps(summary, indent=2)
+    _atomic_write(out / "summary.json", text)
+    if json_path:
+        if json_path == "-":
+            print(text)
+        else:
+            _atomic_write(Path(json_path), text)
+    _report(out, tb, ordered, summary)
+    return summary
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _mae(rows: List[dict]) -> Optional[float]:
+    return sum(abs(r["error_pct"]) for r in rows) / len(rows) if rows else None
+
+
+def _write_preset(out: Path, r: FitResult, tb: Testbed, date: str, engine_name: str) -> None:
+    s = copy.deepcopy(r.system)
+    fit_rows = [x for x in r.points if x["role"] == "fit"]
+    s.source = (f"Calibrated with simcxl calibrate ({engine_name} engine) on {date} against testbed {tb.name}: "
+                f"{tb.citation or tb.description}")
+    s.provenance = {
+        "testbed": tb.name, "citation": tb.citation, "date": date, "engine": engine_name, "fitted": r.fitted,
+        "fit_points": [{k: x[k] for k in ("experiment", "x", "measured", "simulated", "error_pct")}
+                       for x in fit_rows],
+        "fit_mae_pct": _mae(fit_rows), "validation_mae_pct": _mae([x for x in r.points if x["role"] != "fit"]),
+    }
+    presets.save(s, out / "presets" / f"{r.memory}.json")
+
+
+def _target_rows(tb: Testbed, r: FitResult) -> List[dict]:
+    """The validation points the acceptance figures speak of: lat_mem_rd at or
+    beyond the LLC, every other STREAM kernel, all loaded-latency points."""
+    llc = r.system.host.llc_bytes
+    out = []
+    for x in r.points:
+        if x["role"] != "validation":
+            continue
+        if x["experiment"] == "lat_mem_rd" and int(x["x"]) < llc:
+            continue
+        out.append(x)
+    return out
+
+
+def _summary(tb: Testbed, results: List[FitResult], engine_name: str, date: str) -> dict:
+    points = [p for r in results for p in r.points]
+    per = {}
+    for r in results:
+        fit = [p for p in r.points if p["role"] == "fit"]
+        val = [p for p in r.points if p["role"] == "validation"]
+        target = _target_rows(tb, r)
+        per[r.memory] = {"fit_mae_pct": _mae(fit), "validation_mae_pct": _mae(val),
+                         "validation_llc_and_beyond_mae_pct": _mae(target), "fitted": r.fitted,
+                         "fit_points_within_2pct": all(abs(p["error_pct"]) <= 2 for p in fit),
+                         "validation_within_5pct_mae": (_mae(target) or 0) <= 5,
+                         "notes": [n for n in r.notes if not n.startswith("  ")]}
+    misses = [p for p in points if (p["role"] == "fit" and abs(p["error_pct"]) > 2)]
+    summary = {
+        "testbed": tb.name, "citation": tb.citation, "engine": engine_name, "date": date,
+        "points": [{k: p[k] for k in ("memory", "experiment", "x", "measured", "simulated", "error_pct", "role")}
+                   for p in points],
+        "memories": per,
+        "overall": {"fit_mae_pct": _mae([p for p in points if p["role"] == "fit"]),
+                    "validation_mae_pct": _mae([p for p in points if p["role"] == "validation"])},
+        "fit_misses": misses,
+    }
+    lat = {p["memory"]: p for p in points if p["experiment"] == "lat_mem_rd"
+           and int(p["x"]) == max(int(q["x"]) for q in points if q["experiment"] == "lat_mem_rd"
+                                  and q["memory"] == p["memory"])}
+    local = tb.local_memory()
+    if local in lat:
+        summary["latency_ratio_vs_local"] = {
+            m: {"measured": p["measured"] / lat[local]["measured"], "simulated": p["simulated"] / lat[local]["simulated"]}
+            for m, p in lat.items() if m != local}
+    copies = {p["memory"]: p for p in points if p["experiment"] == "stream" and p["x"] == "copy"}
+    if local in copies:
+        summary["stream_copy_fraction_of_local"] = {
+            m: {"measured": p["measured"] / copies[local]["measured"],
+                "simulated": p["simulated"] / copies[local]["simulated"]}
+            for m, p in copies.items() if m != local}
+    return summary
+
+
+def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = pd.DataFrame([p for r in results for p in r.points])
+    cite = tb.citation or tb.description
+    caption = (f"Measured: testbed {tb.name} ({cite}). Simulated: SimCXL {standalone._version()} "
+               f"{summary['engine']} engine with the calibrated presets of this run ({summary['date']}).")
+    figs = []
+    lat = df[df["experiment"] == "lat_mem_rd"]
+    if len(lat):
+        fig, ax = plt.subplots(figsize=(8, 4.8))
+        for i, (mem, g) in enumerate(lat.groupby("memory", sort=False)):
+            g = g.assign(ws=g["x"].astype(float)).sort_values("ws")
+            ax.plot(g["ws"], g["measured"], "--", color=f"C{i}", alpha=0.7, label=f"{mem} measured")
+            ax.plot(g["ws"], g["simulated"], "o-", ms=3, color=f"C{i}", label=f"{mem} simulated")
+            fit = g[g["role"] == "fit"]
+            ax.plot(fit["ws"], fit["simulated"], "s", ms=8, mfc="none", color=f"C{i}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("working set (bytes)")
+        ax.set_ylabel("load-to-use latency (ns)")
+        ax.set_title("lat_mem_rd: measured vs simulated (squares: fitted points)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        figs.append(("lat_mem_rd.png", fig))
+    st = df[df["experiment"] == "stream"]
+    if len(st):
+        fig, ax = plt.subplots(figsize=(8, 4.8))
+        mems = list(dict.fromkeys(st["memory"]))
+        kernels = [k for k in ("copy", "scale", "add", "triad") if k in set(st["x"])]
+        w = 0.8 / len(mems)
+        for i, mem in enumerate(mems):
+            g = st[st["memory"] == mem].set_index("x").reindex(kernels)
+            xs = [k + i * w for k in range(len(kernels))]
+            ax.bar(xs, g["measured"], w * 0.45, color=f"C{i}", alpha=0.45, hatch="//", label=f"{mem} measured")
+            ax.bar([x + w * 0.45 for x in xs], g["simulated"], w * 0.45, color=f"C{i}", label=f"{mem} simulated")
+        ax.set_xticks([k + w * (len(mems) - 1) / 2 for k in range(len(kernels))])
+        ax.set_xticklabels(kernels)
+        ax.set_ylabel("GB/s (STREAM counting)")
+        ax.set_title("STREAM: measured vs simulated (copy is fitted)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        figs.append(("stream.png", fig))
+    for name, fig in figs:
+        fig.text(0.01, 0.005, caption, fontsize=6, color="0.3", wrap=True)
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
+        fig.savefig(out / name, dpi=120)
+        plt.close(fig)
+
+    lines = [f"# Calibration of SimCXL against testbed `{tb.name}`", "",
+             f"Measured data: {cite}", "",
+             f"Engine: {summary['engine']}; date: {summary['date']}. Fitted points use the default subset "
+             "(largest lat_mem_rd working set, STREAM copy); every other point is validation only.", "",
+             "## Errors per memory", "",
+             "| memory | fit MAE % | validation MAE % | validation at/after LLC + other kernels MAE % | fitted |",
+             "|---|---|---|---|---|"]
+    for m, v in summary["memories"].items():
+        fitted = ", ".join(f"`{k}` = {val}" for k, val in v["fitted"].items()) or "(none)"
+        lines.append(f"| {m} | {_f(v['fit_mae_pct'])} | {_f(v['validation_mae_pct'])} | "
+                     f"{_f(v['validation_llc_and_beyond_mae_pct'])} | {fitted} |")
+    lines += ["", f"Overall: fit MAE {_f(summary['overall']['fit_mae_pct'])} %, validation MAE "
+              f"{_f(summary['overall']['validation_mae_pct'])} %.", ""]
+    if "latency_ratio_vs_local" in summary:
+        lines += ["## Headline ratios", "", "| memory | latency / local, measured | simulated |", "|---|---|---|"]
+        for m, v in summary["latency_ratio_vs_local"].items():
+            lines.append(f"| {m} | {v['measured']:.2f} | {v['simulated']:.2f} |")
+        if "stream_copy_fraction_of_local" in summary:
+            lines += ["", "| memory | STREAM copy / local, measured | simulated |", "|---|---|---|"]
+            for m, v in summary["stream_copy_fraction_of_local"].items():
+                lines.append(f"| {m} | {v['measured']:.2f} | {v['simulated']:.2f} |")
+        lines.append("")
+    notes = [n for v in summary["memories"].values() for n in v["notes"]]
+    bad = [(m, v) for m, v in summary["memories"].items()
+           if not v["fit_points_within_2pct"] or not v["validation_within_5pct_mae"]]
+    if notes or bad:
+        lines += ["## Where the model misses", ""]
+        lines += [f"- {n}" for n in notes]
+        for m, v in bad:
+            worst = sorted((p for p in summary["points"] if p["memory"] == m), key=lambda p: -abs(p["error_pct"]))[:4]
+            lines.append(f"- {m}: worst points " + "; ".join(
+                f"{p['experiment']} {p['x']}: {p['error_pct']:+.1f} % ({p['role']})" for p in worst))
+        lines.append("")
+    lines += ["## Plots", ""] + [f"![{n}]({n})" for n, _ in figs] + ["", "## Every point", "",
+              "| memory | experiment | x | measured | simulated | error % | role |", "|---|---|---|---|---|---|---|"]
+    for p in summary["points"]:
+        lines.append(f"| {p['memory']} | {p['experiment']} | {p['x']} | {p['measured']:.3f} | {p['simulated']:.3f} | "
+                     f"{p['error_pct']:+.2f} | {p['role']} |")
+    _atomic_write(out / "report.md", "\n".join(lines) + "\n")
+
+
+def _f(v: Optional[float]) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"

@@ -1,0 +1,142 @@
+"""Calibration: testbed loading and checking, fitting within physical bounds,
+outputs, and a testbed the harness has never seen."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import simcxl
+from simcxl import calibrate, testbed
+
+from conftest import TESTBED
+
+TOML = """# A small testbed written for the tests
+# Source: made up, one idle latency per memory.
+name = "tiny"
+[memories.local]
+kind = "local-dram"
+[memories.expander]
+kind = "cxl-type3"
+link = {{ gen = 5, lanes = 16 }}
+{extra}
+"""
+
+
+def make_testbed(folder: Path, lat_rows, stream_rows=None, extra="") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "testbed.toml").write_text(TOML.format(extra=extra))
+    (folder / "lat_mem_rd.csv").write_text("memory,working_set_bytes,latency_ns\n" + "".join(
+        f"{m},{ws},{lat}\n" for m, ws, lat in lat_rows))
+    if stream_rows is not None:
+        (folder / "stream.csv").write_text("memory,kernel,threads,bandwidth_gbps\n" + "".join(
+            f"{m},{k},{t},{bw}\n" for m, k, t, bw in stream_rows))
+    return folder
+
+
+def test_shipped_testbed_loads_with_its_citation():
+    tb = testbed.load(TESTBED)
+    assert set(tb.memories) == {"ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga"}
+    assert tb.memories["cxl-asic"].link == {"gen": 5, "lanes": 8}
+    assert "CXL-DMSim" in tb.citation
+    assert len(tb.points_of("cxl-asic", "lat_mem_rd")) == 33
+    fit = calibrate.fit_points(tb, "cxl-asic")
+    assert [(p.experiment, p.x) for p in fit] == [("lat_mem_rd", 1 << 30), ("stream", "copy")]
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("memory,working_set_bytes\nlocal,1024\n", "lat_mem_rd.csv:1: missing column(s) latency_ns"),
+    ("memory,working_set_bytes,latency_ns\nlocal,1024,-3\n", "lat_mem_rd.csv:2 column 3: latency_ns = -3 must be positive"),
+    ("memory,working_set_bytes,latency_ns\nlocal,1024,5\nlocal,1024,6\n",
+     "lat_mem_rd.csv:3: duplicate point (local, 1024); first at line 2"),
+    ("memory,working_set_bytes,latency_ns\nnowhere,1024,5\n",
+     "lat_mem_rd.csv:2 column 1: memory 'nowhere' is not declared in testbed.toml"),
+    ("memory,working_set_bytes,latency_ns\nlocal,1k,5\n", "lat_mem_rd.csv:2 column 2: working_set_bytes = '1k' is not an integer"),
+    ("memory,working_set_bytes,latency_ns\nlocal,1024\n", "lat_mem_rd.csv:2: 2 fields, the header has 3"),
+])
+def test_malformed_files_are_rejected_with_file_and_line(tmp_path, content, needle):
+    folder = make_testbed(tmp_path / "tb", [])
+    (folder / "lat_mem_rd.csv").write_text(content)
+    with pytest.raises(testbed.TestbedError) as e:
+        testbed.load(folder)
+    assert needle in str(e.value)
+
+
+def test_unknown_kind_and_every_problem_reported(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 100)], extra='[memories.odd]\nkind = "optane"\n')
+    (folder / "stream.csv").write_text("memory,kernel,threads,bandwidth_gbps\nlocal,sum,,10\nlocal,copy,,0\n")
+    with pytest.raises(testbed.TestbedError) as e:
+        testbed.load(folder)
+    msg = str(e.value)
+    assert "testbed.toml:9: memories.odd.kind = 'optane' is not a memory kind; allowed: local-dram" in msg
+    assert "stream.csv:2 column 2: kernel 'sum' is not allowed" in msg
+    assert "stream.csv:3 column 4: bandwidth_gbps = 0 must be positive" in msg
+
+
+def test_unseen_testbed_with_one_idle_latency_per_memory(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 140.0), ("expander", 1 << 30, 300.0)])
+    out = tmp_path / "out"
+    summary = calibrate.run(folder, out, workers=1, log=lambda m: None)
+    pts = {p["memory"]: p for p in summary["points"]}
+    assert set(pts) == {"local", "expander"}
+    for p in pts.values():
+        assert p["role"] == "fit" and abs(p["error_pct"]) <= 2.0
+        assert set(p) == {"memory", "experiment", "x", "measured", "simulated", "error_pct", "role"}
+    # Fitted values stay inside the documented physical ranges.
+    for mem, kind in (("local", "local-dram"), ("expander", "cxl-type3")):
+        for knob in calibrate.KNOBS[kind]:
+            for name in knob.params:
+                v = summary["memories"][mem]["fitted"].get(name)
+                if v is not None:
+                    assert knob.lo <= v <= knob.hi
+    # The written preset runs as it is and reproduces its fitted point.
+    preset = out / "presets" / "expander.json"
+    s = simcxl.presets.load_file(preset)
+    assert s.provenance["testbed"] == "tiny" and s.provenance["fitted"]
+    assert s.cxl.link.lanes == 16
+    lat = simcxl.lmbench(preset, [1 << 30], accesses=calibrate.LMBENCH_ACCESSES)["latency_ns"].iloc[0]
+    assert lat == pytest.approx(300.0, rel=0.02)
+    # The host side was fitted on the local memory and shared.
+    local = simcxl.presets.load_file(out / "presets" / "local.json")
+    assert local.host == s.host and local.local_dram == s.local_dram
+    assert (out / "report.md").read_text().startswith("# Calibration of SimCXL against testbed `tiny`")
+    assert (out / "lat_mem_rd.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((out / "summary.json").read_text())["testbed"] == "tiny"
+
+
+def test_unreachable_target_is_reported_not_stretched(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 120.0), ("expander", 1 << 30, 5000.0)])
+    summary = calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=lambda m: None)
+    exp = summary["memories"]["expander"]
+    assert exp["fitted"]["cxl.device.req_latency_ns"] == 250.0  # the physical bound
+    assert not exp["fit_points_within_2pct"]
+    assert any("physical bound" in n for n in exp["notes"])
+    assert summary["fit_misses"] and summary["fit_misses"][0]["memory"] == "expander"
+
+
+def test_gem5_engine_says_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.delenv("GEM5", raising=False)
+    with pytest.raises(calibrate.Gem5Missing, match="GEM5 environment variable"):
+        calibrate.run(TESTBED, tmp_path / "out", engine_name="gem5", log=lambda m: None)
+
+
+def test_cli_rejects_unknown_memory_and_malformed_testbed(tmp_path):
+    exe = str(Path(sys.executable).with_name("simcxl"))
+    r = subprocess.run([exe, "calibrate", "--testbed", str(TESTBED), "--memories", "nope", "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True)
+    assert r.returncode == 2 and "'nope' is not a memory of testbed spr-cxl-dmsim" in r.stderr
+    assert "Traceback" not in r.stderr
+    bad = make_testbed(tmp_path / "bad", [("local", 100, -1)])
+    r = subprocess.run([exe, "calibrate", "--testbed", str(bad), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "lat_mem_rd.csv:2 column 3: latency_ns = -1 must be positive" in r.stderr
+
+
+def test_packaged_presets_came_from_the_calibration():
+    for name in ("ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga"):
+        s = simcxl.load_preset(name)
+        assert s.provenance["testbed"] == "spr-cxl-dmsim"
+        assert "Calibrated with simcxl calibrate" in s.source
+        assert s.provenance["fitted"]

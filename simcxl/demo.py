@@ -76,7 +76,8 @@ def run(out: Path, testbed: Path) -> None:
 
     wide = tab.pivot_table(index="metric", columns="memory", values=["simulated", "measured"], sort=False)
     wide = wide.reindex(columns=MEMORIES, level=1)
-    click.echo("\nSimCXL standalone engine, presets shaped after the spr-cxl-dmsim testbed (initial values, not fitted)")
+    click.echo("\nSimCXL standalone engine, presets calibrated on the spr-cxl-dmsim testbed "
+               "(fitted: the 1 GiB latency and STREAM copy; every other figure is a prediction)")
     click.echo(wide["simulated"].to_string(float_format=lambda v: f"{v:8.1f}"))
     if meas_lat is not None:
         click.echo(f"\nMeasured on silicon ({cite or testbed}):")

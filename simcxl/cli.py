@@ -70,6 +70,17 @@ def load_memories(memories: List[str], overrides: List[str]) -> List[System]:
     return out
 
 
+def run_each(systems: List[System], label: str, fn) -> pd.DataFrame:
+    """fn(system, progress) for every memory, with a progress bar each; one table."""
+    frames = []
+    for s in systems:
+        with progress_bar(f"{label} {s.name}") as cb:
+            frames.append(fn(s, cb))
+    df = pd.concat(frames, ignore_index=True)
+    df.attrs = frames[0].attrs
+    return df
+
+
 def emit_json(obj) -> None:
     def clean(x):
         if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
@@ -123,12 +134,8 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
         else:
             top = engine.parse_size(max_size) if max_size else 1 << 30
             ws = [s for s in engine.LMBENCH_SIZES if s <= top]
-        frames = []
-        for s in systems:
-            with progress_bar(f"lmbench {s.name}") as cb:
-                frames.append(engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        df = run_each(systems, "lmbench",
+                      lambda s, cb: engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb))
     if as_json:
         keep = ["memory", "working_set_bytes", "latency_ns"] if len(systems) > 1 else ["working_set_bytes", "latency_ns"]
         emit_json(df[keep].to_dict("records"))
@@ -152,13 +159,8 @@ def run_stream(memories, overrides, kernels, threads, lines, as_json, plot, csv_
     """STREAM copy/scale/add/triad bandwidth."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        frames = []
-        for s in systems:
-            with progress_bar(f"stream {s.name}") as cb:
-                frames.append(engine.stream(s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines,
-                                            progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        df = run_each(systems, "stream", lambda s, cb: engine.stream(
+            s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines, progress=cb))
     df["bandwidth_gbps"] = df["stream_gbps"]
     if as_json:
         if len(systems) == 1:
@@ -194,13 +196,9 @@ def run_loaded(memories, overrides, threads, rfs, requests, delay, as_json, plot
     with user_errors():
         systems = load_memories(memories, overrides)
         ts = [int(t) for t in _floats(threads, "--threads")]
-        frames = []
-        for s in systems:
-            with progress_bar(f"loaded-latency {s.name}") as cb:
-                frames.append(engine.loaded_latency(s, ts, _floats(rfs, "--read-fraction"), requests=requests,
-                                                    inject_delay_ns=delay, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        fractions = _floats(rfs, "--read-fraction")
+        df = run_each(systems, "loaded-latency", lambda s, cb: engine.loaded_latency(
+            s, ts, fractions, requests=requests, inject_delay_ns=delay, progress=cb))
     cols = ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
     if as_json:
         emit_json(df[(["memory"] if len(systems) > 1 else []) + cols].to_dict("records"))
@@ -224,12 +222,9 @@ def run_traffic(memories, overrides, threads, rf, pattern, rate, requests, footp
     """Random or sequential requests at a target rate (or as fast as possible)."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        frames = []
-        for s in systems:
-            with progress_bar(f"traffic {s.name}") as cb:
-                frames.append(engine.traffic(s, threads, rf, pattern, engine.parse_size(footprint), requests,
-                                             rate_gbps=rate, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
+        size = engine.parse_size(footprint)
+        df = run_each(systems, "traffic", lambda s, cb: engine.traffic(
+            s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb))
     cols = ["memory", "read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"]
     if as_json:
         emit_json(df[cols].to_dict("records"))
@@ -249,11 +244,7 @@ def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_pat
     """Replay a memory trace (lines: time_ns op address [size])."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        frames = []
-        for s in systems:
-            with progress_bar(f"trace {s.name}") as cb:
-                frames.append(engine.trace(s, trace_file, max_outstanding, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
+        df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb))
     cols = ["memory", "requests", "read_gbps", "write_gbps", "read_latency_ns_mean", "read_latency_ns_p99",
             "write_latency_ns_mean"]
     if as_json:

@@ -40,13 +40,15 @@ T field(py::handle v, const std::string& where, const char* name, double lo, dou
         known.insert(#name);                                                \
     }
 
-void rejectUnknown(const py::dict& d, const std::set<std::string>& known, const std::string& where) {
+// Rejects keys outside `allowed`, naming the key and listing what is allowed.
+void onlyKeys(const py::dict& d, const std::set<std::string>& allowed, const std::string& where,
+              const char* what = "parameter") {
     for (auto kv : d) {
         std::string k = py::str(kv.first);
-        if (!known.count(k)) {
+        if (!allowed.count(k)) {
             std::string list;
-            for (auto& n : known) list += (list.empty() ? "" : ", ") + n;
-            throw ConfigError(where + "." + k + " is not a parameter; allowed: " + list);
+            for (auto& n : allowed) list += (list.empty() ? "" : ", ") + n;
+            throw ConfigError((where.empty() ? k : where + "." + k) + " is not a " + what + "; allowed: " + list);
         }
     }
 }
@@ -56,7 +58,7 @@ void rejectUnknown(const py::dict& d, const std::set<std::string>& known, const 
         Struct s;                                                                \
         std::set<std::string> known;                                             \
         LIST(CXL_READ_FIELD)                                                     \
-        rejectUnknown(d, known, where);                                          \
+        onlyKeys(d, known, where);                                               \
         return s;                                                                \
     }
 
@@ -74,20 +76,9 @@ py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     return v.cast<py::dict>();
 }
 
-void onlyKeys(const py::dict& d, const std::set<std::string>& allowed, const std::string& where) {
-    for (auto kv : d) {
-        std::string k = py::str(kv.first);
-        if (!allowed.count(k)) {
-            std::string list;
-            for (auto& n : allowed) list += (list.empty() ? "" : ", ") + n;
-            throw ConfigError((where.empty() ? k : where + "." + k) + " is not a parameter group; allowed: " + list);
-        }
-    }
-}
-
 SystemParams readSystem(const py::dict& d) {
     SystemParams p;
-    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl"}, "");
+    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl"}, "", "parameter group");
     std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
     if (kind == "local-dram") p.kind = MemoryKind::LocalDram;
     else if (kind == "remote-numa") p.kind = MemoryKind::RemoteNuma;
@@ -98,12 +89,12 @@ SystemParams readSystem(const py::dict& d) {
     p.local_dram = readDramParams(sub(d, "local_dram", "system"), "local_dram");
     if (p.kind == MemoryKind::RemoteNuma) {
         py::dict r = sub(d, "remote", "system");
-        onlyKeys(r, {"link", "dram"}, "remote");
+        onlyKeys(r, {"link", "dram"}, "remote", "parameter group");
         p.intersocket = readInterSocketParams(sub(r, "link", "remote"), "remote.link");
         p.remote_dram = readDramParams(sub(r, "dram", "remote"), "remote.dram");
     } else if (p.kind == MemoryKind::CxlType3) {
         py::dict c = sub(d, "cxl", "system");
-        onlyKeys(c, {"bridge", "link", "device", "media"}, "cxl");
+        onlyKeys(c, {"bridge", "link", "device", "media"}, "cxl", "parameter group");
         p.bridge = readBridgeParams(sub(c, "bridge", "cxl"), "cxl.bridge");
         p.link = readLinkParams(sub(c, "link", "cxl"), "cxl.link");
         p.device = readDeviceParams(sub(c, "device", "cxl"), "cxl.device");

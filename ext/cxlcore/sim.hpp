@@ -178,15 +178,15 @@ class EventLoop : public Host {
     void run(Tick until = kNever) {
         stopped_ = false;
         const size_t n = times_.size();
+        const Tick* times = times_.data();
         while (!stopped_) {
+            // Branch-free minimum, then its first index (the earliest-created
+            // component wins ties).
             Tick best = kNever;
-            size_t bi = 0;
-            for (size_t i = 0; i < n; ++i)
-                if (times_[i] < best) {
-                    best = times_[i];
-                    bi = i;
-                }
+            for (size_t i = 0; i < n; ++i) best = times[i] < best ? times[i] : best;
             if (best == kNever || best > until) break;
+            size_t bi = 0;
+            while (times[bi] != best) ++bi;
             now_ = best;
             ++events_;
             times_[bi] = kNever;

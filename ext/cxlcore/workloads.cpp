@@ -460,10 +460,14 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
     return r;
 }
 
+static void checkThreads(const char* workload, uint32_t threads, const SystemParams& sp) {
+    if (threads < 1 || threads > sp.host.cores)
+        throw ConfigError(std::string(workload) + ".threads = " + fmtNum(threads) +
+                          " is out of range; allowed: 1 to host.cores (" + fmtNum(sp.host.cores) + ")");
+}
+
 Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress& progress) {
-    if (cfg.threads < 1 || cfg.threads > sp.host.cores)
-        throw ConfigError("stream.threads = " + fmtNum(cfg.threads) + " is out of range; allowed: 1 to host.cores (" +
-                          fmtNum(sp.host.cores) + ")");
+    checkThreads("stream", cfg.threads, sp);
     if (cfg.lines_per_thread < 100 || cfg.lines_per_thread > (1ull << 34))
         throw ConfigError("stream.lines_per_thread = " + fmtNum(double(cfg.lines_per_thread)) +
                           " is out of range; allowed: 100 to 17179869184");
@@ -484,9 +488,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
 }
 
 Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progress& progress) {
-    if (cfg.threads < 1 || cfg.threads > sp.host.cores)
-        throw ConfigError("traffic.threads = " + fmtNum(cfg.threads) + " is out of range; allowed: 1 to host.cores (" +
-                          fmtNum(sp.host.cores) + ")");
+    checkThreads("traffic", cfg.threads, sp);
     if (!(cfg.read_fraction >= 0 && cfg.read_fraction <= 1))
         throw ConfigError("traffic.read_fraction = " + fmtNum(cfg.read_fraction) + " is out of range; allowed: 0 to 1");
     if (cfg.pattern != "random" && cfg.pattern != "sequential")

@@ -338,6 +338,56 @@ def _pct(v) -> str:
     return "   -  " if v is None else f"{v:5.2f}%"
 
 
+@main.command("sweep")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Results folder (rerun to resume).")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--workers", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--address", default=None, help="Scheduler address of an existing Dask cluster.")
+def sweep_cmd(spec, out, executor, workers, address):
+    """Run a design-space sweep (TOML spec); results land in OUT as they finish."""
+    from . import sweep as sw
+    with user_errors():
+        s = sw.Sweep.from_toml(spec)
+        n = len(s.grid())
+        with click.progressbar(length=n, label=f"sweep {s.name}", file=sys.stderr, show_eta=True) as bar:
+            state = {"last": 0}
+
+            def tick(done, total):
+                bar.update(done - state["last"])
+                state["last"] = done
+            df = sw.run(s, out, executor=executor, workers=workers, address=address, progress=tick)
+    ok = int((df["status"] == "ok").sum()) if len(df) else 0
+    click.echo(f"{len(df)} points ({ok} ok, {len(df) - ok} failed) in {Path(out) / 'results.parquet'} and "
+               f"{Path(out) / 'results.csv'}")
+
+
+@main.command("plot")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True))
+@click.option("--x", "x", required=True, help="Column on the x axis (e.g. param.cxl.link.lanes).")
+@click.option("--y", "y", required=True, help="Column on the y axis (a metric, or a parameter for heatmaps).")
+@click.option("--hue", default=None, help="One line per value of this column.")
+@click.option("--z", "z", default=None, help="Heatmap colour (a metric); makes the plot a heatmap.")
+@click.option("--out", "png", default=None, help="PNG to write (default FOLDER/plot.png).")
+def plot_cmd(folder, x, y, hue, z, png):
+    """Line plot or heatmap from a sweep's results table."""
+    from . import plots
+    from . import sweep as sw
+    with user_errors():
+        df = sw.load_results(Path(folder))
+        if not len(df):
+            raise ParamError(f"{folder} has no results (results.jsonl)")
+        cols = [c for c in (x, y, hue, z) if c]
+        for c in cols:
+            if c not in df.columns:
+                short = [k for k in df.columns if k.endswith("." + c) or k == f"param.{c}"]
+                raise ParamError(f"column {c!r} is not in the results" + (f"; did you mean {short[0]}?" if short else
+                                 f"; columns: {', '.join(df.columns)}"))
+        path = png or str(Path(folder) / "plot.png")
+        plots.sweep(df[df["status"] == "ok"], path, x, y, hue, z, title=Path(folder).name)
+    click.echo(f"wrote {path}")
+
+
 @main.command("demo")
 @click.option("--out", default="simcxl-out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the table (CSV) and plot (PNG).")

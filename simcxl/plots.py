@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .engine import _version  # noqa: E402
@@ -119,3 +120,45 @@ def breakdown(long: pd.DataFrame, path, by: Sequence[str] = ("memory",), title: 
     ax.legend(fontsize=7, ncol=4, loc="lower right")
     ax.set_title(title)
     return _finish(fig, ax, source if source is not None else long, path)
+
+
+def sweep(df: pd.DataFrame, path, x: str, y: str, hue: Optional[str] = None, z: Optional[str] = None,
+          title: str = "") -> Path:
+    """Lines of y over x (one per hue value), or a heatmap of z over (x, y)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    if z:
+        piv = df.pivot_table(index=y, columns=x, values=z, aggfunc="mean").sort_index(ascending=False)
+        im = ax.imshow(piv.values, aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(piv.columns)))
+        ax.set_xticklabels([f"{v:g}" if isinstance(v, float) else str(v) for v in piv.columns], fontsize=8)
+        ax.set_yticks(range(len(piv.index)))
+        ax.set_yticklabels([f"{v:g}" if isinstance(v, float) else str(v) for v in piv.index], fontsize=8)
+        vals = piv.values
+        lo, hi = float(np.nanmin(vals)), float(np.nanmax(vals))
+        for (i, j), v in np.ndenumerate(vals):
+            light = hi > lo and (v - lo) / (hi - lo) > 0.6
+            ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="k" if light else "w")
+        fig.colorbar(im, ax=ax, label=z)
+    else:
+        groups = df.groupby(hue, sort=True) if hue else [(None, df)]
+        for i, (h, g) in enumerate(groups):
+            g = g.groupby(x, sort=True)[y].mean()
+            ax.plot(g.index, g.values, "o-", ms=4, color=f"C{i % 10}", label=None if h is None else f"{hue} = {h}")
+        if hue:
+            ax.legend(fontsize=8)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylabel(y)
+    ax.set_xlabel(x)
+    if z:
+        ax.set_ylabel(y)
+    ax.set_title(title)
+    engine = df["engine"].iloc[0] if "engine" in df.columns and len(df) else "standalone"
+    version = df["simcxl"].iloc[0] if "simcxl" in df.columns and len(df) else _version()
+    fig.text(0.01, 0.005, f"Simulated: SimCXL {version} {engine} engine, sweep of {len(df)} points "
+             f"(base {df['base'].iloc[0] if 'base' in df.columns and len(df) else '?'}).", fontsize=6.5, color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

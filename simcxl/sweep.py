@@ -1,0 +1,402 @@
+"""Design-space sweeps: a spec (TOML or the same thing in Python) names a base
+system, a workload, axes over any parameter and the metrics to keep. Points
+run on local processes or a Dask cluster; each finished point is appended to
+``results.jsonl`` at once, so an interrupted sweep loses nothing and a rerun
+runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import engine, presets
+from .params import ParamError, System
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# Workload parameters an axis may sweep as "workload.<name>", with their ranges.
+WORKLOADS: Dict[str, Dict[str, tuple]] = {
+    "traffic": {"threads": (1, 1024, int), "read_fraction": (0.0, 1.0, float), "pattern": (("random", "sequential"),),
+                "footprint_bytes": (64, 1 << 44, int), "requests": (100, 1 << 40, int),
+                "rate_gbps": (0.0, 10000.0, float), "inject_delay_ns": (0.0, 1e6, float)},
+    "stream": {"kernel": (("copy", "scale", "add", "triad"),), "threads": (1, 1024, int),
+               "lines_per_thread": (100, 1 << 34, int)},
+    "lmbench": {"working_set_bytes": (64, 1 << 40, int), "stride": (0, 1 << 30, int), "accesses": (1, 1 << 32, int)},
+    "loaded-latency": {"threads": (1, 1024, int), "read_fraction": (0.0, 1.0, float), "requests": (100, 1 << 40, int)},
+}
+DEFAULT_METRICS = {
+    "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"],
+    "stream": ["stream_gbps", "read_gbps", "write_gbps"],
+    "lmbench": ["latency_ns", "hit_memory"],
+    "loaded-latency": ["bandwidth_gbps", "latency_ns"],
+}
+METHODS = ("grid", "random", "lhs")
+
+
+@dataclass
+class Axis:
+    param: str                          # dotted system parameter or workload.<name>
+    values: Optional[List[Any]] = None  # explicit values (grid)
+    lo: Optional[float] = None          # range for random / lhs sampling
+    hi: Optional[float] = None
+    log: bool = False
+
+
+@dataclass
+class Sweep:
+    base: str
+    workload: Dict[str, Any]
+    axes: List[Axis]
+    method: str = "grid"
+    points: int = 0          # random / lhs
+    seed: int = 1
+    metrics: List[str] = field(default_factory=list)
+    name: str = "sweep"
+    engine: str = "standalone"
+    folder: Optional[Path] = None  # where a spec file lives (relative preset paths)
+
+    @classmethod
+    def from_toml(cls, path) -> "Sweep":
+        path = Path(path)
+        try:
+            raw = tomllib.loads(path.read_text())
+        except OSError as e:
+            raise ParamError(f"sweep spec {path}: {e.strerror}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ParamError(f"sweep spec {path}: {e}") from None
+        return cls.from_dict(raw, path.parent)
+
+    @classmethod
+    def from_dict(cls, raw: Dict[str, Any], folder: Optional[Path] = None) -> "Sweep":
+        known = {"name", "base", "engine", "seed", "workload", "axes", "sampling", "metrics"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ParamError(f"sweep: {unknown[0]} is not a sweep key; allowed: {', '.join(sorted(known))}")
+        if "base" not in raw:
+            raise ParamError("sweep: base is missing (a preset name or preset file)")
+        axes = []
+        for i, a in enumerate(raw.get("axes", [])):
+            if not isinstance(a, dict) or "param" not in a:
+                raise ParamError(f"sweep: axes[{i}] needs a param")
+            rng = a.get("range")
+            if rng is not None and (not isinstance(rng, list) or len(rng) != 2):
+                raise ParamError(f"sweep: axis {a['param']}: range must be [low, high]")
+            axes.append(Axis(a["param"], a.get("values"), rng[0] if rng else None, rng[1] if rng else None,
+                             bool(a.get("log", False))))
+        samp = raw.get("sampling", {})
+        extra = sorted(set(samp) - {"method", "points"}) if isinstance(samp, dict) else ["(not a table)"]
+        if extra:
+            raise ParamError(f"sweep: sampling.{extra[0]} is not a sampling key; allowed: method, points "
+                             "(top-level keys such as metrics go before the first [table])")
+        s = cls(base=str(raw["base"]), workload=dict(raw.get("workload", {"kind": "traffic"})), axes=axes,
+                method=samp.get("method", "grid"), points=int(samp.get("points", 0)), seed=int(raw.get("seed", 1)),
+                metrics=list(raw.get("metrics", [])), name=str(raw.get("name", "sweep")),
+                engine=str(raw.get("engine", "standalone")), folder=folder)
+        s.check()
+        return s
+
+    # -- checking, before anything runs ------------------------------------------------
+
+    def base_system(self) -> System:
+        base = self.base
+        if self.folder is not None and base not in presets.names() and not Path(base).is_absolute():
+            candidate = self.folder / base
+            if candidate.exists():
+                base = str(candidate)
+        return presets.load(base)
+
+    def check(self) -> None:
+        if self.engine != "standalone":
+            raise ParamError(f"sweep: engine {self.engine!r} is not available; allowed: standalone "
+                             "(gem5 runs join when the gem5 SimObjects are built)")
+        kind = self.workload.get("kind", "traffic")
+        if kind not in WORKLOADS:
+            raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed; allowed: {', '.join(WORKLOADS)}")
+        for k, v in self.workload.items():
+            if k != "kind":
+                _check_workload(kind, k, v, f"workload.{k}")
+        if self.method not in METHODS:
+            raise ParamError(f"sweep: sampling.method = {self.method!r} is not allowed; allowed: {', '.join(METHODS)}")
+        if self.method != "grid" and not 1 <= self.points <= 10_000_000:
+            raise ParamError(f"sweep: sampling.points = {self.points} is out of range for {self.method}; "
+                             "allowed: 1 to 10000000")
+        base = self.base_system()
+        known = base.parameters()
+        for a in self.axes:
+            where = f"axis {a.param}"
+            if a.values is None and (a.lo is None or self.method == "grid"):
+                raise ParamError(f"{where}: give values = [...]" + ("" if self.method == "grid" else
+                                                                  " or range = [low, high]"))
+            if a.values is not None and not a.values:
+                raise ParamError(f"{where}: values is empty")
+            if a.param.startswith("workload."):
+                name = a.param.split(".", 1)[1]
+                for v in a.values or [a.lo, a.hi]:
+                    _check_workload(kind, name, v, where)
+                continue
+            if a.param not in known:
+                raise ParamError(f"{where}: {a.param} is not a parameter of {base.name} ({base.kind}); "
+                                 f"e.g. {', '.join(list(known)[:6])}, ...")
+            for v in a.values or [a.lo, a.hi]:
+                try:
+                    base.replace(**{a.param: v})
+                except ParamError as e:
+                    raise ParamError(f"{where}: {e}") from None
+        for m in self.metrics:
+            if not isinstance(m, str):
+                raise ParamError(f"sweep: metrics must be names, not {m!r}")
+
+    # -- points ------------------------------------------------------------------------
+
+    def grid(self) -> List[Dict[str, Any]]:
+        """Every point as {param: value}, in a fixed order."""
+        if not self.axes:
+            return [{}]
+        if self.method == "grid":
+            return [dict(zip([a.param for a in self.axes], combo))
+                    for combo in itertools.product(*[a.values for a in self.axes])]
+        rng = np.random.default_rng(self.seed)
+        if self.method == "lhs":
+            from scipy.stats import qmc
+            unit = qmc.LatinHypercube(d=len(self.axes), seed=rng).random(self.points)
+        else:
+            unit = rng.random((self.points, len(self.axes)))
+        out = []
+        for row in unit:
+            p = {}
+            for a, u in zip(self.axes, row):
+                p[a.param] = _from_unit(a, float(u), self._is_int(a))
+            out.append(p)
+        return out
+
+    def _is_int(self, a: Axis) -> bool:
+        if a.param.startswith("workload."):
+            spec = WORKLOADS[self.workload.get("kind", "traffic")][a.param.split(".", 1)[1]]
+            return len(spec) == 3 and spec[2] is int
+        return isinstance(self.base_system().get(a.param), int)
+
+    def metric_names(self) -> List[str]:
+        return self.metrics or DEFAULT_METRICS[self.workload.get("kind", "traffic")]
+
+
+def _from_unit(a: Axis, u: float, integer: bool) -> Any:
+    if a.values is not None:
+        return a.values[min(int(u * len(a.values)), len(a.values) - 1)]
+    lo, hi = float(a.lo), float(a.hi)
+    v = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if a.log and lo > 0 else lo + u * (hi - lo)
+    return int(round(v)) if integer else v
+
+
+def _check_workload(kind: str, name: str, value: Any, where: str) -> None:
+    spec = WORKLOADS[kind].get(name)
+    if spec is None:
+        raise ParamError(f"{where}: {name} is not a parameter of the {kind} workload; allowed: "
+                         f"{', '.join(WORKLOADS[kind])}")
+    if len(spec) == 1:
+        if value not in spec[0]:
+            raise ParamError(f"{where}: {value!r} is not allowed; allowed values: {', '.join(spec[0])}")
+        return
+    lo, hi, typ = spec
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi or \
+            (typ is int and not float(value).is_integer()):
+        raise ParamError(f"{where}: {value!r} is out of range; allowed: {'a whole number ' if typ is int else ''}"
+                         f"from {lo} to {hi}")
+
+
+def point_id(params: Dict[str, Any], sweep: Sweep) -> str:
+    key = json.dumps({"p": params, "w": sweep.workload, "b": sweep.base, "s": sweep.seed}, sort_keys=True,
+                     default=str)
+    return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], seed: int,
+              metrics: Sequence[str]) -> Dict[str, Any]:
+    """One point on the standalone engine: {metric: value}."""
+    sys_over = {k: v for k, v in params.items() if not k.startswith("workload.")}
+    wl = dict(workload)
+    wl.update({k.split(".", 1)[1]: v for k, v in params.items() if k.startswith("workload.")})
+    kind = wl.pop("kind", "traffic")
+    s = base.replace(seed=seed, **sys_over)
+    if kind == "traffic":
+        df = engine.traffic(s, **wl)
+    elif kind == "stream":
+        kernel = wl.pop("kernel", "triad")
+        df = engine.stream(s, [kernel], **wl)
+    elif kind == "lmbench":
+        ws = wl.pop("working_set_bytes", 1 << 30)
+        df = engine.lmbench(s, [ws], **wl)
+    else:
+        df = engine.loaded_latency(s, threads=(wl.pop("threads", 8),), read_fractions=(wl.pop("read_fraction", 1.0),),
+                                   **wl)
+    row = df.iloc[0]
+    missing = [m for m in metrics if m not in row.index]
+    if missing:
+        raise ParamError(f"metric {missing[0]} is not produced by the {kind} workload; e.g. "
+                         f"{', '.join(list(row.index)[:8])}")
+    return {m: _plain(row[m]) for m in metrics}
+
+
+def _plain(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    return v
+
+
+def _task(args) -> Dict[str, Any]:
+    base, workload, pid, params, seed, metrics, rundir = args
+    t0 = time.perf_counter()
+    rec: Dict[str, Any] = {"id": pid, **{f"param.{k}": v for k, v in params.items()}}
+    try:
+        rec.update(run_point(base, workload, params, seed, metrics))
+        rec["status"] = "ok"
+        rec["error"] = ""
+    except Exception as e:  # a failing point is recorded, not fatal
+        rec["status"] = "error"
+        rec["error"] = f"{type(e).__name__}: {e}"
+        if rundir:
+            Path(rundir).mkdir(parents=True, exist_ok=True)
+            (Path(rundir) / "error.log").write_text(traceback.format_exc())
+    rec["wall_seconds"] = time.perf_counter() - t0
+    return rec
+
+
+# ------------------------------------------------------------------ running
+
+def load_results(out: Path) -> pd.DataFrame:
+    """The results so far (a torn last line from a killed run is ignored)."""
+    path = Path(out) / "results.jsonl"
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    df = pd.DataFrame(rows)
+    if len(df):
+        df = df.drop_duplicates("id", keep="first").reset_index(drop=True)
+    return df
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """A run killed mid-write leaves a partial last line: cut it before appending."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def run(sweep: Sweep, out, executor: str = "local", workers: Optional[int] = None, address: Optional[str] = None,
+        progress: Optional[Callable[[int, int], None]] = None, per_run_dirs: bool = True) -> pd.DataFrame:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _drop_torn_tail(out / "results.jsonl")
+    base = sweep.base_system()
+    points = sweep.grid()
+    metrics = sweep.metric_names()
+    done = set(load_results(out).get("id", pd.Series(dtype=str)))
+    todo = []
+    for p in points:
+        pid = point_id(p, sweep)
+        if pid not in done:
+            rundir = str(out / "runs" / pid) if per_run_dirs else ""
+            todo.append((base, sweep.workload, pid, p, sweep.seed, metrics, rundir))
+            done.add(pid)  # the same point twice in a spec runs once
+    (out / "spec.json").write_text(json.dumps(
+        {"name": sweep.name, "base": sweep.base, "workload": sweep.workload, "method": sweep.method,
+         "points": len(points), "seed": sweep.seed, "metrics": metrics,
+         "axes": [a.__dict__ for a in sweep.axes]}, indent=2, default=str))
+    meta = {"engine": "standalone", "simcxl": engine._version(), "seed": sweep.seed, "base": sweep.base}
+    total, finished = len(todo), 0
+    with open(out / "results.jsonl", "a") as f:
+        def record(rec):
+            nonlocal finished
+            rec.update(meta)
+            f.write(json.dumps(rec, default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+            if per_run_dirs:
+                d = out / "runs" / rec["id"]
+                d.mkdir(parents=True, exist_ok=True)
+                (d / "result.json").write_text(json.dumps(rec, indent=2, default=str))
+            finished += 1
+            if progress:
+                progress(finished, total)
+
+        for rec in _execute(todo, executor, workers, address):
+            record(rec)
+    df = load_results(out)
+    _tables(out, df)
+    return df
+
+
+def _execute(todo, executor: str, workers: Optional[int], address: Optional[str]) -> Iterable[Dict[str, Any]]:
+    if not todo:
+        return
+    if executor == "local":
+        workers = workers or os.cpu_count() or 1
+        if workers == 1:
+            for t in todo:
+                yield _task(t)
+            return
+        import concurrent.futures as cf
+        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+            # Submit in chunks so memory stays bounded for very large sweeps.
+            it = iter(todo)
+            pending = set()
+            for t in itertools.islice(it, workers * 4):
+                pending.add(pool.submit(_task, t))
+            while pending:
+                finished, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    yield fut.result()
+                    nxt = next(it, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(_task, nxt))
+        return
+    if executor == "dask":
+        try:
+            from dask.distributed import Client, as_completed
+        except ImportError:
+            raise ParamError("--executor dask needs the dask extra: pip install 'simcxl[dask]'") from None
+        client = Client(address) if address else Client(processes=True, n_workers=workers or os.cpu_count() or 1,
+                                                         threads_per_worker=1, dashboard_address=None)
+        try:
+            futs = client.map(_task, todo, pure=False)
+            for fut in as_completed(futs):
+                yield fut.result()
+        finally:
+            client.close()
+        return
+    raise ParamError(f"--executor {executor!r} is not available; allowed: local, dask")
+
+
+def _tables(out: Path, df: pd.DataFrame) -> None:
+    """results.csv and results.parquet: one row per point, written atomically."""
+    if not len(df):
+        return
+    for name, write in (("results.csv", lambda p: df.to_csv(p, index=False)),
+                        ("results.parquet", lambda p: df.to_parquet(p, index=False))):
+        tmp = out / (name + ".tmp")
+        write(tmp)
+        tmp.replace(out / name)

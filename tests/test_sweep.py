@@ -123,14 +123,21 @@ def test_killed_sweep_resumes_to_the_same_results(tmp_path, sig):
     subprocess.run([EXE, "sweep", str(spec_path), "--out", str(ref), "--workers", "1"], check=True,
                    capture_output=True)
     out = tmp_path / "out"
+    # Its own process group, as a shell job: the signal reaches the workers too.
     p = subprocess.Popen([EXE, "sweep", str(spec_path), "--out", str(out), "--workers", "2"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     jsonl = out / "results.jsonl"
-    deadline = time.time() + 60
-    while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text().splitlines()) < 10):
-        time.sleep(0.05)
-    p.send_signal(sig)
-    p.wait(timeout=60)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text().splitlines()) < 10):
+            time.sleep(0.05)
+        os.killpg(p.pid, sig)
+        p.wait(timeout=60)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     partial = len(jsonl.read_text().splitlines())
     assert 10 <= partial < 120, "killed part-way"
     subprocess.run([EXE, "sweep", str(spec_path), "--out", str(out), "--workers", "2"], check=True,

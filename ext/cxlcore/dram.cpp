@@ -110,7 +110,7 @@ DramChannel::DramChannel(Host& host, DramController& c, uint32_t index) : Compon
 bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
     if (readQ_.size() + resp_.size() >= c_.p_.read_queue) return false;
     const Tick n = std::max(now(), t->mark);
-    readQ_.push_back(Req{t, l.rank, l.bank, l.row, n + c_.front_});
+    readQ_.push_back(Req{t, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
     c_.readOcc_.set(now(), ++c_.readsQueued_);
     wakeForDecision();
     return true;
@@ -119,7 +119,7 @@ bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
 bool DramChannel::tryWrite(Txn* t, const DramController::Loc& l) {
     if (writeQ_.size() >= c_.p_.write_queue || acks_.full()) return false;
     const Tick n = std::max(now(), t->mark);
-    writeQ_.push_back(Req{nullptr, l.rank, l.bank, l.row, n + c_.front_});
+    writeQ_.push_back(Req{nullptr, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
     t->leave(kStageMediaQueue, n + c_.front_);
     acks_.push(n + c_.front_, t);  // posted: acknowledged once in the write queue
     wakeForDecision();
@@ -179,7 +179,7 @@ void DramChannel::schedule(Tick t) {
     for (Rank& rk : ranks_)
         if (rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
-    std::deque<Req>& q = write ? writeQ_ : readQ_;
+    std::vector<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue: the request whose column command can
     // go first (row hits win, having no precharge or activate), oldest on ties.
     size_t pick = q.size();
@@ -191,7 +191,7 @@ void DramChannel::schedule(Tick t) {
         const Bank& b = rk.banks[r.bank];
         Tick est;
         if (b.openRow == r.row)
-            est = std::max(t, rk.groupColAllowed[r.bank / c.p_.banks_per_group]);
+            est = std::max(t, rk.groupColAllowed[r.group]);
         else if (b.openRow != ~0ull)
             est = std::max(t, b.preAllowed) + c.tRP_ + c.tRCD_;
         else
@@ -234,7 +234,7 @@ void DramChannel::schedule(Tick t) {
         b.preAllowed = act + c.tRAS_;
         col = act + c.tRCD_;
     }
-    const uint32_t group = r.bank / c.p_.banks_per_group;
+    const uint32_t group = r.group;
     col = std::max(col, rk.groupColAllowed[group]);
     const Tick cas = write ? c.tCWL_ : c.tCL_;
     Tick minData = busFree_;

@@ -99,6 +99,7 @@ class DramChannel : public Component {
         uint32_t rank, bank;
         uint64_t row;
         Tick ready;  // after the front-end latency
+        uint32_t group;
     };
 
     void schedule(Tick t);
@@ -108,7 +109,7 @@ class DramChannel : public Component {
 
     DramController& c_;
     std::vector<Rank> ranks_;
-    std::deque<Req> readQ_, writeQ_;
+    std::vector<Req> readQ_, writeQ_;  // arrival order; short, so erase is cheap
     TimedFifo<Txn*> resp_;  // reads in data-burst order
     TimedFifo<Txn*> acks_;  // write acknowledgements
     Tick busFree_ = 0, nextDecision_ = 0;

@@ -1,0 +1,78 @@
+# The CXL Type-3 memory expander as a gem5 SimObject. Its parameters are
+# the fields of simcxl.params (BridgeParams, LinkParams, DeviceParams and the
+# media's DramParams) with the group as prefix; tests/test_gem5_schema.py keeps
+# them equal. Build-time file: imports m5 only.
+
+from m5.objects.AbstractMemory import AbstractMemory
+from m5.params import *
+
+
+class CXLMemExpander(AbstractMemory):
+    """A host bridge, CXL link and Type-3 device with DRAM media, timed by the
+    SimCXL core; the data lives in this AbstractMemory."""
+
+    type = "CXLMemExpander"
+    cxx_header = "devices/cxl_mem_expander.hh"
+    cxx_class = "gem5::CXLMemExpander"
+
+    port = ResponsePort("Requests from the memory bus (the host side of the root port)")
+    seed = Param.Unsigned(1, "Seed of the link's CRC error draws")
+
+    # CXL host bridge / root complex with its HDM decoder.
+    bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")
+    bridge_resp_latency_ns = Param.Float(15.0, "host-side protocol latency, response direction (ns, 0 to 10000)")
+    bridge_req_queue = Param.Unsigned(128, "requests outstanding to CXL at once (1 to 65536)")
+    bridge_resp_queue = Param.Unsigned(128, "response buffer entries (1 to 65536)")
+    bridge_root_ports = Param.Unsigned(1, "root ports, each with one link and one Type-3 device (1 to 64)")
+    bridge_interleave_ways = Param.Unsigned(1, "HDM interleave ways (1 to 16)")
+    bridge_interleave_bytes = Param.Unsigned(4096, "HDM interleave granularity (B, 256 to 16384)")
+    # A CXL link: PCIe electricals, flits, credits, CRC and replay.
+    link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (5 to 6)")
+    link_lanes = Param.Unsigned(16, "link width (1 to 16)")
+    link_flit_bytes = Param.Unsigned(68, "flit size: 68 (CXL 1.1/2.0) or 256 (CXL 3.x) (B, 68 to 256)")
+    link_latency_optimized = Param.Unsigned(0, "256 B latency-optimised flit (1) or standard (0) (0 to 1)")
+    link_phy_latency_ns = Param.Float(20.0, "one-way PHY, retimer and link-layer latency (ns, 0 to 10000)")
+    link_credits_req = Param.Unsigned(64, "M2S Req credits (device receive buffers) (1 to 65536)")
+    link_credits_rwd = Param.Unsigned(64, "M2S RwD credits (1 to 65536)")
+    link_credits_ndr = Param.Unsigned(64, "S2M NDR credits (host receive buffers) (1 to 65536)")
+    link_credits_drs = Param.Unsigned(64, "S2M DRS credits (1 to 65536)")
+    link_bit_error_rate = Param.Float(0.0, "bit-error rate; a bad flit is replayed (0 to 0.001)")
+    link_replay_latency_ns = Param.Float(60.0, "NAK round trip before a replay (ns, 0 to 100000)")
+    # A CXL Type-3 device controller in front of its media.
+    device_req_latency_ns = Param.Float(30.0, "ingress pipeline: link/transaction layers to media (ns, 0 to 10000)")
+    device_resp_latency_ns = Param.Float(20.0, "egress pipeline: media to link (ns, 0 to 10000)")
+    device_req_queue = Param.Unsigned(64, "transactions the controller holds at once (1 to 65536)")
+    device_resp_queue = Param.Unsigned(64, "responses waiting for the link (1 to 65536)")
+    device_devload_optimal = Param.Float(0.25, "queue fill at which DevLoad reports Optimal (0 to 1)")
+    device_devload_moderate = Param.Float(0.75, "queue fill for Moderate overload (0 to 1)")
+    device_devload_severe = Param.Float(0.95, "queue fill for Severe overload (0 to 1)")
+    # A DRAM controller and its devices. A channel is an independent data bus
+    media_channels = Param.Unsigned(2, "independent channels (DDR5: 2 per DIMM channel) (1 to 64)")
+    media_ranks = Param.Unsigned(1, "ranks per channel (1 to 16)")
+    media_bank_groups = Param.Unsigned(8, "bank groups per rank (1 to 16)")
+    media_banks_per_group = Param.Unsigned(4, "banks per bank group (1 to 16)")
+    media_row_bytes = Param.Unsigned(4096, "row (page) size per channel (B, 256 to 65536)")
+    media_data_rate_mts = Param.Float(4800, "transfers per second per pin (MT/s, 100 to 20000)")
+    media_bus_bytes = Param.Unsigned(4, "data bus width per channel (B, 1 to 64)")
+    media_burst_length = Param.Unsigned(16, "beats per burst (bus_bytes x burst_length = 64) (1 to 64)")
+    media_interleave_bytes = Param.Unsigned(256, "channel interleave granularity (B, 64 to 65536)")
+    media_tRCD_ns = Param.Float(16.67, "activate to column command (ns, 0 to 200)")
+    media_tCL_ns = Param.Float(16.67, "read CAS latency (ns, 0 to 200)")
+    media_tCWL_ns = Param.Float(15.83, "write CAS latency (ns, 0 to 200)")
+    media_tRP_ns = Param.Float(16.67, "precharge (ns, 0 to 200)")
+    media_tRAS_ns = Param.Float(32.0, "activate to precharge (ns, 0 to 500)")
+    media_tWR_ns = Param.Float(30.0, "write recovery (ns, 0 to 500)")
+    media_tWTR_ns = Param.Float(10.0, "write data to read command (bus turnaround) (ns, 0 to 200)")
+    media_tRTW_ns = Param.Float(5.0, "read data to write data (bus turnaround) (ns, 0 to 200)")
+    media_tRRD_ns = Param.Float(5.0, "activate to activate, same rank (tRRD_S: lines rotate over bank groups) (ns, 0 to 200)")
+    media_tFAW_ns = Param.Float(13.33, "four-activate window (ns, 0 to 500)")
+    media_tCCD_L_ns = Param.Float(5.0, "column to column, same bank group (ns, 0 to 100)")
+    media_tREFI_ns = Param.Float(3900, "refresh interval (0: no refresh) (ns, 0 to 100000)")
+    media_tRFC_ns = Param.Float(295, "refresh cycle time (ns, 0 to 5000)")
+    media_read_queue = Param.Unsigned(64, "read queue entries per channel (1 to 4096)")
+    media_write_queue = Param.Unsigned(64, "write queue entries per channel (1 to 4096)")
+    media_write_high_watermark = Param.Float(0.85, "write-queue fill that starts a write burst (0.01 to 1)")
+    media_write_low_watermark = Param.Float(0.5, "write-queue fill that may end a write burst (0 to 0.99)")
+    media_min_writes_per_switch = Param.Unsigned(16, "writes per burst before turning back to reads (1 to 4096)")
+    media_frontend_latency_ns = Param.Float(5.0, "controller front end (request to queue) (ns, 0 to 1000)")
+    media_backend_latency_ns = Param.Float(5.0, "controller back end (data to response) (ns, 0 to 1000)")

@@ -98,8 +98,7 @@ class CXLMemExpander : public memory::AbstractMemory
         statistics::Histogram readLatency;
         statistics::Vector stageTicks;
         statistics::Formula avgStage;
-        statistics::Scalar m2sFlits, s2mFlits, replayedFlits;
-        statistics::Average bridgeOccupancy;
+        statistics::Value m2sFlits, s2mFlits, replayedFlits;
     } stats;
 
   public:

@@ -55,7 +55,7 @@ row = {
     "writes": short.get("writeReqs", 0.0), "retries": short.get("retries", 0.0),
 }
 for s in STAGES:
-    row[f"{s}_ns"] = short.get(f"avgStage::{s}", 0.0) / 1000.0
+    row[f"{s}_ns"] = short.get(f"stageTicks::{s}", 0.0) / max(reads, 1.0) / 1000.0
 width = max(len(k) for k in row)
 for k, v in row.items():
     print(f"{k:<{width}}  {v:.3f}" if isinstance(v, float) else f"{k:<{width}}  {v}")

@@ -77,13 +77,18 @@ def test_unknown_kind_and_every_problem_reported(tmp_path):
 
 def test_unseen_testbed_with_one_idle_latency_per_memory(tmp_path):
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 140.0), ("expander", 1 << 30, 300.0)])
+    (folder / "loaded_latency.csv").write_text("memory,read_fraction,threads,bandwidth_gbps,latency_ns\n"
+                                               "expander,1.0,4,12.0,330\n")
     out = tmp_path / "out"
     summary = calibrate.run(folder, out, workers=1, log=lambda m: None)
-    pts = {p["memory"]: p for p in summary["points"]}
+    pts = {p["memory"]: p for p in summary["points"] if p["experiment"] == "lat_mem_rd"}
     assert set(pts) == {"local", "expander"}
     for p in pts.values():
         assert p["role"] == "fit" and abs(p["error_pct"]) <= 2.0
         assert set(p) == {"memory", "experiment", "x", "measured", "simulated", "error_pct", "role"}
+    loaded = [p for p in summary["points"] if p["experiment"] == "loaded_latency"]
+    # The probe pays no page walk, so it sits a little under the lat_mem_rd plateau.
+    assert len(loaded) == 1 and loaded[0]["role"] == "validation" and 240 < loaded[0]["simulated"] < 900
     # Fitted values stay inside the documented physical ranges.
     for mem, kind in (("local", "local-dram"), ("expander", "cxl-type3")):
         for knob in calibrate.KNOBS[kind]:

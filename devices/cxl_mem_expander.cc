@@ -1,5 +1,7 @@
 #include "devices/cxl_mem_expander.hh"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "base/logging.hh"

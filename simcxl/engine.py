@@ -68,11 +68,13 @@ def parse_size(text: Union[str, int]) -> int:
 
 
 def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = None, stride: int = 0,
-            accesses: int = 20000, warmup: int = 0, progress: Progress = None) -> pd.DataFrame:
+            accesses: int = 20000, warmup: int = 0, progress: Progress = None,
+            cache: Optional["_core.WarmCache"] = None) -> pd.DataFrame:
     """Dependent pointer chase (``lat_mem_rd``): load-to-use latency per working set.
 
     ``stride=0`` visits 64 B lines in a random order (``lat_mem_rd -t``); a
-    positive stride walks the working set at that stride.
+    positive stride walks the working set at that stride. A ``_core.WarmCache``
+    reuses warmed host caches across calls that share the host.
     """
     system = load(memory)
     ws = [parse_size(w) for w in (working_sets or LMBENCH_SIZES)]
@@ -84,7 +86,7 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     core = system.to_core()
     rows = []
     for i in range(len(ws)):
-        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i))
+        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache))
         if progress is not None:
             progress((i + 1) / len(ws))
     df = pd.DataFrame(rows)

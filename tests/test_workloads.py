@@ -132,3 +132,19 @@ def test_long_runs_keep_memory_flat(presets):
     # (plus the one a core takes before its last response is returned).
     assert big["txn_pool_size"] == small["txn_pool_size"] <= 16 * s.host.mshrs_per_core + 1
     assert rss1 - rss0 < 20 * 1024  # KiB
+
+
+def test_warm_cache_gives_the_same_results(presets):
+    from simcxl import _core
+    cache = _core.WarmCache(2)
+    sizes = [256 << 20, 1 << 30]
+    plain = simcxl.lmbench(presets["cxl-asic"], sizes, accesses=2000)
+    first = simcxl.lmbench(presets["cxl-asic"], sizes, accesses=2000, cache=cache)
+    # Same host, other memory: the warmed caches are reused.
+    again = simcxl.lmbench(presets["cxl-asic"].replace(**{"cxl.device.req_latency_ns": 80.0}), sizes,
+                           accesses=2000, cache=cache)
+    assert len(cache) == 2
+    pd.testing.assert_frame_equal(plain, first)
+    fresh = simcxl.lmbench(presets["cxl-asic"].replace(**{"cxl.device.req_latency_ns": 80.0}), sizes,
+                           accesses=2000)
+    pd.testing.assert_frame_equal(again, fresh)

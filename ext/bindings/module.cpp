@@ -161,15 +161,20 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("validate", [](py::dict sys) { readSystem(sys); }, "Checks a system description; raises ConfigError.");
 
+    py::class_<WarmCache>(m, "WarmCache", "Warmed host caches reused between lmbench runs of the same host.")
+        .def(py::init<size_t>(), py::arg("capacity") = 4)
+        .def("__len__", &WarmCache::size);
+
     m.def("run_lmbench",
           [](py::dict sys, std::vector<uint64_t> ws, uint64_t stride, uint64_t accesses, uint64_t warmup,
-             size_t index) {
+             size_t index, WarmCache* cache) {
               SystemParams p = readSystem(sys);
               ChaseConfig c{ws, stride, accesses, warmup};
-              return runReleased([&] { return runChase(p, c, index); });
+              return runReleased([&] { return runChase(p, c, index, cache); });
           },
           py::arg("system"), py::arg("working_sets"), py::arg("stride"), py::arg("accesses"), py::arg("warmup"),
-          py::arg("index"), "Dependent pointer chase (lat_mem_rd) at working_sets[index].");
+          py::arg("index"), py::arg("cache") = nullptr,
+          "Dependent pointer chase (lat_mem_rd) at working_sets[index].");
 
     m.def("run_stream",
           [](py::dict sys, std::string kernel, uint32_t threads, uint64_t lines, py::object cb) {

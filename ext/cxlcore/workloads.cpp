@@ -151,6 +151,7 @@ class ChaseDriver : public Driver {
     }
     uint64_t addrOf(uint64_t k) const { return (random_ ? shuffle_(k % n_) : k % n_) * stride_; }
 
+    void skip(uint64_t count) { k_ += count; }
     void warm(uint64_t count) {
         for (uint64_t i = 0; i < count; ++i) {
             uint64_t a = addrOf(k_++);
@@ -422,7 +423,29 @@ void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes
 
 }  // namespace
 
-Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex) {
+const WarmCache::Entry* WarmCache::find(const std::string& key) const {
+    for (const Entry& e : entries_)
+        if (e.key == key) return &e;
+    return nullptr;
+}
+
+void WarmCache::put(std::string key, const CacheHierarchy& caches, uint64_t position) {
+    if (entries_.size() >= cap_) entries_.pop_front();
+    entries_.push_back(Entry{std::move(key), std::make_unique<CacheHierarchy>(caches), position});
+}
+
+namespace {
+#define CXL_KEY_FIELD(type, name, def, lo, hi) os << sp.host.name << ',';
+std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64_t warm) {
+    std::ostringstream os;
+    os.precision(17);
+    CXL_HOST_FIELDS(CXL_KEY_FIELD)
+    os << sp.seed << ',' << ws << ',' << stride << ',' << warm;
+    return os.str();
+}
+}  // namespace
+
+Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex, WarmCache* cache) {
     if (wsIndex >= cfg.working_sets.size()) throw ConfigError("lmbench: working-set index out of range");
     const uint64_t ws = cfg.working_sets[wsIndex];
     const uint64_t elem = cfg.stride ? cfg.stride : kLineBytes;
@@ -436,15 +459,23 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
         throw ConfigError("lmbench.accesses = " + fmtNum(double(cfg.accesses)) +
                           " is out of range; allowed: 1 to 4294967296");
     System s(sp);
-    CacheHierarchy h(sp.host, sp.seed + 5);
-    // Seeded by the working set itself, so a size gives the same result
-    // whatever list it is run in.
-    ChaseDriver d(s, h, ws, cfg.stride, sp.seed * 0x9E3779B97F4A7C15ull + ws);
     const uint64_t n = ws / elem, llcLines = sp.host.llc_bytes / kLineBytes;
     // Two passes reach the steady state of a working set the LLC can partly
     // hold; beyond three LLCs a line is evicted long before its reuse, so
     // filling the caches twice over is enough.
-    d.warm(cfg.warmup ? cfg.warmup : (n <= 3 * llcLines ? 2 * n : 2 * llcLines));
+    const uint64_t warm = cfg.warmup ? cfg.warmup : (n <= 3 * llcLines ? 2 * n : 2 * llcLines);
+    const std::string key = cache ? warmKey(sp, ws, cfg.stride, warm) : std::string();
+    const WarmCache::Entry* hit = cache ? cache->find(key) : nullptr;
+    auto h = hit ? std::make_unique<CacheHierarchy>(*hit->caches) : std::make_unique<CacheHierarchy>(sp.host, sp.seed + 5);
+    // Seeded by the working set itself, so a size gives the same result
+    // whatever list it is run in.
+    ChaseDriver d(s, *h, ws, cfg.stride, sp.seed * 0x9E3779B97F4A7C15ull + ws);
+    if (hit) {
+        d.skip(hit->position);
+    } else {
+        d.warm(warm);
+        if (cache) cache->put(key, *h, warm);
+    }
     s.resetStats();
     d.start(cfg.accesses);
     s.loop.run();

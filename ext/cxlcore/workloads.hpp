@@ -2,7 +2,9 @@
 // System, so identical inputs give identical outputs.
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,7 +49,27 @@ struct TraceConfig {
     uint32_t max_outstanding = 64;
 };
 
-Report runChase(const SystemParams& sys, const ChaseConfig& cfg, uint64_t wsIndex);
+// Warmed host caches, kept by the caller between lmbench runs: the warm-up
+// depends only on the host and the working set, not on the memory's timing,
+// so runs that differ in memory parameters alone (a calibration) warm once.
+class WarmCache {
+  public:
+    explicit WarmCache(size_t capacity = 4) : cap_(capacity ? capacity : 1) {}
+    struct Entry {
+        std::string key;
+        std::unique_ptr<CacheHierarchy> caches;
+        uint64_t position;  // where the chase stands after the warm-up
+    };
+    const Entry* find(const std::string& key) const;
+    void put(std::string key, const CacheHierarchy& caches, uint64_t position);
+    size_t size() const { return entries_.size(); }
+
+  private:
+    size_t cap_;
+    std::deque<Entry> entries_;  // most recent last
+};
+
+Report runChase(const SystemParams& sys, const ChaseConfig& cfg, uint64_t wsIndex, WarmCache* cache = nullptr);
 Report runStream(const SystemParams& sys, const StreamConfig& cfg, const Progress& progress);
 Report runTraffic(const SystemParams& sys, const TrafficConfig& cfg, const Progress& progress);
 Report runTrace(const SystemParams& sys, const TraceConfig& cfg, const Progress& progress);

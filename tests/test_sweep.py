@@ -118,7 +118,7 @@ def test_rerun_runs_only_what_is_missing(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_killed_sweep_resumes_to_the_same_results(tmp_path, sig):
-    spec_path = write_spec(tmp_path / "s.toml", 60)
+    spec_path = write_spec(tmp_path / "s.toml", 60, requests=3000)  # long enough to kill part-way
     ref = tmp_path / "ref"
     subprocess.run([EXE, "sweep", str(spec_path), "--out", str(ref), "--workers", "1"], check=True,
                    capture_output=True)

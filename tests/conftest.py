@@ -11,6 +11,15 @@ REPO = Path(__file__).resolve().parents[1]
 TESTBED = REPO / "calibration" / "testbeds" / "spr-cxl-dmsim"
 
 
+def set_path(d: dict, path: str, value) -> dict:
+    """Sets a dotted key in nested dicts (a preset or system description)."""
+    *parents, leaf = path.split(".")
+    for p in parents:
+        d = d[p]
+    d[leaf] = value
+    return d
+
+
 def quiet_dram(**kw) -> DramParams:
     """DDR5-4800 with refresh off, so idle latencies are exact sums."""
     d = simcxl.load_preset("ddr-local").local_dram

@@ -8,8 +8,11 @@ import json
 import pytest
 
 import simcxl
+
 from simcxl import _core, presets
 from simcxl.params import System
+
+from conftest import set_path
 
 PRESETS = {"ddr-local": "local-dram", "ddr-remote": "remote-numa", "cxl-asic": "cxl-type3", "cxl-fpga": "cxl-type3"}
 
@@ -157,11 +160,7 @@ def test_save_refuses_invalid_system(tmp_path):
 ])
 def test_from_dict_rejects(path, value, needle):
     d = simcxl.load_preset("cxl-asic").to_dict()
-    *parents, leaf = path.split(".")
-    obj = d
-    for p in parents:
-        obj = obj[p]
-    obj[leaf] = value
+    set_path(d, path, value)
     with pytest.raises(simcxl.ParamError) as e:
         System.from_dict(d)
     assert needle in str(e.value)
@@ -245,11 +244,7 @@ def test_core_validate_rejects(path, value, needles):
 def test_python_rejects_what_core_rejects(path, value, needles):
     """Python's checks and the C++ checks agree on every value above."""
     d = simcxl.load_preset("cxl-asic").to_dict()
-    *parents, leaf = path.split(".")
-    obj = d
-    for p in parents:
-        obj = obj[p]
-    obj[leaf] = value
+    set_path(d, path, value)
     with pytest.raises(simcxl.ParamError) as e:
         System.from_dict(d)
     assert needles[0] in str(e.value)

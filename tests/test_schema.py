@@ -7,6 +7,8 @@ import pytest
 from simcxl import _core
 from simcxl.params import GROUPS, ParamError
 
+from conftest import set_path
+
 
 @pytest.mark.parametrize("group", sorted(GROUPS))
 def test_names_defaults_and_ranges_match(group):
@@ -35,11 +37,7 @@ def core_system(kind, where, values):
         d["remote"] = {"link": {}, "dram": {}}
     if kind == "cxl-type3":
         d["cxl"] = {"bridge": {}, "link": {}, "device": {}, "media": {}}
-    *parents, leaf = where.split(".")
-    node = d
-    for p in parents:
-        node = node[p]
-    node[leaf] = values
+    set_path(d, where, values)
     return d
 
 

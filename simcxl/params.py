@@ -243,6 +243,78 @@ class DeviceParams(ParamGroup):
                              "devload_optimal <= devload_moderate <= devload_severe")
 
 
+@dataclass
+class DCacheParams(ParamGroup):
+    """An accelerator's coherent cache and its CXL.cache channel credits."""
+    bytes: int = param(131072, 1024, 1 << 30, "B", "capacity")
+    assoc: int = param(8, 1, 64, "", "ways per set")
+    latency_ns: float = param(10.0, 0, 1000, "ns", "lookup latency (hit latency)")
+    mshrs: int = param(64, 1, 4096, "", "outstanding misses (and evictions) at once")
+    snoop_latency_ns: float = param(15.0, 0, 1000, "ns",
+                                    "snoop arrival to response (CXL 2.0 targets at most 50 ns at the pins)")
+    credits_d2h_req: int = param(64, 1, 65536, "", "D2H Req credits: home-agent tracker entries for this device")
+    credits_d2h_rsp: int = param(64, 1, 65536, "", "D2H Rsp credits (host buffers for snoop responses)")
+    credits_d2h_data: int = param(64, 1, 65536, "", "D2H Data credits")
+    credits_h2d_req: int = param(32, 1, 65536, "", "H2D Req credits: the device's snoop buffer")
+    credits_h2d_rsp: int = param(64, 1, 65536, "", "H2D Rsp credits (GO, write pulls)")
+    credits_h2d_data: int = param(64, 1, 65536, "", "H2D Data credits")
+
+    def _check(self, where: str) -> None:
+        if self.bytes % (64 * self.assoc):
+            raise ParamError(f"{where}.bytes = {self.bytes} must be a multiple of 64 x assoc ({self.assoc})")
+
+
+@dataclass
+class HomeParams(ParamGroup):
+    """The host's home agent for CXL.cache: ordering point, snoop filter, host caches."""
+    latency_ns: float = param(20.0, 0, 10000, "ns", "root port to home agent and snoop-filter lookup, per request")
+    host_hit_ns: float = param(36.0, 0, 10000, "ns", "a host core's hit in the host caches (LLC)")
+    tracker: int = param(128, 1, 65536, "", "requests the home agent tracks at once (all devices)")
+
+
+@dataclass
+class AccelParams(ParamGroup):
+    """A CXL accelerator: Type-1 (coherent cache) or Type-2 (plus device memory)."""
+    type: int = param(1, 1, 2, "", "CXL device type: 1 (cache only) or 2 (cache and device memory)", (1, 2))
+    devices: int = param(1, 1, 16, "", "accelerators, each on its own link")
+    memory_bytes: int = param(1 << 30, 4096, 1 << 44, "B", "Type-2 device memory per device")
+    hdm_db: int = param(0, 0, 1, "", "Type-2 memory as HDM-DB: back-invalidate (CXL 3.x) instead of bias", (0, 1))
+    device_bias: int = param(0, 0, 1, "", "initial bias of device memory pages: 0 host, 1 device", (0, 1))
+    auto_bias_flip: int = param(1, 0, 1, "",
+                                "device accesses flip host-bias pages to device bias (0: go through the host)",
+                                (0, 1))
+    bias_page_bytes: int = param(4096, 64, 1 << 30, "B", "bias-table granularity")
+    bias_flip_ns: float = param(300.0, 0, 1e6, "ns", "fixed cost of a bias flip (table update, handshake)")
+    memory_latency_ns: float = param(10.0, 0, 10000, "ns", "device cache to its own memory controller")
+
+    def _check(self, where: str) -> None:
+        if self.bias_page_bytes & (self.bias_page_bytes - 1):
+            raise ParamError(f"{where}.bias_page_bytes = {self.bias_page_bytes} is not allowed; "
+                             "allowed values: a power of two from 64 to 1073741824")
+        if self.memory_bytes % self.bias_page_bytes:
+            raise ParamError(f"{where}.memory_bytes = {self.memory_bytes} must be a multiple of bias_page_bytes")
+        if self.type == 1 and self.hdm_db:
+            raise ParamError(f"{where}.hdm_db = 1 is not allowed with type = 1; allowed values: 0")
+
+
+@dataclass
+class DmaParams(ParamGroup):
+    """A PCIe-style DMA engine on the accelerator, driven over CXL.io."""
+    setup_ns: float = param(100.0, 0, 1e6, "ns", "driver time to write a descriptor and ring the doorbell")
+    engine_latency_ns: float = param(50.0, 0, 1e6, "ns", "engine time from doorbell to descriptor fetch")
+    descriptor_bytes: int = param(64, 16, 4096, "B", "descriptor size")
+    max_read_request: int = param(512, 64, 4096, "B", "PCIe max read request size",
+                                  (128, 256, 512, 1024, 2048, 4096))
+    max_payload: int = param(256, 64, 4096, "B", "PCIe max payload per completion",
+                             (128, 256, 512, 1024, 2048, 4096))
+    read_tags: int = param(32, 1, 1024, "", "read requests in flight per transfer")
+    tlp_overhead_bytes: int = param(24, 0, 128, "B", "TLP header, framing and CRC carried per TLP")
+    interrupt: int = param(0, 0, 1, "", "completion by MSI-X interrupt (1) or by polling (0)", (0, 1))
+    poll_interval_ns: float = param(50.0, 1, 1e6, "ns", "driver's polling period of the completion record")
+    interrupt_ns: float = param(2000.0, 0, 1e7, "ns", "MSI-X delivery to the waiting thread running again")
+    engines: int = param(1, 1, 64, "", "descriptors the engine processes at once")
+
+
 #: Name in the C++ schema of each group, for the sync test and the bindings.
 GROUPS: Dict[str, type] = {
     "HostParams": HostParams,
@@ -251,6 +323,10 @@ GROUPS: Dict[str, type] = {
     "BridgeParams": BridgeParams,
     "LinkParams": LinkParams,
     "DeviceParams": DeviceParams,
+    "DCacheParams": DCacheParams,
+    "HomeParams": HomeParams,
+    "AccelParams": AccelParams,
+    "DmaParams": DmaParams,
 }
 
 

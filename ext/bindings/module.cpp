@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "cxlcore/accel.hpp"
 #include "cxlcore/workloads.hpp"
 
 namespace py = pybind11;
@@ -68,6 +69,10 @@ CXL_DEFINE_READER(InterSocketParams, CXL_INTERSOCKET_FIELDS)
 CXL_DEFINE_READER(BridgeParams, CXL_BRIDGE_FIELDS)
 CXL_DEFINE_READER(LinkParams, CXL_LINK_FIELDS)
 CXL_DEFINE_READER(DeviceParams, CXL_DEVICE_FIELDS)
+CXL_DEFINE_READER(DCacheParams, CXL_DCACHE_FIELDS)
+CXL_DEFINE_READER(HomeParams, CXL_HOME_FIELDS)
+CXL_DEFINE_READER(AccelParams, CXL_ACCEL_FIELDS)
+CXL_DEFINE_READER(DmaParams, CXL_DMA_FIELDS)
 
 py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     if (!d.contains(key)) throw ConfigError(where + "." + key + " is missing");
@@ -100,6 +105,22 @@ SystemParams readSystem(const py::dict& d) {
         p.device = readDeviceParams(sub(c, "device", "cxl"), "cxl.device");
         p.device_dram = readDramParams(sub(c, "media", "cxl"), "cxl.media");
     }
+    p.validate();
+    return p;
+}
+
+// A CXL.cache system: host memory and home agent, accelerators and their link.
+CoherentParams readCoherent(const py::dict& d) {
+    CoherentParams p;
+    onlyKeys(d, {"seed", "host_dram", "home", "link", "cache", "accel", "dma", "media"}, "", "parameter group");
+    if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
+    p.host_dram = readDramParams(sub(d, "host_dram", "system"), "host_dram");
+    p.home = readHomeParams(sub(d, "home", "system"), "home");
+    p.link = readLinkParams(sub(d, "link", "system"), "link");
+    p.cache = readDCacheParams(sub(d, "cache", "system"), "cache");
+    p.accel = readAccelParams(sub(d, "accel", "system"), "accel");
+    p.dma = readDmaParams(sub(d, "dma", "system"), "dma");
+    p.device_dram = readDramParams(sub(d, "media", "system"), "media");
     p.validate();
     return p;
 }
@@ -206,6 +227,73 @@ PYBIND11_MODULE(_core, m) {
               return runReleased([&] { return runTrace(p, c, pr); });
           },
           py::arg("system"), py::arg("path"), py::arg("max_outstanding") = 64, py::arg("progress") = py::none());
+
+    m.def("validate_coherent", [](py::dict sys) { readCoherent(sys); },
+          "Checks a CXL.cache system description; raises ConfigError.");
+
+    m.def("run_accel",
+          [](py::dict sys, std::string op, std::string pattern, std::string target, uint32_t requesters,
+             uint32_t depth, uint64_t footprint, uint64_t requests, uint32_t hostThreads, double hostStores,
+             bool check, py::object cb) {
+              CoherentParams p = readCoherent(sys);
+              AccelConfig c{op, pattern, target, requesters, depth, footprint, requests, hostThreads, hostStores, check};
+              Progress pr = wrap(cb);
+              return runReleased([&] { return runAccel(p, c, pr); });
+          },
+          py::arg("system"), py::arg("op"), py::arg("pattern"), py::arg("target"), py::arg("requesters"),
+          py::arg("depth"), py::arg("footprint_bytes"), py::arg("requests"), py::arg("host_threads") = 0,
+          py::arg("host_store_fraction") = 0.5, py::arg("check") = false, py::arg("progress") = py::none(),
+          "Accelerator load/store streams through the device's coherent cache.");
+
+    m.def("run_sharing",
+          [](py::dict sys, std::string mode, uint64_t rounds, uint64_t lines, uint32_t depth, bool check) {
+              CoherentParams p = readCoherent(sys);
+              SharingConfig c{mode, rounds, lines, depth, check};
+              return runReleased([&] { return runSharing(p, c); });
+          },
+          py::arg("system"), py::arg("mode"), py::arg("rounds") = 1000, py::arg("lines") = 1024,
+          py::arg("depth") = 16, py::arg("check") = true,
+          "Host-device sharing: ping-pong on one line, or producer-consumer both ways.");
+
+    m.def("run_stress",
+          [](py::dict sys, uint64_t lines, uint32_t hostThreads, uint32_t devReq, uint64_t ops, double stores,
+             double uncached, double devMem, std::string inject, py::object cb) {
+              CoherentParams p = readCoherent(sys);
+              StressConfig c{lines, hostThreads, devReq, ops, stores, uncached, devMem, inject};
+              Progress pr = wrap(cb);
+              std::string detail;
+              Report r;
+              {
+                  py::gil_scoped_release nogil;
+                  r = runStress(p, c, pr, &detail);
+              }
+              py::dict out = toDict(r);
+              out["detail"] = detail;
+              return out;
+          },
+          py::arg("system"), py::arg("lines") = 8, py::arg("host_threads") = 4, py::arg("device_requesters") = 4,
+          py::arg("ops") = 1000000, py::arg("store_fraction") = 0.4, py::arg("uncached_fraction") = 0.1,
+          py::arg("device_memory_fraction") = 0.5, py::arg("inject") = "", py::arg("progress") = py::none(),
+          "Randomised coherence stress test under the checker (optionally with an injected protocol bug).");
+
+    m.def("run_dma_vs_cache",
+          [](py::dict sys, std::vector<uint64_t> sizes, std::string cacheOp, uint64_t streamBytes,
+             uint32_t minTransfers, py::object cb) {
+              CoherentParams p = readCoherent(sys);
+              DmaVsCacheConfig c{sizes, cacheOp, streamBytes, minTransfers};
+              Progress pr = wrap(cb);
+              std::vector<Report> rows;
+              {
+                  py::gil_scoped_release nogil;
+                  rows = runDmaVsCache(p, c, pr);
+              }
+              py::list out;
+              for (auto& r : rows) out.append(toDict(r));
+              return out;
+          },
+          py::arg("system"), py::arg("sizes"), py::arg("cache_op") = "load", py::arg("stream_bytes") = 1 << 20,
+          py::arg("min_transfers") = 4, py::arg("progress") = py::none(),
+          "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
     m.def("link_info", [](py::dict link) {
         LinkParams lp = readLinkParams(link, "cxl.link");

@@ -108,6 +108,29 @@ void DeviceParams::validate(const std::string& where) const {
             where + ".devload_* thresholds must satisfy devload_optimal <= devload_moderate <= devload_severe");
 }
 
+void DCacheParams::validate(const std::string& where) const {
+    CXL_DCACHE_FIELDS(CXL_CHECK_FIELD)
+    require(bytes % (uint64_t(kLineBytes) * assoc) == 0, where + ".bytes = " + fmtNum(double(bytes)) +
+                                                             " must be a multiple of 64 x assoc (" + fmtNum(assoc) + ")");
+}
+
+void HomeParams::validate(const std::string& where) const { CXL_HOME_FIELDS(CXL_CHECK_FIELD) }
+
+void AccelParams::validate(const std::string& where) const {
+    CXL_ACCEL_FIELDS(CXL_CHECK_FIELD)
+    require(pow2(bias_page_bytes), where + ".bias_page_bytes = " + fmtNum(double(bias_page_bytes)) +
+                                       " is not allowed; allowed values: a power of two from 64 to 1073741824");
+    require(memory_bytes % bias_page_bytes == 0, where + ".memory_bytes = " + fmtNum(double(memory_bytes)) +
+                                                     " must be a multiple of bias_page_bytes");
+    require(type == 2 || !hdm_db, where + ".hdm_db = 1 is not allowed with type = 1; allowed values: 0");
+}
+
+void DmaParams::validate(const std::string& where) const {
+    CXL_DMA_FIELDS(CXL_CHECK_FIELD)
+    checkChoice(where, "max_read_request", max_read_request, {128, 256, 512, 1024, 2048, 4096});
+    checkChoice(where, "max_payload", max_payload, {128, 256, 512, 1024, 2048, 4096});
+}
+
 void SystemParams::validate() const {
     host.validate("host");
     local_dram.validate("local_dram");
@@ -135,6 +158,10 @@ const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema() {
         CXL_BRIDGE_FIELDS(CXL_FIELD_INFO) out.emplace_back("BridgeParams", v); v.clear();
         CXL_LINK_FIELDS(CXL_FIELD_INFO) out.emplace_back("LinkParams", v); v.clear();
         CXL_DEVICE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DeviceParams", v); v.clear();
+        CXL_DCACHE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DCacheParams", v); v.clear();
+        CXL_HOME_FIELDS(CXL_FIELD_INFO) out.emplace_back("HomeParams", v); v.clear();
+        CXL_ACCEL_FIELDS(CXL_FIELD_INFO) out.emplace_back("AccelParams", v); v.clear();
+        CXL_DMA_FIELDS(CXL_FIELD_INFO) out.emplace_back("DmaParams", v); v.clear();
         return out;
     }();
     return s;

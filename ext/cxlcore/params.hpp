@@ -106,6 +106,52 @@ namespace cxlcore {
     X(double, devload_moderate, 0.75, 0, 1)                 \
     X(double, devload_severe, 0.95, 0, 1)
 
+// CXL.cache: the device's coherent cache and its six channels' credits.
+#define CXL_DCACHE_FIELDS(X)                                \
+    X(uint64_t, bytes, 131072, 1024, 1ull << 30)            \
+    X(uint32_t, assoc, 8, 1, 64)                            \
+    X(double, latency_ns, 10.0, 0, 1000)                    \
+    X(uint32_t, mshrs, 64, 1, 4096)                         \
+    X(double, snoop_latency_ns, 15.0, 0, 1000)              \
+    X(uint32_t, credits_d2h_req, 64, 1, 65536)              \
+    X(uint32_t, credits_d2h_rsp, 64, 1, 65536)              \
+    X(uint32_t, credits_d2h_data, 64, 1, 65536)             \
+    X(uint32_t, credits_h2d_req, 32, 1, 65536)              \
+    X(uint32_t, credits_h2d_rsp, 64, 1, 65536)              \
+    X(uint32_t, credits_h2d_data, 64, 1, 65536)
+
+// The host's home agent for CXL.cache: ordering point and snoop filter.
+#define CXL_HOME_FIELDS(X)                                  \
+    X(double, latency_ns, 20.0, 0, 10000)                   \
+    X(double, host_hit_ns, 36.0, 0, 10000)                  \
+    X(uint32_t, tracker, 128, 1, 65536)
+
+// The accelerator: Type-1 (cache only) or Type-2 (cache plus device memory).
+#define CXL_ACCEL_FIELDS(X)                                 \
+    X(uint32_t, type, 1, 1, 2)                              \
+    X(uint32_t, devices, 1, 1, 16)                          \
+    X(uint64_t, memory_bytes, 1ull << 30, 4096, 1ull << 44) \
+    X(uint32_t, hdm_db, 0, 0, 1)                            \
+    X(uint32_t, device_bias, 0, 0, 1)                       \
+    X(uint32_t, auto_bias_flip, 1, 0, 1)                    \
+    X(uint64_t, bias_page_bytes, 4096, 64, 1ull << 30)      \
+    X(double, bias_flip_ns, 300.0, 0, 1e6)                  \
+    X(double, memory_latency_ns, 10.0, 0, 10000)
+
+// A PCIe-style DMA engine on the device, driven through CXL.io.
+#define CXL_DMA_FIELDS(X)                                   \
+    X(double, setup_ns, 100.0, 0, 1e6)                      \
+    X(double, engine_latency_ns, 50.0, 0, 1e6)              \
+    X(uint32_t, descriptor_bytes, 64, 16, 4096)             \
+    X(uint32_t, max_read_request, 512, 64, 4096)            \
+    X(uint32_t, max_payload, 256, 64, 4096)                 \
+    X(uint32_t, read_tags, 32, 1, 1024)                     \
+    X(uint32_t, tlp_overhead_bytes, 24, 0, 128)             \
+    X(uint32_t, interrupt, 0, 0, 1)                         \
+    X(double, poll_interval_ns, 50.0, 1, 1e6)               \
+    X(double, interrupt_ns, 2000.0, 0, 1e7)                 \
+    X(uint32_t, engines, 1, 1, 64)
+
 #define CXL_DECLARE_FIELD(type, name, def, lo, hi) type name = def;
 
 struct HostParams { CXL_HOST_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
@@ -114,6 +160,10 @@ struct InterSocketParams { CXL_INTERSOCKET_FIELDS(CXL_DECLARE_FIELD) void valida
 struct BridgeParams { CXL_BRIDGE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct LinkParams { CXL_LINK_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct DeviceParams { CXL_DEVICE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct DCacheParams { CXL_DCACHE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct HomeParams { CXL_HOME_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct AccelParams { CXL_ACCEL_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct DmaParams { CXL_DMA_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 
 enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 

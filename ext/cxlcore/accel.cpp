@@ -1,0 +1,680 @@
+#include "accel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace cxlcore {
+
+namespace {
+
+constexpr uint64_t kHostBase = 1ull << 32;  // host buffers start at 4 GiB
+
+void need(bool ok, const std::string& msg) {
+    if (!ok) throw ConfigError(msg);
+}
+
+Access::Kind kindOf(const std::string& op, const char* where) {
+    if (op == "load") return Access::Load;
+    if (op == "store") return Access::Store;
+    if (op == "rdcurr") return Access::LoadCurrent;
+    if (op == "itomwr") return Access::StoreNoAlloc;
+    if (op == "wrinv") return Access::StoreWrInv;
+    throw ConfigError(std::string(where) + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, itomwr, wrinv");
+}
+
+bool writes(Access::Kind k) { return k == Access::Store || k == Access::StoreNoAlloc || k == Access::StoreWrInv; }
+
+class AccessPool {
+  public:
+    Access* get() {
+        Access* a;
+        if (free_.empty()) {
+            store_.emplace_back(new Access());
+            a = store_.back().get();
+        } else {
+            a = free_.back();
+            free_.pop_back();
+            *a = Access();
+        }
+        return a;
+    }
+    void put(Access* a) {
+        a->onDone = nullptr;
+        free_.push_back(a);
+    }
+    size_t allocated() const { return store_.size(); }
+
+  private:
+    std::vector<std::unique_ptr<Access>> store_;
+    std::vector<Access*> free_;
+};
+
+// Latency statistics of completed accesses, with the per-stage breakdown.
+struct LatStats {
+    std::vector<double> lat;
+    double stage[kNumAStages] = {};
+    uint64_t hits = 0;
+    void add(const Access* a) {
+        lat.push_back(ticksToNs(a->done - a->issued));
+        for (int s = 0; s < kNumAStages; ++s) stage[s] += ticksToNs(a->stage[s]);
+        hits += a->hit;
+    }
+    void report(Report& r, const std::string& prefix) {
+        const double n = lat.empty() ? 1.0 : double(lat.size());
+        double sum = 0;
+        for (double v : lat) sum += v;
+        r.emplace_back(prefix + "latency_mean_ns", lat.empty() ? 0.0 : sum / n);
+        std::vector<double> v = lat;
+        auto pct = [&](double q) {
+            if (v.empty()) return 0.0;
+            size_t k = std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5));
+            std::nth_element(v.begin(), v.begin() + long(k), v.end());
+            return v[k];
+        };
+        r.emplace_back(prefix + "latency_p50_ns", pct(0.5));
+        r.emplace_back(prefix + "latency_p99_ns", pct(0.99));
+        r.emplace_back(prefix + "latency_max_ns", v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
+        r.emplace_back(prefix + "hit_rate", lat.empty() ? 0.0 : double(hits) / n);
+        for (int s = 0; s < kNumAStages; ++s)
+            r.emplace_back(prefix + "stage_" + stageName(AStage(s)) + "_ns", stage[s] / n);
+    }
+};
+
+}  // namespace
+
+void CoherentParams::validate() const {
+    host_dram.validate("host_dram");
+    link.validate("cxl.link");
+    cache.validate("accel.cache");
+    home.validate("home");
+    accel.validate("accel");
+    dma.validate("dma");
+    if (accel.type == 2) device_dram.validate("accel.media");
+}
+
+CoherentSystem::CoherentSystem(const CoherentParams& p, bool check) : p_(p) {
+    p_.validate();
+    if (check) checker.reset(new CoherenceChecker(p_.accel.devices + 1));
+    home.reset(new HomeAgent(loop, p_.home, p_.host_dram, pool, checker.get(), "home"));
+    for (uint32_t i = 0; i < p_.accel.devices; ++i) {
+        const std::string where = "accel[" + std::to_string(i) + "]";
+        links.emplace_back(new CxlLink(p_.link, "cxl.link", p_.seed * 131 + i));
+        devices.emplace_back(new Accelerator(loop, uint16_t(i), p_.cache, p_.accel, p_.dma, p_.device_dram,
+                                             *links.back(), *home, pool, checker.get(), where));
+        home->addDevice(devices.back().get(), links.back().get(), p_.cache, p_.dma);
+    }
+}
+
+bool CoherentSystem::quiet() const {
+    if (!home->quiet()) return false;
+    for (auto& d : devices)
+        if (!d->quiet()) return false;
+    return true;
+}
+
+void CoherentSystem::report(Report& r, Tick end) const {
+    AccelStats sum;
+    size_t maxMshrs = 0, maxUp = 0, maxDown = 0;
+    uint64_t up[kNumCClasses] = {}, down[kNumCClasses] = {};
+    double upBusy = 0, downBusy = 0;
+    for (size_t i = 0; i < devices.size(); ++i) {
+        const AccelStats& s = devices[i]->stats();
+        sum.loads += s.loads;
+        sum.stores += s.stores;
+        sum.hits += s.hits;
+        sum.misses += s.misses;
+        sum.mshrFull += s.mshrFull;
+        for (int k = 0; k < 3; ++k) sum.snoopsRecv[k] += s.snoopsRecv[k];
+        sum.cleanEvicts += s.cleanEvicts;
+        sum.dirtyEvicts += s.dirtyEvicts;
+        sum.bogusData += s.bogusData;
+        sum.hostBiasFlips += s.hostBiasFlips;
+        sum.deviceBiasFlips += s.deviceBiasFlips;
+        sum.biSnps += s.biSnps;
+        sum.localMemReads += s.localMemReads;
+        sum.fwdReads += s.fwdReads;
+        sum.dmaTransfers += s.dmaTransfers;
+        sum.dmaBytes += s.dmaBytes;
+        maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
+        maxUp = std::max(maxUp, devices[i]->up().maxQueued());
+        maxDown = std::max(maxDown, home->down(uint16_t(i)).maxQueued());
+        for (int c = 0; c < kNumCClasses; ++c) {
+            up[c] += devices[i]->up().sent(CClass(c));
+            down[c] += home->down(uint16_t(i)).sent(CClass(c));
+        }
+        upBusy += double(links[i]->s2m_.busy());
+        downBusy += double(links[i]->m2s_.busy());
+    }
+    const double n = devices.empty() ? 1.0 : double(devices.size());
+    r.emplace_back("device_loads", double(sum.loads));
+    r.emplace_back("device_stores", double(sum.stores));
+    r.emplace_back("device_hits", double(sum.hits));
+    r.emplace_back("device_misses", double(sum.misses));
+    r.emplace_back("mshr_full_stalls", double(sum.mshrFull));
+    r.emplace_back("snoops_received_SnpData", double(sum.snoopsRecv[0]));
+    r.emplace_back("snoops_received_SnpInv", double(sum.snoopsRecv[1]));
+    r.emplace_back("snoops_received_SnpCur", double(sum.snoopsRecv[2]));
+    r.emplace_back("clean_evicts", double(sum.cleanEvicts));
+    r.emplace_back("dirty_evicts", double(sum.dirtyEvicts));
+    r.emplace_back("bogus_writebacks", double(sum.bogusData));
+    r.emplace_back("bias_flips_to_device", double(sum.deviceBiasFlips));
+    r.emplace_back("bias_flips_to_host", double(sum.hostBiasFlips));
+    r.emplace_back("back_invalidates", double(sum.biSnps));
+    r.emplace_back("device_memory_local_reads", double(sum.localMemReads));
+    r.emplace_back("device_memory_via_host", double(sum.fwdReads));
+    r.emplace_back("dma_transfers", double(sum.dmaTransfers));
+    const HomeStats& h = home->stats();
+    for (int o = 0; o < int(Opc::BiasFlipReq) + 1; ++o)
+        r.emplace_back(std::string("home_requests_") + opName(Opc(o)), double(h.requests[o]));
+    r.emplace_back("home_back_invalidates", double(h.biSnps));
+    r.emplace_back("home_snoops_SnpData", double(h.snoops[0]));
+    r.emplace_back("home_snoops_SnpInv", double(h.snoops[1]));
+    r.emplace_back("home_snoops_SnpCur", double(h.snoops[2]));
+    r.emplace_back("host_hits", double(h.hostHits));
+    r.emplace_back("host_misses", double(h.hostMisses));
+    r.emplace_back("host_memory_reads", double(h.memReads));
+    r.emplace_back("host_memory_writes", double(h.memWrites));
+    r.emplace_back("home_conflicts", double(h.conflicts));
+    r.emplace_back("max_home_tracker", double(h.maxTracker));
+    r.emplace_back("max_line_queue", double(h.maxLineQueue));
+    r.emplace_back("max_mshrs", double(maxMshrs));
+    r.emplace_back("max_queued_up", double(maxUp));
+    r.emplace_back("max_queued_down", double(maxDown));
+    for (int c = 0; c < kNumCClasses; ++c) {
+        const bool isUp = c == kCD2HReq || c == kCD2HRsp || c == kCD2HData || c == kCS2M || c == kCIoD2H;
+        r.emplace_back(std::string("messages_") + className(CClass(c)), double(isUp ? up[c] : down[c]));
+    }
+    r.emplace_back("link_up_utilization", end ? upBusy / n / double(end) : 0.0);
+    r.emplace_back("link_down_utilization", end ? downBusy / n / double(end) : 0.0);
+    r.emplace_back("messages_allocated", double(pool.allocated()));
+    r.emplace_back("quiet_at_end", quiet() ? 1.0 : 0.0);
+    if (checker) {
+        r.emplace_back("checker_checks", double(checker->checks()));
+        r.emplace_back("checker_violations", double(checker->violations()));
+    }
+}
+
+// ---------------------------------------------------------------- accelerator streams
+
+Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& progress) {
+    const Access::Kind kind = kindOf(c.op, "accel.op");
+    need(c.pattern == "single" || c.pattern == "sequential" || c.pattern == "random",
+         "accel.pattern = '" + c.pattern + "' is not allowed; allowed values: single, sequential, random");
+    need(c.target == "host" || c.target == "device",
+         "accel.target = '" + c.target + "' is not allowed; allowed values: host, device");
+    need(c.target == "host" || p.accel.type == 2,
+         "accel.target = 'device' is not allowed with accel.type = 1 (no device memory); allowed values: host");
+    need(c.requesters >= 1 && c.requesters <= 1024, "accel.requesters = " + fmtNum(c.requesters) +
+                                                         " is out of range; allowed: 1 to 1024");
+    need(c.depth >= 1 && c.depth <= 4096, "accel.depth = " + fmtNum(c.depth) + " is out of range; allowed: 1 to 4096");
+    need(c.requests >= 1, "accel.requests = 0 is out of range; allowed: 1 or more");
+    need(c.footprint_bytes >= kLineBytes && c.footprint_bytes <= (1ull << 40),
+         "accel.footprint_bytes = " + fmtNum(double(c.footprint_bytes)) + " is out of range; allowed: 64 to 1099511627776");
+    need(c.target == "host" || c.footprint_bytes <= p.accel.memory_bytes,
+         "accel.footprint_bytes = " + fmtNum(double(c.footprint_bytes)) +
+             " is out of range for device memory; allowed: up to accel.memory_bytes (" +
+             fmtNum(double(p.accel.memory_bytes)) + ")");
+    need(c.host_threads <= 1024, "accel.host_threads = " + fmtNum(c.host_threads) + " is out of range; allowed: 0 to 1024");
+    need(c.host_store_fraction >= 0 && c.host_store_fraction <= 1,
+         "accel.host_store_fraction = " + fmtNum(c.host_store_fraction) + " is out of range; allowed: 0 to 1");
+
+    CoherentSystem sys(p, c.check);
+    AccessPool accesses;
+    LatStats lat;
+    const uint64_t lines = c.footprint_bytes / kLineBytes;
+    struct Stream {
+        int dev;  // -1: host core
+        uint32_t id;
+        uint64_t target, issued = 0, done = 0, seq = 0, base = 0;
+        uint32_t inflight = 0;
+        Rng rng;
+    };
+    std::vector<Stream> streams;
+    const uint32_t nd = p.accel.devices;
+    uint32_t id = 0;
+    for (uint32_t d = 0; d < nd; ++d) {
+        const uint64_t base = c.target == "host" ? kHostBase : sys.devices[d]->memBase();
+        for (uint32_t r = 0; r < c.requesters; ++r) {
+            Stream s;
+            s.dev = int(d);
+            s.id = id++;
+            s.target = c.requests / c.requesters + (r < c.requests % c.requesters ? 1 : 0);
+            s.base = base;
+            s.seq = lines * r / c.requesters;  // sequential streams start spread out
+            s.rng = Rng(p.seed * 7919 + s.id);
+            streams.push_back(s);
+        }
+    }
+    for (uint32_t h = 0; h < c.host_threads; ++h) {
+        Stream s;
+        s.dev = -1;
+        s.id = id++;
+        s.target = ~0ull;
+        s.base = c.target == "host" ? kHostBase : sys.devices[0]->memBase();
+        s.rng = Rng(p.seed * 7919 + s.id);
+        streams.push_back(s);
+    }
+    uint64_t remaining = c.requests * nd, completed = 0, storeSeq = 0;
+    Tick last = 0;
+    bool stop = false;
+    std::function<void(Stream&)> issue = [&](Stream& s) {
+        while (!stop && s.inflight < (s.dev < 0 ? 1u : c.depth) && s.issued < s.target) {
+            Access* a = accesses.get();
+            uint64_t idx = c.pattern == "single" ? 0 : c.pattern == "sequential" ? (s.seq++ % lines) : s.rng.below(lines);
+            a->line = s.base + idx * kLineBytes;
+            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Access::Store : Access::Load) : kind;
+            if (writes(a->kind)) a->value = ++storeSeq;
+            a->requester = s.id;
+            a->issued = sys.loop.now();
+            ++s.issued;
+            ++s.inflight;
+            Stream* sp = &s;
+            a->onDone = [&, sp](Access* x) {
+                --sp->inflight;
+                ++sp->done;
+                if (sp->dev >= 0) {
+                    lat.add(x);
+                    last = x->done;
+                    --remaining;
+                    if (++completed % 65536 == 0 && progress && !progress(1.0 - double(remaining) / double(c.requests * nd)))
+                        throw Cancelled();
+                    if (!remaining) stop = true;
+                }
+                accesses.put(x);
+                issue(*sp);
+            };
+            if (s.dev < 0)
+                sys.home->hostAccess(a);
+            else
+                sys.devices[size_t(s.dev)]->access(a);
+        }
+    };
+    for (auto& s : streams) issue(s);
+    sys.loop.run();
+    need(remaining == 0, "internal: the accelerator run stopped with " + std::to_string(remaining) +
+                             " accesses outstanding (protocol deadlock)");
+    Report r;
+    const double ns = ticksToNs(last);
+    const double ops = double(c.requests * nd);
+    r.emplace_back("ops", ops);
+    r.emplace_back("elapsed_ns", ns);
+    r.emplace_back("throughput_mops", ns > 0 ? ops / ns * 1e3 : 0.0);
+    r.emplace_back("bandwidth_gbps", ns > 0 ? ops * kLineBytes / ns : 0.0);
+    lat.report(r, "");
+    sys.report(r, last);
+    r.emplace_back("accesses_allocated", double(accesses.allocated()));
+    return r;
+}
+
+// ---------------------------------------------------------------- sharing
+
+namespace {
+
+// Issues accesses from one side (a device or the host) with bounded depth.
+struct Side {
+    CoherentSystem* sys;
+    int dev;  // -1: host
+    AccessPool* pool;
+    void go(Access* a) {
+        a->issued = sys->loop.now();
+        if (dev < 0)
+            sys->home->hostAccess(a);
+        else
+            sys->devices[size_t(dev)]->access(a);
+    }
+};
+
+}  // namespace
+
+Report runSharing(const CoherentParams& p, const SharingConfig& c) {
+    need(c.mode == "pingpong" || c.mode == "producer-consumer",
+         "sharing.mode = '" + c.mode + "' is not allowed; allowed values: pingpong, producer-consumer");
+    need(c.rounds >= 1 && c.rounds <= 100000000, "sharing.rounds = " + fmtNum(double(c.rounds)) +
+                                                     " is out of range; allowed: 1 to 100000000");
+    need(c.lines >= 1 && c.lines <= (1ull << 24), "sharing.lines = " + fmtNum(double(c.lines)) +
+                                                      " is out of range; allowed: 1 to 16777216");
+    need(c.depth >= 1 && c.depth <= 4096, "sharing.depth = " + fmtNum(c.depth) + " is out of range; allowed: 1 to 4096");
+    CoherentSystem sys(p, c.check);
+    AccessPool pool;
+    Report r;
+    Side dev{&sys, 0, &pool}, host{&sys, -1, &pool};
+    if (c.mode == "pingpong") {
+        // Device writes odd values, the host even ones; each waits for its turn.
+        const uint64_t flag = kHostBase;
+        uint64_t handoffs = 0;
+        LatStats devLat, hostLat;
+        uint64_t spins[2] = {0, 0};
+        std::function<void(Side&, int)> spin = [&](Side& s, int who) {
+            if (handoffs >= c.rounds) return;
+            Access* a = pool.get();
+            a->kind = Access::Load;
+            a->line = flag;
+            a->onDone = [&, who](Access* x) {
+                Side& me = who ? host : dev;
+                const bool myTurn = (x->value % 2) == uint64_t(who);
+                (who ? hostLat : devLat).add(x);
+                const uint64_t v = x->value;
+                pool.put(x);
+                if (!myTurn || handoffs >= c.rounds) {
+                    ++spins[who];
+                    spin(me, who);
+                    return;
+                }
+                Access* w = pool.get();
+                w->kind = Access::Store;
+                w->line = flag;
+                w->value = v + 1;
+                w->onDone = [&, who](Access* y) {
+                    (who ? hostLat : devLat).add(y);
+                    pool.put(y);
+                    ++handoffs;
+                    spin(who ? host : dev, who);
+                };
+                me.go(w);
+            };
+            s.go(a);
+        };
+        spin(dev, 0);
+        spin(host, 1);
+        sys.loop.run();
+        need(handoffs >= c.rounds, "internal: ping-pong stopped after " + std::to_string(handoffs) + " handoffs");
+        const double ns = ticksToNs(sys.loop.now());
+        r.emplace_back("handoffs", double(handoffs));
+        r.emplace_back("elapsed_ns", ns);
+        r.emplace_back("handoff_ns", ns / double(handoffs));
+        r.emplace_back("device_spins", double(spins[0]));
+        r.emplace_back("host_spins", double(spins[1]));
+        devLat.report(r, "device_");
+        hostLat.report(r, "host_");
+        sys.report(r, sys.loop.now());
+        return r;
+    }
+    // Producer-consumer, both ways: the producer writes the buffer, then a
+    // flag; the consumer spins on the flag, then reads the buffer.
+    const uint64_t flag = kHostBase, buf = kHostBase + 4096;
+    auto phase = [&](Side& prod, Side& cons, uint64_t flagValue, const std::string& name) {
+        const Tick t0 = sys.loop.now();
+        uint64_t issued = 0, done = 0, readIssued = 0, readDone = 0;
+        Tick flagSeen = 0, produced = 0;
+        LatStats consLat;
+        std::function<void()> produce, consume, spinFlag;
+        produce = [&] {
+            while (issued < c.lines && issued - done < c.depth) {
+                Access* a = pool.get();
+                a->kind = Access::Store;
+                a->line = buf + issued * kLineBytes;
+                a->value = flagValue * (1ull << 32) + issued + 1;
+                ++issued;
+                a->onDone = [&](Access* x) {
+                    pool.put(x);
+                    if (++done == c.lines) {
+                        Access* f = pool.get();
+                        f->kind = Access::Store;
+                        f->line = flag;
+                        f->value = flagValue;
+                        f->onDone = [&](Access* y) {
+                            produced = y->done;
+                            pool.put(y);
+                        };
+                        prod.go(f);
+                    } else {
+                        produce();
+                    }
+                };
+                prod.go(a);
+            }
+        };
+        consume = [&] {
+            while (readIssued < c.lines && readIssued - readDone < c.depth) {
+                Access* a = pool.get();
+                a->kind = Access::Load;
+                a->line = buf + readIssued * kLineBytes;
+                ++readIssued;
+                a->onDone = [&](Access* x) {
+                    consLat.add(x);
+                    pool.put(x);
+                    ++readDone;
+                    consume();
+                };
+                cons.go(a);
+            }
+        };
+        spinFlag = [&] {
+            Access* a = pool.get();
+            a->kind = Access::Load;
+            a->line = flag;
+            a->onDone = [&](Access* x) {
+                const bool set = x->value == flagValue;
+                pool.put(x);
+                if (set) {
+                    flagSeen = sys.loop.now();
+                    consume();
+                } else {
+                    spinFlag();
+                }
+            };
+            cons.go(a);
+        };
+        produce();
+        spinFlag();
+        sys.loop.run();
+        need(readDone == c.lines, "internal: producer-consumer stopped early");
+        const Tick end = sys.loop.now();
+        const double consNs = ticksToNs(end - flagSeen);
+        r.emplace_back(name + "_produce_ns", ticksToNs(produced - t0));
+        r.emplace_back(name + "_consume_ns", consNs);
+        r.emplace_back(name + "_total_ns", ticksToNs(end - t0));
+        r.emplace_back(name + "_consume_gbps", consNs > 0 ? double(c.lines * kLineBytes) / consNs : 0.0);
+        consLat.report(r, name + "_consumer_");
+    };
+    phase(host, dev, 1, "host_to_device");
+    phase(dev, host, 2, "device_to_host");
+    sys.report(r, sys.loop.now());
+    return r;
+}
+
+// ---------------------------------------------------------------- stress
+
+Report runStress(const CoherentParams& p, const StressConfig& c, const Progress& progress, std::string* detail) {
+    need(c.lines >= 1 && c.lines <= (1ull << 20), "stress.lines = " + fmtNum(double(c.lines)) +
+                                                      " is out of range; allowed: 1 to 1048576");
+    need(c.host_threads + c.device_requesters >= 1, "stress: host_threads + device_requesters must be at least 1");
+    need(c.host_threads <= 1024 && c.device_requesters <= 1024,
+         "stress.host_threads and stress.device_requesters are out of range; allowed: 0 to 1024 each");
+    need(c.ops >= 1, "stress.ops = 0 is out of range; allowed: 1 or more");
+    for (double f : {c.store_fraction, c.uncached_fraction, c.device_memory_fraction})
+        need(f >= 0 && f <= 1, "stress fractions (store_fraction, uncached_fraction, device_memory_fraction) = " +
+                                   fmtNum(f) + " is out of range; allowed: 0 to 1");
+    Accelerator::Bug bug = Accelerator::None;
+    if (c.inject == "snpinv-keeps-copy") bug = Accelerator::SnpInvKeepsCopy;
+    else if (c.inject == "drop-dirty-data") bug = Accelerator::DropDirtyData;
+    else need(c.inject.empty(), "stress.inject = '" + c.inject +
+                                    "' is not allowed; allowed values: '' (none), snpinv-keeps-copy, drop-dirty-data");
+    CoherentSystem sys(p, true);
+    for (auto& d : sys.devices) d->inject(bug);
+    AccessPool pool;
+    // The lines: in host memory, and for Type-2 devices partly in device memory.
+    std::vector<uint64_t> lines;
+    Rng pick(p.seed * 31 + 7);
+    for (uint64_t i = 0; i < c.lines; ++i) {
+        const bool devMem = p.accel.type == 2 && pick.uniform() < c.device_memory_fraction;
+        if (devMem) {
+            const auto& d = sys.devices[pick.below(sys.devices.size())];
+            // Lines of device memory spread over a few pages so bias flips happen.
+            lines.push_back(d->memBase() + (i % 4) * p.accel.bias_page_bytes + i * kLineBytes % p.accel.bias_page_bytes);
+        } else {
+            lines.push_back(kHostBase + i * kLineBytes);
+        }
+    }
+    std::sort(lines.begin(), lines.end());
+    lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+    uint64_t issued = 0, done = 0, storeSeq = 0;
+    struct Req {
+        int dev;
+        Rng rng;
+    };
+    std::vector<Req> reqs;
+    for (uint32_t h = 0; h < c.host_threads; ++h) reqs.push_back(Req{-1, Rng(p.seed * 1009 + h)});
+    for (uint32_t d = 0; d < p.accel.devices; ++d)
+        for (uint32_t r = 0; r < c.device_requesters; ++r)
+            reqs.push_back(Req{int(d), Rng(p.seed * 2003 + d * 1024 + r)});
+    std::function<void(Req&)> next = [&](Req& q) {
+        if (issued >= c.ops) return;
+        ++issued;
+        Access* a = pool.get();
+        a->line = lines[q.rng.below(lines.size())];
+        const bool store = q.rng.uniform() < c.store_fraction;
+        const bool unc = q.dev >= 0 && q.rng.uniform() < c.uncached_fraction;
+        if (store) {
+            a->kind = unc ? (q.rng.uniform() < 0.5 ? Access::StoreNoAlloc : Access::StoreWrInv) : Access::Store;
+            a->value = ++storeSeq;
+        } else {
+            a->kind = unc ? Access::LoadCurrent : Access::Load;
+        }
+        a->issued = sys.loop.now();
+        Req* qp = &q;
+        a->onDone = [&, qp](Access* x) {
+            pool.put(x);
+            if (++done % 65536 == 0 && progress && !progress(double(done) / double(c.ops))) throw Cancelled();
+            next(*qp);
+        };
+        if (q.dev < 0)
+            sys.home->hostAccess(a);
+        else
+            sys.devices[size_t(q.dev)]->access(a);
+    };
+    for (auto& q : reqs) next(q);
+    sys.loop.run();
+    Report r;
+    if (detail) {
+        if (sys.checker->violations())
+            *detail = sys.checker->first();
+        else if (done < c.ops) {
+            *detail = "no progress after " + std::to_string(done) + " of " + std::to_string(c.ops) + " operations;";
+            for (auto& d : sys.devices) *detail += " " + d->describe();
+            *detail += " " + sys.home->describe();
+        }
+    }
+    r.emplace_back("ops", double(done));
+    r.emplace_back("deadlock", done < c.ops ? 1.0 : 0.0);
+    r.emplace_back("elapsed_ns", ticksToNs(sys.loop.now()));
+    r.emplace_back("lines", double(lines.size()));
+    r.emplace_back("events", double(sys.loop.events()));
+    sys.report(r, sys.loop.now());
+    return r;
+}
+
+// ---------------------------------------------------------------- DMA vs CXL.cache
+
+std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfig& c, const Progress& progress) {
+    need(!c.sizes.empty(), "dma_vs_cache.sizes is empty; allowed: one or more sizes from 1 to 1073741824 bytes");
+    for (uint64_t s : c.sizes)
+        need(s >= 1 && s <= (1ull << 30), "dma_vs_cache.sizes contains " + fmtNum(double(s)) +
+                                              ", out of range; allowed: 1 to 1073741824 bytes");
+    need(c.cache_op == "load" || c.cache_op == "rdcurr",
+         "dma_vs_cache.cache_op = '" + c.cache_op + "' is not allowed; allowed values: load, rdcurr");
+    need(c.min_transfers >= 1 && c.min_transfers <= 1000000,
+         "dma_vs_cache.min_transfers = " + fmtNum(c.min_transfers) + " is out of range; allowed: 1 to 1000000");
+    need(c.stream_bytes <= (1ull << 34), "dma_vs_cache.stream_bytes = " + fmtNum(double(c.stream_bytes)) +
+                                             " is out of range; allowed: up to 17179869184");
+    std::vector<Report> out;
+    const Access::Kind kind = c.cache_op == "load" ? Access::Load : Access::LoadCurrent;
+    size_t step = 0;
+    const size_t steps = c.sizes.size() * 4;
+    auto tick = [&] {
+        ++step;
+        if (progress && !progress(double(step) / double(steps))) throw Cancelled();
+    };
+    for (uint64_t size : c.sizes) {
+        const uint64_t count = std::max<uint64_t>(c.min_transfers, (c.stream_bytes + size - 1) / size);
+        // DMA: one transfer alone (latency), then `count` back to back (bandwidth).
+        for (int bw = 0; bw < 2; ++bw) {
+            CoherentSystem sys(p, false);
+            const uint64_t n = bw ? count : 1;
+            std::vector<std::unique_ptr<DmaJob>> jobs;
+            Tick last = 0;
+            uint64_t finished = 0;
+            const uint64_t stride = (size + 4095) / 4096 * 4096;
+            for (uint64_t i = 0; i < n; ++i) {
+                jobs.emplace_back(new DmaJob());
+                DmaJob* j = jobs.back().get();
+                j->addr = kHostBase + i * stride;
+                j->bytes = size;
+                j->onDone = [&](DmaJob* x) {
+                    last = std::max(last, x->noticedAt);
+                    ++finished;
+                };
+                // The driver prepares and rings descriptors one after another.
+                sys.home->doorbell(0, j, Tick(i) * nsToTicks(p.dma.setup_ns));
+            }
+            sys.loop.run();
+            need(finished == n, "internal: DMA run stopped with transfers outstanding");
+            Report r;
+            if (!bw) {
+                const DmaJob& j = *jobs[0];
+                r.emplace_back("transfer_bytes", double(size));
+                r.emplace_back("latency_ns", ticksToNs(j.noticedAt - j.start));
+                r.emplace_back("phase_doorbell_ns", ticksToNs(j.doorbellAt - j.start));
+                r.emplace_back("phase_descriptor_ns", ticksToNs(j.descriptorAt - j.doorbellAt));
+                r.emplace_back("phase_data_ns", ticksToNs(j.dataAt - j.descriptorAt));
+                r.emplace_back("phase_completion_ns", ticksToNs(j.noticedAt - j.dataAt));
+                out.push_back(r);
+            } else {
+                Report& lr = out.back();
+                lr.emplace_back("bandwidth_gbps", double(size * n) / ticksToNs(last));
+                lr.emplace_back("bandwidth_transfers", double(n));
+                lr.emplace_back("mechanism_dma", 1.0);
+            }
+            tick();
+        }
+        // CXL.cache: the device loads the lines itself, as many at once as its MSHRs allow.
+        for (int bw = 0; bw < 2; ++bw) {
+            CoherentSystem sys(p, false);
+            AccessPool pool;
+            const uint64_t lines = (size + kLineBytes - 1) / kLineBytes;
+            const uint64_t total = bw ? lines * count : lines;
+            const uint64_t stride = (size + 4095) / 4096 * 4096;
+            uint64_t issued = 0, done = 0;
+            Tick last = 0;
+            LatStats lat;
+            std::function<void()> pump = [&] {
+                while (issued < total && issued - done < p.cache.mshrs) {
+                    const uint64_t t = issued / lines, l = issued % lines;
+                    Access* a = pool.get();
+                    a->kind = kind;
+                    a->line = kHostBase + t * stride + l * kLineBytes;
+                    a->issued = sys.loop.now();
+                    ++issued;
+                    a->onDone = [&](Access* x) {
+                        lat.add(x);
+                        last = std::max(last, x->done);
+                        pool.put(x);
+                        ++done;
+                        pump();
+                    };
+                    sys.devices[0]->access(a);
+                }
+            };
+            pump();
+            sys.loop.run();
+            need(done == total, "internal: CXL.cache run stopped with loads outstanding");
+            if (!bw) {
+                Report r;
+                r.emplace_back("transfer_bytes", double(size));
+                r.emplace_back("latency_ns", ticksToNs(last));
+                lat.report(r, "line_");
+                out.push_back(r);
+            } else {
+                Report& lr = out.back();
+                lr.emplace_back("bandwidth_gbps", double(size * count) / ticksToNs(last));
+                lr.emplace_back("bandwidth_transfers", double(count));
+                lr.emplace_back("mechanism_dma", 0.0);
+            }
+            tick();
+        }
+    }
+    return out;
+}
+
+}  // namespace cxlcore

@@ -1,0 +1,93 @@
+// CXL.cache workloads of the standalone engine: accelerator load/store
+// streams, host-device sharing, a randomised coherence stress test, and the
+// DMA-versus-CXL.cache transfer comparison.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coherence.hpp"
+#include "system.hpp"
+#include "workloads.hpp"
+
+namespace cxlcore {
+
+struct CoherentParams {
+    DramParams host_dram;
+    LinkParams link;
+    DCacheParams cache;
+    HomeParams home;
+    AccelParams accel;
+    DmaParams dma;
+    DramParams device_dram;
+    uint64_t seed = 1;
+    void validate() const;
+};
+
+// Everything a coherent run needs, wired together.
+class CoherentSystem {
+  public:
+    CoherentSystem(const CoherentParams& p, bool check);
+    EventLoop loop;
+    MsgPool pool;
+    std::unique_ptr<CoherenceChecker> checker;
+    std::unique_ptr<HomeAgent> home;
+    std::vector<std::unique_ptr<CxlLink>> links;
+    std::vector<std::unique_ptr<Accelerator>> devices;
+    const CoherentParams& params() const { return p_; }
+    // Counters and bounds every coherent run reports.
+    void report(Report& r, Tick end) const;
+    bool quiet() const;
+
+  private:
+    CoherentParams p_;
+};
+
+struct AccelConfig {
+    std::string op = "load";          // load, store, rdcurr, itomwr, wrinv
+    std::string pattern = "random";   // single, sequential, random
+    std::string target = "host";      // host memory or (Type-2) device memory
+    uint32_t requesters = 4;          // per device
+    uint32_t depth = 8;               // accesses each requester keeps in flight
+    uint64_t footprint_bytes = 1ull << 22;
+    uint64_t requests = 100000;       // per device
+    uint32_t host_threads = 0;        // host cores touching the same footprint
+    double host_store_fraction = 0.5;
+    bool check = false;
+};
+
+struct SharingConfig {
+    std::string mode = "pingpong";  // pingpong, producer-consumer
+    uint64_t rounds = 1000;         // ping-pong handoffs
+    uint64_t lines = 1024;          // producer-consumer buffer
+    uint32_t depth = 16;            // outstanding accesses of producer and consumer
+    bool check = true;
+};
+
+struct StressConfig {
+    uint64_t lines = 8;
+    uint32_t host_threads = 4;
+    uint32_t device_requesters = 4;  // per device
+    uint64_t ops = 1000000;          // in total
+    double store_fraction = 0.4;
+    double uncached_fraction = 0.1;  // RdCurr / ItoMWr / WrInv among device accesses
+    double device_memory_fraction = 0.5;  // Type-2: share of lines in device memory
+    std::string inject;              // "", "snpinv-keeps-copy", "drop-dirty-data"
+};
+
+struct DmaVsCacheConfig {
+    std::vector<uint64_t> sizes;
+    std::string cache_op = "load";    // load (RdShared) or rdcurr
+    uint64_t stream_bytes = 1ull << 20;  // at least this much moves in the bandwidth runs
+    uint32_t min_transfers = 4;
+};
+
+Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& progress);
+Report runSharing(const CoherentParams& p, const SharingConfig& c);
+// `detail` receives the first violation or, after a deadlock, what is stuck.
+Report runStress(const CoherentParams& p, const StressConfig& c, const Progress& progress,
+                 std::string* detail = nullptr);
+std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfig& c, const Progress& progress);
+
+}  // namespace cxlcore

@@ -26,7 +26,7 @@ PRESET_DIR = Path(__file__).with_name("presets") / "accel"
 
 OPS = ("load", "store", "rdcurr", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")
-STAGES = ("queue", "cache", "link_up", "home", "snoop", "memory", "link_down", "bias_flip", "back_invalidate", "dma")
+STAGES = ("queue", "cache", "link_up", "home", "snoop", "memory", "link_down", "bias_flip", "back_invalidate")
 
 #: Transfer sizes of the DMA-vs-CXL.cache comparison: one line to 4 MiB.
 DMA_SIZES = tuple(64 << k for k in range(0, 17, 2))

@@ -18,7 +18,12 @@ from .engine import _version  # noqa: E402
 def caption(df: pd.DataFrame) -> str:
     a = df.attrs
     cfg = ", ".join(f"{k}={v}" for k, v in a.get("config", {}).items())
-    mems = ", ".join(dict.fromkeys(df["memory"])) if "memory" in df.columns else a.get("memory", "")
+    if "memory" in df.columns:
+        mems = ", ".join(dict.fromkeys(df["memory"]))
+    elif "system" in df.columns:
+        mems = ", ".join(dict.fromkeys(df["system"]))
+    else:
+        mems = a.get("memory", "")
     return f"Simulated: SimCXL {a.get('simcxl', _version())} standalone engine; {a.get('workload', '')} on {mems}" \
            + (f" ({cfg})" if cfg else "")
 
@@ -162,3 +167,44 @@ def sweep(df: pd.DataFrame, path, x: str, y: str, hue: Optional[str] = None, z: 
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
+
+
+def dma_vs_cache(df: pd.DataFrame, path) -> Path:
+    """Latency and bandwidth of DMA and CXL.cache over transfer sizes (log axes)."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2))
+    for mech, g in df.groupby("mechanism", sort=False):
+        g = g.sort_values("transfer_bytes")
+        style = "-o" if mech == "dma" else "-s"
+        a1.plot(g["transfer_bytes"], g["latency_ns"], style, label=mech, ms=4)
+        a2.plot(g["transfer_bytes"], g["bandwidth_gbps"], style, label=mech, ms=4)
+    for ax, yl, title in ((a1, "latency (ns)", "One transfer, idle system"),
+                          (a2, "bandwidth (GB/s)", "Transfers back to back")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("transfer size (bytes)")
+        ax.set_ylabel(yl)
+        ax.set_title(title, fontsize=10)
+        ticks = sorted(df["transfer_bytes"].unique())
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([_size_label(t) for t in ticks], rotation=45, fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    return _finish(fig, a1, df, path)
+
+
+def accel_breakdown(df: pd.DataFrame, path) -> Path:
+    """Mean time per stage of an accelerator access, one bar per run."""
+    from .coherent import STAGES
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    labels = [f"{r.get('system', '')}" for _, r in df.iterrows()]
+    bottom = np.zeros(len(df))
+    for st in STAGES:
+        col = f"stage_{st}_ns"
+        if col not in df.columns or not df[col].any():
+            continue
+        ax.bar(labels, df[col], bottom=bottom, label=st)
+        bottom += df[col].to_numpy()
+    ax.set_ylabel("mean time per access (ns)")
+    ax.set_title("Where an accelerator access spends its time", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    return _finish(fig, ax, df, path)

@@ -28,10 +28,16 @@ def test_every_cpp_struct_has_a_dataclass():
 
 WHERE = {"HostParams": ("local-dram", "host"), "DramParams": ("local-dram", "local_dram"),
          "InterSocketParams": ("remote-numa", "remote.link"), "BridgeParams": ("cxl-type3", "cxl.bridge"),
-         "LinkParams": ("cxl-type3", "cxl.link"), "DeviceParams": ("cxl-type3", "cxl.device")}
+         "LinkParams": ("cxl-type3", "cxl.link"), "DeviceParams": ("cxl-type3", "cxl.device"),
+         "DCacheParams": ("accel", "cache"), "HomeParams": ("accel", "home"), "AccelParams": ("accel", "accel"),
+         "DmaParams": ("accel", "dma")}
 
 
 def core_system(kind, where, values):
+    if kind == "accel":
+        d = {g: {} for g in ("host_dram", "home", "link", "cache", "accel", "dma", "media")}
+        d[where].update(values)
+        return d
     d = {"kind": kind, "host": {}, "local_dram": {}}
     if kind == "remote-numa":
         d["remote"] = {"link": {}, "dram": {}}
@@ -45,6 +51,7 @@ def core_system(kind, where, values):
 def test_both_sides_reject_the_same_out_of_range_values(group):
     cls = GROUPS[group]
     kind, where = WHERE[group]
+    validate = _core.validate_coherent if kind == "accel" else _core.validate
     for f in fields(cls):
         for bad in (f.metadata["lo"] - 1, f.metadata["hi"] * 2 + 1):
             obj = cls()
@@ -52,7 +59,7 @@ def test_both_sides_reject_the_same_out_of_range_values(group):
             with pytest.raises(ParamError, match=f"{where}.{f.name} = "):
                 obj.validate(where)
             with pytest.raises(_core.ConfigError, match=f"{where}.{f.name} = .* allowed"):
-                _core.validate(core_system(kind, where, {f.name: bad}))
+                validate(core_system(kind, where, {f.name: bad}))
         # The default itself is accepted by both.
         cls().validate(where)
-        _core.validate(core_system(kind, where, {f.name: f.default}))
+        validate(core_system(kind, where, {f.name: f.default}))

@@ -33,7 +33,7 @@ const char* className(CClass c) {
 
 const char* stageName(AStage s) {
     static const char* n[] = {"queue", "cache", "link_up", "home", "snoop", "memory",
-                              "link_down", "bias_flip", "back_invalidate", "dma"};
+                              "link_down", "bias_flip", "back_invalidate"};
     return n[s];
 }
 
@@ -462,11 +462,15 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
             return true;
         }
     } else if (!deviceBias(L)) {
-        // Host bias: ask the host to give up its copies of the page first.
-        ++stats_.deviceBiasFlips;
+        // Host bias: ask the host to give up its copies of the page first
+        // (one request per page; later misses in the page wait for it).
         ms.biPending = true;
-        const uint64_t page = L / ap_.bias_page_bytes * ap_.bias_page_bytes;
-        sendUp(msg(Opc::BiasFlipReq, kCD2HReq, page));
+        const uint64_t page = L / ap_.bias_page_bytes;
+        if (!flipping_[page]) {
+            flipping_[page] = true;
+            ++stats_.deviceBiasFlips;
+            sendUp(msg(Opc::BiasFlipReq, kCD2HReq, page * ap_.bias_page_bytes));
+        }
         return true;
     }
     localFill(L, a, ms);
@@ -796,6 +800,7 @@ void Accelerator::handle(Msg* m) {
             home_.down(index_).giveCredit(m->cls, now());
             const uint64_t page = L / ap_.bias_page_bytes;
             bias_[page] = true;
+            flipping_.erase(page);
             // Fills of this page that waited for the flip read locally now.
             std::vector<uint64_t> ready;
             for (auto& kv : mshrs_)

@@ -62,7 +62,6 @@ enum AStage : uint8_t {
     kALinkDown,   // link host->device
     kABiasFlip,   // Type-2 bias flips
     kABackInv,    // CXL 3.x back-invalidate snoops
-    kADma,        // DMA engine and driver overheads
     kNumAStages
 };
 const char* stageName(AStage s);
@@ -337,6 +336,7 @@ class Accelerator : public Endpoint {
     std::unique_ptr<MemPort> mem_;
     Values memVals_;
     std::unordered_map<uint64_t, bool> bias_;  // page -> device bias
+    std::unordered_map<uint64_t, bool> flipping_;  // pages with a flip to device bias in flight
     std::unordered_map<uint64_t, MState> hostCopy_;  // HDM-DB: lines the host may hold
     std::unordered_map<uint64_t, std::deque<Msg*>> memBlocked_;  // host requests waiting for a local op
     // DMA

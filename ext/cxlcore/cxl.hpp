@@ -61,6 +61,12 @@ class Type3Device : public Component, public Requester {
         media_.resetStats(now);
     }
     double meanOccupancy(Tick s, Tick e) const { return occ_.mean(s, e); }
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        v(n + ".outstanding", outstanding_);
+        v(n + ".mediaBlocked", mediaBlocked_);
+        v(n + ".respRefused", respRefused_);
+        media_.checkpoint(v, n + ".media");
+    }
 
   protected:
     void process() override;
@@ -99,6 +105,11 @@ class HostBridge : public Component, public Target {
     const HdmDecoder& decoder() const { return hdm_; }
     const BridgeStats& stats() const { return stats_; }
     void resetStats() { stats_ = BridgeStats(); }
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        tracker_.checkpoint(v, n + ".tracker");
+        v(n + ".needRetry", needRetry_);
+        v(n + ".respBlocked", respBlocked_);
+    }
 
   protected:
     void process() override;

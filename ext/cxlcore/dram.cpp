@@ -82,6 +82,11 @@ void DramController::retryResp() {
     for (auto& c : ch_) c->unblock();
 }
 
+void DramController::checkpoint(StateVisitor& v, const std::string& n) {
+    v(n + ".needRetry", needRetry_);
+    for (size_t i = 0; i < ch_.size(); ++i) ch_[i]->checkpoint(v, n + ".ch" + std::to_string(i));
+}
+
 void DramController::slotFreed() {
     if (needRetry_ && up_) {
         needRetry_ = false;
@@ -103,6 +108,31 @@ DramChannel::DramChannel(Host& host, DramController& c, uint32_t index) : Compon
     }
     resp_.reset(p.read_queue);
     acks_.reset(p.write_queue);
+}
+
+void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+        Rank& rk = ranks_[r];
+        const std::string rn = n + ".rank" + std::to_string(r);
+        for (size_t b = 0; b < rk.banks.size(); ++b) {
+            const std::string bn = rn + ".bank" + std::to_string(b);
+            v(bn + ".openRow", rk.banks[b].openRow);
+            v(bn + ".actAllowed", rk.banks[b].actAllowed);
+            v(bn + ".preAllowed", rk.banks[b].preAllowed);
+        }
+        for (size_t g = 0; g < rk.groupColAllowed.size(); ++g)
+            v(rn + ".colAllowed" + std::to_string(g), rk.groupColAllowed[g]);
+        for (int i = 0; i < 4; ++i) v(rn + ".faw" + std::to_string(i), rk.faw[i]);
+        v(rn + ".fawHead", rk.fawHead);
+        v(rn + ".lastAct", rk.lastAct);
+        v(rn + ".nextRefresh", rk.nextRefresh);
+    }
+    v(n + ".busFree", busFree_);
+    v(n + ".nextDecision", nextDecision_);
+    v(n + ".lastWrite", lastWrite_);
+    v(n + ".writeMode", writeMode_);
+    v(n + ".respBlocked", respBlocked_);
+    v(n + ".writesThisBurst", writesThisBurst_);
 }
 
 // A request arrives at t->mark (now, or later when the sender's pipeline

@@ -54,6 +54,8 @@ class DramController : public Target {
     const DramStats& stats() const { return stats_; }
     void resetStats(Tick now);
     double meanReadQueue(Tick start, Tick end) const { return readOcc_.mean(start, end); }
+    // Bank, bus and refresh state of every channel (see StateVisitor).
+    void checkpoint(StateVisitor& v, const std::string& n);
 
   private:
     friend class DramChannel;
@@ -77,6 +79,7 @@ class DramChannel : public Component {
     bool tryRead(Txn* t, const DramController::Loc& l);
     bool tryWrite(Txn* t, const DramController::Loc& l);
     void unblock();
+    void checkpoint(StateVisitor& v, const std::string& n);
 
   protected:
     void process() override;

@@ -65,6 +65,15 @@ class FlitChannel {
         return openStart_ + flitTime_ + latency_;
     }
 
+    // The flit being packed and the error draw (busy time and counters are statistics).
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        v(n + ".openStart", openStart_);
+        v(n + ".openUsed", openUsed_);
+        v(n + ".open", open_);
+        v(n + ".untilError", untilError_);
+        rng_.checkpoint(v, n + ".rng");
+    }
+
     Tick flitTime() const { return flitTime_; }
     uint32_t unitsPerFlit() const { return upf_; }
     Tick latency() const { return latency_; }
@@ -130,6 +139,18 @@ class CreditPool {
             waiter_ = c;
     }
     uint32_t total() const { return total_; }
+    // Free credits and the ones still on their way back, with their landing times.
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        v(n + ".avail", avail_);
+        uint64_t pending = returns_.size();
+        v(n + ".pending", pending);
+        if (v.loading()) returns_.clear();
+        for (uint64_t i = 0; i < pending; ++i) {
+            Tick at = v.loading() ? 0 : returns_.readyAt(i);
+            v(n + ".return" + std::to_string(i), at);
+            if (v.loading()) returns_.push(at, 0);
+        }
+    }
 
   private:
     uint32_t avail_ = 0, total_ = 0;
@@ -158,6 +179,12 @@ class CxlLink {
     FlitChannel m2s_, s2m_;
     CreditPool credits_[kNumMsgClasses];
     const LinkParams& params() const { return p_; }
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        m2s_.checkpoint(v, n + ".m2s");
+        s2m_.checkpoint(v, n + ".s2m");
+        static const char* const names[kNumMsgClasses] = {"req", "rwd", "ndr", "drs"};
+        for (int c = 0; c < kNumMsgClasses; ++c) credits_[c].checkpoint(v, n + ".credits_" + names[c]);
+    }
 
   private:
     LinkParams p_;

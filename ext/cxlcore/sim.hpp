@@ -29,6 +29,23 @@ class ConfigError : public std::invalid_argument {
 
 enum class Op : uint8_t { Read, Write };
 
+// Checkpoints. Some timing state outlives a drain (open rows, refresh phase,
+// the flit being packed, credits still on their way back), so a host that
+// checkpoints (gem5) walks it as named integers; the same walk saves and
+// restores. Components are walked only when idle: no transaction in flight.
+class StateVisitor {
+  public:
+    virtual ~StateVisitor() = default;
+    virtual bool loading() const = 0;
+    virtual void field(const std::string& name, uint64_t& v) = 0;
+    template <typename T>
+    void operator()(const std::string& name, T& x) {
+        uint64_t u = static_cast<uint64_t>(x);
+        field(name, u);
+        x = static_cast<T>(u);
+    }
+};
+
 // Where a request's latency went; indices of Txn::stage.
 enum Stage : uint8_t {
     kStageUncore,      // core side: LLC miss path and mesh to the memory port
@@ -267,6 +284,7 @@ class TimedQueue {
         q_.emplace(it, ready, v);
     }
     Tick headReady() const { return q_.empty() ? kNever : q_.front().first; }
+    Tick readyAt(size_t i) const { return q_[i].first; }
     T& front() { return q_.front().second; }
     T pop() {
         T v = q_.front().second;
@@ -321,6 +339,7 @@ class Rng {
     }
     double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
     uint64_t below(uint64_t n) { return n ? next() % n : 0; }
+    void checkpoint(StateVisitor& v, const std::string& n) { v(n, s_); }
 
   private:
     uint64_t s_;

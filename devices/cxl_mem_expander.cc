@@ -29,7 +29,10 @@ CXLMemExpander::Gem5Host::attach(cxlcore::Component *c)
 {
     c->slot = events.size();
     events.push_back(std::make_unique<EventFunctionWrapper>(
-        [c] { c->fire(curTick()); },
+        [this, c] {
+            c->fire(curTick());
+            owner.checkDrained();
+        },
         owner.name() + ".core" + std::to_string(c->slot)));
 }
 
@@ -74,7 +77,9 @@ CXLMemExpander::CXLMemExpander(const Params &p)
             bridge->addPort(links.back().get(), devices.back().get());
         }
     } catch (const cxlcore::ConfigError &e) {
-        fatal("%s: %s", name(), e.what());
+        // Configuration time (m5.instantiate), before any tick is simulated.
+        fatal("%s: bad CXLMemExpander parameter (group.field is the "
+              "parameter group_field): %s", name(), e.what());
     }
     bridge->setRequester(&upstream);
 
@@ -144,6 +149,13 @@ CXLMemExpander::handleTimingReq(PacketPtr pkt)
 bool
 CXLMemExpander::Upstream::tryResp(cxlcore::Txn *t)
 {
+    // Back-pressure from gem5 reaches the core: while the port waits for a
+    // retry, responses stay in the host bridge, so the requests outstanding
+    // stay bounded by its tracker.
+    if (owner.retryResp) {
+        owner.coreRespWaiting = true;
+        return false;
+    }
     owner.respond(t);
     return true;
 }
@@ -166,6 +178,7 @@ CXLMemExpander::respond(cxlcore::Txn *t)
     PacketPtr pkt = it->second;
     inflight.erase(it);
     const Tick done = std::max<Tick>(t->mark, curTick());
+    ++stats.devLoad[t->devLoad & 3];
     if (t->op == cxlcore::Op::Read) {
         const Tick lat = done - t->birth;
         stats.totalReadLatency += lat;
@@ -206,22 +219,101 @@ CXLMemExpander::sendResponses()
     }
     if (!responses.empty() && !sendEvent.scheduled())
         schedule(sendEvent, responses.front().first);
+    if (coreRespWaiting) {
+        coreRespWaiting = false;
+        bridge->retryResp();
+    }
     checkDrained();
+}
+
+bool
+CXLMemExpander::idle() const
+{
+    if (!inflight.empty() || !responses.empty() || sendEvent.scheduled())
+        return false;
+    for (auto &e : host.events)
+        if (e->scheduled())
+            return false;
+    return true;
 }
 
 void
 CXLMemExpander::checkDrained()
 {
-    if (drainState() == DrainState::Draining && inflight.empty() &&
-        responses.empty())
+    if (drainState() == DrainState::Draining && idle())
         signalDrainDone();
 }
 
 DrainState
 CXLMemExpander::drain()
 {
-    return inflight.empty() && responses.empty() ? DrainState::Drained
-                                                 : DrainState::Draining;
+    // Posted writes are acknowledged before the media has written them, so
+    // the core, not only the packets, has to go quiet.
+    return idle() ? DrainState::Drained : DrainState::Draining;
+}
+
+namespace
+{
+
+class StateOut : public cxlcore::StateVisitor
+{
+  public:
+    explicit StateOut(CheckpointOut &c) : cp(c) {}
+    bool loading() const override { return false; }
+    void field(const std::string &n, uint64_t &v) override
+    {
+        paramOut(cp, n, v);
+    }
+
+  private:
+    CheckpointOut &cp;
+};
+
+class StateIn : public cxlcore::StateVisitor
+{
+  public:
+    explicit StateIn(CheckpointIn &c) : cp(c) {}
+    bool loading() const override { return true; }
+    void field(const std::string &n, uint64_t &v) override
+    {
+        paramIn(cp, n, v);
+    }
+
+  private:
+    CheckpointIn &cp;
+};
+
+} // anonymous namespace
+
+void
+CXLMemExpander::visitState(cxlcore::StateVisitor &v) const
+{
+    // The components are owned through pointers: walking them changes
+    // nothing when saving, and restoring happens before simulation starts.
+    bridge->checkpoint(v, "bridge");
+    for (size_t i = 0; i < links.size(); ++i) {
+        links[i]->checkpoint(v, "link" + std::to_string(i));
+        devices[i]->checkpoint(v, "device" + std::to_string(i));
+    }
+}
+
+void
+CXLMemExpander::serialize(CheckpointOut &cp) const
+{
+    // The data is checkpointed by the system's PhysicalMemory; the timing
+    // state that survives a drain (open rows, refresh phase, flit packing,
+    // credits in flight, error draws) is the core's.
+    panic_if(!idle(), "%s: checkpoint of an expander that is not drained",
+             name());
+    StateOut out(cp);
+    visitState(out);
+}
+
+void
+CXLMemExpander::unserialize(CheckpointIn &cp)
+{
+    StateIn in(cp);
+    visitState(in);
 }
 
 bool
@@ -285,14 +377,54 @@ CXLMemExpander::CXLStats::CXLStats(CXLMemExpander &m)
                "Read latency per stage, summed"),
       ADD_STAT(avgStage, statistics::units::Rate<
                statistics::units::Tick, statistics::units::Count>::get(),
-               "Mean read latency per stage", stageTicks / readReqs),
+               "Mean read latency per stage"),
       ADD_STAT(m2sFlits, statistics::units::Count::get(),
                "Flits host to device (all root ports)"),
       ADD_STAT(s2mFlits, statistics::units::Count::get(),
                "Flits device to host (all root ports)"),
       ADD_STAT(replayedFlits, statistics::units::Count::get(),
-               "Flits resent after CRC errors")
+               "Flits resent after CRC errors"),
+      ADD_STAT(m2sLinkUtil, statistics::units::Ratio::get(),
+               "Busy fraction of the host-to-device link direction "
+               "(mean over root ports)"),
+      ADD_STAT(s2mLinkUtil, statistics::units::Ratio::get(),
+               "Busy fraction of the device-to-host link direction "
+               "(mean over root ports)"),
+      ADD_STAT(deviceQueueOccupancy, statistics::units::Count::get(),
+               "Time-averaged requests held by the device controllers"),
+      ADD_STAT(mediaReadQueueOccupancy, statistics::units::Count::get(),
+               "Time-averaged reads queued in the DRAM controllers"),
+      ADD_STAT(devLoad, statistics::units::Count::get(),
+               "Responses by CXL DevLoad value")
 {
+    // Vectors get their size before a formula uses them.
+    static const char *names[cxlcore::kNumStages] = {
+        "host_uncore", "host_port", "link_req", "device", "media_queue",
+        "media_service", "link_resp"};
+    stageTicks.init(cxlcore::kNumStages);
+    for (int s = 0; s < cxlcore::kNumStages; ++s)
+        stageTicks.subname(s, names[s]);
+    avgStage = stageTicks / readReqs;
+    static const char *loads[4] = {"light", "optimal", "moderate",
+                                   "severe"};
+    devLoad.init(4);
+    for (int i = 0; i < 4; ++i)
+        devLoad.subname(i, loads[i]);
+}
+
+void
+CXLMemExpander::CXLStats::resetStats()
+{
+    statistics::Group::resetStats();
+    // The core keeps its own counters; they restart with gem5's.
+    mem.statsStart = curTick();
+    mem.bridge->resetStats();
+    for (auto &l : mem.links) {
+        l->m2s_.resetStats();
+        l->s2m_.resetStats();
+    }
+    for (auto &d : mem.devices)
+        d->resetStats(curTick());
 }
 
 void
@@ -300,12 +432,6 @@ CXLMemExpander::CXLStats::regStats()
 {
     statistics::Group::regStats();
     readLatency.init(40); // buckets widen as latencies grow
-    static const char *names[cxlcore::kNumStages] = {
-        "host_uncore", "host_port", "link_req", "device", "media_queue",
-        "media_service", "link_resp"};
-    stageTicks.init(cxlcore::kNumStages);
-    for (int s = 0; s < cxlcore::kNumStages; ++s)
-        stageTicks.subname(s, names[s]);
     // Link counters live in the core; read them when stats are dumped.
     auto sum = [this](auto pick) {
         return [this, pick] {
@@ -319,6 +445,35 @@ CXLMemExpander::CXLStats::regStats()
     s2mFlits.functor(sum([](cxlcore::CxlLink &l) { return l.s2m_.stats().flits; }));
     replayedFlits.functor(sum([](cxlcore::CxlLink &l) {
         return l.m2s_.stats().replayedFlits + l.s2m_.stats().replayedFlits;
+    }));
+    // Time averages over the interval since the last reset.
+    auto mean = [this](auto pick) {
+        return [this, pick] {
+            const Tick span = curTick() - mem.statsStart;
+            if (!span || mem.links.empty())
+                return 0.0;
+            double n = 0;
+            for (size_t i = 0; i < mem.links.size(); ++i)
+                n += pick(*mem.links[i], *mem.devices[i], span);
+            return n / double(mem.links.size());
+        };
+    };
+    m2sLinkUtil.functor(mean([](cxlcore::CxlLink &l, cxlcore::Type3Device &,
+                                Tick span) {
+        return double(l.m2s_.busy()) / double(span);
+    }));
+    s2mLinkUtil.functor(mean([](cxlcore::CxlLink &l, cxlcore::Type3Device &,
+                                Tick span) {
+        return double(l.s2m_.busy()) / double(span);
+    }));
+    deviceQueueOccupancy.functor(mean([this](cxlcore::CxlLink &,
+                                             cxlcore::Type3Device &d, Tick) {
+        return d.meanOccupancy(mem.statsStart, curTick());
+    }));
+    mediaReadQueueOccupancy.functor(mean([this](cxlcore::CxlLink &,
+                                                cxlcore::Type3Device &d,
+                                                Tick) {
+        return d.media().meanReadQueue(mem.statsStart, curTick());
     }));
 }
 

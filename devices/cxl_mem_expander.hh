@@ -78,17 +78,26 @@ class CXLMemExpander : public memory::AbstractMemory
     std::deque<std::pair<Tick, PacketPtr>> responses;  // ready time, packet
     EventFunctionWrapper sendEvent;
     bool retryReq = false, retryResp = false;
+    // The core offered a response while the port was blocked: it holds it
+    // (and its tracker entry) until bridge->retryResp().
+    bool coreRespWaiting = false;
     Tick idleLatency = 0;
+    Tick statsStart = 0;  // last stats reset, for time-averaged occupancies
 
     void sendResponses();
     void respond(cxlcore::Txn *t);
     bool handleTimingReq(PacketPtr pkt);
+    // No packet held and no core event pending: safe to checkpoint.
+    bool idle() const;
     void checkDrained();
+    // Walks the core's timing state (checkpoints); see cxlcore::StateVisitor.
+    void visitState(cxlcore::StateVisitor &v) const;
 
     struct CXLStats : public statistics::Group
     {
         CXLStats(CXLMemExpander &m);
         void regStats() override;
+        void resetStats() override;
         CXLMemExpander &mem;
         statistics::Scalar readReqs, writeReqs, retries;
         statistics::Scalar readBytes, writeBytes;
@@ -99,6 +108,9 @@ class CXLMemExpander : public memory::AbstractMemory
         statistics::Vector stageTicks;
         statistics::Formula avgStage;
         statistics::Value m2sFlits, s2mFlits, replayedFlits;
+        statistics::Value m2sLinkUtil, s2mLinkUtil;
+        statistics::Value deviceQueueOccupancy, mediaReadQueueOccupancy;
+        statistics::Vector devLoad;
     } stats;
 
   public:
@@ -108,6 +120,8 @@ class CXLMemExpander : public memory::AbstractMemory
     Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
     void init() override;
     DrainState drain() override;
+    void serialize(CheckpointOut &cp) const override;
+    void unserialize(CheckpointIn &cp) override;
 };
 
 } // namespace gem5

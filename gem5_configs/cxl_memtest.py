@@ -10,25 +10,27 @@ import csv
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import simcxl_boot  # noqa: E402,F401  (the repository's simcxl, without the engine)
 
 import m5  # noqa: E402
 from m5.objects import (AddrRange, MemTest, Root, SrcClockDomain, System, SystemXBar,  # noqa: E402
                         VoltageDomain)
 
-from simcxl.gem5 import parse_stats, simobject_params, stat  # noqa: E402
+from simcxl.gem5 import read_stats, simobject_params, stat  # noqa: E402
 from simcxl.presets import load  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
 parser.add_argument("--testers", type=int, default=4)
 parser.add_argument("--max-loads", type=int, default=20000)
+parser.add_argument("--mem-mode", choices=["timing", "atomic"], default="timing",
+                    help="timing goes through the CXL timing path; atomic uses the expander's fixed latency")
 parser.add_argument("--csv", default=None)
 args = parser.parse_args()
 
 from m5.objects import CXLMemExpander  # noqa: E402
 
-system = System()
+system = System(mem_mode=args.mem_mode)
 system.clk_domain = SrcClockDomain(clock="2GHz", voltage_domain=VoltageDomain())
 system.membus = SystemXBar()
 system.system_port = system.membus.cpu_side_ports
@@ -45,9 +47,13 @@ m5.instantiate()
 event = m5.simulate()
 print(f"exit: {event.getCause()} at tick {m5.curTick()}")
 m5.stats.dump()
-stats = parse_stats(Path(m5.options.outdir) / "stats.txt")
+stats = read_stats(Path(m5.options.outdir) / "stats.txt")
 mem = {k.split("cxl.", 1)[1]: v for k, v in stat(stats, r"system\.cxl\.").items()}
-row = {"memory": args.memory, "testers": args.testers, "cause": event.getCause(),
+testers = stat(stats, r"^system\.testers\d*\.num(Reads|Writes)$")
+# Every load MemTest completes is compared with its reference copy of memory.
+checked = sum(v for k, v in testers.items() if k.endswith("numReads"))
+row = {"memory": args.memory, "testers": args.testers, "mem_mode": args.mem_mode, "cause": event.getCause(),
+       "loads_checked": checked, "stores": sum(v for k, v in testers.items() if k.endswith("numWrites")),
        "reads": mem.get("readReqs", 0.0), "writes": mem.get("writeReqs", 0.0),
        "read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0}
 for k, v in row.items():

@@ -4,16 +4,17 @@
         --rate 64GiB/s --duration 200us --csv out.csv
 
 Prints a table (bandwidth each way, mean read latency, latency per stage) and
-writes it as CSV. The repository root goes on sys.path so that `simcxl` (its
-presets and dataclasses) is the one on disk.
+writes it as CSV. `simcxl_boot` makes the repository's `simcxl` (its presets
+and dataclasses) importable in gem5's own Python, without numpy or pandas.
 """
 
 import argparse
 import csv
 import sys
+import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import simcxl_boot  # noqa: E402,F401  (the repository's simcxl, without the engine)
 
 import m5  # noqa: E402
 from gem5.components.boards.test_board import TestBoard  # noqa: E402
@@ -21,7 +22,7 @@ from gem5.components.processors.linear_generator import LinearGenerator  # noqa:
 from gem5.components.processors.random_generator import RandomGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, parse_stats, stat  # noqa: E402
+from simcxl.gem5 import cxl_memory, read_stats, stat  # noqa: E402
 
 STAGES = ("host_uncore", "host_port", "link_req", "device", "media_queue", "media_service", "link_resp")
 
@@ -32,19 +33,35 @@ parser.add_argument("--rd-perc", type=int, default=100, help="read percentage, 0
 parser.add_argument("--rate", default="64GiB/s", help="offered load of the generator")
 parser.add_argument("--duration", default="200us")
 parser.add_argument("--size", default="1GiB", help="memory size the generator spans")
+parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="set a CXLMemExpander parameter directly, e.g. link_lanes=8 (checked by the "
+                         "timing core when gem5 instantiates it); repeatable")
 parser.add_argument("--csv", default=None, help="write the table here")
 args = parser.parse_args()
 if not 0 <= args.rd_perc <= 100:
     parser.error(f"--rd-perc = {args.rd_perc} is out of range; allowed: 0 to 100")
 
 memory = cxl_memory(args.memory, size=args.size)
+for item in args.param:
+    name, sep, value = item.partition("=")
+    if not sep:
+        parser.error(f"--param {item}: expected NAME=VALUE")
+    try:
+        number = int(value)
+    except ValueError:
+        number = float(value)
+    setattr(memory.module, name.strip(), number)
 gen_cls = LinearGenerator if args.pattern == "linear" else RandomGenerator
 generator = gen_cls(duration=args.duration, rate=args.rate, max_addr=memory.get_size(), rd_perc=args.rd_perc)
 board = TestBoard(clk_freq="1GHz", generator=generator, memory=memory, cache_hierarchy=None)
 simulator = Simulator(board=board)
+t0 = time.perf_counter()
 simulator.run()
+run_seconds = time.perf_counter() - t0
+print(f"exit: {simulator.get_last_exit_event_cause()} at tick {simulator.get_current_tick()}")
+m5.stats.dump()
 
-stats = parse_stats(Path(m5.options.outdir) / "stats.txt")
+stats = read_stats(Path(m5.options.outdir) / "stats.txt")
 mem = stat(stats, r"memory\.module\.")
 short = {k.split("memory.module.", 1)[1]: v for k, v in mem.items()}
 reads = short.get("readReqs", 0.0)
@@ -53,6 +70,7 @@ row = {
     "read_gbps": short.get("readBandwidth", 0.0) / 1e9, "write_gbps": short.get("writeBandwidth", 0.0) / 1e9,
     "read_latency_ns": short.get("avgReadLatency", 0.0) / 1000.0, "reads": reads,
     "writes": short.get("writeReqs", 0.0), "retries": short.get("retries", 0.0),
+    "run_seconds": run_seconds,  # wall time of the simulation loop
 }
 for s in STAGES:
     row[f"{s}_ns"] = short.get(f"stageTicks::{s}", 0.0) / max(reads, 1.0) / 1000.0

@@ -13,8 +13,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple, Union
 
-import pandas as pd
-
 from .params import ParamError, System
 from .presets import load
 
@@ -53,7 +51,7 @@ def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB"
             from m5.objects import CXLMemExpander as Expander
             self.module = Expander(**params)
             self._size = toMemorySize(size)
-            self.simcxl_system = system
+            self._simcxl_system = system  # the description it was built from
 
         @overrides(AbstractMemorySystem)
         def incorporate_memory(self, board) -> None:
@@ -83,8 +81,9 @@ def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB"
 _STAT = re.compile(r"^(\S+)\s+([-+0-9.eE]+|nan|inf)\s*(?:#\s*(.*))?$")
 
 
-def parse_stats(path: Union[str, Path]) -> pd.DataFrame:
-    """gem5's stats.txt as a table: one row per (dump, stat) with its value."""
+def read_stats(path: Union[str, Path]) -> List[Tuple[int, str, float, str]]:
+    """gem5's stats.txt as (dump, stat, value, description) rows; standard
+    library only, so gem5's embedded Python can use it."""
     rows: List[Tuple[int, str, float, str]] = []
     dump = -1
     for line in Path(path).read_text().splitlines():
@@ -94,14 +93,26 @@ def parse_stats(path: Union[str, Path]) -> pd.DataFrame:
         m = _STAT.match(line.strip())
         if m and dump >= 0:
             rows.append((dump, m.group(1), float(m.group(2)), (m.group(3) or "").strip()))
-    return pd.DataFrame(rows, columns=["dump", "stat", "value", "description"])
+    return rows
 
 
-def stat(df: pd.DataFrame, pattern: str, dump: int = -1) -> Dict[str, float]:
-    """Stats of one dump (last by default) whose names match a regex."""
-    d = df["dump"].max() if dump < 0 else dump
-    sel = df[(df["dump"] == d) & df["stat"].str.contains(pattern, regex=True)]
-    return dict(zip(sel["stat"], sel["value"]))
+def parse_stats(path: Union[str, Path]):
+    """gem5's stats.txt as a pandas table: one row per (dump, stat) with its value."""
+    import pandas as pd
+
+    return pd.DataFrame(read_stats(path), columns=["dump", "stat", "value", "description"])
+
+
+def stat(stats, pattern: str, dump: int = -1) -> Dict[str, float]:
+    """Stats of one dump (last by default) whose names match a regex; `stats`
+    is what read_stats or parse_stats returned."""
+    rows = stats.itertuples(index=False) if hasattr(stats, "itertuples") else stats
+    rows = [tuple(r) for r in rows]
+    if not rows:
+        return {}
+    d = max(r[0] for r in rows) if dump < 0 else dump
+    rx = re.compile(pattern)
+    return {r[1]: r[2] for r in rows if r[0] == d and rx.search(r[1])}
 
 
 def expander_names() -> Sequence[str]:

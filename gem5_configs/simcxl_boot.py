@@ -1,0 +1,29 @@
+"""Makes the repository's `simcxl` importable inside gem5's embedded Python.
+
+gem5 runs configs with the system Python it was linked against, which usually
+has neither numpy/pandas nor the compiled standalone engine (`simcxl._core`).
+The gem5 side needs only the parameter schema (`simcxl.params`,
+`simcxl.presets`) and `simcxl.gem5`, all standard library, so the package is
+registered without running `simcxl/__init__.py` (which loads the engine).
+Configs import this module first; gem5 puts the script's directory on sys.path.
+"""
+
+import importlib
+import sys
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def setup() -> Path:
+    if "simcxl" not in sys.modules:
+        pkg = types.ModuleType("simcxl")
+        pkg.__path__ = [str(REPO / "simcxl")]
+        pkg.__file__ = str(REPO / "simcxl" / "__init__.py")
+        sys.modules["simcxl"] = pkg
+    importlib.import_module("simcxl.gem5")
+    return REPO
+
+
+setup()

@@ -285,8 +285,8 @@ def _kv(overrides: List[str], example: str) -> dict:
 @run.command("accel")
 @accel_opt
 @set_opt
-@click.option("--op", type=click.Choice(["load", "store", "rdcurr", "itomwr", "wrinv"]), default="load",
-              show_default=True, help="load (RdShared), store (RdOwn), rdcurr, itomwr or wrinv.")
+@click.option("--op", type=click.Choice(["load", "store", "rdcurr", "rdany", "itomwr", "wrinv"]), default="load",
+              show_default=True, help="load (RdShared), store (RdOwn), rdcurr, rdany, itomwr or wrinv.")
 @click.option("--pattern", type=click.Choice(["single", "sequential", "random"]), default="random",
               show_default=True)
 @click.option("--target", type=click.Choice(["host", "device"]), default="host", show_default=True,

@@ -24,7 +24,7 @@ from .params import (AccelParams, DCacheParams, DmaParams, DramParams, HomeParam
 
 PRESET_DIR = Path(__file__).with_name("presets") / "accel"
 
-OPS = ("load", "store", "rdcurr", "itomwr", "wrinv")
+OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")
 STAGES = ("queue", "cache", "link_up", "home", "snoop", "memory", "link_down", "bias_flip", "back_invalidate")
 

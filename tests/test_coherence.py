@@ -32,7 +32,7 @@ def test_two_million_random_ops_on_eight_lines_keep_swmr_and_data():
     assert r["checker_violations"] == 0
     assert r["checker_checks"] > 4_000_000  # every access and state change was checked
     # The run exercised the protocol, not just hits.
-    for k in ("home_snoops_SnpData", "home_snoops_SnpInv", "home_snoops_SnpCur", "home_requests_ItoMWr",
+    for k in ("home_snoops_SnpData", "home_snoops_SnpInv", "home_snoops_SnpCur", "home_requests_ItoMWr", "home_requests_RdAny",
               "home_requests_WrInv", "home_requests_RdCurr", "home_conflicts"):
         assert r[k] > 100, k
     # Every message was consumed: nothing left anywhere, and the message pool stayed tiny.
@@ -87,6 +87,28 @@ def test_sharing_moves_values_between_host_and_device():
     assert pc["host_to_device_consume_gbps"] > 0 and pc["device_to_host_consume_gbps"] > 0
     # Device-produced lines are dirty in the device: the host's reads snoop them out.
     assert pc["home_snoops_SnpData"] >= 256
+
+
+def test_rdany_grants_exclusive_when_alone_and_shared_otherwise():
+    kw = dict(pattern="random", footprint="64k", requests=20_000)
+    alone = coherent.accel("type1-asic", "rdany", **kw).iloc[0]
+    assert alone["home_requests_RdAny"] == alone["device_misses"] > 0
+    assert alone["fills_exclusive"] == alone["device_misses"] and alone["fills_shared"] == 0
+    shared = coherent.accel("type1-asic", "load", **kw).iloc[0]  # RdShared never grants E
+    assert shared["fills_exclusive"] == 0 and shared["fills_shared"] == shared["device_misses"]
+    # With host cores reading the same lines, RdAny gets S for lines the host holds.
+    busy = coherent.accel("type1-asic", "rdany", host_threads=4, host_store_fraction=0.0, **kw).iloc[0]
+    assert busy["fills_shared"] > 0 and busy["fills_exclusive"] > 0
+
+
+def test_message_buffers_stay_bounded_however_long_the_run():
+    runs = [coherent.accel("type1-asic", "store", "random", footprint="1m", requests=n, host_threads=4).iloc[0]
+            for n in (50_000, 500_000)]
+    assert runs[1]["device_stores"] == 500_000
+    for key in ("messages_allocated", "accesses_allocated", "max_home_tracker", "max_mshrs"):
+        assert runs[1][key] <= runs[0][key] * 1.5 + 8, key
+    assert runs[1]["quiet_at_end"] == 1
+    assert runs[1]["max_home_tracker"] <= coherent.load("type1-asic").home.tracker
 
 
 # ---------------------------------------------------------------- physics
@@ -198,7 +220,7 @@ def test_dma_latency_is_its_phases_and_completion_mode_costs_what_it_should():
 # ---------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("kw,msg", [
-    ({"op": "fetch"}, "accel.op = 'fetch' is not allowed; allowed values: load, store, rdcurr, itomwr, wrinv"),
+    ({"op": "fetch"}, "accel.op = 'fetch' is not allowed; allowed values: load, store, rdcurr, rdany, itomwr, wrinv"),
     ({"target": "device"}, "accel.target = 'device' is not allowed with accel.type = 1"),
     ({"depth": 0}, "accel.depth = 0 is out of range; allowed: 1 to 4096"),
     ({"pattern": "zigzag"}, "accel.pattern = 'zigzag' is not allowed"),

@@ -18,9 +18,10 @@ Access::Kind kindOf(const std::string& op, const char* where) {
     if (op == "load") return Access::Load;
     if (op == "store") return Access::Store;
     if (op == "rdcurr") return Access::LoadCurrent;
+    if (op == "rdany") return Access::LoadAny;
     if (op == "itomwr") return Access::StoreNoAlloc;
     if (op == "wrinv") return Access::StoreWrInv;
-    throw ConfigError(std::string(where) + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, itomwr, wrinv");
+    throw ConfigError(std::string(where) + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, rdany, itomwr, wrinv");
 }
 
 bool writes(Access::Kind k) { return k == Access::Store || k == Access::StoreNoAlloc || k == Access::StoreWrInv; }
@@ -136,6 +137,7 @@ void CoherentSystem::report(Report& r, Tick end) const {
         sum.fwdReads += s.fwdReads;
         sum.dmaTransfers += s.dmaTransfers;
         sum.dmaBytes += s.dmaBytes;
+        for (int k = 0; k < 4; ++k) sum.grants[k] += s.grants[k];
         maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
         maxUp = std::max(maxUp, devices[i]->up().maxQueued());
         maxDown = std::max(maxDown, home->down(uint16_t(i)).maxQueued());
@@ -152,6 +154,8 @@ void CoherentSystem::report(Report& r, Tick end) const {
     r.emplace_back("device_hits", double(sum.hits));
     r.emplace_back("device_misses", double(sum.misses));
     r.emplace_back("mshr_full_stalls", double(sum.mshrFull));
+    r.emplace_back("fills_shared", double(sum.grants[int(MState::S)]));
+    r.emplace_back("fills_exclusive", double(sum.grants[int(MState::E)]));
     r.emplace_back("snoops_received_SnpData", double(sum.snoopsRecv[0]));
     r.emplace_back("snoops_received_SnpInv", double(sum.snoopsRecv[1]));
     r.emplace_back("snoops_received_SnpCur", double(sum.snoopsRecv[2]));
@@ -530,7 +534,7 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
             a->kind = unc ? (q.rng.uniform() < 0.5 ? Access::StoreNoAlloc : Access::StoreWrInv) : Access::Store;
             a->value = ++storeSeq;
         } else {
-            a->kind = unc ? Access::LoadCurrent : Access::Load;
+            a->kind = unc ? Access::LoadCurrent : (q.dev >= 0 && q.rng.uniform() < 0.5) ? Access::LoadAny : Access::Load;
         }
         a->issued = sys.loop.now();
         Req* qp = &q;

@@ -45,7 +45,7 @@ class CoherentSystem {
 };
 
 struct AccelConfig {
-    std::string op = "load";          // load, store, rdcurr, itomwr, wrinv
+    std::string op = "load";          // load (RdShared), store (RdOwn), rdcurr, rdany, itomwr, wrinv
     std::string pattern = "random";   // single, sequential, random
     std::string target = "host";      // host memory or (Type-2) device memory
     uint32_t requesters = 4;          // per device

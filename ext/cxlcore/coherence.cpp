@@ -383,6 +383,7 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
     const uint64_t L = a->line;
     const bool write = isWrite(a->kind);
     Opc op = a->kind == Access::LoadCurrent    ? Opc::RdCurr
+             : a->kind == Access::LoadAny      ? Opc::RdAny
              : a->kind == Access::StoreNoAlloc ? Opc::ItoMWr
              : a->kind == Access::StoreWrInv   ? Opc::WrInv
              : write                           ? Opc::RdOwn
@@ -514,6 +515,7 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
     w.reserved = false;
     w.lru = ++lruClock_;
     MState g = ms.granted == MState::M ? MState::E : ms.granted;
+    ++stats_.grants[int(g)];
     setState(w, g);
     finishMshr(line);
 }
@@ -1186,8 +1188,10 @@ void HomeAgent::start(HTxn* t) {
         case Opc::RdShared:
         case Opc::RdAny:
         case Opc::RdCurr: {
-            if (l.owner >= 0 && l.owner != d)
+            if (l.owner >= 0 && l.owner != d) {
                 snoop(t, uint16_t(l.owner), t->op == Opc::RdCurr ? Opc::SnpCur : Opc::SnpData, L);
+                t->snoopedCur = t->op == Opc::RdCurr;
+            }
             if (l.host != MState::I) {
                 t->value = l.value;
                 t->haveData = true;
@@ -1291,7 +1295,9 @@ void HomeAgent::finish(HTxn* t) {
     if (!t->haveData && t->memHave) {
         t->value = t->memValue;
         t->haveData = true;
-        if (checker_) checker_->memory(L, t->value, now());
+        // After SnpCur a clean owner keeps E and may write at once: RdCurr's
+        // snapshot is as of the snoop, so later writes do not make it stale.
+        if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
     }
     HLine& l = lines_[L];
     const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr;
@@ -1323,7 +1329,9 @@ void HomeAgent::finish(HTxn* t) {
                 t->acc->value = t->value;
                 if (checker_) checker_->read(L, numDevs_, t->value, now());
             } else {
-                const bool alone = (l.sharers & ~(1u << d)) == 0 && l.host == MState::I && l.owner < 0;
+                // Device memory may be cached by its device out of the host's
+                // sight, so only host memory can be granted exclusive here.
+                const bool alone = (l.sharers & ~(1u << d)) == 0 && l.host == MState::I && l.owner < 0 && !memOwner(L);
                 const MState s = (op == Opc::RdAny && alone) ? MState::E : MState::S;
                 l.sharers |= 1u << d;
                 if (s == MState::E) l.owner = d;

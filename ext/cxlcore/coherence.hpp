@@ -137,7 +137,7 @@ class CoherenceChecker {
 
 // A load or store of one line by a requester (device thread or host core).
 struct Access {
-    enum Kind : uint8_t { Load, Store, LoadCurrent, StoreNoAlloc, StoreWrInv };
+    enum Kind : uint8_t { Load, Store, LoadCurrent, StoreNoAlloc, StoreWrInv, LoadAny };
     Kind kind = Load;
     uint64_t line = 0;
     uint64_t value = 0;   // store: value written; load: value read
@@ -225,6 +225,7 @@ struct AccelStats {
     uint64_t snoopsRecv[3] = {0, 0, 0};  // SnpData, SnpInv, SnpCur
     uint64_t cleanEvicts = 0, dirtyEvicts = 0, bogusData = 0, hostBiasFlips = 0, deviceBiasFlips = 0;
     uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
+    uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
     uint64_t dmaTransfers = 0, dmaBytes = 0;
 };
 
@@ -363,7 +364,7 @@ struct HTxn {
     Access* acc = nullptr;
     Msg* req = nullptr;
     uint32_t snoopsOut = 0, dataOut = 0;
-    bool memOut = false, haveData = false, dirty = false, memHave = false;
+    bool memOut = false, haveData = false, dirty = false, memHave = false, snoopedCur = false;
     uint64_t value = 0, memValue = 0;
     Tick waitStart = 0;
 };

@@ -86,8 +86,16 @@ class AccelSystem:
             kw[g] = t.from_dict(d.get(g, {}), g)
         return cls(**kw).validate()
 
+    kind = "accel"
+
     def parameters(self) -> Dict[str, Any]:
         return {f"{g}.{k}": v for g, _ in _GROUPS for k, v in getattr(self, g).to_dict().items()}
+
+    def get(self, path: str) -> Any:
+        params = self.parameters()
+        if path not in params:
+            raise ParamError(f"{path} is not a parameter of an accelerator system")
+        return params[path]
 
     def replace(self, **overrides: Any) -> "AccelSystem":
         """A copy with dotted parameters changed, e.g. ``replace(**{"accel.type": 2})``."""

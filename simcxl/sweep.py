@@ -39,12 +39,24 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
                "lines_per_thread": (100, 1 << 34, int)},
     "lmbench": {"working_set_bytes": (64, 1 << 40, int), "stride": (0, 1 << 30, int), "accesses": (1, 1 << 32, int)},
     "loaded-latency": {"threads": (1, 1024, int), "read_fraction": (0.0, 1.0, float), "requests": (100, 1 << 40, int)},
+    # CXL.cache accelerators (the base is an accelerator preset)
+    "accel": {"op": (("load", "store", "rdcurr", "rdany", "itomwr", "wrinv"),),
+              "pattern": (("single", "sequential", "random"),), "target": (("host", "device"),),
+              "requesters": (1, 1024, int), "depth": (1, 4096, int), "footprint_bytes": (64, 1 << 40, int),
+              "requests": (1, 1 << 40, int), "host_threads": (0, 1024, int),
+              "host_store_fraction": (0.0, 1.0, float)},
+    "dma-vs-cache": {"transfer_bytes": (1, 1 << 30, int), "mechanism": (("dma", "cxl.cache"),),
+                     "cache_op": (("load", "rdcurr"),), "stream_bytes": (64, 1 << 34, int)},
 }
+#: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
+COHERENT = ("accel", "dma-vs-cache")
 DEFAULT_METRICS = {
     "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"],
     "stream": ["stream_gbps", "read_gbps", "write_gbps"],
     "lmbench": ["latency_ns", "hit_memory"],
     "loaded-latency": ["bandwidth_gbps", "latency_ns"],
+    "accel": ["bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate"],
+    "dma-vs-cache": ["latency_ns", "bandwidth_gbps"],
 }
 METHODS = ("grid", "random", "lhs")
 
@@ -113,8 +125,15 @@ class Sweep:
 
     # -- checking, before anything runs ------------------------------------------------
 
-    def base_system(self) -> System:
+    def base_system(self):
         base = self.base
+        if self.workload.get("kind", "traffic") in COHERENT:
+            from . import coherent
+            if self.folder is not None and base not in coherent.preset_names() and not Path(base).is_absolute():
+                candidate = self.folder / base
+                if candidate.exists():
+                    base = str(candidate)
+            return coherent.load(base)
         if self.folder is not None and base not in presets.names() and not Path(base).is_absolute():
             candidate = self.folder / base
             if candidate.exists():
@@ -233,7 +252,16 @@ def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], se
     wl.update({k.split(".", 1)[1]: v for k, v in params.items() if k.startswith("workload.")})
     kind = wl.pop("kind", "traffic")
     s = base.replace(seed=seed, **sys_over)
-    if kind == "traffic":
+    if kind == "accel":
+        from . import coherent
+        df = coherent.accel(s, **{("footprint" if k == "footprint_bytes" else k): v for k, v in wl.items()})
+    elif kind == "dma-vs-cache":
+        from . import coherent
+        size = wl.pop("transfer_bytes", 64)
+        mech = wl.pop("mechanism", "cxl.cache")
+        df = coherent.dma_vs_cache(s, [size], **wl)
+        df = df[df["mechanism"] == mech].reset_index(drop=True)
+    elif kind == "traffic":
         df = engine.traffic(s, **wl)
     elif kind == "stream":
         kernel = wl.pop("kernel", "triad")

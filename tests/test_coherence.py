@@ -10,6 +10,8 @@ from simcxl import _core, coherent
 from simcxl.cli import main
 from simcxl.params import ParamError
 
+from conftest import REPO
+
 TYPE2_MODES = {
     "host-bias-via-host": {"accel.type": 2, "accel.auto_bias_flip": 0, "accel.device_bias": 0},
     "bias-flips": {"accel.type": 2, "accel.auto_bias_flip": 1, "accel.device_bias": 0},
@@ -265,3 +267,21 @@ def test_accel_cli_table_and_plot(tmp_path):
     assert res.exit_code == 0, res.output
     assert "mean ns per access by stage" in res.stdout and "type2-hdmdb" in res.stdout
     assert (tmp_path / "b.png").exists() and (tmp_path / "r.csv").read_text().count("\n") == 3
+
+
+def test_sweeps_cover_accelerators(tmp_path):
+    from simcxl import sweep as sw
+    spec = sw.Sweep.from_toml(REPO / "examples" / "dma_vs_cache_engines.toml")
+    df = sw.run(spec, tmp_path / "out")
+    assert (df["status"] == "ok").all() and len(df) == 24
+    small = df[df["param.workload.transfer_bytes"] == 64]
+    dma = small[small["param.workload.mechanism"] == "dma"].groupby("param.dma.engines")["bandwidth_gbps"].mean()
+    cache = small[small["param.workload.mechanism"] == "cxl.cache"].groupby("param.cache.mshrs")["bandwidth_gbps"].mean()
+    assert dma[4] > 2.5 * dma[1]      # descriptors in flight lift DMA
+    assert cache[64] > 2.0 * cache[16]  # MSHRs lift CXL.cache
+    with pytest.raises(ParamError, match="workload.mechanism"):
+        sw.Sweep.from_dict({"base": "type1-asic", "workload": {"kind": "dma-vs-cache", "mechanism": "pio"},
+                            "axes": [{"param": "dma.engines", "values": [1]}]})
+    with pytest.raises(ParamError, match="cache.nope is not a parameter"):
+        sw.Sweep.from_dict({"base": "type1-asic", "workload": {"kind": "accel"},
+                            "axes": [{"param": "cache.nope", "values": [1]}]})

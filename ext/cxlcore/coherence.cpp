@@ -47,6 +47,11 @@ void finishAccess(Access* a) {
     a->onDone = nullptr;
     f(a);
 }
+// Reads do not grow the functional store: unwritten lines read as 0.
+uint64_t valueOf(const Values& v, uint64_t line) {
+    auto it = v.find(line);
+    return it == v.end() ? 0 : it->second;
+}
 constexpr uint64_t lineOf(uint64_t a) { return a & ~uint64_t(kLineBytes - 1); }
 bool isWrite(Access::Kind k) {
     return k == Access::Store || k == Access::StoreNoAlloc || k == Access::StoreWrInv;
@@ -206,14 +211,17 @@ uint32_t Wire::units(const Msg* m) const {
 
 void Wire::send(Msg* m) {
     m->sent = sender_->now();
-    q_[ordered_ ? 0 : m->cls].push_back(m);
+    const int qi = ordered_ ? 0 : m->cls;
+    q_[qi].push_back(m);
+    busy_ |= 1u << qi;
     pump();
 }
 
 void Wire::pump() {
     const Tick now = sender_->now();
     size_t total = 0;
-    for (int qi = 0; qi < (ordered_ ? 1 : int(kNumCClasses)); ++qi) {
+    for (uint32_t mask = busy_; mask; mask &= mask - 1) {
+        const int qi = __builtin_ctz(mask);
         auto& q = q_[qi];
         while (!q.empty()) {
             Msg* m = q.front();
@@ -234,6 +242,7 @@ void Wire::pump() {
             ++sent_[m->cls];
             rx_->receive(m, arr);
         }
+        if (q.empty()) busy_ &= ~(1u << qi);
         total += q.size();
     }
     maxQueued_ = std::max(maxQueued_, total);
@@ -488,7 +497,7 @@ void Accelerator::localFill(uint64_t line, Access* a, Mshr& ms) {
             if (it == mshrs_.end()) protocolError("device memory fill without an MSHR");
             Mshr& m = it->second;
             a->leave(kAMemory, now());
-            m.value = memVals_[line];
+            m.value = valueOf(memVals_, line);
             m.gotGo = m.gotData = true;
             const bool sharedWithHost = ap_.hdm_db && hostCopy_.count(line);
             m.granted = sharedWithHost ? MState::S : isWrite(a->kind) ? MState::M : MState::E;
@@ -703,7 +712,7 @@ void Accelerator::hostMemAccess(Msg* m) {
                 auto it2 = mshrs_.find(L);
                 if (it2 == mshrs_.end()) protocolError("MemRdFwd fill without an MSHR");
                 a->leave(kAMemory, now());
-                it2->second.value = memVals_[L];
+                it2->second.value = valueOf(memVals_, L);
                 it2->second.granted = g;
                 if (checker_) checker_->memory(L, it2->second.value, now());
                 install(L, it2->second);
@@ -736,7 +745,7 @@ void Accelerator::hostMemAccess(Msg* m) {
     later_.push(now() + memLat_ + extra, [this, L, acc, txn] {
         mem_->read(L - memBase_, [this, L, acc, txn] {
             Msg* r = msg(Opc::MemData, kCS2M, L);
-            r->value = memVals_[L];
+            r->value = valueOf(memVals_, L);
             r->acc = acc;
             r->txn = txn;
             up_.send(r);
@@ -1137,7 +1146,7 @@ void HomeAgent::memRead(HTxn* t) {
     }
     dram_.read(L, [this, t] {
         t->memOut = false;
-        t->memValue = mem_[t->line];
+        t->memValue = valueOf(mem_, t->line);
         t->memHave = true;
         if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kAMemory, now());
         maybeFinish(t);

@@ -202,6 +202,7 @@ class Wire {
     std::array<CreditPool, kNumCClasses> credits_;
     std::array<std::deque<Msg*>, kNumCClasses> q_;
     std::array<uint64_t, kNumCClasses> sent_ = {};
+    uint32_t busy_ = 0;  // queues holding messages
     size_t maxQueued_ = 0;
 };
 

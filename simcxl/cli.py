@@ -56,16 +56,7 @@ def load_memories(memories: List[str], overrides: List[str]) -> List[System]:
     for m in memories:
         s = presets.load(m)
         if overrides:
-            kv = {}
-            for o in overrides:
-                if "=" not in o:
-                    raise ParamError(f"--set {o!r} is not KEY=VALUE (e.g. cxl.link.lanes=8)")
-                k, v = o.split("=", 1)
-                try:
-                    kv[k.strip()] = json.loads(v)
-                except json.JSONDecodeError:
-                    raise ParamError(f"--set {k}: value {v!r} is not a number") from None
-            s = s.replace(**kv)
+            s = s.replace(**_kv(overrides, "cxl.link.lanes=8"))
         out.append(s)
     return out
 
@@ -321,14 +312,7 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
         stages = [c for c in df.columns if c.startswith("stage_") and df[c].any()]
         click.echo("mean ns per access by stage:")
         click.echo(table(df.rename(columns={c: c[6:-3] for c in stages}), ["system"] + [c[6:-3] for c in stages]))
-    if csv_path:
-        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(csv_path, index=False)
-        click.echo(f"wrote {csv_path}", err=True)
-    if plot:
-        from . import plots
-        plots.accel_breakdown(df, plot)
-        click.echo(f"wrote {plot}", err=True)
+    _outputs(df, plot, csv_path, "accel")
 
 
 @run.command("dma-vs-cache")
@@ -365,14 +349,7 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
                        f"{sm['latency_reduction_pct']:.0f}% and gives {sm['bandwidth_gain']:.1f}x the bandwidth; "
                        + (f"DMA bandwidth overtakes from {over} B" if over else "DMA never overtakes")
                        + " (published: 68% and 14.4x at a cache line)")
-    if csv_path:
-        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(csv_path, index=False)
-        click.echo(f"wrote {csv_path}", err=True)
-    if plot:
-        from . import plots
-        plots.dma_vs_cache(df, plot)
-        click.echo(f"wrote {plot}", err=True)
+    _outputs(df, plot, csv_path, "dma-vs-cache")
 
 
 @run.command("sharing")
@@ -439,7 +416,8 @@ def _outputs(df: pd.DataFrame, plot: Optional[str], csv_path: Optional[str], kin
         click.echo(f"wrote {csv_path}", err=True)
     if plot:
         from . import plots
-        {"lmbench": plots.lmbench, "stream": plots.stream, "loaded-latency": plots.loaded_latency}[kind](df, plot)
+        {"lmbench": plots.lmbench, "stream": plots.stream, "loaded-latency": plots.loaded_latency,
+         "accel": plots.accel_breakdown, "dma-vs-cache": plots.dma_vs_cache}[kind](df, plot)
         click.echo(f"wrote {plot}", err=True)
 
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Sequence, Union
 
 import pandas as pd
 
 from . import _core
 from .engine import Progress, _version, parse_size
 from .params import (AccelParams, DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, ParamError,
-                     ParamGroup)
+                     set_dotted)
 
 PRESET_DIR = Path(__file__).with_name("presets") / "accel"
 
@@ -104,19 +104,8 @@ class AccelSystem:
         for path, value in overrides.items():
             if path == "seed":
                 new.seed = value
-                continue
-            group, _, leaf = path.rpartition(".")
-            obj: Optional[ParamGroup] = groups.get(group)
-            if obj is None:
-                raise ParamError(f"{path} is not a parameter of an accelerator system; allowed groups: "
-                                 f"{', '.join(groups)}")
-            names = [f.name for f in fields(obj)]
-            if leaf not in names:
-                raise ParamError(f"{path} is not a parameter; allowed in {group}: {', '.join(names)}")
-            ftype = next(f.type for f in fields(obj) if f.name == leaf)
-            if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
-                value = int(value)
-            setattr(obj, leaf, value)
+            else:
+                set_dotted(groups, path, value, "an accelerator system")
         return new.validate()
 
 

@@ -29,6 +29,21 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str) -> None:
+    """Sets ``group.leaf`` among named parameter groups (whole floats become ints for int fields)."""
+    group, _, leaf = path.rpartition(".")
+    obj = groups.get(group)
+    if obj is None:
+        raise ParamError(f"{path} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
+    names = [f.name for f in fields(obj)]
+    if leaf not in names:
+        raise ParamError(f"{path} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
+    ftype = next(f.type for f in fields(obj) if f.name == leaf)
+    if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    setattr(obj, leaf, value)
+
+
 class ParamGroup:
     """Base of the flat parameter groups (one per C++ struct)."""
 
@@ -454,20 +469,7 @@ class System:
             if path == "seed":
                 new.seed = value
                 continue
-            *parents, leaf = path.split(".")
-            group = ".".join(parents)
-            obj = new._groups().get(group)
-            if obj is None:
-                raise ParamError(f"{path} is not a parameter of this {self.kind} system; allowed groups: "
-                                 f"{', '.join(new._groups())}")
-            names = [f.name for f in fields(obj)]
-            if leaf not in names:
-                raise ParamError(f"{path} is not a parameter of this {self.kind} system; allowed in {group}: "
-                                 f"{', '.join(names)}")
-            ftype = next(f.type for f in fields(obj) if f.name == leaf)
-            if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
-                value = int(value)
-            setattr(obj, leaf, value)
+            set_dotted(new._groups(), path, value, f"this {self.kind} system")
         return new.validate()
 
     def _groups(self) -> Dict[str, ParamGroup]:

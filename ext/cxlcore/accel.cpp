@@ -26,29 +26,13 @@ Access::Kind kindOf(const std::string& op, const char* where) {
 
 bool writes(Access::Kind k) { return k == Access::Store || k == Access::StoreNoAlloc || k == Access::StoreWrInv; }
 
-class AccessPool {
+// The callback is dropped on return so an access holds no stale captures.
+class AccessPool : public ObjectPool<Access> {
   public:
-    Access* get() {
-        Access* a;
-        if (free_.empty()) {
-            store_.emplace_back(new Access());
-            a = store_.back().get();
-        } else {
-            a = free_.back();
-            free_.pop_back();
-            *a = Access();
-        }
-        return a;
-    }
     void put(Access* a) {
         a->onDone = nullptr;
-        free_.push_back(a);
+        ObjectPool<Access>::put(a);
     }
-    size_t allocated() const { return store_.size(); }
-
-  private:
-    std::vector<std::unique_ptr<Access>> store_;
-    std::vector<Access*> free_;
 };
 
 // Latency statistics of completed accesses, with the per-stage breakdown.

@@ -1060,15 +1060,7 @@ void HomeAgent::hostAccess(Access* a) {
         return;
     }
     ++stats_.hostMisses;
-    HTxn* t = nullptr;
-    if (freeTxn_.empty()) {
-        txnStore_.emplace_back(new HTxn());
-        t = txnStore_.back().get();
-    } else {
-        t = freeTxn_.back();
-        freeTxn_.pop_back();
-        *t = HTxn();
-    }
+    HTxn* t = txns_.get();
     t->op = write ? Opc::RdOwn : Opc::RdShared;
     t->dev = -1;
     t->line = a->line;
@@ -1399,7 +1391,7 @@ void HomeAgent::finish(HTxn* t) {
         --tracker_;
     }
     Access* hostAcc = d < 0 ? t->acc : nullptr;
-    freeTxn_.push_back(t);
+    txns_.put(t);
     if (op == Opc::BiasFlipReq) {
         const uint64_t bytes = ports_[d].dev->ap_.bias_page_bytes;
         for (uint64_t x = L; x < L + bytes; x += kLineBytes) {
@@ -1487,15 +1479,7 @@ void HomeAgent::handle(Msg* m) {
     switch (m->cls) {
         case kCD2HReq: {
             // A tracker entry holds the request until it completes (its credit returns then).
-            HTxn* t;
-            if (freeTxn_.empty()) {
-                txnStore_.emplace_back(new HTxn());
-                t = txnStore_.back().get();
-            } else {
-                t = freeTxn_.back();
-                freeTxn_.pop_back();
-                *t = HTxn();
-            }
+            HTxn* t = txns_.get();
             t->op = m->op;
             t->dev = dev;
             t->line = m->line;
@@ -1599,15 +1583,7 @@ void HomeAgent::handle(Msg* m) {
                 return;
             }
             // BISnp: ordered with the host's other requests to the line.
-            HTxn* t;
-            if (freeTxn_.empty()) {
-                txnStore_.emplace_back(new HTxn());
-                t = txnStore_.back().get();
-            } else {
-                t = freeTxn_.back();
-                freeTxn_.pop_back();
-                *t = HTxn();
-            }
+            HTxn* t = txns_.get();
             t->op = m->op;
             t->dev = dev;
             t->line = m->line;

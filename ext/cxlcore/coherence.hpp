@@ -88,25 +88,7 @@ struct Msg {
     Tick sent = 0;
 };
 
-class MsgPool {
-  public:
-    Msg* get() {
-        if (free_.empty()) {
-            store_.emplace_back(new Msg());
-            return store_.back().get();
-        }
-        Msg* m = free_.back();
-        free_.pop_back();
-        *m = Msg();
-        return m;
-    }
-    void put(Msg* m) { free_.push_back(m); }
-    size_t allocated() const { return store_.size(); }
-
-  private:
-    std::vector<std::unique_ptr<Msg>> store_;
-    std::vector<Msg*> free_;
-};
+using MsgPool = ObjectPool<Msg>;
 
 // Single-writer/multiple-reader and data-value checker. Agents are the
 // devices' caches and the host (index = number of devices).
@@ -438,8 +420,7 @@ class HomeAgent : public Endpoint {
     Values mem_;
     Tick lat_, hostHit_;
     size_t tracker_ = 0;
-    std::deque<HTxn*> freeTxn_;
-    std::vector<std::unique_ptr<HTxn>> txnStore_;
+    ObjectPool<HTxn> txns_;
     TimedQueue<std::function<void()>> later_;
     std::function<void(DmaJob*)> dmaDone_;
     std::deque<HTxn*> deferredFlips_;

@@ -103,6 +103,28 @@ class TxnPool {
 
 class Component;
 
+// Recycles objects of one kind so memory stays flat however long a run is.
+template <typename T>
+class ObjectPool {
+  public:
+    T* get() {
+        if (free_.empty()) {
+            store_.emplace_back(new T());
+            return store_.back().get();
+        }
+        T* t = free_.back();
+        free_.pop_back();
+        *t = T();
+        return t;
+    }
+    void put(T* t) { free_.push_back(t); }
+    size_t allocated() const { return store_.size(); }
+
+  private:
+    std::vector<std::unique_ptr<T>> store_;
+    std::vector<T*> free_;
+};
+
 // The engine a component lives in: the standalone EventLoop or a gem5 wrapper.
 class Host {
   public:

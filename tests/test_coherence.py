@@ -285,3 +285,11 @@ def test_sweeps_cover_accelerators(tmp_path):
     with pytest.raises(ParamError, match="cache.nope is not a parameter"):
         sw.Sweep.from_dict({"base": "type1-asic", "workload": {"kind": "accel"},
                             "axes": [{"param": "cache.nope", "values": [1]}]})
+
+
+def test_demo_cxl_cache_part(tmp_path, capsys):
+    from simcxl import demo
+    demo._cxl_cache(tmp_path)
+    out = capsys.readouterr().out
+    assert "At 64 B CXL.cache cuts latency by" in out and "published: 68% and 14.4x" in out
+    assert (tmp_path / "dma_vs_cache.png").stat().st_size > 10_000

@@ -1,10 +1,11 @@
-"""Checkpoint and restore through a SimCXL expander (NULL ISA, PyTrafficGen).
+"""Checkpoint and restore through a SimCXL host bridge and expander (NULL ISA, PyTrafficGen).
 
 A save run drives phase 1 (random reads and writes), checkpoints the drained
 system, resets the stats and drives phase 2. A restore run starts from that
 checkpoint and drives the same phase 2. The phase-2 stats of both runs must be
-identical: the expander's timing state (open rows, refresh phase, link flit
-packing, credits still returning) travels in the checkpoint with the data.
+identical: the bridge's and each expander's timing state (open rows, refresh phase,
+link flit packing, credits still returning) travels in the checkpoint with
+the data.
 
     $GEM5 -d m5save gem5_configs/cxl_checkpoint.py --save ckpt --csv save.csv
     $GEM5 -d m5rest gem5_configs/cxl_checkpoint.py --restore ckpt --csv restore.csv
@@ -23,8 +24,7 @@ from m5.objects import (AddrRange, PyTrafficGen, Root, SrcClockDomain, System, S
 from m5.ticks import fromSeconds  # noqa: E402
 from m5.util.convert import toLatency  # noqa: E402
 
-from simcxl.gem5 import read_stats, simobject_params, stat  # noqa: E402
-from simcxl.presets import load  # noqa: E402
+from simcxl.gem5 import host_bridge, read_stats, stat  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 mode = parser.add_mutually_exclusive_group(required=True)
@@ -35,17 +35,16 @@ parser.add_argument("--phase1", default="20us", help="traffic before the checkpo
 parser.add_argument("--phase2", default="20us", help="traffic after it")
 parser.add_argument("--rd-perc", type=int, default=70)
 parser.add_argument("--period", default="2ns", help="mean time between requests")
+parser.add_argument("--ways", type=int, default=None, help="HDM interleave ways = root ports = expanders")
 parser.add_argument("--csv", default=None)
 args = parser.parse_args()
-
-from m5.objects import CXLMemExpander  # noqa: E402
 
 SIZE = 1 << 28
 system = System(mem_mode="timing", mem_ranges=[AddrRange(SIZE)])
 system.clk_domain = SrcClockDomain(clock="1GHz", voltage_domain=VoltageDomain())
 system.membus = SystemXBar()
 system.system_port = system.membus.cpu_side_ports
-system.cxl = CXLMemExpander(range=system.mem_ranges[0], **simobject_params(load(args.memory)))
+system.cxl = host_bridge(args.memory, window=system.mem_ranges[0], ways=args.ways)
 system.cxl.port = system.membus.mem_side_ports
 system.tgen = PyTrafficGen()
 system.tgen.port = system.membus.cpu_side_ports

@@ -1,4 +1,5 @@
-"""NULL-ISA TestBoard: a traffic generator against a SimCXL CXL expander.
+"""NULL-ISA TestBoard: a traffic generator against a SimCXL CXL memory (a host
+bridge with one Type-3 expander per root port).
 
     $GEM5 gem5_configs/cxl_traffic.py --memory cxl-asic --pattern random --rd-perc 100 \\
         --rate 64GiB/s --duration 200us --csv out.csv
@@ -22,7 +23,7 @@ from gem5.components.processors.linear_generator import LinearGenerator  # noqa:
 from gem5.components.processors.random_generator import RandomGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat  # noqa: E402
+from simcxl.gem5 import cxl_memory, read_stats, set_param, stat  # noqa: E402
 
 STAGES = ("host_uncore", "host_port", "link_req", "device", "media_queue", "media_service", "link_resp")
 
@@ -33,15 +34,17 @@ parser.add_argument("--rd-perc", type=int, default=100, help="read percentage, 0
 parser.add_argument("--rate", default="64GiB/s", help="offered load of the generator")
 parser.add_argument("--duration", default="200us")
 parser.add_argument("--size", default="1GiB", help="memory size the generator spans")
+parser.add_argument("--ways", type=int, default=None, help="HDM interleave ways = root ports = expanders")
 parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                    help="set a CXLMemExpander parameter directly, e.g. link_lanes=8 (checked by the "
-                         "timing core when gem5 instantiates it); repeatable")
+                    help="set a SimObject parameter directly: bridge_* on the CXLHostBridge, others (link_lanes=8, "
+                         "...) on every CXLType3Expander (checked by the timing core when gem5 instantiates "
+                         "them); repeatable")
 parser.add_argument("--csv", default=None, help="write the table here")
 args = parser.parse_args()
 if not 0 <= args.rd_perc <= 100:
     parser.error(f"--rd-perc = {args.rd_perc} is out of range; allowed: 0 to 100")
 
-memory = cxl_memory(args.memory, size=args.size)
+memory = cxl_memory(args.memory, size=args.size, ways=args.ways)
 for item in args.param:
     name, sep, value = item.partition("=")
     if not sep:
@@ -50,7 +53,7 @@ for item in args.param:
         number = int(value)
     except ValueError:
         number = float(value)
-    setattr(memory.module, name.strip(), number)
+    set_param(memory.bridge, name.strip(), number)
 gen_cls = LinearGenerator if args.pattern == "linear" else RandomGenerator
 generator = gen_cls(duration=args.duration, rate=args.rate, max_addr=memory.get_size(), rd_perc=args.rd_perc)
 board = TestBoard(clk_freq="1GHz", generator=generator, memory=memory, cache_hierarchy=None)
@@ -62,8 +65,9 @@ print(f"exit: {simulator.get_last_exit_event_cause()} at tick {simulator.get_cur
 m5.stats.dump()
 
 stats = read_stats(Path(m5.options.outdir) / "stats.txt")
-mem = stat(stats, r"memory\.module\.")
-short = {k.split("memory.module.", 1)[1]: v for k, v in mem.items()}
+mem = stat(stats, r"memory\.bridge\.")
+every = {k.split("memory.bridge.", 1)[1]: v for k, v in mem.items()}
+short = {k: v for k, v in every.items() if "." not in k}  # the bridge's own stats
 reads = short.get("readReqs", 0.0)
 row = {
     "memory": args.memory, "pattern": args.pattern, "rd_perc": args.rd_perc, "rate": args.rate,
@@ -74,6 +78,12 @@ row = {
 }
 for s in STAGES:
     row[f"{s}_ns"] = short.get(f"stageTicks::{s}", 0.0) / max(reads, 1.0) / 1000.0
+# Per expander (root port): bandwidth each way, replayed flits, DevLoad.
+for i, e in enumerate(memory.bridge.expanders):
+    name = e.get_name()
+    row[f"exp{i}_read_gbps"] = every.get(f"{name}.readBandwidth", 0.0) / 1e9
+    row[f"exp{i}_write_gbps"] = every.get(f"{name}.writeBandwidth", 0.0) / 1e9
+    row[f"exp{i}_replayed_flits"] = every.get(f"{name}.replayedFlits", 0.0)
 width = max(len(k) for k in row)
 for k, v in row.items():
     print(f"{k:<{width}}  {v:.3f}" if isinstance(v, float) else f"{k:<{width}}  {v}")

@@ -11,47 +11,94 @@ from __future__ import annotations
 import re
 from dataclasses import fields
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .params import ParamError, System
 from .presets import load
 
-# SimObject parameter groups: prefix -> (attribute path in System, dataclass)
-GROUPS = (("bridge", "cxl.bridge"), ("link", "cxl.link"), ("device", "cxl.device"), ("media", "cxl.media"))
+# SimObject parameter groups: prefix -> attribute of System.cxl. The host
+# bridge takes the bridge group; each Type-3 expander (one per root port) the
+# link, device and media groups.
+BRIDGE_GROUPS = ("bridge",)
+EXPANDER_GROUPS = ("link", "device", "media")
+# The standalone engine seeds root port i's link with seed + 17 * i.
+PORT_SEED_STRIDE = 17
 
 
-def simobject_params(system: System) -> Dict[str, object]:
-    """The CXLMemExpander parameters of a cxl-type3 system (prefixed names)."""
+def _cxl(system: System):
     if system.kind != "cxl-type3":
         raise ParamError(f"memory {system.name} is a {system.kind}; the gem5 CXL component needs a cxl-type3 preset")
-    out: Dict[str, object] = {"seed": system.seed}
-    for prefix, path in GROUPS:
-        group = system.cxl
-        for part in path.split(".")[1:]:
-            group = getattr(group, part)
-        for f in fields(group):
-            out[f"{prefix}_{f.name}"] = getattr(group, f.name)
+    return system.cxl
+
+
+def _prefixed(system: System, groups: Sequence[str]) -> Dict[str, object]:
+    cxl = _cxl(system)
+    return {f"{prefix}_{f.name}": getattr(getattr(cxl, prefix), f.name)
+            for prefix in groups for f in fields(getattr(cxl, prefix))}
+
+
+def bridge_params(system: System) -> Dict[str, object]:
+    """The CXLHostBridge parameters of a cxl-type3 system (bridge_* names)."""
+    return _prefixed(system, BRIDGE_GROUPS)
+
+
+def expander_params(system: System, port: int = 0) -> Dict[str, object]:
+    """The CXLType3Expander parameters of root port `port` of a cxl-type3
+    system (seed, link_*, device_*, media_* names)."""
+    out: Dict[str, object] = {"seed": system.seed + PORT_SEED_STRIDE * port}
+    out.update(_prefixed(system, EXPANDER_GROUPS))
     return out
 
 
-def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB"):
-    """A gem5 stdlib memory system (for TestBoard, SimpleBoard, X86Board slots)
-    holding one CXL Type-3 expander timed by the SimCXL core."""
-    from m5.objects import CXLMemExpander  # noqa: F401  (lazy: needs gem5)
+def interleaved(memory: Union[str, Path, System], ways: Optional[int] = None,
+                granularity: Optional[int] = None) -> System:
+    """A cxl-type3 system whose host window interleaves `ways` root ports (one
+    expander each) at `granularity` bytes; None keeps the preset's value."""
+    system = load(memory)
+    _cxl(system)
+    overrides: Dict[str, object] = {}
+    if ways is not None:
+        overrides["cxl.bridge.root_ports"] = ways
+        overrides["cxl.bridge.interleave_ways"] = ways
+    if granularity is not None:
+        overrides["cxl.bridge.interleave_bytes"] = granularity
+    return system.replace(**overrides) if overrides else system
+
+
+def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways: Optional[int] = None,
+                granularity: Optional[int] = None):
+    """A CXLHostBridge SimObject (its host window, an AddrRange, as `window` if given) with one
+    CXLType3Expander per root port, all from one preset or System; `ways`
+    and `granularity` override its HDM interleave (see `interleaved`)."""
+    from m5.objects import CXLHostBridge, CXLType3Expander  # lazy: needs gem5
+
+    system = interleaved(memory, ways, granularity)
+    ports = system.cxl.bridge.root_ports
+    bridge = CXLHostBridge(expanders=[CXLType3Expander(**expander_params(system, i)) for i in range(ports)],
+                           **bridge_params(system))
+    if window is not None:
+        bridge.range = window
+    bridge._simcxl_system = system  # the description it was built from
+    return bridge
+
+
+def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB", ways: Optional[int] = None,
+               granularity: Optional[int] = None):
+    """A gem5 stdlib memory system (for TestBoard, SimpleBoard, X86Board slots):
+    one CXL host window behind a CXLHostBridge (`.bridge`) with one
+    CXLType3Expander per root port, timed by the SimCXL core."""
     from m5.util.convert import toMemorySize
     from gem5.components.memory.abstract_memory_system import AbstractMemorySystem
     from gem5.utils.override import overrides
 
-    system = load(memory)
-    params = simobject_params(system)
+    bridge = host_bridge(memory, ways=ways, granularity=granularity)
 
     class CXLMemorySystem(AbstractMemorySystem):
         def __init__(self):
             super().__init__()
-            from m5.objects import CXLMemExpander as Expander
-            self.module = Expander(**params)
+            self.bridge = bridge
             self._size = toMemorySize(size)
-            self._simcxl_system = system  # the description it was built from
+            self._simcxl_system = bridge._simcxl_system
 
         @overrides(AbstractMemorySystem)
         def incorporate_memory(self, board) -> None:
@@ -59,11 +106,11 @@ def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB"
 
         @overrides(AbstractMemorySystem)
         def get_mem_ports(self):
-            return [(self.module.range, self.module.port)]
+            return [(self.bridge.range, self.bridge.port)]
 
         @overrides(AbstractMemorySystem)
         def get_memory_controllers(self):
-            return [self.module]
+            return [self.bridge]
 
         @overrides(AbstractMemorySystem)
         def get_size(self) -> int:
@@ -73,9 +120,18 @@ def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB"
         def set_memory_range(self, ranges) -> None:
             if len(ranges) != 1 or ranges[0].size() != self._size:
                 raise ParamError("the CXL memory takes one address range of its own size")
-            self.module.range = ranges[0]
+            self.bridge.range = ranges[0]
 
     return CXLMemorySystem()
+
+
+def set_param(bridge, name: str, value) -> None:
+    """Set one SimObject parameter by its prefixed name: bridge_* on the host
+    bridge, anything else (seed, link_*, device_*, media_*) on every expander.
+    gem5 refuses unknown names; the core checks values at instantiation."""
+    targets = [bridge] if name.startswith("bridge_") else list(bridge.expanders)
+    for t in targets:
+        setattr(t, name, value)
 
 
 _STAT = re.compile(r"^(\S+)\s+([-+0-9.eE]+|nan|inf)\s*(?:#\s*(.*))?$")
@@ -115,11 +171,16 @@ def stat(stats, pattern: str, dump: int = -1) -> Dict[str, float]:
     return {r[1]: r[2] for r in rows if r[0] == d and rx.search(r[1])}
 
 
+def bridge_names() -> Sequence[str]:
+    """CXLHostBridge parameter names from the dataclasses (bridge_*)."""
+    return [f"{p}_{f.name}" for p in BRIDGE_GROUPS for f in fields(_group_class(p))]
+
+
 def expander_names() -> Sequence[str]:
-    return [f"{p}_{f.name}" for p, path in GROUPS for f in fields(_group_class(path))]
+    """CXLType3Expander parameter names from the dataclasses, without seed."""
+    return [f"{p}_{f.name}" for p in EXPANDER_GROUPS for f in fields(_group_class(p))]
 
 
-def _group_class(path: str):
+def _group_class(prefix: str):
     from .params import BridgeParams, DeviceParams, DramParams, LinkParams
-    return {"cxl.bridge": BridgeParams, "cxl.link": LinkParams, "cxl.device": DeviceParams,
-            "cxl.media": DramParams}[path]
+    return {"bridge": BridgeParams, "link": LinkParams, "device": DeviceParams, "media": DramParams}[prefix]

@@ -1,4 +1,4 @@
-"""gem5 runs of the CXL expander. They need a gem5 binary built with this
+"""gem5 runs of the CXL host bridge and its Type-3 expanders. They need a gem5 binary built with this
 repository as EXTRAS, named by the environment variable GEM5. Figures the
 differential tests measure are printed (run with -s to see them)."""
 
@@ -92,18 +92,25 @@ def test_bad_preset_parameter_fails_before_gem5_objects_are_made(tmp_path):
     assert "Starting simulation" not in r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("param, message", [
-    ("link_lanes=3", "board.memory.module.link.lanes = 3 is not allowed; allowed values: 1, 2, 4, 8, 16"),
-    ("media_bus_bytes=8", "bus_bytes x burst_length = 128 is not allowed; allowed: 64"),
-    ("device_req_latency_ns=-1", "device.req_latency_ns = -1 is out of range; allowed: 0 to 10000"),
+@pytest.mark.parametrize("param, where, message", [
+    ("link_lanes=3", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
+     "board.memory.bridge.expanders.link.lanes = 3 is not allowed; allowed values: 1, 2, 4, 8, 16"),
+    ("media_bus_bytes=8", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
+     "bus_bytes x burst_length = 128 is not allowed; allowed: 64"),
+    ("device_req_latency_ns=-1", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
+     "board.memory.bridge.expanders.device.req_latency_ns = -1 is out of range; allowed: 0 to 10000"),
+    ("bridge_interleave_ways=3", "board.memory.bridge: bad CXLHostBridge parameter",
+     "board.memory.bridge.interleave_ways = 3 is not allowed; allowed: 1 to root_ports (1)"),
+    ("bridge_root_ports=2", "board.memory.bridge: bad CXLHostBridge parameter",
+     "bridge_root_ports = 2 but expanders holds 1 CXLType3Expander; give one expander per root port"),
 ])
-def test_bad_simobject_parameter_fails_at_instantiation_with_its_name(tmp_path, param, message):
-    # Set on the SimObject directly, past the Python dataclasses: the timing
+def test_bad_simobject_parameter_fails_at_instantiation_with_its_name(tmp_path, param, where, message):
+    # Set on the SimObjects directly, past the Python dataclasses: the timing
     # core's check runs when gem5 instantiates the object, before any tick.
     r = gem5(tmp_path, "cxl_traffic.py", "--memory", "cxl-asic", "--param", param, check=False)
     text = r.stdout + r.stderr
     assert r.returncode != 0
-    assert "fatal: board.memory.module: bad CXLMemExpander parameter" in text
+    assert f"fatal: {where}" in text
     assert message in text
     assert "Starting simulation" not in text and "panic" not in text
 
@@ -112,6 +119,12 @@ def test_unknown_simobject_parameter_is_refused_by_name(tmp_path):
     r = gem5(tmp_path, "cxl_traffic.py", "--param", "link_lane=8", check=False)
     assert r.returncode != 0
     assert "no parameter link_lane" in r.stdout + r.stderr
+
+
+def test_interleave_ways_beyond_the_dataclass_range_fail_before_gem5_objects_are_made(tmp_path):
+    r = gem5(tmp_path, "cxl_memtest.py", "--ways", "5", check=False)
+    assert r.returncode != 0
+    assert "cxl.bridge.interleave_ways = 5 is not allowed; allowed values: 1, 2, 3, 4, 6, 8, 12, 16" in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("mode", ["timing", "atomic"])
@@ -130,17 +143,48 @@ def test_memtest_finds_no_mismatch(tmp_path, mode):
         assert float(row["reads"]) > 20000 and float(row["writes"]) > 10000
 
 
-def test_checkpoint_restore_gives_the_same_stats(tmp_path):
+@pytest.mark.parametrize("ways, granularity", [(2, 4096), (3, 256)])
+def test_memtest_through_an_interleaved_window(tmp_path, ways, granularity):
+    # One CFMWS window over `ways` root ports: the core's HDM decoder spreads
+    # it over as many CXLType3Expanders, the data stays whole in the bridge.
+    gem5(tmp_path, "cxl_memtest.py", "--testers", "4", "--max-loads", "20000", "--ways", str(ways),
+         "--granularity", str(granularity), "--csv", str(tmp_path / "t.csv"))
+    row = table(tmp_path / "t.csv")
+    assert row["cause"] == "maximum number of loads reached"
+    assert float(row["loads_checked"]) > 3 * 20000
+    assert int(row["ways"]) == ways
+    reads = [float(row[f"exp{i}_readReqs"]) for i in range(ways)]
+    writes = [float(row[f"exp{i}_writeReqs"]) for i in range(ways)]
+    flits = [float(row[f"exp{i}_s2mFlits"]) for i in range(ways)]
+    print(f"\nMemTest, {ways}-way interleave at {granularity} B: {float(row['loads_checked']):.0f} loads checked, "
+          f"no mismatch; reads per expander {reads}, writes {writes}")
+    # Every expander saw traffic, and the per-expander stats add up to the bridge's.
+    assert min(reads) > 1000 and min(writes) > 500 and min(flits) > 1000
+    assert sum(reads) == float(row["reads"]) and sum(writes) == float(row["writes"])
+    # MemTest's addresses spread evenly over the interleave: no expander takes most of it.
+    assert max(reads) < 2 * sum(reads) / ways
+
+
+@pytest.mark.parametrize("ways", [1, 2])
+def test_checkpoint_restore_gives_the_same_stats(tmp_path, ways):
     ckpt = tmp_path / "cpt"
-    gem5(tmp_path, "cxl_checkpoint.py", "--save", str(ckpt), "--csv", str(tmp_path / "save.csv"), out="save")
-    gem5(tmp_path, "cxl_checkpoint.py", "--restore", str(ckpt), "--csv", str(tmp_path / "restore.csv"),
-         out="restore")
+    gem5(tmp_path, "cxl_checkpoint.py", "--save", str(ckpt), "--ways", str(ways), "--csv", str(tmp_path / "save.csv"),
+         out="save")
+    gem5(tmp_path, "cxl_checkpoint.py", "--restore", str(ckpt), "--ways", str(ways),
+         "--csv", str(tmp_path / "restore.csv"), out="restore")
     saved, restored = table(tmp_path / "save.csv"), table(tmp_path / "restore.csv")
-    # The checkpoint was taken mid-run, with the expander's timing state in it.
+    # The checkpoint was taken mid-run, with the bridge's and each expander's
+    # timing state in it, each in its SimObject's section.
     assert int(saved["start_tick"]) > 0 and saved["start_tick"] == restored["start_tick"]
     cpt = (ckpt / "m5.cpt").read_text()
-    assert "[system.cxl]" in cpt and "link0.m2s.openStart=" in cpt and "device0.media.ch0.rank0.bank0.openRow=" in cpt
+    names = ["expanders"] if ways == 1 else [f"expanders{i}" for i in range(ways)]
+    assert "bridge.needRetry=" in cpt.split("[system.cxl]")[1].split("\n[")[0]
+    for name in names:
+        section = cpt.split(f"[system.cxl.{name}]")[1].split("\n[")[0]
+        assert "link.m2s.openStart=" in section and "device.media.ch0.rank0.bank0.openRow=" in section
     assert float(saved["cxl.readReqs"]) > 1000 and float(saved["cxl.writeReqs"]) > 500
+    per_expander = [float(saved[f"cxl.{name}.readReqs"]) for name in names]
+    assert min(per_expander) > 0 and sum(per_expander) == float(saved["cxl.readReqs"])
     assert restored == saved
 
 

@@ -1,8 +1,12 @@
-"""CI-safe: the gem5 SimObject declares exactly the dataclass fields, with the
-same defaults, as the C++ structs it copies them into (no gem5 needed)."""
+"""CI-safe: the gem5 SimObjects declare exactly the dataclass fields, with the
+same defaults, as the C++ structs they copy them into (no gem5 needed): the
+CXLHostBridge the bridge group, each CXLType3Expander the link, device and
+media groups."""
 
 import ast
 from dataclasses import fields
+
+import pytest
 
 from simcxl import _core
 from simcxl import gem5 as g5
@@ -11,36 +15,65 @@ from simcxl.params import GROUPS as PY_GROUPS
 from conftest import REPO
 
 CPP = {"bridge": "BridgeParams", "link": "LinkParams", "device": "DeviceParams", "media": "DramParams"}
+OBJECTS = {"CXLHostBridge": ("bridge",), "CXLType3Expander": ("link", "device", "media")}
 
 
-def declared_params():
-    tree = ast.parse((REPO / "devices" / "CXLMemExpander.py").read_text())
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CXLMemExpander")
+def declared(name):
+    """Param and VectorParam declarations of a SimObject class: name -> (kind, default or None)."""
+    tree = ast.parse((REPO / "devices" / f"{name}.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
     out = {}
     for stmt in cls.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-            call = stmt.value
-            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                    and call.func.value.id == "Param":
-                out[stmt.targets[0].id] = (call.func.attr, ast.literal_eval(call.args[0]))
+            func = stmt.value.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id in ("Param", "VectorParam"):
+                args = stmt.value.args
+                value = ast.literal_eval(args[0]) if func.value.id == "Param" else None
+                out[stmt.targets[0].id] = (f"{func.value.id}.{func.attr}", value)
     return out
 
 
-def test_simobject_params_match_dataclasses_and_cpp():
-    decl = declared_params()
-    assert decl.pop("seed") == ("Unsigned", 1)
-    assert list(decl) == list(g5.expander_names())
+def check_groups(decl, prefixes):
     schema = _core.schema()
-    for prefix, cpp in CPP.items():
-        cls = PY_GROUPS[cpp]
-        cpp_fields = {name: (integer, default) for name, integer, default, lo, hi in schema[cpp]}
+    for prefix in prefixes:
+        cls = PY_GROUPS[CPP[prefix]]
+        cpp_fields = {name: (integer, default) for name, integer, default, lo, hi in schema[CPP[prefix]]}
+        assert [f.name for f in fields(cls)] == list(cpp_fields), prefix
         for f in fields(cls):
             kind, default = decl[f"{prefix}_{f.name}"]
-            assert kind == ("Unsigned" if f.type in ("int", int) else "Float"), f.name
+            assert kind == ("Param.Unsigned" if f.type in ("int", int) else "Param.Float"), f.name
             assert default == f.default == cpp_fields[f.name][1], f.name
+            assert cpp_fields[f.name][0] == (kind == "Param.Unsigned"), f.name
+
+
+def test_host_bridge_params_match_dataclasses_and_cpp():
+    decl = declared("CXLHostBridge")
+    assert decl.pop("expanders") == ("VectorParam.CXLType3Expander", None)
+    assert list(decl) == list(g5.bridge_names())
+    check_groups(decl, OBJECTS["CXLHostBridge"])
+
+
+def test_type3_expander_params_match_dataclasses_and_cpp():
+    decl = declared("CXLType3Expander")
+    assert decl.pop("seed") == ("Param.Unsigned", 1)
+    assert list(decl) == list(g5.expander_names())
+    check_groups(decl, OBJECTS["CXLType3Expander"])
 
 
 def test_simobject_params_of_a_preset(presets):
-    p = g5.simobject_params(presets["cxl-asic"])
-    assert p["link_lanes"] == presets["cxl-asic"].cxl.link.lanes
-    assert set(p) == set(declared_params())
+    s = presets["cxl-asic"]
+    b, e0, e1 = g5.bridge_params(s), g5.expander_params(s, 0), g5.expander_params(s, 1)
+    assert b["bridge_req_queue"] == s.cxl.bridge.req_queue
+    assert e0["link_lanes"] == s.cxl.link.lanes and e0["media_tRCD_ns"] == s.cxl.media.tRCD_ns
+    assert set(b) == set(declared("CXLHostBridge")) - {"expanders"}
+    assert set(e0) == set(declared("CXLType3Expander"))
+    # Root port i's link draws its CRC errors from seed + 17 i, as in the standalone engine.
+    assert (e0["seed"], e1["seed"]) == (s.seed, s.seed + 17)
+
+
+def test_interleaved_window_sets_ports_and_ways(presets):
+    s = g5.interleaved(presets["cxl-asic"], ways=3, granularity=256)
+    assert (s.cxl.bridge.root_ports, s.cxl.bridge.interleave_ways, s.cxl.bridge.interleave_bytes) == (3, 3, 256)
+    with pytest.raises(g5.ParamError, match="interleave_ways = 5 is not allowed"):
+        g5.interleaved(presets["cxl-asic"], ways=5)

@@ -1,46 +1,37 @@
-// gem5 SimObject wrapper of the SimCXL core's CXL.mem path. It translates
-// packets to transactions and back and hosts the core's components on gem5
-// events; every timing decision is the core's.
-#ifndef __DEVICES_CXL_MEM_EXPANDER_HH__
-#define __DEVICES_CXL_MEM_EXPANDER_HH__
+// gem5 SimObject of a CXL host bridge / root complex: the memory bus sees one
+// CFMWS-style host window (this AbstractMemory's range); the core's
+// HostBridge decodes it (HDM interleave over its root ports), times the
+// host side and its queues, and sends each request down the link of the
+// root port's CXLType3Expander. The wrapper translates packets to
+// transactions and back and relays retries both ways; every timing decision
+// is the core's.
+#ifndef __DEVICES_CXL_HOST_BRIDGE_HH__
+#define __DEVICES_CXL_HOST_BRIDGE_HH__
 
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/statistics.hh"
+#include "devices/cxl_event_host.hh"
+#include "devices/cxl_type3_expander.hh"
 #include "ext/cxlcore/cxl.hpp"
 #include "mem/abstract_mem.hh"
 #include "mem/port.hh"
-#include "params/CXLMemExpander.hh"
-#include "sim/eventq.hh"
+#include "params/CXLHostBridge.hh"
 
 namespace gem5
 {
 
-class CXLMemExpander : public memory::AbstractMemory
+class CXLHostBridge : public memory::AbstractMemory
 {
   private:
-    // The core's components ask for wake-ups; each gets one gem5 event.
-    class Gem5Host : public cxlcore::Host
-    {
-      public:
-        explicit Gem5Host(CXLMemExpander &o) : owner(o) {}
-        cxlcore::Tick now() const override { return curTick(); }
-        void wakeAt(cxlcore::Component *c, cxlcore::Tick t) override;
-        void attach(cxlcore::Component *c) override;
-        void detach(cxlcore::Component *c) override;
-        std::vector<std::unique_ptr<EventFunctionWrapper>> events;
-
-      private:
-        CXLMemExpander &owner;
-    };
-
     class CpuPort : public ResponsePort
     {
       public:
-        CpuPort(const std::string &name, CXLMemExpander &o)
+        CpuPort(const std::string &name, CXLHostBridge &o)
             : ResponsePort(name), owner(o) {}
 
       protected:
@@ -51,54 +42,58 @@ class CXLMemExpander : public memory::AbstractMemory
         AddrRangeList getAddrRanges() const override;
 
       private:
-        CXLMemExpander &owner;
+        CXLHostBridge &owner;
     };
 
     // Receives the core's responses and retries.
     class Upstream : public cxlcore::Requester
     {
       public:
-        explicit Upstream(CXLMemExpander &o) : owner(o) {}
+        explicit Upstream(CXLHostBridge &o) : owner(o) {}
         bool tryResp(cxlcore::Txn *t) override;
         void retryReq() override;
 
       private:
-        CXLMemExpander &owner;
+        CXLHostBridge &owner;
     };
 
-    Gem5Host host;
+    struct InFlight
+    {
+        PacketPtr pkt;
+        uint32_t port;  // root port the HDM decoder chose
+    };
+
+    CXLEventHost host;
     CpuPort port;
     Upstream upstream;
     cxlcore::TxnPool pool;
     std::unique_ptr<cxlcore::HostBridge> bridge;
-    std::vector<std::unique_ptr<cxlcore::CxlLink>> links;
-    std::vector<std::unique_ptr<cxlcore::Type3Device>> devices;
+    std::vector<CXLType3Expander *> expanders;
+    double bridgeLatencyNs = 0;  // host side, both directions (atomic mode)
 
-    std::unordered_map<uint64_t, PacketPtr> inflight;  // by transaction id
+    std::unordered_map<uint64_t, InFlight> inflight;  // by transaction id
     std::deque<std::pair<Tick, PacketPtr>> responses;  // ready time, packet
     EventFunctionWrapper sendEvent;
     bool retryReq = false, retryResp = false;
     // The core offered a response while the port was blocked: it holds it
     // (and its tracker entry) until bridge->retryResp().
     bool coreRespWaiting = false;
-    Tick idleLatency = 0;
-    Tick statsStart = 0;  // last stats reset, for time-averaged occupancies
 
+    // The root port of a window offset (a pure function of the decoder).
+    uint32_t portOf(Addr offset) const;
     void sendResponses();
     void respond(cxlcore::Txn *t);
     bool handleTimingReq(PacketPtr pkt);
     // No packet held and no core event pending: safe to checkpoint.
     bool idle() const;
     void checkDrained();
-    // Walks the core's timing state (checkpoints); see cxlcore::StateVisitor.
-    void visitState(cxlcore::StateVisitor &v) const;
 
-    struct CXLStats : public statistics::Group
+    struct BridgeStats : public statistics::Group
     {
-        CXLStats(CXLMemExpander &m);
+        BridgeStats(CXLHostBridge &b);
         void regStats() override;
         void resetStats() override;
-        CXLMemExpander &mem;
+        CXLHostBridge &br;
         statistics::Scalar readReqs, writeReqs, retries;
         statistics::Scalar readBytes, writeBytes;
         statistics::Formula readBandwidth, writeBandwidth;
@@ -107,15 +102,12 @@ class CXLMemExpander : public memory::AbstractMemory
         statistics::Histogram readLatency;
         statistics::Vector stageTicks;
         statistics::Formula avgStage;
-        statistics::Value m2sFlits, s2mFlits, replayedFlits;
-        statistics::Value m2sLinkUtil, s2mLinkUtil;
-        statistics::Value deviceQueueOccupancy, mediaReadQueueOccupancy;
         statistics::Vector devLoad;
     } stats;
 
   public:
-    PARAMS(CXLMemExpander);
-    CXLMemExpander(const Params &p);
+    PARAMS(CXLHostBridge);
+    CXLHostBridge(const Params &p);
 
     Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
     void init() override;
@@ -126,4 +118,4 @@ class CXLMemExpander : public memory::AbstractMemory
 
 } // namespace gem5
 
-#endif // __DEVICES_CXL_MEM_EXPANDER_HH__
+#endif // __DEVICES_CXL_HOST_BRIDGE_HH__

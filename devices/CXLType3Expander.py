@@ -1,32 +1,24 @@
-# The CXL Type-3 memory expander as a gem5 SimObject. Its parameters are
-# the fields of simcxl.params (BridgeParams, LinkParams, DeviceParams and the
-# media's DramParams) with the group as prefix; tests/test_gem5_schema.py keeps
-# them equal. Build-time file: imports m5 only.
+# One CXL Type-3 memory expander behind a root port of a CXLHostBridge, as a
+# gem5 SimObject: its link, device controller and DRAM media. Its parameters
+# are the fields of simcxl.params LinkParams, DeviceParams and the media's
+# DramParams with the group as prefix; tests/test_gem5_schema.py keeps them
+# equal. Build-time file: imports m5 only.
 
-from m5.objects.AbstractMemory import AbstractMemory
 from m5.params import *
+from m5.SimObject import SimObject
 
 
-class CXLMemExpander(AbstractMemory):
-    """A host bridge, CXL link and Type-3 device with DRAM media, timed by the
-    SimCXL core; the data lives in this AbstractMemory."""
+class CXLType3Expander(SimObject):
+    """A CXL link and Type-3 device with DRAM media, timed by the SimCXL core.
+    Not a memory: the host bridge it sits behind holds the data; this object
+    holds the device's timing state and its stats."""
 
-    type = "CXLMemExpander"
-    cxx_header = "devices/cxl_mem_expander.hh"
-    cxx_class = "gem5::CXLMemExpander"
+    type = "CXLType3Expander"
+    cxx_header = "devices/cxl_type3_expander.hh"
+    cxx_class = "gem5::CXLType3Expander"
 
-    port = ResponsePort("Requests from the memory bus (the host side of the root port)")
     seed = Param.Unsigned(1, "Seed of the link's CRC error draws")
 
-    # CXL host bridge / root complex with its HDM decoder.
-    bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")
-    bridge_resp_latency_ns = Param.Float(15.0, "host-side protocol latency, response direction (ns, 0 to 10000)")
-    bridge_req_queue = Param.Unsigned(128, "requests outstanding to CXL at once (1 to 65536)")
-    bridge_resp_queue = Param.Unsigned(128, "response buffer entries (1 to 65536)")
-    bridge_root_ports = Param.Unsigned(1, "root ports, each with one link and one Type-3 device (1 to 64)")
-    bridge_interleave_ways = Param.Unsigned(1, "HDM interleave ways (1 to 16)")
-    bridge_interleave_bytes = Param.Unsigned(4096, "HDM interleave granularity (B, 256 to 16384)")
-    # A CXL link: PCIe electricals, flits, credits, CRC and replay.
     link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (5 to 6)")
     link_lanes = Param.Unsigned(16, "link width (1 to 16)")
     link_flit_bytes = Param.Unsigned(68, "flit size: 68 (CXL 1.1/2.0) or 256 (CXL 3.x) (B, 68 to 256)")
@@ -38,7 +30,6 @@ class CXLMemExpander(AbstractMemory):
     link_credits_drs = Param.Unsigned(64, "S2M DRS credits (1 to 65536)")
     link_bit_error_rate = Param.Float(0.0, "bit-error rate; a bad flit is replayed (0 to 0.001)")
     link_replay_latency_ns = Param.Float(60.0, "NAK round trip before a replay (ns, 0 to 100000)")
-    # A CXL Type-3 device controller in front of its media.
     device_req_latency_ns = Param.Float(30.0, "ingress pipeline: link/transaction layers to media (ns, 0 to 10000)")
     device_resp_latency_ns = Param.Float(20.0, "egress pipeline: media to link (ns, 0 to 10000)")
     device_req_queue = Param.Unsigned(64, "transactions the controller holds at once (1 to 65536)")
@@ -46,7 +37,6 @@ class CXLMemExpander(AbstractMemory):
     device_devload_optimal = Param.Float(0.25, "queue fill at which DevLoad reports Optimal (0 to 1)")
     device_devload_moderate = Param.Float(0.75, "queue fill for Moderate overload (0 to 1)")
     device_devload_severe = Param.Float(0.95, "queue fill for Severe overload (0 to 1)")
-    # A DRAM controller and its devices. A channel is an independent data bus
     media_channels = Param.Unsigned(2, "independent channels (DDR5: 2 per DIMM channel) (1 to 64)")
     media_ranks = Param.Unsigned(1, "ranks per channel (1 to 16)")
     media_bank_groups = Param.Unsigned(8, "bank groups per rank (1 to 16)")

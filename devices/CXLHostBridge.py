@@ -1,0 +1,32 @@
+# The CXL host bridge / root complex as a gem5 SimObject: the memory bus sees
+# one CFMWS-style host window (its `range`), which the SimCXL core's HDM
+# decoder interleaves over its root ports, one CXLType3Expander each. Its
+# parameters are the fields of simcxl.params.BridgeParams with the prefix
+# bridge_; tests/test_gem5_schema.py keeps them equal. Build-time file:
+# imports m5 only.
+
+from m5.objects.AbstractMemory import AbstractMemory
+from m5.params import *
+
+
+class CXLHostBridge(AbstractMemory):
+    """A CXL host bridge timed by the SimCXL core. Its range is the host
+    window; it holds the window's data (see cxl_host_bridge.cc for why the
+    bytes live here and not in the expanders)."""
+
+    type = "CXLHostBridge"
+    cxx_header = "devices/cxl_host_bridge.hh"
+    cxx_class = "gem5::CXLHostBridge"
+
+    port = ResponsePort("Requests from the memory bus (the host side of the root ports)")
+    expanders = VectorParam.CXLType3Expander(
+        "one Type-3 expander per root port, in port order (as many as bridge_root_ports)")
+
+    # CXL host bridge / root complex with its HDM decoder.
+    bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")
+    bridge_resp_latency_ns = Param.Float(15.0, "host-side protocol latency, response direction (ns, 0 to 10000)")
+    bridge_req_queue = Param.Unsigned(128, "requests outstanding to CXL at once (1 to 65536)")
+    bridge_resp_queue = Param.Unsigned(128, "response buffer entries (1 to 65536)")
+    bridge_root_ports = Param.Unsigned(1, "root ports, each with one link and one Type-3 device (1 to 64)")
+    bridge_interleave_ways = Param.Unsigned(1, "HDM interleave ways (1 to 16)")
+    bridge_interleave_bytes = Param.Unsigned(4096, "HDM interleave granularity (B, 256 to 16384)")

@@ -1,0 +1,351 @@
+#include "devices/cxl_host_bridge.hh"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+
+#include "base/logging.hh"
+#include "base/trace.hh"
+#include "debug/CXLMem.hh"
+#include "sim/stats.hh"
+
+namespace gem5
+{
+
+namespace
+{
+
+#define CXL_COPY_BRIDGE(type, name, def, lo, hi) b.name = static_cast<type>(p.bridge_##name);
+
+} // anonymous namespace
+
+// Where the data lives. The bridge's AbstractMemory holds the bytes of the
+// whole window; the expanders are timing only. That is the right place:
+//  - functional accesses (debuggers, loaders, `m5 readfile` targets, the
+//    functional reads MemTest mixes in) address the window by host physical
+//    address and must see every byte at once, whatever the interleave;
+//  - gem5's PhysicalMemory checkpoints and restores one store per
+//    AbstractMemory range, so the window stays one range in a checkpoint
+//    however many devices back it;
+//  - gem5's AddrRange interleaving is power-of-two only, while CXL HDM
+//    decoders also interleave 3, 6 and 12 ways: per-device AbstractMemories
+//    would need our decoder to translate addresses for gem5's own
+//    functional and checkpoint paths, which only see host addresses.
+// The core's HDM decoder still decides which device (and device physical
+// address) a request's timing goes through; only the bytes are kept whole.
+
+CXLHostBridge::CXLHostBridge(const Params &p)
+    : AbstractMemory(p), host(*this, name(), [this] { checkDrained(); }),
+      port(name() + ".port", *this), upstream(*this),
+      sendEvent([this] { sendResponses(); }, name()), stats(*this)
+{
+    cxlcore::BridgeParams b;
+    CXL_BRIDGE_FIELDS(CXL_COPY_BRIDGE)
+    // Configuration time (m5.instantiate), before any tick is simulated.
+    if (p.expanders.size() != b.root_ports)
+        fatal("%s: bad CXLHostBridge parameter: bridge_root_ports = %u but "
+              "expanders holds %u CXLType3Expander; give one expander per "
+              "root port (bridge_interleave_ways interleaves the first ways "
+              "of them)", name(), b.root_ports, unsigned(p.expanders.size()));
+    try {
+        bridge = std::make_unique<cxlcore::HostBridge>(host, b, name());
+    } catch (const cxlcore::ConfigError &e) {
+        fatal("%s: bad CXLHostBridge parameter (group.field is the "
+              "parameter group_field): %s", name(), e.what());
+    }
+    for (CXLType3Expander *e : p.expanders) {
+        if (e->attachedTo())
+            fatal("%s: bad CXLHostBridge parameter: expander %s is already "
+                  "behind host bridge %s", name(), e->name(),
+                  e->attachedTo()->name());
+        e->attachTo(this);
+        expanders.push_back(e);
+        bridge->addPort(&e->link(), &e->device());
+    }
+    bridge->setRequester(&upstream);
+    bridgeLatencyNs = b.req_latency_ns + b.resp_latency_ns;
+}
+
+Port &
+CXLHostBridge::getPort(const std::string &if_name, PortID idx)
+{
+    if (if_name != "port")
+        return AbstractMemory::getPort(if_name, idx);
+    return port;
+}
+
+void
+CXLHostBridge::init()
+{
+    AbstractMemory::init();
+    if (port.isConnected())
+        port.sendRangeChange();
+}
+
+uint32_t
+CXLHostBridge::portOf(Addr offset) const
+{
+    return bridge->decoder().decode(offset).port;
+}
+
+bool
+CXLHostBridge::handleTimingReq(PacketPtr pkt)
+{
+    panic_if(!(pkt->isRead() || pkt->isWrite()),
+             "%s: only reads and writes reach memory, saw %s",
+             name(), pkt->cmdString());
+    if (retryReq)
+        return false;
+    cxlcore::Txn *t = pool.get();
+    t->hostAddr = pkt->getAddr();
+    t->addr = pkt->getAddr() - range.start();
+    t->op = pkt->isWrite() ? cxlcore::Op::Write : cxlcore::Op::Read;
+    // The packet reaches us after its header and payload delays.
+    t->birth = t->mark = curTick() + pkt->headerDelay + pkt->payloadDelay;
+    pkt->headerDelay = pkt->payloadDelay = 0;
+    const uint64_t id = t->id;
+    const uint32_t rp = portOf(t->addr);
+    inflight[id] = InFlight{pkt, rp};
+    if (!bridge->tryReq(t)) {
+        inflight.erase(id);
+        pool.put(t);
+        retryReq = true;
+        ++stats.retries;
+        return false;
+    }
+    DPRINTF(CXLMem, "txn %llu %s %#llx port %u\n", id,
+            pkt->isWrite() ? "W" : "R", pkt->getAddr(), rp);
+    if (pkt->isWrite()) {
+        ++stats.writeReqs;
+        stats.writeBytes += pkt->getSize();
+    } else {
+        ++stats.readReqs;
+        stats.readBytes += pkt->getSize();
+    }
+    expanders[rp]->countRequest(pkt->isWrite(), pkt->getSize());
+    // The data lives here: the access happens now, the timing in the core.
+    access(pkt);
+    return true;
+}
+
+bool
+CXLHostBridge::Upstream::tryResp(cxlcore::Txn *t)
+{
+    // Back-pressure from gem5 reaches the core: while the port waits for a
+    // retry, responses stay in the host bridge, so the requests outstanding
+    // stay bounded by its tracker.
+    if (owner.retryResp) {
+        owner.coreRespWaiting = true;
+        return false;
+    }
+    owner.respond(t);
+    return true;
+}
+
+void
+CXLHostBridge::Upstream::retryReq()
+{
+    if (owner.retryReq) {
+        owner.retryReq = false;
+        owner.port.sendRetryReq();
+    }
+}
+
+void
+CXLHostBridge::respond(cxlcore::Txn *t)
+{
+    auto it = inflight.find(t->id);
+    panic_if(it == inflight.end(), "%s: unknown transaction %llu", name(),
+             t->id);
+    PacketPtr pkt = it->second.pkt;
+    expanders[it->second.port]->countResponse(*t);
+    inflight.erase(it);
+    const Tick done = std::max<Tick>(t->mark, curTick());
+    ++stats.devLoad[t->devLoad & 3];
+    if (t->op == cxlcore::Op::Read) {
+        const Tick lat = done - t->birth;
+        stats.totalReadLatency += lat;
+        stats.readLatency.sample(lat);
+        for (int s = 0; s < cxlcore::kNumStages; ++s)
+            stats.stageTicks[s] += t->stage[s];
+    }
+    DPRINTF(CXLMem, "txn %llu done at %llu\n", t->id, done);
+    pool.put(t);
+    if (!pkt->needsResponse() && !pkt->isResponse()) {
+        delete pkt;
+        checkDrained();
+        return;
+    }
+    // Responses leave in time order; ports interleave, so insert from the back.
+    auto pos = responses.end();
+    while (pos != responses.begin() && std::prev(pos)->first > done)
+        --pos;
+    responses.emplace(pos, done, pkt);
+    if (!retryResp) {
+        const Tick first = responses.front().first;
+        if (!sendEvent.scheduled())
+            schedule(sendEvent, std::max(first, curTick()));
+        else if (sendEvent.when() > first)
+            reschedule(sendEvent, std::max(first, curTick()));
+    }
+}
+
+void
+CXLHostBridge::sendResponses()
+{
+    while (!responses.empty() && responses.front().first <= curTick()) {
+        if (!port.sendTimingResp(responses.front().second)) {
+            retryResp = true;
+            return;
+        }
+        responses.pop_front();
+    }
+    if (!responses.empty() && !sendEvent.scheduled())
+        schedule(sendEvent, responses.front().first);
+    if (coreRespWaiting) {
+        coreRespWaiting = false;
+        bridge->retryResp();
+    }
+    checkDrained();
+}
+
+bool
+CXLHostBridge::idle() const
+{
+    return inflight.empty() && responses.empty() && !sendEvent.scheduled() &&
+        host.idle();
+}
+
+void
+CXLHostBridge::checkDrained()
+{
+    if (drainState() == DrainState::Draining && idle())
+        signalDrainDone();
+}
+
+DrainState
+CXLHostBridge::drain()
+{
+    // Each expander drains its own link and device (CXLType3Expander::drain).
+    return idle() ? DrainState::Drained : DrainState::Draining;
+}
+
+void
+CXLHostBridge::serialize(CheckpointOut &cp) const
+{
+    // The data is checkpointed by the system's PhysicalMemory, each
+    // expander's timing state in its own section; this is the bridge's.
+    panic_if(!idle(), "%s: checkpoint of a host bridge that is not drained",
+             name());
+    CXLStateOut out(cp);
+    bridge->checkpoint(out, "bridge");
+}
+
+void
+CXLHostBridge::unserialize(CheckpointIn &cp)
+{
+    CXLStateIn in(cp);
+    bridge->checkpoint(in, "bridge");
+}
+
+bool
+CXLHostBridge::CpuPort::recvTimingReq(PacketPtr pkt)
+{
+    return owner.handleTimingReq(pkt);
+}
+
+void
+CXLHostBridge::CpuPort::recvRespRetry()
+{
+    owner.retryResp = false;
+    owner.sendResponses();
+}
+
+Tick
+CXLHostBridge::CpuPort::recvAtomic(PacketPtr pkt)
+{
+    // Atomic mode: the unloaded latency through the root port the decoder
+    // picks (a media row hit).
+    const uint32_t rp = owner.portOf(pkt->getAddr() - owner.range.start());
+    owner.access(pkt);
+    return cxlcore::nsToTicks(owner.bridgeLatencyNs +
+                              owner.expanders[rp]->idleLatencyNs());
+}
+
+void
+CXLHostBridge::CpuPort::recvFunctional(PacketPtr pkt)
+{
+    // Writes are applied when they arrive, so memory is always current;
+    // queued read responses already carry their data.
+    pkt->pushLabel(owner.name());
+    owner.functionalAccess(pkt);
+    pkt->popLabel();
+}
+
+AddrRangeList
+CXLHostBridge::CpuPort::getAddrRanges() const
+{
+    return {owner.getAddrRange()};
+}
+
+CXLHostBridge::BridgeStats::BridgeStats(CXLHostBridge &b)
+    : statistics::Group(&b), br(b),
+      ADD_STAT(readReqs, statistics::units::Count::get(), "Read requests"),
+      ADD_STAT(writeReqs, statistics::units::Count::get(), "Write requests"),
+      ADD_STAT(retries, statistics::units::Count::get(),
+               "Requests refused (host bridge tracker full)"),
+      ADD_STAT(readBytes, statistics::units::Byte::get(), "Bytes read"),
+      ADD_STAT(writeBytes, statistics::units::Byte::get(), "Bytes written"),
+      ADD_STAT(readBandwidth, statistics::units::Rate<
+               statistics::units::Byte, statistics::units::Second>::get(),
+               "Read bandwidth (device to host)", readBytes / simSeconds),
+      ADD_STAT(writeBandwidth, statistics::units::Rate<
+               statistics::units::Byte, statistics::units::Second>::get(),
+               "Write bandwidth (host to device)", writeBytes / simSeconds),
+      ADD_STAT(totalReadLatency, statistics::units::Tick::get(),
+               "Sum of read latencies"),
+      ADD_STAT(avgReadLatency, statistics::units::Rate<
+               statistics::units::Tick, statistics::units::Count>::get(),
+               "Mean read latency", totalReadLatency / readReqs),
+      ADD_STAT(readLatency, statistics::units::Tick::get(),
+               "Read latency histogram"),
+      ADD_STAT(stageTicks, statistics::units::Tick::get(),
+               "Read latency per stage, summed"),
+      ADD_STAT(avgStage, statistics::units::Rate<
+               statistics::units::Tick, statistics::units::Count>::get(),
+               "Mean read latency per stage"),
+      ADD_STAT(devLoad, statistics::units::Count::get(),
+               "Responses by CXL DevLoad value (all root ports)")
+{
+    // Vectors get their size before a formula uses them.
+    static const char *names[cxlcore::kNumStages] = {
+        "host_uncore", "host_port", "link_req", "device", "media_queue",
+        "media_service", "link_resp"};
+    stageTicks.init(cxlcore::kNumStages);
+    for (int s = 0; s < cxlcore::kNumStages; ++s)
+        stageTicks.subname(s, names[s]);
+    avgStage = stageTicks / readReqs;
+    static const char *loads[4] = {"light", "optimal", "moderate",
+                                   "severe"};
+    devLoad.init(4);
+    for (int i = 0; i < 4; ++i)
+        devLoad.subname(i, loads[i]);
+}
+
+void
+CXLHostBridge::BridgeStats::resetStats()
+{
+    statistics::Group::resetStats();
+    // The core keeps its own counters; they restart with gem5's (each
+    // expander resets its link's and device's).
+    br.bridge->resetStats();
+}
+
+void
+CXLHostBridge::BridgeStats::regStats()
+{
+    statistics::Group::regStats();
+    readLatency.init(40); // buckets widen as latencies grow
+}
+
+} // namespace gem5

@@ -300,15 +300,6 @@ void Accelerator::sendUp(Msg* m, Access* a) {
     up_.send(m);
 }
 
-MState Accelerator::peek(uint64_t line) const {
-    const uint32_t set = uint32_t((line / kLineBytes) % sets_);
-    for (uint32_t w = 0; w < cp_.assoc; ++w) {
-        const CLine& c = ways_[size_t(set) * cp_.assoc + w];
-        if (c.line == line && c.st != MState::I) return c.st;
-    }
-    return MState::I;
-}
-
 Accelerator::CLine* Accelerator::find(uint64_t line) {
     const uint32_t set = uint32_t((line / kLineBytes) % sets_);
     for (uint32_t w = 0; w < cp_.assoc; ++w) {
@@ -335,13 +326,12 @@ void Accelerator::setState(CLine& l, MState s) {
     if (checker_) checker_->state(l.line, index_, s, now());
 }
 
-bool Accelerator::access(Access* a) {
+void Accelerator::access(Access* a) {
     a->mark = now();
     a->agent = index_;
     (isWrite(a->kind) ? stats_.stores : stats_.loads)++;
     pipe_.push(now() + lat_, a);
     requestWake(now() + lat_);
-    return true;
 }
 
 void Accelerator::complete(Access* a) {
@@ -575,7 +565,6 @@ void Accelerator::finishMshr(uint64_t line) {
         memBlocked_.erase(bl);
         for (Msg* m : q) hostMemAccess(m);
     }
-    if (wake_) wake_();
 }
 
 bool Accelerator::quiet() const {
@@ -861,7 +850,7 @@ void Accelerator::handle(Msg* m) {
             home_.down(index_).giveCredit(m->cls, now());
             doorbells_.push_back(m);
             m->job->doorbellAt = now();
-            dmaStart(nullptr);
+            dmaStart();
             return;
         case Opc::IoCplD: {
             home_.down(index_).giveCredit(m->cls, now());
@@ -891,7 +880,7 @@ void Accelerator::handle(Msg* m) {
                     }
                     ++stats_.dmaTransfers;
                     --enginesBusy_;
-                    dmaStart(nullptr);
+                    dmaStart();
                 } else {
                     dmaPump(j);
                 }
@@ -904,7 +893,7 @@ void Accelerator::handle(Msg* m) {
     pool_.put(m);
 }
 
-void Accelerator::dmaStart(Msg*) {
+void Accelerator::dmaStart() {
     while (!doorbells_.empty() && enginesBusy_ < dp_.engines) {
         Msg* d = doorbells_.front();
         doorbells_.pop_front();
@@ -994,13 +983,6 @@ Msg* HomeAgent::msg(Opc op, CClass c, uint64_t line) {
 }
 
 void HomeAgent::sendDown(uint16_t dev, Msg* m) { ports_[dev].down.send(m); }
-
-MState HomeAgent::hostState(uint64_t line) const {
-    auto it = lines_.find(line);
-    return it == lines_.end() ? MState::I : it->second.host;
-}
-
-size_t HomeAgent::hostLines() const { return lines_.size(); }
 
 bool HomeAgent::quiet() const {
     for (auto& p : ports_)

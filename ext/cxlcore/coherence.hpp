@@ -230,11 +230,9 @@ class Accelerator : public Endpoint {
     Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap, const DmaParams& dp,
                 const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool, CoherenceChecker* checker,
                 const std::string& where);
-    // A requester's access; false when the device cannot take it now (it
-    // calls `wake` once it can).
-    bool access(Access* a);
-    void setWake(std::function<void()> w) { wake_ = std::move(w); }
-    // DMA: the host rang the doorbell of a descriptor (delivered over CXL.io).
+    // A requester's access, performed after the cache lookup; misses wait
+    // for an MSHR inside the device, so a device never refuses one.
+    void access(Access* a);
     const AccelStats& stats() const { return stats_; }
     Wire& up() { return up_; }
     uint16_t index() const { return index_; }
@@ -242,8 +240,6 @@ class Accelerator : public Endpoint {
     uint64_t memBase() const { return memBase_; }
     size_t mshrsInUse() const { return mshrs_.size(); }
     size_t maxMshrs() const { return maxMshrs_; }
-    size_t pendingSnoops() const { return snoopQ_.size(); }
-    MState peek(uint64_t line) const;
     // Test hook: deliberately break the protocol.
     enum Bug : uint8_t { None, SnpInvKeepsCopy, DropDirtyData };
     void inject(Bug b) { bug_ = b; }
@@ -291,7 +287,7 @@ class Accelerator : public Endpoint {
     void hostMemAccess(Msg* m);
     void flipToHostBias(uint64_t page, Access* cause);
     // DMA
-    void dmaStart(Msg* doorbell);
+    void dmaStart();
     void dmaPump(DmaJob& j);
 
     uint16_t index_;
@@ -312,7 +308,6 @@ class Accelerator : public Endpoint {
     std::deque<Access*> stalled_;
     TimedQueue<Msg*> snoopQ_;   // snoops being answered
     TimedQueue<std::function<void()>> later_;
-    std::function<void()> wake_;
     Wire up_;
     Tick lat_, snoopLat_, memLat_, flipLat_;
     // Type-2 memory
@@ -363,15 +358,10 @@ class HomeAgent : public Endpoint {
     void hostAccess(Access* a);
     // Rings a device's DMA doorbell for a read of [addr, addr + bytes).
     void doorbell(uint16_t dev, DmaJob* job, Tick delay = 0);
-    void setDmaDone(std::function<void(DmaJob*)> f) { dmaDone_ = std::move(f); }
     const HomeStats& stats() const { return stats_; }
     Wire& down(uint16_t dev) { return ports_[dev].down; }
-    size_t tracker() const { return tracker_; }
-    size_t hostLines() const;
-    MState hostState(uint64_t line) const;
     Values& memory() { return mem_; }
     const DmaParams& dma(uint16_t dev) const { return ports_[dev].dp; }
-    Tick hostHit() const { return hostHit_; }
     bool quiet() const;
     std::string describe() const;
 
@@ -422,7 +412,6 @@ class HomeAgent : public Endpoint {
     size_t tracker_ = 0;
     ObjectPool<HTxn> txns_;
     TimedQueue<std::function<void()>> later_;
-    std::function<void(DmaJob*)> dmaDone_;
     std::deque<HTxn*> deferredFlips_;
     uint32_t numDevs_ = 0;
     HomeStats stats_;

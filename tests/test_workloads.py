@@ -148,3 +148,30 @@ def test_warm_cache_gives_the_same_results(presets):
     fresh = simcxl.lmbench(presets["cxl-asic"].replace(**{"cxl.device.req_latency_ns": 80.0}), sizes,
                            accesses=2000)
     pd.testing.assert_frame_equal(again, fresh)
+
+
+def test_llc_is_thrash_resistant_past_its_size(presets):
+    # DRRIP: a cyclic working set twice the LLC keeps close to the LLC's
+    # worth of hits (at most half of the loads; LRU would keep none), and
+    # fewer the larger the set grows.
+    s = presets["ddr-local"]
+    llc = s.host.llc_bytes
+    df = chase(s, [llc * 2, llc * 4], accesses=2000)
+    two, four = df["hit_llc"]
+    assert 0.35 < two <= 0.5
+    assert 0.05 < four < two / 1.5
+    # Every set SRRIP (no bimodal insertion) thrashes like LRU.
+    srrip = chase(s.replace(**{"host.llc_bimodal_insert_prob": 1.0}), [llc * 2], accesses=2000)
+    assert srrip["hit_llc"].iloc[0] < 0.05
+
+
+def test_warm_cache_pickles(presets):
+    import pickle
+    from simcxl import _core
+    cache = _core.WarmCache(4)
+    s = presets["cxl-asic"]
+    first = simcxl.lmbench(s, [256 << 20], accesses=1000, cache=cache)
+    copy = pickle.loads(pickle.dumps(cache))
+    assert len(copy) == 1
+    again = simcxl.lmbench(s, [256 << 20], accesses=1000, cache=copy)
+    pd.testing.assert_frame_equal(first, again)

@@ -175,3 +175,27 @@ def test_warm_cache_pickles(presets):
     assert len(copy) == 1
     again = simcxl.lmbench(s, [256 << 20], accesses=1000, cache=copy)
     pd.testing.assert_frame_equal(first, again)
+
+
+def test_random_chase_walks_pages_as_lat_mem_rd_t_does(presets):
+    # lat_mem_rd -t reads one line of every page, in a fixed page order,
+    # before it comes back to a page: with twice as many pages as the STLB
+    # holds, (LRU) STLB hits are rare and every load needs a page walk
+    # (a uniformly random line order would hit the STLB half of the time).
+    s = presets["ddr-local"].replace(**{"host.l2_bytes": 256 << 10})
+    h = s.host
+    ws = 2 * h.stlb_entries * h.page_bytes
+    own = chase(s, [ws], accesses=2000, region=ws).iloc[0]
+    assert own["stlb_hit"] < 0.05 and own["page_walk"] > 0.95
+    # Its pages are drawn from one buffer of lat_mem_rd's `len` bytes. From
+    # a buffer 64 times the working set, nearly every page has its PTE on a
+    # line of its own: 64 times the PTE lines, more than L2 holds beside
+    # the data, so the walks fetch PTEs from the LLC and loads take longer.
+    wide = chase(s, [ws], accesses=2000, region=64 * ws).iloc[0]
+    assert wide["hit_llc"] == pytest.approx(own["hit_llc"], abs=0.02)
+    assert wide["latency_ns"] > own["latency_ns"] + 0.5 * h.llc_latency_ns
+    # The default buffer is the largest working set of the run.
+    both = chase(s, [ws, 4 * ws], accesses=2000)
+    assert both.loc[ws, "latency_ns"] == chase(s, [ws], accesses=2000, region=4 * ws).iloc[0]["latency_ns"]
+    with pytest.raises(simcxl.ParamError, match="region"):
+        chase(s, [ws], region=ws // 2)

@@ -191,14 +191,15 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_lmbench",
           [](py::dict sys, std::vector<uint64_t> ws, uint64_t stride, uint64_t accesses, uint64_t warmup,
-             size_t index, WarmCache* cache) {
+             size_t index, WarmCache* cache, uint64_t region) {
               SystemParams p = readSystem(sys);
-              ChaseConfig c{ws, stride, accesses, warmup};
+              ChaseConfig c{ws, stride, accesses, warmup, region};
               return runReleased([&] { return runChase(p, c, index, cache); });
           },
           py::arg("system"), py::arg("working_sets"), py::arg("stride"), py::arg("accesses"), py::arg("warmup"),
-          py::arg("index"), py::arg("cache") = nullptr,
-          "Dependent pointer chase (lat_mem_rd) at working_sets[index].");
+          py::arg("index"), py::arg("cache") = nullptr, py::arg("region") = 0,
+          "Dependent pointer chase (lat_mem_rd) at working_sets[index]; a random chase draws its pages "
+          "from a buffer of `region` bytes (0: the largest working set).");
 
     m.def("run_stream",
           [](py::dict sys, std::string kernel, uint32_t threads, uint64_t lines, py::object cb) {

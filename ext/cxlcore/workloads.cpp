@@ -143,10 +143,40 @@ class Shuffle {
 // the misses to memory. A calibration reuses the first step (WarmCache).
 class ChaseWalk {
   public:
-    ChaseWalk(const HostParams& hp, uint64_t ws, uint64_t stride, uint64_t seed, uint64_t cacheSeed)
+    // Random order (stride 0) follows lat_mem_rd -t (LMbench's thrash_initialize):
+    // the working set is `ws / page` pages drawn at random from a buffer of
+    // `region` bytes, and the chain visits one line of every page, always
+    // in the same page order, before it comes back to a page; pass p reads
+    // line words[(p + i) % lines-per-page] of the i-th page, where words is
+    // the bit-reversed line order (words_initialize). So the TLBs see a cycle
+    // over the pages and the page walks read the PTEs of pages scattered over
+    // the whole buffer. A working set that is not a whole number of pages
+    // is chased in a random order of its lines.
+    ChaseWalk(const HostParams& hp, uint64_t ws, uint64_t stride, uint64_t region, uint64_t seed, uint64_t cacheSeed)
         : h_(hp, cacheSeed), stride_(stride ? stride : kLineBytes), n_(ws / (stride ? stride : kLineBytes)),
-          random_(stride == 0), shuffle_(n_, seed), page_(hp.page_bytes) {}
-    uint64_t addrOf(uint64_t k) const { return (random_ ? shuffle_(k % n_) : k % n_) * stride_; }
+          random_(stride == 0), paged_(random_ && ws % hp.page_bytes == 0),
+          npages_(paged_ ? ws / hp.page_bytes : 0), perPage_(hp.page_bytes / kLineBytes),
+          shuffle_(paged_ ? std::max(region, ws) / hp.page_bytes : n_, seed), page_(hp.page_bytes) {
+        if (paged_) {
+            int bits = 0;
+            while ((2ull << bits) <= perPage_) ++bits;  // perPage_ = 2^bits
+            words_.resize(perPage_);
+            for (uint64_t i = 0; i < perPage_; ++i) {
+                uint64_t r = 0;
+                for (int j = 0; j < bits; ++j)
+                    if (i & (1ull << j)) r |= 1ull << (bits - j - 1);
+                words_[i] = r;
+            }
+        }
+    }
+    uint64_t addrOf(uint64_t k) const {
+        if (paged_) {
+            k %= n_;
+            const uint64_t pass = k / npages_, i = k % npages_;
+            return shuffle_(i) * page_ + words_[(pass + i) % perPage_] * kLineBytes;
+        }
+        return (random_ ? shuffle_(k % n_) : k % n_) * stride_;
+    }
     uint64_t lines() const { return n_; }
     ChaseLoad step() {
         // The order is known ahead: fetch the LLC set of a later load while
@@ -180,9 +210,11 @@ class ChaseWalk {
   private:
     CacheHierarchy h_;
     uint64_t stride_, n_;
-    bool random_;
+    bool random_, paged_;
+    uint64_t npages_, perPage_;
     Shuffle shuffle_;
     uint64_t page_, k_ = 0;
+    std::vector<uint64_t> words_;
 };
 
 class ChaseDriver : public Driver {
@@ -467,14 +499,15 @@ void WarmCache::put(std::string key, std::shared_ptr<const std::vector<ChaseLoad
 namespace {
 // What the cache outcomes depend on: the geometry of the caches and TLBs, not
 // their latencies.
-std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64_t warm, uint64_t accesses) {
+std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64_t warm, uint64_t accesses,
+                    uint64_t region) {
     const HostParams& h = sp.host;
     std::ostringstream os;
     os.precision(17);
     os << h.l1_bytes << ',' << h.l1_assoc << ',' << h.l2_bytes << ',' << h.l2_assoc << ',' << h.llc_bytes << ','
        << h.llc_assoc << ',' << h.llc_bimodal_insert_prob << ',' << h.dtlb_entries << ',' << h.dtlb_assoc << ','
        << h.stlb_entries << ',' << h.stlb_assoc << ',' << h.page_bytes << ';' << sp.seed << ',' << ws << ','
-       << stride << ',' << warm << ',' << accesses;
+       << stride << ',' << warm << ',' << accesses << ',' << region;
     return os.str();
 }
 }  // namespace
@@ -498,12 +531,15 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
     // DRRIP keeps lines that were re-referenced, and the timed loads are
     // sampled over the next pass.
     const uint64_t warm = cfg.warmup ? cfg.warmup : (n <= llcLines ? 2 * n : n);
-    const std::string key = cache ? warmKey(sp, ws, cfg.stride, warm, cfg.accesses) : std::string();
+    uint64_t region = cfg.region_bytes;
+    if (region == 0)
+        for (uint64_t w : cfg.working_sets) region = std::max(region, w);
+    const std::string key = cache ? warmKey(sp, ws, cfg.stride, warm, cfg.accesses, region) : std::string();
     std::shared_ptr<const std::vector<ChaseLoad>> loads = cache ? cache->find(key) : nullptr;
     if (!loads) {
         // Seeded by the working set itself, so a size gives the same result
         // whatever list it is run in.
-        ChaseWalk walk(sp.host, ws, cfg.stride, sp.seed * 0x9E3779B97F4A7C15ull + ws, sp.seed + 5);
+        ChaseWalk walk(sp.host, ws, cfg.stride, region, sp.seed * 0x9E3779B97F4A7C15ull + ws, sp.seed + 5);
         walk.warm(warm);
         loads = std::make_shared<const std::vector<ChaseLoad>>(walk.sample(cfg.accesses));
         if (cache) cache->put(key, loads);

@@ -25,6 +25,10 @@ struct ChaseConfig {
     uint64_t stride = 0;                 // 0: random order over 64 B lines (lat_mem_rd -t)
     uint64_t accesses = 20000;           // timed loads per working set
     uint64_t warmup = 0;                 // untimed loads; 0 = enough to fill the caches
+    // lat_mem_rd's `len`: the buffer a random chase's pages are drawn from
+    // (lat_mem_rd allocates it once and measures every size up to it);
+    // 0 = the largest working set of the list.
+    uint64_t region_bytes = 0;
 };
 
 struct StreamConfig {

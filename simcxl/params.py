@@ -182,6 +182,9 @@ class InterSocketParams(ParamGroup):
     req_bytes: int = param(16, 1, 4096, "B", "size of a request or completion message")
     data_bytes: int = param(80, 64, 4096, "B", "size of a message carrying a cache line")
     max_outstanding: int = param(256, 1, 65536, "", "requests tracked at once")
+    directory_writes: int = param(1, 0, 1, "", "1: the home agent keeps its coherence directory in DRAM (Intel "
+                                  "Xeon SP memory directory) and writes it when a remote read for ownership "
+                                  "marks a line as cached by the other socket; 0: no directory writes")
 
 
 @dataclass

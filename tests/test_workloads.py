@@ -199,3 +199,18 @@ def test_random_chase_walks_pages_as_lat_mem_rd_t_does(presets):
     assert both.loc[ws, "latency_ns"] == chase(s, [ws], accesses=2000, region=4 * ws).iloc[0]["latency_ns"]
     with pytest.raises(simcxl.ParamError, match="region"):
         chase(s, [ws], region=ws // 2)
+
+
+def test_remote_reads_for_ownership_write_the_memory_directory(presets):
+    # The home agent keeps its directory in DRAM: a remote store's
+    # write-allocate read marks the line as cached by the other socket, one
+    # DRAM write, besides the writeback of the modified line. STREAM copy
+    # reads two lines (a, and c for ownership) and now writes two.
+    s = presets["ddr-remote"]
+    on = simcxl.stream(s, ["copy", "add"], threads=8, lines_per_thread=3000).set_index("kernel")
+    off = simcxl.stream(s.replace(**{"remote.link.directory_writes": 0}), ["copy", "add"], threads=8,
+                        lines_per_thread=3000).set_index("kernel")
+    rd, wr = "remote.dram.read_gbps", "remote.dram.write_gbps"
+    assert on.loc["copy", wr] == pytest.approx(on.loc["copy", rd], rel=0.05)
+    assert off.loc["copy", wr] == pytest.approx(off.loc["copy", rd] / 2, rel=0.05)
+    assert on.loc["add", wr] == pytest.approx(on.loc["add", rd] * 2 / 3, rel=0.05)

@@ -224,7 +224,34 @@ bool InterSocket::tryReq(Txn* t) {
 }
 
 bool InterSocket::tryResp(Txn* t) {
+    if (t->internal) {  // a directory write is done
+        dirFree_.push_back(t);
+        return true;
+    }
     const bool rd = t->op == Op::Read;
+    if (rd && t->own && p_.directory_writes) {
+        // The home agent's memory directory: a remote read for ownership
+        // marks the line as cached by the other socket, a state kept in the
+        // line's ECC bits, so the home writes the line back to DRAM (the
+        // modified line's writeback later clears it with its own write; a
+        // clean read-only line keeps the state and costs nothing more).
+        Txn* d;
+        if (dirFree_.empty()) {
+            dirStore_.emplace_back(new Txn());
+            d = dirStore_.back().get();
+        } else {
+            d = dirFree_.back();
+            dirFree_.pop_back();
+            *d = Txn();
+        }
+        d->id = (1ull << 63) | dirSeq_++;  // ids of their own: components key work by id
+        d->op = Op::Write;
+        d->addr = d->hostAddr = t->addr;
+        d->internal = true;
+        d->birth = d->mark = now();
+        dirQ_.push_back(d);
+        requestWake(now());
+    }
     Tick arr = back_.send(now(), rd ? dataUnits_ : reqUnits_, rd ? t->size : 0);
     t->leave(kStageLinkResp, arr);
     tx_.push(arr, t);
@@ -244,6 +271,15 @@ void InterSocket::retryResp() {
 
 void InterSocket::process() {
     const Tick t = now();
+    // Directory writes first: the reads that made them are older than
+    // anything still on the link, and the home agent cannot hold them for long.
+    while (!dramBlocked_ && !dirQ_.empty()) {
+        if (!dram_.tryReq(dirQ_.front())) {
+            dramBlocked_ = true;
+            break;
+        }
+        dirQ_.pop_front();
+    }
     while (!dramBlocked_ && rx_.headReady() <= t) {
         Txn* x = rx_.front();
         x->leave(kStageLinkReq, t);

@@ -2,6 +2,8 @@
 // path from a core's LLC miss to the memory port, and the inter-socket link.
 #pragma once
 
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "dram.hpp"
@@ -109,6 +111,12 @@ class InterSocket : public Component, public Target, public Requester {
     InterSocketParams p_;
     DramController dram_;
     TimedFifo<Txn*> rx_, tx_;
+    // Directory writes: made here, sent to DRAM when it has room, recycled
+    // when DRAM completes them.
+    std::vector<std::unique_ptr<Txn>> dirStore_;
+    std::vector<Txn*> dirFree_;
+    std::deque<Txn*> dirQ_;
+    uint64_t dirSeq_ = 0;
     uint32_t outstanding_ = 0, reqUnits_, dataUnits_;
     bool needRetry_ = false, dramBlocked_ = false, respBlocked_ = false;
 };

@@ -74,7 +74,8 @@ namespace cxlcore {
     X(double, bandwidth_gbps, 48.0, 0.1, 10000)             \
     X(uint32_t, req_bytes, 16, 1, 4096)                     \
     X(uint32_t, data_bytes, 80, 64, 4096)                   \
-    X(uint32_t, max_outstanding, 256, 1, 65536)
+    X(uint32_t, max_outstanding, 256, 1, 65536)             \
+    X(uint32_t, directory_writes, 1, 0, 1)
 
 #define CXL_BRIDGE_FIELDS(X)                                \
     X(double, req_latency_ns, 15.0, 0, 10000)               \

@@ -87,9 +87,10 @@ class Driver : public Component, public Requester {
 
   protected:
     // A miss leaving the core at `at` (now or later).
-    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag, Tick at) {
+    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag, Tick at, bool own = false) {
         Txn* x = sys_.pool.get();
         x->op = op;
+        x->own = own;
         x->addr = x->hostAddr = addr;
         x->src = core;
         x->tag = tag;
@@ -437,7 +438,7 @@ class TrafficDriver : public Driver {
                 const Op2& o = ops_[k.pos % ops_.size()];
                 const uint64_t line = (k.pos / ops_.size()) % streamLines_;
                 const uint64_t a = o.array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
-                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t);
+                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
                 const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;

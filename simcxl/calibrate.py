@@ -29,6 +29,7 @@ from .testbed import Memory, Point, Testbed
 from .testbed import load as load_testbed
 
 LMBENCH_ACCESSES = 3000
+WARM_CAPACITY = 256
 STREAM_THREADS = 16
 
 
@@ -81,12 +82,16 @@ class Gem5Missing(ParamError):
 class StandaloneEngine:
     name = "standalone"
 
-    def __init__(self):
-        # The host is the same in every evaluation of a fit: warm its caches once.
-        self.cache = standalone._core.WarmCache(6)
+    def __init__(self, cache=None, region: Optional[int] = None):
+        # The host's cache geometry is the same in every evaluation of a fit
+        # and for every memory of a testbed: walk its caches once per working set.
+        self.cache = cache if cache is not None else standalone._core.WarmCache(WARM_CAPACITY)
+        # lat_mem_rd's buffer (see lmbench_region); None: the largest size of each call.
+        self.region = region
 
     def lmbench(self, system: System, sizes: Sequence[int]) -> List[float]:
-        df = standalone.lmbench(system, list(sizes), accesses=LMBENCH_ACCESSES, cache=self.cache)
+        region = max(max(sizes), self.region or 0)
+        df = standalone.lmbench(system, list(sizes), accesses=LMBENCH_ACCESSES, cache=self.cache, region=region)
         return list(df["latency_ns"])
 
     def stream(self, system: System, kernels: Sequence[str], threads: int) -> List[float]:
@@ -98,9 +103,9 @@ class StandaloneEngine:
         return float(df["latency_ns"].iloc[0]), float(df["bandwidth_gbps"].iloc[0])
 
 
-def get_engine(name: str):
+def get_engine(name: str, cache=None, region: Optional[int] = None):
     if name == "standalone":
-        return StandaloneEngine()
+        return StandaloneEngine(cache, region)
     if name == "gem5":
         binary = os.environ.get("GEM5")
         if not binary or not os.path.isfile(binary):
@@ -274,10 +279,48 @@ def _fit_integer(f: Callable[[float], float], lo: int, hi: int) -> int:
 
 # ------------------------------------------------------------------ the whole run
 
+def lmbench_region(tb) -> Optional[int]:
+    """The buffer lat_mem_rd drew its pages from: one run measures every size
+    up to its `len` argument inside one allocation of `len` bytes, so the
+    largest working set measured on the testbed (None without lat_mem_rd)."""
+    sizes = [p.x for n in tb.memories for p in tb.points_of(n, "lat_mem_rd")]
+    return max(sizes) if sizes else None
+
+
+def _warm_worker(args):
+    system, sizes, region = args
+    eng = StandaloneEngine(region=region)
+    eng.lmbench(system, sizes)
+    return eng.cache
+
+
+def warm_lmbench(system: System, sizes: Sequence[int], workers: int, region: Optional[int] = None):
+    """The cache outcomes of every lat_mem_rd working set, walked once for
+    the whole testbed (they depend on the host's cache geometry alone) and
+    spread over the workers, largest sets first."""
+    cache = standalone._core.WarmCache(WARM_CAPACITY)
+    sizes = sorted(set(sizes), reverse=True)
+    if not sizes:
+        return cache
+    groups: List[List[int]] = [[] for _ in range(max(1, min(workers, len(sizes))))]
+    load = [0] * len(groups)
+    for z in sizes:  # greedy: the cost of a set grows with its size
+        i = load.index(min(load))
+        groups[i].append(z)
+        load[i] += max(z, 1 << 26)
+    if len(groups) == 1:
+        return _warm_worker((system, groups[0], region))
+    with cf.ProcessPoolExecutor(max_workers=len(groups)) as pool:
+        for part in pool.map(_warm_worker, [(system, g, region) for g in groups]):
+            cache.update(part)
+    return cache
+
+
 def _fit_and_validate(args) -> FitResult:
     tb, mem_name, start, engine_name, fit_host = args[:5]
     done: Optional[Tuple[Dict[str, float], List[str]]] = args[5] if len(args) > 5 else None
-    eng = get_engine(engine_name)
+    warm = args[6] if len(args) > 6 else None
+    eng = get_engine(engine_name, warm, lmbench_region(tb))
     mem = tb.memories[mem_name]
     lines: List[str] = []
     if done is None:
@@ -317,22 +360,31 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
     starts = {n: base_system(tb.memories[n]) for n in names}
     host_source = None
     jobs = []
+    workers = workers or min(len(names) + (local is not None and local not in names), os.cpu_count() or 1) or 1
+    warm = None
+    if engine_name == "standalone":
+        sizes = [p.x for n in names for p in tb.points_of(n, "lat_mem_rd")]
+        if local is not None:
+            sizes += [p.x for p in fit_points(tb, local) if p.experiment == "lat_mem_rd"]
+        if sizes:
+            log(f"{tb.name}: walking the host caches for {len(set(sizes))} working sets")
+            warm = warm_lmbench(base_system(tb.memories[local or names[0]]), sizes, workers, lmbench_region(tb))
     if local is not None:
         log(f"{tb.name}: fitting the host side on {local}")
         lines: List[str] = []
-        host_source, fitted, notes = fit_memory(get_engine(engine_name), tb, tb.memories[local],
+        host_source, fitted, notes = fit_memory(get_engine(engine_name, warm, lmbench_region(tb)), tb, tb.memories[local],
                                                 base_system(tb.memories[local]), lines.append, True)
         for line in lines + notes:
             log(line)
         if local in names:  # its validation runs with the other memories
-            jobs.append((tb, local, host_source, engine_name, True, (fitted, notes)))
+            jobs.append((tb, local, host_source, engine_name, True, (fitted, notes), warm))
     for n in names:
         if host_source is not None and n != local:
             starts[n].host = copy.deepcopy(host_source.host)
             starts[n].local_dram = copy.deepcopy(host_source.local_dram)
     rest = [n for n in names if n != local]
-    jobs += [(tb, n, starts[n], engine_name, False) for n in rest]
-    workers = workers or min(len(jobs), os.cpu_count() or 1) or 1
+    jobs += [(tb, n, starts[n], engine_name, False, None, warm) for n in rest]
+    workers = min(workers, len(jobs)) or 1
     if rest:
         log(f"{tb.name}: fitting {', '.join(rest)} ({workers} worker{'s' if workers > 1 else ''})")
     if workers > 1 and len(jobs) > 1:

@@ -69,12 +69,17 @@ def parse_size(text: Union[str, int]) -> int:
 
 def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = None, stride: int = 0,
             accesses: int = 20000, warmup: int = 0, progress: Progress = None,
-            cache: Optional["_core.WarmCache"] = None) -> pd.DataFrame:
+            cache: Optional["_core.WarmCache"] = None,
+            region: Optional[Union[int, str]] = None) -> pd.DataFrame:
     """Dependent pointer chase (``lat_mem_rd``): load-to-use latency per working set.
 
-    ``stride=0`` visits 64 B lines in a random order (``lat_mem_rd -t``); a
-    positive stride walks the working set at that stride. A ``_core.WarmCache``
-    reuses warmed host caches across calls that share the host.
+    ``stride=0`` follows ``lat_mem_rd -t``: each working set is whole pages
+    drawn at random from one buffer of ``region`` bytes (lat_mem_rd's ``len``,
+    by default the largest working set), and the chain reads one line of
+    every page, in a fixed page order, before it returns to a page. A
+    positive stride walks the working set at that stride. A
+    ``_core.WarmCache`` reuses warmed host caches across calls that share
+    the host.
     """
     system = load(memory)
     ws = [parse_size(w) for w in (working_sets or LMBENCH_SIZES)]
@@ -83,16 +88,20 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     stride = _check_int("stride", stride, 0, 1 << 30)
     accesses = _check_int("accesses", accesses, 1, 1 << 32)
     warmup = _check_int("warmup", warmup, 0, 1 << 40)
+    region = max(ws) if region is None else parse_size(region)
+    if region < max(ws) or region > 1 << 40:
+        raise ParamError(f"region = {region} is out of range; allowed: the largest working set "
+                         f"({max(ws)}) to 1099511627776 bytes")
     core = system.to_core()
     rows = []
     for i in range(len(ws)):
-        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache))
+        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache, region))
         if progress is not None:
             progress((i + 1) / len(ws))
     df = pd.DataFrame(rows)
     df["working_set_bytes"] = df["working_set_bytes"].astype("int64")
     df.insert(0, "memory", system.name)
-    return _attrs(df, system, "lmbench", stride=stride, accesses=accesses, warmup=warmup)
+    return _attrs(df, system, "lmbench", stride=stride, accesses=accesses, warmup=warmup, region=region)
 
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,

@@ -102,8 +102,13 @@ class HostParams(ParamGroup):
     l2_assoc: int = param(16, 1, 64, "ways", "L2 associativity")
     l2_latency_ns: float = param(5.5, 0, 200, "ns", "load-to-use latency of an L2 hit")
     llc_bytes: int = param(102236160, 1024, 1 << 36, "B", "shared LLC size")
-    llc_assoc: int = param(15, 1, 64, "ways", "LLC associativity (random replacement)")
+    llc_assoc: int = param(15, 1, 64, "ways", "LLC associativity (DRRIP replacement)")
     llc_latency_ns: float = param(36.0, 0, 500, "ns", "load-to-use latency of an LLC hit; also when a miss leaves")
+    llc_bimodal_insert_prob: float = param(
+        0.0625, 0, 1, "",
+        "LLC DRRIP: chance that a miss in a BRRIP set is inserted for 'long' rather than 'distant' re-reference "
+        "(thrash protection). 1/32 in Jaleel et al., ISCA 2010; Intel's L3 QLRU variants about 1/16 "
+        "(Abel & Reineke, nanoBench); physical range 1/64 to 1/8; 1 makes every set SRRIP")
     dtlb_entries: int = param(64, 1, 65536, "", "first-level data TLB entries")
     dtlb_assoc: int = param(4, 1, 65536, "ways", "DTLB associativity")
     stlb_entries: int = param(2048, 1, 1048576, "", "second-level TLB entries")
@@ -192,6 +197,9 @@ class InterSocketParams(ParamGroup):
     req_bytes: int = param(16, 1, 4096, "B", "size of a request or completion message")
     data_bytes: int = param(80, 64, 4096, "B", "size of a message carrying a cache line")
     max_outstanding: int = param(256, 1, 65536, "", "requests tracked at once")
+    directory_writes: int = param(1, 0, 1, "", "1: the home agent keeps its coherence directory in DRAM (Intel "
+                                  "Xeon SP memory directory) and writes it when a remote read for ownership "
+                                  "marks a line as cached by the other socket; 0: no directory writes")
 
 
 @dataclass

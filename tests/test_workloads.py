@@ -148,3 +148,69 @@ def test_warm_cache_gives_the_same_results(presets):
     fresh = simcxl.lmbench(presets["cxl-asic"].replace(**{"cxl.device.req_latency_ns": 80.0}), sizes,
                            accesses=2000)
     pd.testing.assert_frame_equal(again, fresh)
+
+
+def test_llc_is_thrash_resistant_past_its_size(presets):
+    # DRRIP: a cyclic working set twice the LLC keeps close to the LLC's
+    # worth of hits (at most half of the loads; LRU would keep none), and
+    # fewer the larger the set grows.
+    s = presets["ddr-local"]
+    llc = s.host.llc_bytes
+    df = chase(s, [llc * 2, llc * 4], accesses=2000)
+    two, four = df["hit_llc"]
+    assert 0.35 < two <= 0.5
+    assert 0.05 < four < two / 1.5
+    # Every set SRRIP (no bimodal insertion) thrashes like LRU.
+    srrip = chase(s.replace(**{"host.llc_bimodal_insert_prob": 1.0}), [llc * 2], accesses=2000)
+    assert srrip["hit_llc"].iloc[0] < 0.05
+
+
+def test_warm_cache_pickles(presets):
+    import pickle
+    from simcxl import _core
+    cache = _core.WarmCache(4)
+    s = presets["cxl-asic"]
+    first = simcxl.lmbench(s, [256 << 20], accesses=1000, cache=cache)
+    copy = pickle.loads(pickle.dumps(cache))
+    assert len(copy) == 1
+    again = simcxl.lmbench(s, [256 << 20], accesses=1000, cache=copy)
+    pd.testing.assert_frame_equal(first, again)
+
+
+def test_random_chase_walks_pages_as_lat_mem_rd_t_does(presets):
+    # lat_mem_rd -t reads one line of every page, in a fixed page order,
+    # before it comes back to a page: with twice as many pages as the STLB
+    # holds, (LRU) STLB hits are rare and every load needs a page walk
+    # (a uniformly random line order would hit the STLB half of the time).
+    s = presets["ddr-local"].replace(**{"host.l2_bytes": 256 << 10})
+    h = s.host
+    ws = 2 * h.stlb_entries * h.page_bytes
+    own = chase(s, [ws], accesses=2000, region=ws).iloc[0]
+    assert own["stlb_hit"] < 0.05 and own["page_walk"] > 0.95
+    # Its pages are drawn from one buffer of lat_mem_rd's `len` bytes. From
+    # a buffer 64 times the working set, nearly every page has its PTE on a
+    # line of its own: 64 times the PTE lines, more than L2 holds beside
+    # the data, so the walks fetch PTEs from the LLC and loads take longer.
+    wide = chase(s, [ws], accesses=2000, region=64 * ws).iloc[0]
+    assert wide["hit_llc"] == pytest.approx(own["hit_llc"], abs=0.02)
+    assert wide["latency_ns"] > own["latency_ns"] + 0.5 * h.llc_latency_ns
+    # The default buffer is the largest working set of the run.
+    both = chase(s, [ws, 4 * ws], accesses=2000)
+    assert both.loc[ws, "latency_ns"] == chase(s, [ws], accesses=2000, region=4 * ws).iloc[0]["latency_ns"]
+    with pytest.raises(simcxl.ParamError, match="region"):
+        chase(s, [ws], region=ws // 2)
+
+
+def test_remote_reads_for_ownership_write_the_memory_directory(presets):
+    # The home agent keeps its directory in DRAM: a remote store's
+    # write-allocate read marks the line as cached by the other socket, one
+    # DRAM write, besides the writeback of the modified line. STREAM copy
+    # reads two lines (a, and c for ownership) and now writes two.
+    s = presets["ddr-remote"]
+    on = simcxl.stream(s, ["copy", "add"], threads=8, lines_per_thread=3000).set_index("kernel")
+    off = simcxl.stream(s.replace(**{"remote.link.directory_writes": 0}), ["copy", "add"], threads=8,
+                        lines_per_thread=3000).set_index("kernel")
+    rd, wr = "remote.dram.read_gbps", "remote.dram.write_gbps"
+    assert on.loc["copy", wr] == pytest.approx(on.loc["copy", rd], rel=0.05)
+    assert off.loc["copy", wr] == pytest.approx(off.loc["copy", rd] / 2, rel=0.05)
+    assert on.loc["add", wr] == pytest.approx(on.loc["add", rd] * 2 / 3, rel=0.05)

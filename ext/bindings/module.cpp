@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "cxlcore/accel.hpp"
@@ -182,20 +183,44 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("validate", [](py::dict sys) { readSystem(sys); }, "Checks a system description; raises ConfigError.");
 
-    py::class_<WarmCache>(m, "WarmCache", "Warmed host caches reused between lmbench runs of the same host.")
+    py::class_<WarmCache>(m, "WarmCache",
+                          "Cache outcomes of lmbench runs, reused between runs of the same host geometry. "
+                          "Picklable, so worker processes can share one.")
         .def(py::init<size_t>(), py::arg("capacity") = 4)
-        .def("__len__", &WarmCache::size);
+        .def("__len__", &WarmCache::size)
+        .def("update", &WarmCache::update, py::arg("other"), "Adds the entries of another cache.")
+        .def(py::pickle(
+            [](const WarmCache& c) {
+                py::list entries;
+                for (const auto& e : c.entries())
+                    entries.append(py::make_tuple(
+                        py::bytes(e.key),
+                        py::bytes(reinterpret_cast<const char*>(e.loads->data()), e.loads->size() * sizeof(ChaseLoad))));
+                return py::make_tuple(c.capacity(), entries);
+            },
+            [](py::tuple t) {
+                auto c = std::make_unique<WarmCache>(t[0].cast<size_t>());
+                for (auto item : t[1].cast<py::list>()) {
+                    auto pair = item.cast<py::tuple>();
+                    std::string key = pair[0].cast<std::string>(), raw = pair[1].cast<std::string>();
+                    auto loads = std::make_shared<std::vector<ChaseLoad>>(raw.size() / sizeof(ChaseLoad));
+                    std::memcpy(loads->data(), raw.data(), loads->size() * sizeof(ChaseLoad));
+                    c->put(std::move(key), std::move(loads));
+                }
+                return c;
+            }));
 
     m.def("run_lmbench",
           [](py::dict sys, std::vector<uint64_t> ws, uint64_t stride, uint64_t accesses, uint64_t warmup,
-             size_t index, WarmCache* cache) {
+             size_t index, WarmCache* cache, uint64_t region) {
               SystemParams p = readSystem(sys);
-              ChaseConfig c{ws, stride, accesses, warmup};
+              ChaseConfig c{ws, stride, accesses, warmup, region};
               return runReleased([&] { return runChase(p, c, index, cache); });
           },
           py::arg("system"), py::arg("working_sets"), py::arg("stride"), py::arg("accesses"), py::arg("warmup"),
-          py::arg("index"), py::arg("cache") = nullptr,
-          "Dependent pointer chase (lat_mem_rd) at working_sets[index].");
+          py::arg("index"), py::arg("cache") = nullptr, py::arg("region") = 0,
+          "Dependent pointer chase (lat_mem_rd) at working_sets[index]; a random chase draws its pages "
+          "from a buffer of `region` bytes (0: the largest working set).");
 
     m.def("run_stream",
           [](py::dict sys, std::string kernel, uint32_t threads, uint64_t lines, py::object cb) {

@@ -15,10 +15,10 @@ inline uint64_t mix(uint64_t x) {  // murmur3 finaliser
 }
 }  // namespace
 
-TagArray::TagArray(uint64_t entries, uint32_t assoc, bool randomReplacement, bool hashedIndex, uint64_t seed)
-    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), random_(randomReplacement),
-      hashed_(hashedIndex), rng_(seed) {
-    if (random_)
+TagArray::TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, bool hashedIndex, uint64_t seed)
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), rrip_(bimodalProb >= 0), hashed_(hashedIndex),
+      bimodal_(uint64_t(std::min(1.0, std::max(0.0, bimodalProb)) * 4294967296.0)), rng_(seed) {
+    if (rrip_)
         fp_.assign(sets_ * assoc_, 0);
     else {
         tags_.assign(sets_ * assoc_, 0);
@@ -31,27 +31,64 @@ void TagArray::clear() {
     std::fill(fp_.begin(), fp_.end(), 0);
     std::fill(tags_.begin(), tags_.end(), 0);
     std::fill(stamp_.begin(), stamp_.end(), 0);
+    psel_ = 512;
+}
+
+namespace {
+inline uint64_t rripSet(uint64_t key, bool hashed, bool pow2, uint64_t sets) {
+    // 4 KiB pages land on random physical frames: lines of a page fill
+    // consecutive sets, pages scatter (hashedIndex: every line scatters).
+    const uint64_t frame = hashed ? key : (mix(key >> 6) << 6) | (key & 63);
+    return pow2 ? frame & (sets - 1) : frame % sets;
+}
+}  // namespace
+
+void TagArray::prefetch(uint64_t key) const {
+    if (rrip_) __builtin_prefetch(&fp_[rripSet(key, hashed_, pow2_, sets_) * assoc_]);
 }
 
 bool TagArray::access(uint64_t key) {
-    if (random_) {
-        // Large arrays keep a 32-bit fingerprint of a 64-bit hash: half the
-        // memory traffic of full tags; a false match has odds ~assoc/2^32.
+    if (rrip_) {
+        // Large arrays keep a 30-bit fingerprint of a 64-bit hash next to the
+        // 2-bit RRPV: a third of the memory of full tags and stamps; a false
+        // match has odds ~assoc/2^30.
         const uint64_t h = mix(key);
-        // 4 KiB pages land on random physical frames: lines of a page fill
-        // consecutive sets, pages scatter (hashedIndex: every line scatters).
-        const uint64_t frame = hashed_ ? key : (mix(key >> 6) << 6) | (key & 63);
-        const uint64_t set = pow2_ ? frame & (sets_ - 1) : frame % sets_;
-        const uint32_t f = uint32_t(h >> 32) | 1u;
+        const uint64_t set = rripSet(key, hashed_, pow2_, sets_);
+        const uint32_t f = (uint32_t(h >> 32) | 4u) & ~3u;
         uint32_t* t = &fp_[set * assoc_];
-        for (uint32_t w = 0; w < assoc_; ++w) {
-            if (t[w] == f) return true;
-            if (t[w] == 0) {  // ways fill in order, so the rest are empty too
-                t[w] = f;
-                return false;
+        uint32_t w = 0;
+        for (; w < assoc_; ++w) {
+            if ((t[w] & ~3u) == f) {
+                t[w] = f;  // a hit: near-immediate re-reference (RRPV 0)
+                return true;
+            }
+            if (t[w] == 0) break;  // ways fill in order, so the rest are empty too
+        }
+        // Set dueling: 1/64 of the sets always use SRRIP, 1/64 always BRRIP;
+        // their misses steer the policy of the other sets.
+        const uint64_t leader = set & 63;
+        bool brrip;
+        if (leader == 0) {
+            psel_ = std::min<uint32_t>(1023, psel_ + 1);
+            brrip = false;
+        } else if (leader == 1) {
+            psel_ = psel_ ? psel_ - 1 : 0;
+            brrip = true;
+        } else {
+            brrip = psel_ >= 512;
+        }
+        if (w == assoc_) {  // full: the first way predicted for distant re-reference, ageing all until one is
+            uint32_t oldest = 0;
+            for (uint32_t v = 0; v < assoc_; ++v) oldest = std::max(oldest, t[v] & 3u);
+            const uint32_t age = 3 - oldest;
+            w = assoc_;
+            for (uint32_t v = 0; v < assoc_; ++v) {
+                t[v] += age;
+                if (w == assoc_ && (t[v] & 3u) == 3) w = v;
             }
         }
-        t[rng_.below(assoc_)] = f;
+        const bool distant = brrip && (rng_.next() >> 32) >= bimodal_;
+        t[w] = f | (distant ? 3u : 2u);
         return false;
     }
     const uint64_t hk = hashed_ ? mix(key) : key;
@@ -75,12 +112,12 @@ bool TagArray::access(uint64_t key) {
 }
 
 CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
-    : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, false, false, seed),
-      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, false, false, seed + 1),
-      // Indexed by physical line address (pages on random frames); random replacement.
-      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, true, false, seed + 2),
-      dtlb_(p.dtlb_entries, p.dtlb_assoc, false, false, seed + 3),
-      stlb_(p.stlb_entries, p.stlb_assoc, false, false, seed + 4) {
+    : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, -1, false, seed),
+      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, 1.0, false, seed + 1),  // SRRIP: every insertion "long"
+      // Indexed by physical line address (pages on random frames); DRRIP.
+      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, p.llc_bimodal_insert_prob, false, seed + 2),
+      dtlb_(p.dtlb_entries, p.dtlb_assoc, -1, false, seed + 3),
+      stlb_(p.stlb_entries, p.stlb_assoc, -1, false, seed + 4) {
     pageShift_ = 0;
     while ((1ull << pageShift_) < p.page_bytes) ++pageShift_;
 }
@@ -187,7 +224,34 @@ bool InterSocket::tryReq(Txn* t) {
 }
 
 bool InterSocket::tryResp(Txn* t) {
+    if (t->internal) {  // a directory write is done
+        dirFree_.push_back(t);
+        return true;
+    }
     const bool rd = t->op == Op::Read;
+    if (rd && t->own && p_.directory_writes) {
+        // The home agent's memory directory: a remote read for ownership
+        // marks the line as cached by the other socket, a state kept in the
+        // line's ECC bits, so the home writes the line back to DRAM (the
+        // modified line's writeback later clears it with its own write; a
+        // clean read-only line keeps the state and costs nothing more).
+        Txn* d;
+        if (dirFree_.empty()) {
+            dirStore_.emplace_back(new Txn());
+            d = dirStore_.back().get();
+        } else {
+            d = dirFree_.back();
+            dirFree_.pop_back();
+            *d = Txn();
+        }
+        d->id = (1ull << 63) | dirSeq_++;  // ids of their own: components key work by id
+        d->op = Op::Write;
+        d->addr = d->hostAddr = t->addr;
+        d->internal = true;
+        d->birth = d->mark = now();
+        dirQ_.push_back(d);
+        requestWake(now());
+    }
     Tick arr = back_.send(now(), rd ? dataUnits_ : reqUnits_, rd ? t->size : 0);
     t->leave(kStageLinkResp, arr);
     tx_.push(arr, t);
@@ -207,6 +271,15 @@ void InterSocket::retryResp() {
 
 void InterSocket::process() {
     const Tick t = now();
+    // Directory writes first: the reads that made them are older than
+    // anything still on the link, and the home agent cannot hold them for long.
+    while (!dramBlocked_ && !dirQ_.empty()) {
+        if (!dram_.tryReq(dirQ_.front())) {
+            dramBlocked_ = true;
+            break;
+        }
+        dirQ_.pop_front();
+    }
     while (!dramBlocked_ && rx_.headReady() <= t) {
         Txn* x = rx_.front();
         x->leave(kStageLinkReq, t);

@@ -27,6 +27,7 @@ namespace cxlcore {
     X(uint64_t, llc_bytes, 102236160, 1024, 1ull << 36)     \
     X(uint32_t, llc_assoc, 15, 1, 64)                       \
     X(double, llc_latency_ns, 36.0, 0, 500)                 \
+    X(double, llc_bimodal_insert_prob, 0.0625, 0, 1)        \
     X(uint32_t, dtlb_entries, 64, 1, 65536)                 \
     X(uint32_t, dtlb_assoc, 4, 1, 65536)                    \
     X(uint32_t, stlb_entries, 2048, 1, 1048576)             \
@@ -73,7 +74,8 @@ namespace cxlcore {
     X(double, bandwidth_gbps, 48.0, 0.1, 10000)             \
     X(uint32_t, req_bytes, 16, 1, 4096)                     \
     X(uint32_t, data_bytes, 80, 64, 4096)                   \
-    X(uint32_t, max_outstanding, 256, 1, 65536)
+    X(uint32_t, max_outstanding, 256, 1, 65536)             \
+    X(uint32_t, directory_writes, 1, 0, 1)
 
 #define CXL_BRIDGE_FIELDS(X)                                \
     X(double, req_latency_ns, 15.0, 0, 10000)               \

@@ -67,6 +67,8 @@ struct Txn {
     uint16_t src = 0;      // requesting core
     uint8_t devLoad = 0;   // CXL DevLoad field of the response (0..3)
     uint8_t tag = 0;       // requester-private
+    bool own = false;      // a read for ownership (a store's write-allocate)
+    bool internal = false; // made by a component for itself (never reaches a core)
     Tick birth = 0;
     Tick mark = 0;         // time the current stage began
     Tick stage[kNumStages] = {};

@@ -87,9 +87,10 @@ class Driver : public Component, public Requester {
 
   protected:
     // A miss leaving the core at `at` (now or later).
-    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag, Tick at) {
+    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag, Tick at, bool own = false) {
         Txn* x = sys_.pool.get();
         x->op = op;
+        x->own = own;
         x->addr = x->hostAddr = addr;
         x->src = core;
         x->tag = tag;
@@ -136,31 +137,99 @@ class Shuffle {
 
 // ---------------------------------------------------------------- pointer chase
 
+// The chase runs in two steps. The cache outcome of each load depends only on
+// the host's cache and TLB geometry and the working set, never on memory
+// timing, so a functional pass settles the caches and records the outcomes of
+// the timed loads; a timed replay then charges each level's latency and sends
+// the misses to memory. A calibration reuses the first step (WarmCache).
+class ChaseWalk {
+  public:
+    // Random order (stride 0) follows lat_mem_rd -t (LMbench's thrash_initialize):
+    // the working set is `ws / page` pages drawn at random from a buffer of
+    // `region` bytes, and the chain visits one line of every page, always
+    // in the same page order, before it comes back to a page; pass p reads
+    // line words[(p + i) % lines-per-page] of the i-th page, where words is
+    // the bit-reversed line order (words_initialize). So the TLBs see a cycle
+    // over the pages and the page walks read the PTEs of pages scattered over
+    // the whole buffer. A working set that is not a whole number of pages
+    // is chased in a random order of its lines.
+    ChaseWalk(const HostParams& hp, uint64_t ws, uint64_t stride, uint64_t region, uint64_t seed, uint64_t cacheSeed)
+        : h_(hp, cacheSeed), stride_(stride ? stride : kLineBytes), n_(ws / (stride ? stride : kLineBytes)),
+          random_(stride == 0), paged_(random_ && ws % hp.page_bytes == 0),
+          npages_(paged_ ? ws / hp.page_bytes : 0), perPage_(hp.page_bytes / kLineBytes),
+          shuffle_(paged_ ? std::max(region, ws) / hp.page_bytes : n_, seed), page_(hp.page_bytes) {
+        if (paged_) {
+            int bits = 0;
+            while ((2ull << bits) <= perPage_) ++bits;  // perPage_ = 2^bits
+            words_.resize(perPage_);
+            for (uint64_t i = 0; i < perPage_; ++i) {
+                uint64_t r = 0;
+                for (int j = 0; j < bits; ++j)
+                    if (i & (1ull << j)) r |= 1ull << (bits - j - 1);
+                words_[i] = r;
+            }
+        }
+    }
+    uint64_t addrOf(uint64_t k) const {
+        if (paged_) {
+            k %= n_;
+            const uint64_t pass = k / npages_, i = k % npages_;
+            return shuffle_(i) * page_ + words_[(pass + i) % perPage_] * kLineBytes;
+        }
+        return (random_ ? shuffle_(k % n_) : k % n_) * stride_;
+    }
+    uint64_t lines() const { return n_; }
+    ChaseLoad step() {
+        // The order is known ahead: fetch the LLC set of a later load while
+        // this one is looked up (the LLC's tags are larger than the host's caches).
+        h_.prefetch(addrOf(k_ + 8));
+        ChaseLoad o;
+        o.addr = addrOf(k_++);
+        o.translate = uint8_t(h_.translate(o.addr));
+        o.pte = o.translate == 2 ? uint8_t(h_.access(CacheHierarchy::pteAddr(o.addr, page_))) : 0;
+        o.data = uint8_t(h_.access(o.addr));
+        return o;
+    }
+    void warm(uint64_t count) {
+        for (uint64_t i = 0; i < count; ++i) step();
+    }
+    // `count` timed loads. A working set larger than that is sampled evenly
+    // over one whole pass (the loads in between update the caches untimed):
+    // under DRRIP which lines stay in the LLC depends on where they sit in
+    // the cycle, so a run of consecutive loads would be biased.
+    std::vector<ChaseLoad> sample(uint64_t count) {
+        std::vector<ChaseLoad> out;
+        out.reserve(count);
+        const uint64_t spread = std::max<uint64_t>(1, n_ / count);
+        for (uint64_t i = 0; i < count; ++i) {
+            out.push_back(step());
+            warm(spread - 1);
+        }
+        return out;
+    }
+
+  private:
+    CacheHierarchy h_;
+    uint64_t stride_, n_;
+    bool random_, paged_;
+    uint64_t npages_, perPage_;
+    Shuffle shuffle_;
+    uint64_t page_, k_ = 0;
+    std::vector<uint64_t> words_;
+};
+
 class ChaseDriver : public Driver {
   public:
-    ChaseDriver(System& s, CacheHierarchy& h, uint64_t ws, uint64_t stride, uint64_t seed)
-        : Driver(s), h_(h), stride_(stride ? stride : kLineBytes), n_(ws / (stride ? stride : kLineBytes)),
-          random_(stride == 0), shuffle_(n_, seed) {
+    ChaseDriver(System& s, const std::vector<ChaseLoad>& loads, uint64_t pageBytes) : Driver(s), loads_(loads) {
         const HostParams& hp = s.params().host;
         lat_[0] = nsToTicks(hp.l1_latency_ns);
         lat_[1] = nsToTicks(hp.l2_latency_ns);
         lat_[2] = nsToTicks(hp.llc_latency_ns);
         stlb_ = nsToTicks(hp.stlb_latency_ns);
         walk_ = nsToTicks(hp.walk_latency_ns);
-        page_ = hp.page_bytes;
+        page_ = pageBytes;
     }
-    uint64_t addrOf(uint64_t k) const { return (random_ ? shuffle_(k % n_) : k % n_) * stride_; }
-
-    void skip(uint64_t count) { k_ += count; }
-    void warm(uint64_t count) {
-        for (uint64_t i = 0; i < count; ++i) {
-            uint64_t a = addrOf(k_++);
-            if (h_.translate(a) == 2) h_.access(CacheHierarchy::pteAddr(a, page_));
-            h_.access(a);
-        }
-    }
-    void start(uint64_t accesses) {
-        total_ = accesses;
+    void start() {
         cur_ = now();
         t0_ = cur_;
         advance();
@@ -186,50 +255,44 @@ class ChaseDriver : public Driver {
 
   private:
     void finish() {
-        ++k_;
-        ++done_;
+        ++i_;
         stage_ = 0;
     }
     // Misses leave the core after the LLC lookup, which the uncore path models.
     void request(uint64_t addr, uint8_t tag) { issue(0, Op::Read, addr, tag, cur_); }
     void advance() {
-        while (done_ < total_) {
-            const uint64_t a = addrOf(k_);
+        while (i_ < loads_.size()) {
+            const ChaseLoad& o = loads_[i_];
             if (stage_ == 0) {
-                int tr = h_.translate(a);
-                if (tr >= 1) cur_ += stlb_;
+                if (o.translate >= 1) cur_ += stlb_;
                 stage_ = 1;
-                if (tr == 1) ++stlbHits_;
-                if (tr == 2) {
+                if (o.translate == 1) ++stlbHits_;
+                if (o.translate == 2) {
                     ++walks_;
                     cur_ += walk_;
-                    auto lv = h_.access(CacheHierarchy::pteAddr(a, page_));
-                    if (lv == CacheHierarchy::kMem) {
+                    if (o.pte == CacheHierarchy::kMem) {
                         ++walkMisses_;
-                        request(CacheHierarchy::pteAddr(a, page_), 1);
+                        request(CacheHierarchy::pteAddr(o.addr, page_), 1);
                         return;
                     }
-                    cur_ += lat_[lv];
+                    cur_ += lat_[o.pte];
                 }
             }
-            auto lv = h_.access(a);
-            if (lv == CacheHierarchy::kMem) {
+            if (o.data == CacheHierarchy::kMem) {
                 stage_ = 2;
-                request(a, 0);
+                request(o.addr, 0);
                 return;
             }
-            cur_ += lat_[lv];
-            ++levels_[lv];
+            cur_ += lat_[o.data];
+            ++levels_[o.data];
             finish();
         }
     }
 
-    CacheHierarchy& h_;
-    uint64_t stride_, n_;
-    bool random_;
-    Shuffle shuffle_;
+    const std::vector<ChaseLoad>& loads_;
     Tick lat_[3], stlb_, walk_, cur_ = 0, t0_ = 0;
-    uint64_t page_, k_ = 0, done_ = 0, total_ = 0;
+    uint64_t page_;
+    size_t i_ = 0;
     int stage_ = 0;  // 0: translate, 1: data lookup, 2: data miss in flight
 };
 
@@ -375,7 +438,7 @@ class TrafficDriver : public Driver {
                 const Op2& o = ops_[k.pos % ops_.size()];
                 const uint64_t line = (k.pos / ops_.size()) % streamLines_;
                 const uint64_t a = o.array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
-                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t);
+                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
                 const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;
@@ -423,24 +486,29 @@ void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes
 
 }  // namespace
 
-const WarmCache::Entry* WarmCache::find(const std::string& key) const {
+std::shared_ptr<const std::vector<ChaseLoad>> WarmCache::find(const std::string& key) const {
     for (const Entry& e : entries_)
-        if (e.key == key) return &e;
+        if (e.key == key) return e.loads;
     return nullptr;
 }
 
-void WarmCache::put(std::string key, const CacheHierarchy& caches, uint64_t position) {
+void WarmCache::put(std::string key, std::shared_ptr<const std::vector<ChaseLoad>> loads) {
     if (entries_.size() >= cap_) entries_.pop_front();
-    entries_.push_back(Entry{std::move(key), std::make_unique<CacheHierarchy>(caches), position});
+    entries_.push_back(Entry{std::move(key), std::move(loads)});
 }
 
 namespace {
-#define CXL_KEY_FIELD(type, name, def, lo, hi) os << sp.host.name << ',';
-std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64_t warm) {
+// What the cache outcomes depend on: the geometry of the caches and TLBs, not
+// their latencies.
+std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64_t warm, uint64_t accesses,
+                    uint64_t region) {
+    const HostParams& h = sp.host;
     std::ostringstream os;
     os.precision(17);
-    CXL_HOST_FIELDS(CXL_KEY_FIELD)
-    os << sp.seed << ',' << ws << ',' << stride << ',' << warm;
+    os << h.l1_bytes << ',' << h.l1_assoc << ',' << h.l2_bytes << ',' << h.l2_assoc << ',' << h.llc_bytes << ','
+       << h.llc_assoc << ',' << h.llc_bimodal_insert_prob << ',' << h.dtlb_entries << ',' << h.dtlb_assoc << ','
+       << h.stlb_entries << ',' << h.stlb_assoc << ',' << h.page_bytes << ';' << sp.seed << ',' << ws << ','
+       << stride << ',' << warm << ',' << accesses << ',' << region;
     return os.str();
 }
 }  // namespace
@@ -460,24 +528,26 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
                           " is out of range; allowed: 1 to 4294967296");
     System s(sp);
     const uint64_t n = ws / elem, llcLines = sp.host.llc_bytes / kLineBytes;
-    // Two passes reach the steady state of a working set the LLC can partly
-    // hold; beyond three LLCs a line is evicted long before its reuse, so
-    // filling the caches twice over is enough.
-    const uint64_t warm = cfg.warmup ? cfg.warmup : (n <= 3 * llcLines ? 2 * n : 2 * llcLines);
-    const std::string key = cache ? warmKey(sp, ws, cfg.stride, warm) : std::string();
-    const WarmCache::Entry* hit = cache ? cache->find(key) : nullptr;
-    auto h = hit ? std::make_unique<CacheHierarchy>(*hit->caches) : std::make_unique<CacheHierarchy>(sp.host, sp.seed + 5);
-    // Seeded by the working set itself, so a size gives the same result
-    // whatever list it is run in.
-    ChaseDriver d(s, *h, ws, cfg.stride, sp.seed * 0x9E3779B97F4A7C15ull + ws);
-    if (hit) {
-        d.skip(hit->position);
-    } else {
-        d.warm(warm);
-        if (cache) cache->put(key, *h, warm);
+    // Two passes settle a working set the LLC holds. A larger one needs one:
+    // DRRIP keeps lines that were re-referenced, and the timed loads are
+    // sampled over the next pass.
+    const uint64_t warm = cfg.warmup ? cfg.warmup : (n <= llcLines ? 2 * n : n);
+    uint64_t region = cfg.region_bytes;
+    if (region == 0)
+        for (uint64_t w : cfg.working_sets) region = std::max(region, w);
+    const std::string key = cache ? warmKey(sp, ws, cfg.stride, warm, cfg.accesses, region) : std::string();
+    std::shared_ptr<const std::vector<ChaseLoad>> loads = cache ? cache->find(key) : nullptr;
+    if (!loads) {
+        // Seeded by the working set itself, so a size gives the same result
+        // whatever list it is run in.
+        ChaseWalk walk(sp.host, ws, cfg.stride, region, sp.seed * 0x9E3779B97F4A7C15ull + ws, sp.seed + 5);
+        walk.warm(warm);
+        loads = std::make_shared<const std::vector<ChaseLoad>>(walk.sample(cfg.accesses));
+        if (cache) cache->put(key, loads);
     }
+    ChaseDriver d(s, *loads, sp.host.page_bytes);
     s.resetStats();
-    d.start(cfg.accesses);
+    d.start();
     s.loop.run();
     Report r;
     r.emplace_back("working_set_bytes", double(ws));

@@ -25,6 +25,10 @@ struct ChaseConfig {
     uint64_t stride = 0;                 // 0: random order over 64 B lines (lat_mem_rd -t)
     uint64_t accesses = 20000;           // timed loads per working set
     uint64_t warmup = 0;                 // untimed loads; 0 = enough to fill the caches
+    // lat_mem_rd's `len`: the buffer a random chase's pages are drawn from
+    // (lat_mem_rd allocates it once and measures every size up to it);
+    // 0 = the largest working set of the list.
+    uint64_t region_bytes = 0;
 };
 
 struct StreamConfig {
@@ -49,20 +53,34 @@ struct TraceConfig {
     uint32_t max_outstanding = 64;
 };
 
-// Warmed host caches, kept by the caller between lmbench runs: the warm-up
-// depends only on the host and the working set, not on the memory's timing,
-// so runs that differ in memory parameters alone (a calibration) warm once.
+// One timed load of a pointer chase: its address and where the translation
+// (0: DTLB, 1: STLB, 2: page walk), the leaf PTE and the data were found
+// (CacheHierarchy::Level).
+struct ChaseLoad {
+    uint64_t addr = 0;
+    uint8_t translate = 0, pte = 0, data = 0;
+};
+
+// Cache outcomes of lmbench runs, kept by the caller between runs: they
+// depend only on the host's cache geometry and the working set, not on any
+// latency, so runs that differ in timing parameters alone (a calibration)
+// walk the caches once.
 class WarmCache {
   public:
     explicit WarmCache(size_t capacity = 4) : cap_(capacity ? capacity : 1) {}
     struct Entry {
         std::string key;
-        std::unique_ptr<CacheHierarchy> caches;
-        uint64_t position;  // where the chase stands after the warm-up
+        std::shared_ptr<const std::vector<ChaseLoad>> loads;
     };
-    const Entry* find(const std::string& key) const;
-    void put(std::string key, const CacheHierarchy& caches, uint64_t position);
+    std::shared_ptr<const std::vector<ChaseLoad>> find(const std::string& key) const;
+    void put(std::string key, std::shared_ptr<const std::vector<ChaseLoad>> loads);
     size_t size() const { return entries_.size(); }
+    size_t capacity() const { return cap_; }
+    const std::deque<Entry>& entries() const { return entries_; }
+    void update(const WarmCache& other) {
+        for (const Entry& e : other.entries_)
+            if (!find(e.key)) put(e.key, e.loads);
+    }
 
   private:
     size_t cap_;

@@ -293,6 +293,9 @@ class HomeParams(ParamGroup):
     latency_ns: float = param(20.0, 0, 10000, "ns", "root port to home agent and snoop-filter lookup, per request")
     host_hit_ns: float = param(36.0, 0, 10000, "ns", "a host core's hit in the host caches (LLC)")
     tracker: int = param(128, 1, 65536, "", "requests the home agent tracks at once (all devices)")
+    snoop_filter_lines: int = param(0, 0, 1 << 26, "",
+                                    "device-cached lines the snoop filter tracks (0: unlimited); a full filter "
+                                    "evicts a line by invalidating it in the devices")
 
 
 @dataclass

@@ -293,3 +293,22 @@ def test_demo_cxl_cache_part(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "At 64 B CXL.cache cuts latency by" in out and "published: 68% and 14.4x" in out
     assert (tmp_path / "dma_vs_cache.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("preset", ["type1-asic", "type2-bias", "type2-hdmdb"])
+def test_a_full_snoop_filter_evicts_lines_without_breaking_coherence(preset):
+    s = system(preset, **{"accel.devices": 2, "home.snoop_filter_lines": 4})
+    r = coherent.stress(s, ops=300_000, lines=16)
+    assert r["detail"] == "" and r["checker_violations"] == 0 and r["deadlock"] == 0
+    assert r["snoop_filter_evictions"] > 1000 and r["quiet_at_end"] == 1
+
+
+def test_snoop_filter_smaller_than_the_cache_costs_hits():
+    kw = dict(op="load", pattern="random", footprint="1m", requests=50_000)
+    small = coherent.accel(system(**{"home.snoop_filter_lines": 1024}), check=True, **kw).iloc[0]
+    free = coherent.accel("type1-asic", **kw).iloc[0]
+    assert free["snoop_filter_evictions"] == 0
+    # Every filter eviction invalidates a device line, and the device loses hits it would have had.
+    assert small["snoop_filter_evictions"] == small["snoops_received_SnpInv"] > 10_000
+    assert small["hit_rate"] < 0.7 * free["hit_rate"]
+    assert small["checker_violations"] == 0

@@ -164,6 +164,7 @@ void CoherentSystem::report(Report& r, Tick end) const {
     r.emplace_back("host_memory_reads", double(h.memReads));
     r.emplace_back("host_memory_writes", double(h.memWrites));
     r.emplace_back("home_conflicts", double(h.conflicts));
+    r.emplace_back("snoop_filter_evictions", double(h.sfEvictions));
     r.emplace_back("max_home_tracker", double(h.maxTracker));
     r.emplace_back("max_line_queue", double(h.maxLineQueue));
     r.emplace_back("max_mshrs", double(maxMshrs));

@@ -19,7 +19,7 @@ const char* opName(Opc o) {
     static const char* n[] = {"RdCurr", "RdOwn", "RdShared", "RdAny", "ItoMWr", "WrInv", "CleanEvict", "DirtyEvict",
                               "BiasFlipReq", "RspIHitI", "RspVHitV", "RspIHitSE", "RspSHitSE", "RspSFwdM",
                               "RspIFwdM", "RspVFwdV", "SnpData", "SnpInv", "SnpCur", "GO", "GO_WritePull",
-                              "BiasFlipDone", "Data", "MemRd", "MemRdFwd", "MemWr", "MemData", "Cmp", "BISnpData",
+                              "BiasFlipDone", "SFEvict", "Data", "MemRd", "MemRdFwd", "MemWr", "MemData", "Cmp", "BISnpData",
                               "BISnpInv", "BIRspI", "BIRspS", "IoMemRd", "IoMemWr", "IoCplD"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(Opc::kCount), "opcode names");
     return n[int(o)];
@@ -1005,6 +1005,48 @@ std::string HomeAgent::describe() const {
     return s;
 }
 
+void HomeAgent::setSharers(HLine& l, uint64_t line, uint32_t sharers) {
+    const bool was = l.sharers != 0, is = sharers != 0;
+    l.sharers = sharers;
+    if (was == is) return;
+    if (!is) {
+        --sfLines_;
+        return;
+    }
+    ++sfLines_;
+    if (!p_.snoop_filter_lines) return;
+    sfOrder_.push_back(line);
+    if (sfLines_ > p_.snoop_filter_lines) sfMakeRoom(line);
+    if (sfOrder_.size() > 4 * size_t(p_.snoop_filter_lines) + 64) {
+        // Drop entries of lines that left the filter since.
+        std::deque<uint64_t> keep;
+        for (uint64_t x : sfOrder_) {
+            auto it = lines_.find(x);
+            if (it != lines_.end() && it->second.sharers) keep.push_back(x);
+        }
+        sfOrder_.swap(keep);
+    }
+}
+
+void HomeAgent::sfMakeRoom(uint64_t except) {
+    // The oldest tracked line that is not busy is invalidated in the devices.
+    for (size_t n = sfOrder_.size(); n; --n) {
+        const uint64_t v = sfOrder_.front();
+        sfOrder_.pop_front();
+        auto it = lines_.find(v);
+        if (it == lines_.end() || !it->second.sharers) continue;
+        if (v == except || it->second.active || !it->second.wait.empty()) {
+            sfOrder_.push_back(v);
+            continue;
+        }
+        HTxn* t = txns_.get();
+        t->op = Opc::SFEvict;
+        t->line = v;
+        enqueue(t);
+        return;
+    }
+}
+
 void HomeAgent::setHost(HLine& l, uint64_t line, MState s) {
     l.host = s;
     if (checker_) checker_->state(line, numDevs_, s, now());
@@ -1157,7 +1199,7 @@ void HomeAgent::start(HTxn* t) {
             for (uint32_t k = 0; k < numDevs_; ++k)
                 if (int(k) != d && (h.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, x);
             // The device keeps what it holds; the host stops tracking it.
-            h.sharers &= ~(1u << d);
+            setSharers(h, x, h.sharers & ~(1u << d));
             if (h.owner == d) h.owner = -1;
         }
         maybeFinish(t);
@@ -1205,6 +1247,11 @@ void HomeAgent::start(HTxn* t) {
             if (!fwd && ((t->op == Opc::RdOwn && !t->haveData) || owner)) memRead(t);
             break;
         }
+        case Opc::SFEvict:
+            ++stats_.sfEvictions;
+            for (uint32_t k = 0; k < numDevs_; ++k)
+                if (l.sharers >> k & 1) snoop(t, uint16_t(k), Opc::SnpInv, L);
+            break;
         case Opc::DirtyEvict: {
             Msg* m = msg(Opc::GO_WritePull, kCH2DRsp, L);
             m->txn = t;
@@ -1316,7 +1363,7 @@ void HomeAgent::finish(HTxn* t) {
                 // sight, so only host memory can be granted exclusive here.
                 const bool alone = (l.sharers & ~(1u << d)) == 0 && l.host == MState::I && l.owner < 0 && !memOwner(L);
                 const MState s = (op == Opc::RdAny && alone) ? MState::E : MState::S;
-                l.sharers |= 1u << d;
+                setSharers(l, L, l.sharers | 1u << d);
                 if (s == MState::E) l.owner = d;
                 grant(s);
             }
@@ -1329,20 +1376,19 @@ void HomeAgent::finish(HTxn* t) {
             break;
         }
         case Opc::RdOwn:
-            l.sharers = 0;
+            setSharers(l, L, d < 0 ? 0u : 1u << d);
             l.owner = -1;
             if (d < 0) {
                 l.value = t->acc->value;
                 setHost(l, L, MState::M);
                 if (checker_) checker_->write(L, numDevs_, t->acc->value, now());
             } else {
-                l.sharers = 1u << d;
                 l.owner = d;
                 grant(MState::E);
             }
             break;
         case Opc::CleanEvict: {
-            l.sharers &= ~(1u << d);
+            setSharers(l, L, l.sharers & ~(1u << d));
             if (l.owner == d) l.owner = -1;
             Msg* g = msg(Opc::GO, kCH2DRsp, L);
             g->state = MState::I;
@@ -1350,7 +1396,7 @@ void HomeAgent::finish(HTxn* t) {
             break;
         }
         case Opc::DirtyEvict:
-            l.sharers &= ~(1u << d);
+            setSharers(l, L, l.sharers & ~(1u << d));
             if (l.owner == d) l.owner = -1;
             break;
         case Opc::BISnpData:
@@ -1486,7 +1532,7 @@ void HomeAgent::handle(Msg* m) {
                 case Opc::RspIHitI:
                 case Opc::RspIHitSE:
                 case Opc::RspIFwdM:
-                    l.sharers &= ~bit;
+                    setSharers(l, m->line, l.sharers & ~bit);
                     if (l.owner == dev) l.owner = -1;
                     break;
                 case Opc::RspSHitSE:

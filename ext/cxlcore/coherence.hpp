@@ -34,6 +34,8 @@ enum class Opc : uint8_t {
     SnpData, SnpInv, SnpCur,
     // H2D Rsp
     GO, GO_WritePull, BiasFlipDone,
+    // home-internal: a snoop-filter eviction
+    SFEvict,
     // data of either direction
     Data,
     // CXL.mem to and from Type-2 device memory, with CXL 3.x back-invalidate
@@ -330,7 +332,7 @@ struct HomeStats {
     uint64_t requests[int(Opc::kCount)] = {};
     uint64_t snoops[3] = {0, 0, 0};
     uint64_t hostHits = 0, hostMisses = 0, memReads = 0, memWrites = 0, biSnps = 0, biasFlips = 0;
-    uint64_t ioReads = 0, ioWrites = 0, conflicts = 0;
+    uint64_t ioReads = 0, ioWrites = 0, conflicts = 0, sfEvictions = 0;
     size_t maxTracker = 0, maxLineQueue = 0;
 };
 
@@ -397,6 +399,10 @@ class HomeAgent : public Endpoint {
     void sendDown(uint16_t dev, Msg* m);
     Msg* msg(Opc op, CClass c, uint64_t line);
     void setHost(HLine& l, uint64_t line, MState s);
+    // Every change to a line's device copies goes here: it keeps the
+    // snoop filter's occupancy and evicts from it when it is full.
+    void setSharers(HLine& l, uint64_t line, uint32_t sharers);
+    void sfMakeRoom(uint64_t except);
     void backInvalidate(Msg* m);
     void ioRead(Msg* m);
     void ioWrite(Msg* m);
@@ -413,6 +419,8 @@ class HomeAgent : public Endpoint {
     ObjectPool<HTxn> txns_;
     TimedQueue<std::function<void()>> later_;
     std::deque<HTxn*> deferredFlips_;
+    size_t sfLines_ = 0;            // lines with at least one device copy
+    std::deque<uint64_t> sfOrder_;  // insertion order (stale entries skipped), for victims
     uint32_t numDevs_ = 0;
     HomeStats stats_;
     friend class Accelerator;

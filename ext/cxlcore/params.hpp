@@ -126,7 +126,8 @@ namespace cxlcore {
 #define CXL_HOME_FIELDS(X)                                  \
     X(double, latency_ns, 20.0, 0, 10000)                   \
     X(double, host_hit_ns, 36.0, 0, 10000)                  \
-    X(uint32_t, tracker, 128, 1, 65536)
+    X(uint32_t, tracker, 128, 1, 65536)                     \
+    X(uint32_t, snoop_filter_lines, 0, 0, 1u << 26)
 
 // The accelerator: Type-1 (cache only) or Type-2 (cache plus device memory).
 #define CXL_ACCEL_FIELDS(X)                                 \

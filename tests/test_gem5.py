@@ -205,3 +205,14 @@ def test_checkpoint_needs_the_expander_state(tmp_path):
     gem5(tmp_path, "cxl_checkpoint.py", "--restore", str(ckpt), "--csv", str(tmp_path / "restore.csv"),
          out="restore")
     assert table(tmp_path / "restore.csv") != table(tmp_path / "save.csv")
+
+
+@pytest.mark.parametrize("ways", [1, 2])
+def test_memory_component_fills_a_simpleboard_memory_slot(tmp_path, ways):
+    # stdlib SimpleBoard (no caches) with the SimCXL component as its memory:
+    # the offered 8 GiB/s of reads all reach the expanders and come back.
+    gem5(tmp_path, "cxl_simpleboard.py", "--ways", str(ways), "--csv", str(tmp_path / "t.csv"))
+    row = table(tmp_path / "t.csv")
+    reads = float(row["reads"])
+    assert reads > 2000 and float(row["expander_reads"]) == reads
+    assert float(row["read_gbps"]) == pytest.approx(8 * 2 ** 30 / 1e9, rel=0.02)

@@ -51,14 +51,11 @@ def progress_bar(label: str, enabled: bool = True):
         yield update
 
 
-def load_memories(memories: List[str], overrides: List[str]) -> List[System]:
-    out = []
-    for m in memories:
-        s = presets.load(m)
-        if overrides:
-            s = s.replace(**_kv(overrides, "cxl.link.lanes=8"))
-        out.append(s)
-    return out
+def load_memories(memories: List[str], overrides: List[str], load=presets.load,
+                  example: str = "cxl.link.lanes=8") -> List[System]:
+    """Each preset (name or file) with the --set overrides applied."""
+    kv = _kv(overrides, example) if overrides else {}
+    return [load(m).replace(**kv) if kv else load(m) for m in memories]
 
 
 def run_each(systems: List[System], label: str, fn) -> pd.DataFrame:
@@ -251,13 +248,7 @@ accel_opt = click.option("--accel", "-a", "systems", multiple=True, default=["ty
 
 def load_accels(names: List[str], overrides: List[str]):
     from . import coherent
-    out = []
-    for n in names:
-        s = coherent.load(n)
-        if overrides:
-            s = s.replace(**_kv(overrides, "accel.type=2"))
-        out.append(s)
-    return out
+    return load_memories(names, overrides, coherent.load, "accel.type=2")
 
 
 def _kv(overrides: List[str], example: str) -> dict:

@@ -69,13 +69,14 @@ struct LatStats {
 }  // namespace
 
 void CoherentParams::validate() const {
+    // The names of the Python groups (simcxl.coherent.AccelSystem).
     host_dram.validate("host_dram");
-    link.validate("cxl.link");
-    cache.validate("accel.cache");
+    link.validate("link");
+    cache.validate("cache");
     home.validate("home");
     accel.validate("accel");
     dma.validate("dma");
-    if (accel.type == 2) device_dram.validate("accel.media");
+    device_dram.validate("media");
 }
 
 CoherentSystem::CoherentSystem(const CoherentParams& p, bool check) : p_(p) {
@@ -120,7 +121,6 @@ void CoherentSystem::report(Report& r, Tick end) const {
         sum.localMemReads += s.localMemReads;
         sum.fwdReads += s.fwdReads;
         sum.dmaTransfers += s.dmaTransfers;
-        sum.dmaBytes += s.dmaBytes;
         for (int k = 0; k < 4; ++k) sum.grants[k] += s.grants[k];
         maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
         maxUp = std::max(maxUp, devices[i]->up().maxQueued());
@@ -247,32 +247,34 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     uint64_t remaining = c.requests * nd, completed = 0, storeSeq = 0;
     Tick last = 0;
     bool stop = false;
-    std::function<void(Stream&)> issue = [&](Stream& s) {
+    const int pattern = c.pattern == "single" ? 0 : c.pattern == "sequential" ? 1 : 2;
+    std::function<void(Stream&)> issue;
+    // Per access the callback holds two pointers, so std::function never allocates.
+    std::function<void(Stream*, Access*)> finished = [&](Stream* sp, Access* x) {
+        --sp->inflight;
+        ++sp->done;
+        if (sp->dev >= 0) {
+            lat.add(x);
+            last = x->done;
+            --remaining;
+            if (++completed % 65536 == 0 && progress && !progress(1.0 - double(remaining) / double(c.requests * nd)))
+                throw Cancelled();
+            if (!remaining) stop = true;
+        }
+        accesses.put(x);
+        issue(*sp);
+    };
+    issue = [&](Stream& s) {
         while (!stop && s.inflight < (s.dev < 0 ? 1u : c.depth) && s.issued < s.target) {
             Access* a = accesses.get();
-            uint64_t idx = c.pattern == "single" ? 0 : c.pattern == "sequential" ? (s.seq++ % lines) : s.rng.below(lines);
+            const uint64_t idx = pattern == 0 ? 0 : pattern == 1 ? (s.seq++ % lines) : s.rng.below(lines);
             a->line = s.base + idx * kLineBytes;
             a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Access::Store : Access::Load) : kind;
             if (writes(a->kind)) a->value = ++storeSeq;
-            a->requester = s.id;
             a->issued = sys.loop.now();
             ++s.issued;
             ++s.inflight;
-            Stream* sp = &s;
-            a->onDone = [&, sp](Access* x) {
-                --sp->inflight;
-                ++sp->done;
-                if (sp->dev >= 0) {
-                    lat.add(x);
-                    last = x->done;
-                    --remaining;
-                    if (++completed % 65536 == 0 && progress && !progress(1.0 - double(remaining) / double(c.requests * nd)))
-                        throw Cancelled();
-                    if (!remaining) stop = true;
-                }
-                accesses.put(x);
-                issue(*sp);
-            };
+            a->onDone = [f = &finished, sp = &s](Access* x) { (*f)(sp, x); };
             if (s.dev < 0)
                 sys.home->hostAccess(a);
             else
@@ -508,7 +510,13 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     for (uint32_t d = 0; d < p.accel.devices; ++d)
         for (uint32_t r = 0; r < c.device_requesters; ++r)
             reqs.push_back(Req{int(d), Rng(p.seed * 2003 + d * 1024 + r)});
-    std::function<void(Req&)> next = [&](Req& q) {
+    std::function<void(Req&)> next;
+    std::function<void(Req*, Access*)> finished = [&](Req* qp, Access* x) {
+        pool.put(x);
+        if (++done % 65536 == 0 && progress && !progress(double(done) / double(c.ops))) throw Cancelled();
+        next(*qp);
+    };
+    next = [&](Req& q) {
         if (issued >= c.ops) return;
         ++issued;
         Access* a = pool.get();
@@ -522,12 +530,7 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
             a->kind = unc ? Access::LoadCurrent : (q.dev >= 0 && q.rng.uniform() < 0.5) ? Access::LoadAny : Access::Load;
         }
         a->issued = sys.loop.now();
-        Req* qp = &q;
-        a->onDone = [&, qp](Access* x) {
-            pool.put(x);
-            if (++done % 65536 == 0 && progress && !progress(double(done) / double(c.ops))) throw Cancelled();
-            next(*qp);
-        };
+        a->onDone = [f = &finished, qp = &q](Access* x) { (*f)(qp, x); };
         if (q.dev < 0)
             sys.home->hostAccess(a);
         else
@@ -627,7 +630,15 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
             uint64_t issued = 0, done = 0;
             Tick last = 0;
             LatStats lat;
-            std::function<void()> pump = [&] {
+            std::function<void()> pump;
+            std::function<void(Access*)> finished = [&](Access* x) {
+                lat.add(x);
+                last = std::max(last, x->done);
+                pool.put(x);
+                ++done;
+                pump();
+            };
+            pump = [&] {
                 while (issued < total && issued - done < p.cache.mshrs) {
                     const uint64_t t = issued / lines, l = issued % lines;
                     Access* a = pool.get();
@@ -635,13 +646,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
                     a->line = kHostBase + t * stride + l * kLineBytes;
                     a->issued = sys.loop.now();
                     ++issued;
-                    a->onDone = [&](Access* x) {
-                        lat.add(x);
-                        last = std::max(last, x->done);
-                        pool.put(x);
-                        ++done;
-                        pump();
-                    };
+                    a->onDone = [f = &finished](Access* x) { (*f)(x); };
                     sys.devices[0]->access(a);
                 }
             };

@@ -210,7 +210,6 @@ uint32_t Wire::units(const Msg* m) const {
 }
 
 void Wire::send(Msg* m) {
-    m->sent = sender_->now();
     const int qi = ordered_ ? 0 : m->cls;
     q_[qi].push_back(m);
     busy_ |= 1u << qi;
@@ -261,9 +260,6 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
                          CoherenceChecker* checker, const std::string& where)
     : Endpoint(host), index_(index), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
       checker_(checker) {
-    cp_.validate(where + ".cache");
-    ap_.validate(where);
-    dp_.validate(where + ".dma");
     sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
     ways_.resize(size_t(sets_) * cp_.assoc);
     lat_ = nsToTicks(cp_.latency_ns);
@@ -861,7 +857,6 @@ void Accelerator::handle(Msg* m) {
                 dmaPump(j);
             } else {
                 j.received += m->bytes;
-                stats_.dmaBytes += m->bytes;
                 if (m->tag) --j.readsInFlight;
                 if (j.received >= j.bytes) {
                     j.dataAt = now();
@@ -954,7 +949,6 @@ void Accelerator::process() {
 HomeAgent::HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, MsgPool& pool,
                      CoherenceChecker* checker, const std::string& where)
     : Endpoint(host), p_(p), pool_(pool), checker_(checker), dram_(host, dram, where + ".dram") {
-    p_.validate(where);
     ports_.reserve(16);
     lat_ = nsToTicks(p_.latency_ns);
     hostHit_ = nsToTicks(p_.host_hit_ns);

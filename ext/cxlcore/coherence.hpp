@@ -87,7 +87,6 @@ struct Msg {
     HTxn* txn = nullptr;       // home transaction a snoop or write-pull belongs to
     DmaJob* job = nullptr;     // CXL.io: the DMA transfer a TLP belongs to
     uint64_t tag = 0;
-    Tick sent = 0;
 };
 
 using MsgPool = ObjectPool<Msg>;
@@ -125,7 +124,6 @@ struct Access {
     Kind kind = Load;
     uint64_t line = 0;
     uint64_t value = 0;   // store: value written; load: value read
-    uint32_t requester = 0;
     uint32_t agent = 0;   // device index, or the host
     Tick issued = 0, mark = 0, done = 0;
     Tick stage[kNumAStages] = {};
@@ -211,7 +209,7 @@ struct AccelStats {
     uint64_t cleanEvicts = 0, dirtyEvicts = 0, bogusData = 0, hostBiasFlips = 0, deviceBiasFlips = 0;
     uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
     uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
-    uint64_t dmaTransfers = 0, dmaBytes = 0;
+    uint64_t dmaTransfers = 0;
 };
 
 // One DMA read of host memory into the device, with the time of each phase.
@@ -346,7 +344,6 @@ struct HTxn {
     uint32_t snoopsOut = 0, dataOut = 0;
     bool memOut = false, haveData = false, dirty = false, memHave = false, snoopedCur = false;
     uint64_t value = 0, memValue = 0;
-    Tick waitStart = 0;
 };
 
 // The host side: home agent with a snoop filter, the host's own caches as

@@ -145,3 +145,27 @@ def test_packaged_presets_came_from_the_calibration():
         assert s.provenance["testbed"] == "spr-cxl-dmsim"
         assert "Calibrated with simcxl calibrate" in s.source
         assert s.provenance["fitted"]
+
+
+def test_stream_pairs_that_move_the_same_bytes_are_checked(tmp_path):
+    # copy/scale and add/triad move the same bytes per element: a testbed whose
+    # copy is 1.43x its scale cannot be fitted on both, and the report says so.
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0)], stream_rows=[
+        ("expander", "copy", "", 13.1), ("expander", "scale", "", 9.17),
+        ("expander", "add", "", 10.4), ("expander", "triad", "", 10.5),
+        ("local", "copy", "", 20.3), ("local", "scale", "", 20.4)])
+    tb = testbed.load(folder)
+    checks = {(c["memory"], tuple(c["kernels"])): c for c in calibrate.consistency(tb, list(tb.memories))}
+    assert set(checks) == {("expander", ("copy", "scale")), ("expander", ("add", "triad")), ("local", ("copy", "scale"))}
+    odd = checks[("expander", ("copy", "scale"))]
+    assert not odd["consistent"] and odd["ratio"] == pytest.approx(13.1 / 9.17)
+    # Fitting copy within 2 % leaves scale at least 13.1 * 0.98 / 9.17 - 1 = 40 % off.
+    assert odd["least_error_pct_on_second"] == pytest.approx((13.1 * 0.98 / 9.17 - 1) * 100)
+    assert odd["where"] == ["stream.csv:2", "stream.csv:3"]
+    assert checks[("expander", ("add", "triad"))]["consistent"] and checks[("local", ("copy", "scale"))]["consistent"]
+    assert checks[("local", ("copy", "scale"))]["least_error_pct_on_second"] < 0.5
+    logs = []
+    calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=logs.append)
+    assert any("testbed check: expander STREAM copy/scale = 1.43" in m for m in logs)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Testbed consistency" in report and "scale is off by at least 40 % in any model" in report

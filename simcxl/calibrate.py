@@ -619,7 +619,8 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
             a, b = c["kernels"]
             lines.append(f"- {c['memory']}: {a} {c['measured'][0]:g} GB/s ({c['where'][0]}) against {b} "
                          f"{c['measured'][1]:g} GB/s ({c['where'][1]}), ratio {c['ratio']:.2f}. With {a} fitted "
-                         f"within 2 %, {b} is off by at least {c['least_error_pct_on_second']:.0f} % in any model.")
+                         f"within 2 %, {b} is off by at least {c['least_error_pct_on_second']:.0f} % in any model "
+                         "that, like this one, gives both the same bandwidth.")
         lines.append("")
     notes = [n for v in summary["memories"].values() for n in v["notes"]]
     bad = [(m, v) for m, v in summary["memories"].items()

@@ -12,7 +12,6 @@ the data.
 """
 
 import argparse
-import csv
 from pathlib import Path
 
 import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
@@ -24,7 +23,7 @@ from m5.objects import (AddrRange, PyTrafficGen, Root, SrcClockDomain, System, S
 from m5.ticks import fromSeconds  # noqa: E402
 from m5.util.convert import toLatency  # noqa: E402
 
-from simcxl.gem5 import host_bridge, read_stats, stat  # noqa: E402
+from simcxl.gem5 import host_bridge, read_stats, stat, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 mode = parser.add_mutually_exclusive_group(required=True)
@@ -83,8 +82,4 @@ for k, v in stat(stats, r"^system\.(cxl|tgen)\.").items():
     row[k.split("system.", 1)[1]] = v
 print(f"reads {row.get('cxl.readReqs', 0):.0f}  writes {row.get('cxl.writeReqs', 0):.0f}  "
       f"mean read latency {row.get('cxl.avgReadLatency', 0) / 1000:.2f} ns")
-if args.csv:
-    with open(args.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        w.writeheader()
-        w.writerow(row)
+write_csv(args.csv, row)

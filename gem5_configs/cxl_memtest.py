@@ -9,7 +9,6 @@ each) and the table gives each expander's share of the traffic.
 """
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import m5  # noqa: E402
 from m5.objects import (AddrRange, MemTest, Root, SrcClockDomain, System, SystemXBar,  # noqa: E402
                         VoltageDomain)
 
-from simcxl.gem5 import host_bridge, read_stats, stat  # noqa: E402
+from simcxl.gem5 import host_bridge, read_stats, stat, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
@@ -67,8 +66,4 @@ for i, e in enumerate(system.cxl.expanders):
         row[f"exp{i}_{key}"] = cxl.get(f"{name}.{key}", 0.0)
 for k, v in row.items():
     print(f"{k:16s} {v}")
-if args.csv:
-    with open(args.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        w.writeheader()
-        w.writerow(row)
+write_csv(args.csv, row)

@@ -10,7 +10,6 @@ writes it as CSV.
 """
 
 import argparse
-import csv
 
 import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
 
@@ -20,7 +19,7 @@ from gem5.components.cachehierarchies.classic.no_cache import NoCache  # noqa: E
 from gem5.components.processors.linear_generator import LinearGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat  # noqa: E402
+from simcxl.gem5 import cxl_memory, read_stats, stat, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
@@ -48,8 +47,4 @@ row = {"board": "SimpleBoard", "memory": args.memory, "reads": one("board.memory
        "read_gbps": one("board.memory.bridge.readBandwidth") / 1e9,
        "expander_reads": sum(v for k, v in stat(stats, r"^board\.memory\.bridge\.expanders\d*\.readReqs$").items())}
 print(" ".join(f"{k}={v}" for k, v in row.items()))
-if args.csv:
-    with open(args.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        w.writeheader()
-        w.writerow(row)
+write_csv(args.csv, row)

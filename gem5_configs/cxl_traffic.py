@@ -10,7 +10,6 @@ and dataclasses) importable in gem5's own Python, without numpy or pandas.
 """
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from gem5.components.processors.linear_generator import LinearGenerator  # noqa:
 from gem5.components.processors.random_generator import RandomGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, set_param, stat  # noqa: E402
+from simcxl.gem5 import cxl_memory, read_stats, set_param, stat, write_csv  # noqa: E402
 
 STAGES = ("host_uncore", "host_port", "link_req", "device", "media_queue", "media_service", "link_resp")
 
@@ -87,8 +86,4 @@ for i, e in enumerate(memory.bridge.expanders):
 width = max(len(k) for k in row)
 for k, v in row.items():
     print(f"{k:<{width}}  {v:.3f}" if isinstance(v, float) else f"{k:<{width}}  {v}")
-if args.csv:
-    with open(args.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        w.writeheader()
-        w.writerow(row)
+write_csv(args.csv, row)

@@ -152,6 +152,20 @@ def read_stats(path: Union[str, Path]) -> List[Tuple[int, str, float, str]]:
     return rows
 
 
+def write_csv(path: Union[str, Path, None], rows) -> None:
+    """A config's result table (a dict, or a list of dicts with the same keys)
+    as CSV; nothing without a path. Standard library only."""
+    import csv
+
+    if not path:
+        return
+    rows = [rows] if isinstance(rows, dict) else list(rows)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def parse_stats(path: Union[str, Path]):
     """gem5's stats.txt as a pandas table: one row per (dump, stat) with its value."""
     import pandas as pd

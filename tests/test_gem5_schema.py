@@ -77,3 +77,17 @@ def test_interleaved_window_sets_ports_and_ways(presets):
     assert (s.cxl.bridge.root_ports, s.cxl.bridge.interleave_ways, s.cxl.bridge.interleave_bytes) == (3, 3, 256)
     with pytest.raises(g5.ParamError, match="interleave_ways = 5 is not allowed"):
         g5.interleaved(presets["cxl-asic"], ways=5)
+
+
+def test_config_tables_round_trip_through_csv(tmp_path):
+    import csv
+
+    one = tmp_path / "one.csv"
+    g5.write_csv(one, {"memory": "cxl-asic", "reads": 12.0})
+    assert list(csv.DictReader(one.open())) == [{"memory": "cxl-asic", "reads": "12.0"}]
+    rows = [{"size_bytes": 16384, "latency_ns": 1.5}, {"size_bytes": 1 << 24, "latency_ns": 230.25}]
+    many = tmp_path / "many.csv"
+    g5.write_csv(many, rows)
+    back = list(csv.DictReader(many.open()))
+    assert [(int(r["size_bytes"]), float(r["latency_ns"])) for r in back] == [(16384, 1.5), (1 << 24, 230.25)]
+    g5.write_csv(None, rows)  # no --csv: nothing written, no error

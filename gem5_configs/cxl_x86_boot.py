@@ -1,0 +1,116 @@
+"""X86 full system: Linux boots on a stdlib X86Board whose memory slot holds a
+SimCXL CXL memory, so every access of the boot (page tables, the kernel image,
+the page allocator's memory init) goes through the CXL host bridge and its
+Type-3 expander.
+
+    $GEM5 gem5_configs/cxl_x86_boot.py --kernel vmlinux --memory cxl-asic --until 'Run /init|VFS:' --csv out.csv
+
+Needs a gem5 built for X86 with this repository as EXTRAS and an uncompressed
+x86-64 Linux kernel (vmlinux; see the README for extracting one from a
+distribution's package). Without --disk an empty disk image is made, so a
+kernel without a driver for it stops at the root mount: far enough for every
+initcall. The run ends when the console matches --until or --max-seconds of
+simulated time pass; it prints the kernel's memory lines and the bridge's
+counts, and writes them as CSV.
+"""
+
+import argparse
+import re
+import time
+from pathlib import Path
+
+import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
+
+import m5  # noqa: E402
+from m5.objects import Root  # noqa: E402
+from m5.util.convert import toMemorySize  # noqa: E402
+from gem5.components.boards.x86_board import X86Board  # noqa: E402
+from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
+    PrivateL1PrivateL2CacheHierarchy)
+from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
+from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
+from gem5.isas import ISA  # noqa: E402
+from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
+from gem5.runtime import get_supported_isas  # noqa: E402
+
+from simcxl.gem5 import cxl_memory, read_stats, stat, write_csv  # noqa: E402
+
+CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING}
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--kernel", required=True, help="uncompressed x86-64 Linux kernel (vmlinux, ELF)")
+parser.add_argument("--disk", default=None, help="raw disk image (default: an empty one)")
+parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
+parser.add_argument("--size", default="1GiB", help="memory size: X86Board allows up to 3 GiB")
+parser.add_argument("--cpu", choices=sorted(CPUS), default="atomic")
+parser.add_argument("--until", default=r"Run /init|VFS: Unable to mount root|Kernel panic",
+                    help="stop when the console matches this regular expression")
+parser.add_argument("--max-seconds", type=float, default=2.0, help="simulated seconds at most")
+parser.add_argument("--csv", default=None)
+args = parser.parse_args()
+
+if ISA.X86 not in get_supported_isas():
+    parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
+kernel = Path(args.kernel)
+if not kernel.is_file() or kernel.read_bytes()[:4] != b"\x7fELF":
+    parser.error(f"--kernel {args.kernel}: not an ELF file (a vmlinux, not a compressed bzImage)")
+if not 0 < toMemorySize(args.size) <= toMemorySize("3GiB"):
+    parser.error(f"--size {args.size} is out of range; allowed: above 0 up to 3GiB (X86Board's I/O hole)")
+if args.max_seconds <= 0:
+    parser.error(f"--max-seconds = {args.max_seconds} is out of range; allowed: above 0")
+until = re.compile(args.until)
+
+outdir = Path(m5.options.outdir)
+disk = Path(args.disk) if args.disk else outdir / "empty.img"
+if not args.disk:
+    with open(disk, "wb") as f:
+        f.truncate(1 << 20)
+
+memory = cxl_memory(args.memory, size=args.size)
+processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=1)
+caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="48KiB", l1i_size="32KiB", l2_size="1MiB")
+board = X86Board(clk_freq="3GHz", processor=processor, memory=memory, cache_hierarchy=caches)
+board.set_kernel_disk_workload(kernel=KernelResource(local_path=str(kernel.resolve())),
+                               disk_image=DiskImageResource(local_path=str(disk.resolve())),
+                               kernel_args=["earlyprintk=ttyS0", "console=ttyS0", "lpj=7999923",
+                                            "root=/dev/sda1", "panic=0"])
+
+board._pre_instantiate()
+root = Root(full_system=True, board=board)
+m5.instantiate()
+
+console = outdir / "board.pc.com_1.device"
+chunk = 10 * 10**9  # 10 ms of simulated time between console checks
+limit = int(args.max_seconds * 10**12)
+start = time.time()
+matched = None
+while m5.curTick() < limit:
+    event = m5.simulate(chunk)
+    text = console.read_text(errors="replace") if console.exists() else ""
+    matched = until.search(text)
+    if matched or event.getCause() != "simulate() limit reached":
+        break
+wall = time.time() - start
+m5.stats.dump()
+
+text = console.read_text(errors="replace") if console.exists() else ""
+stats = read_stats(outdir / "stats.txt")
+
+
+def one(name: str) -> float:
+    return sum(stat(stats, "^" + re.escape(name) + "$").values())
+
+
+row = {"memory": args.memory, "cpu": args.cpu, "size": args.size,
+       "reached": matched.group(0) if matched else "",
+       "sim_seconds": m5.curTick() / 1e12, "wall_seconds": round(wall, 1),
+       "bridge_reads": one("board.memory.bridge.readReqs"), "bridge_writes": one("board.memory.bridge.writeReqs"),
+       "read_latency_ns": one("board.memory.bridge.avgReadLatency") / 1000,
+       "kernel_memory": next((ln.strip() for ln in text.splitlines() if "Memory:" in ln and "available" in ln), "")}
+for ln in text.splitlines():
+    if re.search(r"BIOS-e820|Memory:|NUMA|node|Linux version", ln):
+        print("console:", ln.strip())
+print(" ".join(f"{k}={v}" for k, v in row.items()))
+write_csv(args.csv, row)
+if not matched:
+    raise SystemExit(f"the console never matched {args.until!r} within {args.max_seconds} simulated seconds")

@@ -1,0 +1,45 @@
+"""The guest pointer chase that gem5's X86 runs execute (benchmarks/guest/chase.c),
+built and run natively: its output format, its data check and its errors."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+CC = shutil.which("cc") or shutil.which("gcc")
+pytestmark = pytest.mark.skipif(not CC, reason="needs a C compiler")
+
+
+@pytest.fixture(scope="module")
+def chase(tmp_path_factory):
+    out = tmp_path_factory.mktemp("guest") / "chase"
+    r = subprocess.run([CC, "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                        str(REPO / "benchmarks" / "guest" / "chase.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_chase_reports_each_size_and_checks_every_line(chase):
+    r = subprocess.run([str(chase), "-a", "200000", "16384", str(64 << 20)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = re.findall(r"size_bytes=(\d+) accesses=(\d+) latency_ns=([0-9.]+)", r.stdout)
+    assert [(int(s), int(a)) for s, a, _ in rows] == [(16384, 200000), (64 << 20, 200000)]
+    small, big = (float(x) for _, _, x in rows)
+    # An L1-resident chase against one 4000x the size of any L1: memory is far slower.
+    assert 0 < small < big and big > 4 * small
+    assert f"verify_lines={2 * (64 << 20) // 64} mismatches=0" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "usage: chase [-a ACCESSES] SIZE_BYTES"),
+    (["100"], "SIZE_BYTES = 100 is below the minimum of 128"),
+    (["-a", "0", "4096"], "ACCESSES must be a positive integer, got '0'"),
+    (["4k"], "SIZE_BYTES must be a positive integer, got '4k'"),
+])
+def test_chase_rejects_bad_arguments(chase, args, message):
+    r = subprocess.run([str(chase), *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and message in r.stderr

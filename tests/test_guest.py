@@ -43,3 +43,34 @@ def test_chase_reports_each_size_and_checks_every_line(chase):
 def test_chase_rejects_bad_arguments(chase, args, message):
     r = subprocess.run([str(chase), *args], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and message in r.stderr
+
+
+def _extractor():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("extract_vmlinux", REPO / "benchmarks" / "guest" / "extract_vmlinux.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("compress", ["gzip", "xz"])
+def test_extract_vmlinux_finds_the_compressed_elf_past_decoys(tmp_path, compress):
+    import gzip
+    import lzma
+    ex = _extractor()
+    kernel = b"\x7fELF" + bytes(range(256)) * 64
+    packed = gzip.compress(kernel) if compress == "gzip" else lzma.compress(kernel)
+    magic = packed[:4]
+    # A setup stub that happens to hold the magic once before the real stream.
+    image = b"MZ" + b"\x00" * 500 + magic + b"not a stream" + b"\x90" * 100 + packed + b"\x00" * 64
+    (tmp_path / "bzImage").write_bytes(image)
+    assert ex.main(["x", str(tmp_path / "bzImage"), str(tmp_path / "vmlinux")]) == 0
+    assert (tmp_path / "vmlinux").read_bytes() == kernel
+
+
+def test_extract_vmlinux_says_when_there_is_no_kernel(tmp_path, capsys):
+    ex = _extractor()
+    (tmp_path / "junk").write_bytes(b"MZ" + b"\x1f\x8b\x08" + b"\x00" * 100)
+    assert ex.main(["x", str(tmp_path / "junk"), str(tmp_path / "out")]) == 1
+    assert "no compressed ELF kernel found in the image" in capsys.readouterr().err
+    assert ex.main(["x"]) == 2

@@ -78,6 +78,7 @@ board.set_kernel_disk_workload(kernel=KernelResource(local_path=str(kernel.resol
 board._pre_instantiate()
 root = Root(full_system=True, board=board)
 m5.instantiate()
+board._post_instantiate()
 
 console = outdir / "board.pc.com_1.device"
 chunk = 10 * 10**9  # 10 ms of simulated time between console checks

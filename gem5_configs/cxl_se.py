@@ -43,7 +43,7 @@ parser.add_argument("--sizes", default="16KiB,256KiB,16MiB", help="working sets,
 parser.add_argument("--accesses", type=int, default=20000, help="timed loads per working set")
 parser.add_argument("--cpu", choices=sorted(CPUS), default="timing")
 parser.add_argument("--clock", default="3GHz")
-parser.add_argument("--l2", default="1MiB", help="L2 size (the last level; L1D is 48 KiB)")
+parser.add_argument("--l2", default="1MiB", help="L2 size (the last level; L1D and L1I are 32 KiB)")
 parser.add_argument("--csv", default=None)
 args = parser.parse_args()
 
@@ -62,7 +62,7 @@ if args.memory == "ddr4":
 else:
     memory = cxl_memory(args.memory, size=args.size)
 processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=1)
-caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="48KiB", l1i_size="32KiB", l2_size=args.l2)
+caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size=args.l2)
 board = SimpleBoard(clk_freq=args.clock, processor=processor, memory=memory, cache_hierarchy=caches)
 guest_out = Path(m5.options.outdir) / "guest.out"
 board.set_se_binary_workload(BinaryResource(local_path=str(Path(args.binary).resolve())),

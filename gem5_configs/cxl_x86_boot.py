@@ -68,7 +68,7 @@ if not args.disk:
 
 memory = cxl_memory(args.memory, size=args.size)
 processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=1)
-caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="48KiB", l1i_size="32KiB", l2_size="1MiB")
+caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size="1MiB")
 board = X86Board(clk_freq="3GHz", processor=processor, memory=memory, cache_hierarchy=caches)
 board.set_kernel_disk_workload(kernel=KernelResource(local_path=str(kernel.resolve())),
                                disk_image=DiskImageResource(local_path=str(disk.resolve())),

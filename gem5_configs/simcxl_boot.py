@@ -16,6 +16,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+def classic_only_build() -> None:
+    """gem5 v24's stdlib `requires()` (which every stdlib core calls) asks for
+    the build's Ruby protocol even when nothing needs one, and raises on a
+    build without Ruby (RUBY=n, classic caches only). There, no protocol is
+    the true answer; anything that does require one still fails, by name."""
+    try:
+        from m5.defines import buildEnv
+        import gem5.utils.requires as requires
+    except ImportError:  # not inside gem5
+        return
+    if not str(buildEnv.get("PROTOCOL", "")):
+        requires.get_runtime_coherence_protocol = lambda: None
+
+
 def setup() -> Path:
     if "simcxl" not in sys.modules:
         pkg = types.ModuleType("simcxl")
@@ -23,6 +37,7 @@ def setup() -> Path:
         pkg.__file__ = str(REPO / "simcxl" / "__init__.py")
         sys.modules["simcxl"] = pkg
     importlib.import_module("simcxl.gem5")
+    classic_only_build()
     return REPO
 
 

@@ -13,6 +13,7 @@ a mismatch fails the run.
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
@@ -77,7 +78,8 @@ rows = [{"memory": args.memory, "cpu": args.cpu, "size_bytes": int(m.group(1)), 
         for m in re.finditer(r"size_bytes=(\d+) accesses=\d+ latency_ns=([0-9.]+)", text)]
 check = re.search(r"verify_lines=(\d+) mismatches=(\d+)", text)
 if len(rows) != len(sizes) or not check:
-    raise SystemExit(f"the guest did not finish; its output was:\n{text}")
+    print(f"the guest did not finish; its output was:\n{text}", file=sys.stderr)
+    sys.exit(1)
 stats = read_stats(Path(m5.options.outdir) / "stats.txt")
 cxl_reads = sum(stat(stats, r"^board\.memory\.bridge\.readReqs$").values())
 for r in rows:
@@ -89,4 +91,5 @@ for r in rows:
 print(f"guest data check: {check.group(1)} lines read back, {check.group(2)} mismatches")
 write_csv(args.csv, rows)
 if int(check.group(2)):
-    raise SystemExit("the guest found data mismatches")
+    print("the guest found data mismatches", file=sys.stderr)
+    sys.exit(1)

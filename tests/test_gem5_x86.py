@@ -75,12 +75,14 @@ def test_se_chase_sees_each_expanders_latency(tmp_path, chase):
     assert float(fpga[small]["latency_ns"]) == pytest.approx(float(asic[small]["latency_ns"]), rel=0.02)
     assert float(asic[small]["latency_ns"]) < 5
     # Past the L2 nearly every load misses (16x the L2: 15/16 of a random chase),
-    # so the two expanders differ by their idle-latency gap, scaled by the miss ratio.
+    # and some of the page walks between them miss too (16 MiB of 4 KiB pages
+    # is 32 KiB of PTEs against an 8 KiB walker cache and a thrashed L2): the
+    # expanders differ by their idle-latency gap times those memory trips per load.
     gap_guest = float(fpga[big]["latency_ns"]) - float(asic[big]["latency_ns"])
     gap_idle = idle_from_bridge("cxl-fpga") - idle_from_bridge("cxl-asic")
     print(f"\nX86 SE chase at 16 MiB: cxl-asic {float(asic[big]['latency_ns']):.1f} ns, cxl-fpga "
           f"{float(fpga[big]['latency_ns']):.1f} ns; gap {gap_guest:.1f} ns against an idle gap of {gap_idle:.1f} ns")
-    assert 0.85 * gap_idle < gap_guest < 1.10 * gap_idle
+    assert 0.85 * gap_idle < gap_guest < 1.15 * gap_idle
     # And the guest's latency holds at least one whole trip through the bridge.
     assert float(asic[big]["latency_ns"]) > 15 / 16 * idle_from_bridge("cxl-asic")
 

@@ -29,6 +29,7 @@ from m5.util.convert import toMemorySize  # noqa: E402
 from gem5.components.boards.x86_board import X86Board  # noqa: E402
 from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
     PrivateL1PrivateL2CacheHierarchy)
+from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # noqa: E402
 from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
 from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
@@ -42,7 +43,8 @@ CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING}
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--kernel", required=True, help="uncompressed x86-64 Linux kernel (vmlinux, ELF)")
 parser.add_argument("--disk", default=None, help="raw disk image (default: an empty one)")
-parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
+parser.add_argument("--memory", default="cxl-asic",
+                    help="preset name or preset file (cxl-type3), or 'ddr4' for gem5's DDR4-2400 baseline")
 parser.add_argument("--size", default="1GiB", help="memory size: X86Board allows up to 3 GiB")
 parser.add_argument("--cpu", choices=sorted(CPUS), default="atomic")
 parser.add_argument("--until", default=r"Run /init|VFS: Unable to mount root|Kernel panic",
@@ -68,7 +70,7 @@ if not args.disk:
     with open(disk, "wb") as f:
         f.truncate(1 << 20)
 
-memory = cxl_memory(args.memory, size=args.size)
+memory = SingleChannelDDR4_2400(size=args.size) if args.memory == "ddr4" else cxl_memory(args.memory, size=args.size)
 processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=1)
 caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size="1MiB")
 board = X86Board(clk_freq="3GHz", processor=processor, memory=memory, cache_hierarchy=caches)

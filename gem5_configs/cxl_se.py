@@ -23,7 +23,6 @@ from m5.util.convert import toMemorySize  # noqa: E402
 from gem5.components.boards.simple_board import SimpleBoard  # noqa: E402
 from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
     PrivateL1PrivateL2CacheHierarchy)
-from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # noqa: E402
 from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
 from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
@@ -31,7 +30,7 @@ from gem5.resources.resource import BinaryResource  # noqa: E402
 from gem5.runtime import get_supported_isas  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat, write_csv  # noqa: E402
+from simcxl.gem5 import read_stats, slot_memory, total, write_csv  # noqa: E402
 
 CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 
@@ -58,10 +57,7 @@ sizes = [toMemorySize(s) for s in args.sizes.split(",")]
 if max(sizes) * 2 > toMemorySize(args.size):
     parser.error(f"--sizes: the largest working set must be at most half of --size {args.size}")
 
-if args.memory == "ddr4":
-    memory = SingleChannelDDR4_2400(size=args.size)
-else:
-    memory = cxl_memory(args.memory, size=args.size)
+memory = slot_memory(args.memory, args.size)
 processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=1)
 caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size=args.l2)
 board = SimpleBoard(clk_freq=args.clock, processor=processor, memory=memory, cache_hierarchy=caches)
@@ -81,7 +77,7 @@ if len(rows) != len(sizes) or not check:
     print(f"the guest did not finish; its output was:\n{text}", file=sys.stderr)
     sys.exit(1)
 stats = read_stats(Path(m5.options.outdir) / "stats.txt")
-cxl_reads = sum(stat(stats, r"^board\.memory\.bridge\.readReqs$").values())
+cxl_reads = total(stats, "board.memory.bridge.readReqs")
 for r in rows:
     r.update(verify_lines=int(check.group(1)), mismatches=int(check.group(2)), memory_reads=cxl_reads,
              sim_seconds=simulator.get_current_tick() / 1e12)

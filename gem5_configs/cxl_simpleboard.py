@@ -19,7 +19,7 @@ from gem5.components.cachehierarchies.classic.no_cache import NoCache  # noqa: E
 from gem5.components.processors.linear_generator import LinearGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat, write_csv  # noqa: E402
+from simcxl.gem5 import cxl_memory, read_stats, stat, total, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
@@ -39,12 +39,8 @@ m5.stats.dump()  # gem5 writes stats.txt at exit otherwise, after this script re
 stats = read_stats(m5.options.outdir + "/stats.txt")
 
 
-def one(name: str) -> float:
-    return sum(stat(stats, "^" + name.replace(".", r"\.") + "$").values())
-
-
-row = {"board": "SimpleBoard", "memory": args.memory, "reads": one("board.memory.bridge.readReqs"),
-       "read_gbps": one("board.memory.bridge.readBandwidth") / 1e9,
+row = {"board": "SimpleBoard", "memory": args.memory, "reads": total(stats, "board.memory.bridge.readReqs"),
+       "read_gbps": total(stats, "board.memory.bridge.readBandwidth") / 1e9,
        "expander_reads": sum(v for k, v in stat(stats, r"^board\.memory\.bridge\.expanders\d*\.readReqs$").items())}
 print(" ".join(f"{k}={v}" for k, v in row.items()))
 write_csv(args.csv, row)

@@ -29,14 +29,13 @@ from m5.util.convert import toMemorySize  # noqa: E402
 from gem5.components.boards.x86_board import X86Board  # noqa: E402
 from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
     PrivateL1PrivateL2CacheHierarchy)
-from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # noqa: E402
 from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
 from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
 from gem5.runtime import get_supported_isas  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat, write_csv  # noqa: E402
+from simcxl.gem5 import read_stats, slot_memory, total, write_csv  # noqa: E402
 
 CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING}
 
@@ -70,7 +69,7 @@ if not args.disk:
     with open(disk, "wb") as f:
         f.truncate(1 << 20)
 
-memory = SingleChannelDDR4_2400(size=args.size) if args.memory == "ddr4" else cxl_memory(args.memory, size=args.size)
+memory = slot_memory(args.memory, args.size)
 processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=1)
 caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size="1MiB")
 board = X86Board(clk_freq="3GHz", processor=processor, memory=memory, cache_hierarchy=caches)
@@ -114,17 +113,13 @@ text = console.read_text(errors="replace") if console.exists() else ""
 stats = read_stats(outdir / "stats.txt")
 
 
-def one(name: str) -> float:
-    return sum(stat(stats, "^" + re.escape(name) + "$").values())
-
-
 row = {"memory": args.memory, "cpu": args.cpu, "size": args.size,
        "reached": matched.group(0) if matched else "",
        "sim_seconds": m5.curTick() / 1e12, "wall_seconds": round(wall, 1),
        # AbstractMemory's own counts: they include atomic-mode accesses, which the timing stats do not.
-       "bridge_reads": one("board.memory.bridge.numReads::total"),
-       "bridge_writes": one("board.memory.bridge.numWrites::total"),
-       "read_latency_ns": one("board.memory.bridge.avgReadLatency") / 1000,
+       "bridge_reads": total(stats, "board.memory.bridge.numReads::total"),
+       "bridge_writes": total(stats, "board.memory.bridge.numWrites::total"),
+       "read_latency_ns": total(stats, "board.memory.bridge.avgReadLatency") / 1000,
        "kernel_memory": next((ln.strip() for ln in text.splitlines() if "Memory:" in ln and "available" in ln), "")}
 for ln in text.splitlines():
     if re.search(r"BIOS-e820|Memory:|NUMA|node|Linux version", ln):

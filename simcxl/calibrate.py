@@ -383,7 +383,8 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
         if n not in tb.memories:
             raise ParamError(f"--memories: {n!r} is not a memory of testbed {tb.name}; "
                              f"allowed: {', '.join(tb.memories)}")
-    for c in consistency(tb, names):
+    checks = consistency(tb, names)
+    for c in checks:
         if not c["consistent"]:
             a, b = c["kernels"]
             log(f"{tb.name}: testbed check: {c['memory']} STREAM {a}/{b} = {c['ratio']:.2f} although the two "
@@ -446,7 +447,7 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
             log(f"  {r.memory}: done")
 
     ordered = [results[n] for n in names]
-    summary = _summary(tb, ordered, engine_name, date)
+    summary = _summary(tb, ordered, engine_name, date, checks)
     text = json.dumps(summary, indent=2)
     _atomic_write(out / "summary.json", text)
     if json_path:
@@ -497,7 +498,7 @@ def _target_rows(tb: Testbed, r: FitResult) -> List[dict]:
     return out
 
 
-def _summary(tb: Testbed, results: List[FitResult], engine_name: str, date: str) -> dict:
+def _summary(tb: Testbed, results: List[FitResult], engine_name: str, date: str, checks: List[dict]) -> dict:
     points = [p for r in results for p in r.points]
     per = {}
     for r in results:
@@ -518,7 +519,7 @@ def _summary(tb: Testbed, results: List[FitResult], engine_name: str, date: str)
         "overall": {"fit_mae_pct": _mae([p for p in points if p["role"] == "fit"]),
                     "validation_mae_pct": _mae([p for p in points if p["role"] == "validation"])},
         "fit_misses": misses,
-        "consistency": consistency(tb, [r.memory for r in results]),
+        "consistency": checks,
     }
     lat = {p["memory"]: p for p in points if p["experiment"] == "lat_mem_rd"
            and int(p["x"]) == max(int(q["x"]) for q in points if q["experiment"] == "lat_mem_rd"

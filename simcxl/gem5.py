@@ -152,6 +152,20 @@ def read_stats(path: Union[str, Path]) -> List[Tuple[int, str, float, str]]:
     return rows
 
 
+def total(stats, name: str, dump: int = -1) -> float:
+    """The value of one stat, by its exact name (0 if absent); `stats` as for `stat`."""
+    return sum(stat(stats, "^" + re.escape(name) + "$", dump).values())
+
+
+def slot_memory(memory: Union[str, Path, System], size: str):
+    """A board's memory: the SimCXL component from a cxl-type3 preset, or
+    gem5's own DDR4-2400 channel for 'ddr4', the local baseline."""
+    if memory == "ddr4":
+        from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # lazy: needs gem5
+        return SingleChannelDDR4_2400(size=size)
+    return cxl_memory(memory, size=size)
+
+
 def write_csv(path: Union[str, Path, None], rows) -> None:
     """A config's result table (a dict, or a list of dicts with the same keys)
     as CSV; nothing without a path. Standard library only."""

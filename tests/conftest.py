@@ -1,5 +1,7 @@
 """Shared helpers. Tests import the installed package (run `.venv/bin/pytest`)."""
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,18 @@ from simcxl.params import CxlMemory, DeviceParams, DramParams, HostParams, LinkP
 
 REPO = Path(__file__).resolve().parents[1]
 TESTBED = REPO / "calibration" / "testbeds" / "spr-cxl-dmsim"
+
+
+CC = shutil.which("cc") or shutil.which("gcc")
+
+
+def build_chase(folder: Path) -> Path:
+    """benchmarks/guest/chase.c, built static (as gem5's SE mode needs) and warning-free."""
+    out = folder / "chase"
+    r = subprocess.run([CC, "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                        str(REPO / "benchmarks" / "guest" / "chase.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
 
 
 def set_path(d: dict, path: str, value) -> dict:

@@ -91,3 +91,15 @@ def test_config_tables_round_trip_through_csv(tmp_path):
     back = list(csv.DictReader(many.open()))
     assert [(int(r["size_bytes"]), float(r["latency_ns"])) for r in back] == [(16384, 1.5), (1 << 24, 230.25)]
     g5.write_csv(None, rows)  # no --csv: nothing written, no error
+
+
+def test_total_reads_one_stat_by_its_exact_name(tmp_path):
+    stats = tmp_path / "stats.txt"
+    stats.write_text("---------- Begin Simulation Statistics ----------\n"
+                     "board.memory.bridge.readReqs   100   # Read requests (Count)\n"
+                     "board.memory.bridge.readReqsX  7     # a longer name\n"
+                     "board.memory.bridge.numReads::total  250  # all reads\n")
+    rows = g5.read_stats(stats)
+    assert g5.total(rows, "board.memory.bridge.readReqs") == 100
+    assert g5.total(rows, "board.memory.bridge.numReads::total") == 250
+    assert g5.total(rows, "board.memory.bridge.writeReqs") == 0

@@ -5,7 +5,6 @@ also needs SIMCXL_X86_KERNEL = an uncompressed x86-64 vmlinux (see README)."""
 
 import csv
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 import simcxl
 
-from conftest import REPO
+from conftest import CC, build_chase
 from test_gem5 import GEM5, gem5, table
 
 pytestmark = [
@@ -40,12 +39,9 @@ def x86(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chase(tmp_path_factory, x86):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
+    if not CC:
         pytest.skip("needs a C compiler to build benchmarks/guest/chase.c")
-    out = tmp_path_factory.mktemp("guest") / "chase"
-    subprocess.run([cc, "-O2", "-static", "-o", str(out), str(REPO / "benchmarks" / "guest" / "chase.c")], check=True)
-    return out
+    return build_chase(tmp_path_factory.mktemp("guest"))
 
 
 def run_se(tmp_path, chase, memory, cpu="timing"):
@@ -79,12 +75,13 @@ def test_se_chase_sees_each_expanders_latency(tmp_path, chase):
     # is 32 KiB of PTEs against an 8 KiB walker cache and a thrashed L2): the
     # expanders differ by their idle-latency gap times those memory trips per load.
     gap_guest = float(fpga[big]["latency_ns"]) - float(asic[big]["latency_ns"])
-    gap_idle = idle_from_bridge("cxl-fpga") - idle_from_bridge("cxl-asic")
+    idle_asic = idle_from_bridge("cxl-asic")
+    gap_idle = idle_from_bridge("cxl-fpga") - idle_asic
     print(f"\nX86 SE chase at 16 MiB: cxl-asic {float(asic[big]['latency_ns']):.1f} ns, cxl-fpga "
           f"{float(fpga[big]['latency_ns']):.1f} ns; gap {gap_guest:.1f} ns against an idle gap of {gap_idle:.1f} ns")
     assert 0.85 * gap_idle < gap_guest < 1.15 * gap_idle
     # And the guest's latency holds at least one whole trip through the bridge.
-    assert float(asic[big]["latency_ns"]) > 15 / 16 * idle_from_bridge("cxl-asic")
+    assert float(asic[big]["latency_ns"]) > 15 / 16 * idle_asic
 
 
 def test_se_chase_cxl_is_slower_than_gem5_ddr4_by_about_the_link_and_device(tmp_path, chase):

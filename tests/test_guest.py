@@ -2,24 +2,18 @@
 built and run natively: its output format, its data check and its errors."""
 
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import CC, REPO, build_chase
 
-CC = shutil.which("cc") or shutil.which("gcc")
 pytestmark = pytest.mark.skipif(not CC, reason="needs a C compiler")
 
 
 @pytest.fixture(scope="module")
 def chase(tmp_path_factory):
-    out = tmp_path_factory.mktemp("guest") / "chase"
-    r = subprocess.run([CC, "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", str(out),
-                        str(REPO / "benchmarks" / "guest" / "chase.c")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return out
+    return build_chase(tmp_path_factory.mktemp("guest"))
 
 
 def test_chase_reports_each_size_and_checks_every_line(chase):

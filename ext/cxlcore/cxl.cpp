@@ -42,7 +42,7 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
     : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media") {
     p_.validate(where + ".device");
     rx_.reset(link.params().credits_req + link.params().credits_rwd);
-    ctrl_.reset(p_.req_queue);
+    for (auto& c : ctrl_) c.reset(p_.req_queue);
     tx_.reset(p_.resp_queue);
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
@@ -74,7 +74,7 @@ bool Type3Device::tryResp(Txn* t) {
 }
 
 void Type3Device::retryReq() {
-    mediaBlocked_ = false;
+    mediaBlocked_[0] = mediaBlocked_[1] = false;
     requestWake(now());
 }
 
@@ -108,7 +108,8 @@ void Type3Device::process() {
         link_.credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].give(t);
         ++outstanding_;
         const Tick at = t + reqLat_;
-        if (ctrl_.empty() && !mediaBlocked_) {
+        const int k = x->op == Op::Write;
+        if (ctrl_[k].empty() && !mediaBlocked_[k]) {
             // The pipeline takes a media queue entry on entry, so the request
             // reaches the media stamped with its arrival there.
             const Tick mark = x->mark, dev = x->stage[kStageDevice];
@@ -116,24 +117,26 @@ void Type3Device::process() {
             if (media_.tryReq(x)) continue;
             x->mark = mark;
             x->stage[kStageDevice] = dev;
-            mediaBlocked_ = true;
+            mediaBlocked_[k] = true;
             ++stats_.mediaRetries;
         }
-        ctrl_.push(at, x);
+        ctrl_[k].push(at, x);
     }
     occ_.set(t, outstanding_);
-    while (!mediaBlocked_ && ctrl_.headReady() <= t) {
-        Txn* x = ctrl_.front();
-        x->leave(kStageDevice, t);
-        if (!media_.tryReq(x)) {
-            mediaBlocked_ = true;
-            ++stats_.mediaRetries;
-            break;
+    Tick w = std::min(due(rx_.headReady(), t), due(tx_.headReady(), t));
+    for (int k = 0; k < 2; ++k) {
+        while (!mediaBlocked_[k] && ctrl_[k].headReady() <= t) {
+            Txn* x = ctrl_[k].front();
+            x->leave(kStageDevice, t);
+            if (!media_.tryReq(x)) {
+                mediaBlocked_[k] = true;
+                ++stats_.mediaRetries;
+                break;
+            }
+            ctrl_[k].pop();
         }
-        ctrl_.pop();
+        if (!mediaBlocked_[k]) w = std::min(w, due(ctrl_[k].headReady(), t));
     }
-    const Tick w = std::min({due(rx_.headReady(), t), mediaBlocked_ ? kNever : due(ctrl_.headReady(), t),
-                             due(tx_.headReady(), t)});
     if (w != kNever) requestWake(w);
 }
 

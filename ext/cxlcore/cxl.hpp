@@ -63,7 +63,8 @@ class Type3Device : public Component, public Requester {
     double meanOccupancy(Tick s, Tick e) const { return occ_.mean(s, e); }
     void checkpoint(StateVisitor& v, const std::string& n) {
         v(n + ".outstanding", outstanding_);
-        v(n + ".mediaBlocked", mediaBlocked_);
+        v(n + ".mediaBlocked", mediaBlocked_[0]);
+        v(n + ".mediaBlockedWrite", mediaBlocked_[1]);
         v(n + ".respRefused", respRefused_);
         media_.checkpoint(v, n + ".media");
     }
@@ -79,10 +80,13 @@ class Type3Device : public Component, public Requester {
     DramController media_;
     HostBridge* bridge_ = nullptr;
     uint32_t port_ = 0;
-    TimedFifo<Txn*> rx_, ctrl_, tx_;
+    // The controller pipeline, one per M2S class (0: Req reads, 1: RwD
+    // writes): the classes have their own channels and credits, so a write
+    // waiting for a full media write queue does not hold up the reads.
+    TimedFifo<Txn*> rx_, ctrl_[2], tx_;
     Tick reqLat_, respLat_;
     uint32_t outstanding_ = 0, loadAt_[3] = {0, 0, 0};
-    bool mediaBlocked_ = false, respRefused_ = false;
+    bool mediaBlocked_[2] = {false, false}, respRefused_ = false;
     DeviceStats stats_;
     Occupancy occ_;
 };

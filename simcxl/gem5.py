@@ -166,6 +166,56 @@ def slot_memory(memory: Union[str, Path, System], size: str):
     return cxl_memory(memory, size=size)
 
 
+def cache_geometry(size: int, assoc: int, what: str) -> Tuple[int, int]:
+    """(bytes, ways) nearest to a cache of `size` bytes and `assoc` ways whose
+    set count is a power of two, as gem5's classic caches need; sizes that
+    already qualify are kept."""
+    if size < 64 or assoc < 1:
+        raise ParamError(f"{what}: a cache of {size} B and {assoc} ways is not allowed; "
+                         "allowed: at least 64 B and 1 way")
+    sets = size // (64 * assoc)
+    if sets >= 1 and sets & (sets - 1) == 0 and sets * 64 * assoc == size:
+        return size, assoc
+    # Keep the size, move the ways: power-of-two sets, then as many ways as fit best.
+    sets = 1 << max(0, (size // (64 * assoc)).bit_length() - 1)
+    ways = max(1, round(size / (64 * sets)))
+    return sets * 64 * ways, ways
+
+
+def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Optional[int] = None,
+                prefetch: bool = True):
+    """gem5's PrivateL1PrivateL2 classic hierarchy with the given L1D and L2
+    geometry (set counts must be powers of two; see cache_geometry), the L2's
+    tag and data latency in cycles if given, and prefetchers only if
+    `prefetch` (testbeds often disable them in the BIOS)."""
+    from m5.params import NULL  # lazy: needs gem5
+    from gem5.components.cachehierarchies.classic.caches.l1dcache import L1DCache
+    from gem5.components.cachehierarchies.classic.caches.l2cache import L2Cache
+    from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (
+        PrivateL1PrivateL2CacheHierarchy)
+    from m5.objects import Cache
+
+    for what, size, ways in (("L1D", l1d, l1d_assoc), ("L2", l2, l2_assoc)):
+        if cache_geometry(size, ways, what) != (size, ways):
+            raise ParamError(f"{what}: {size} B in {ways} ways gives {size // (64 * ways)} sets; gem5 needs a "
+                             "power of two (see simcxl.gem5.cache_geometry)")
+
+    class HostCaches(PrivateL1PrivateL2CacheHierarchy):
+        def incorporate_cache(self, board) -> None:
+            super().incorporate_cache(board)
+            for obj in self.descendants():
+                if isinstance(obj, L1DCache):
+                    obj.assoc = l1d_assoc
+                elif isinstance(obj, L2Cache):
+                    obj.assoc = l2_assoc
+                    if l2_cycles is not None:
+                        obj.tag_latency = obj.data_latency = l2_cycles
+                if isinstance(obj, Cache) and not prefetch:
+                    obj.prefetcher = NULL
+
+    return HostCaches(l1d_size=f"{l1d}B", l1i_size="32KiB", l2_size=f"{l2}B")
+
+
 def write_csv(path: Union[str, Path, None], rows) -> None:
     """A config's result table (a dict, or a list of dicts with the same keys)
     as CSV; nothing without a path. Standard library only."""

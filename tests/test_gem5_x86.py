@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import simcxl
+from simcxl import gem5_engine
 
 from conftest import CC, build_chase
 from test_gem5 import GEM5, gem5, table
@@ -27,12 +28,8 @@ SIZES = (16 << 10, 16 << 20)  # L1-resident, and 16x the L2
 
 
 @pytest.fixture(scope="module")
-def x86(tmp_path_factory):
-    probe = tmp_path_factory.mktemp("probe") / "isa.py"
-    probe.write_text("from gem5.runtime import get_supported_isas\nfrom gem5.isas import ISA\n"
-                     "print('X86' if ISA.X86 in get_supported_isas() else 'no X86')\n")
-    r = subprocess.run([GEM5, "-d", str(probe.parent), str(probe)], capture_output=True, text=True, timeout=300)
-    if "X86" not in r.stdout.replace("no X86", ""):
+def x86():
+    if "X86" not in gem5_engine.isas(GEM5):
         pytest.skip(f"GEM5 = {GEM5} has no X86 ISA (build build/X86/gem5.opt with EXTRAS=<repo>)")
     return GEM5
 

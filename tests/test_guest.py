@@ -29,7 +29,8 @@ def test_chase_reports_each_size_and_checks_every_line(chase):
 
 
 @pytest.mark.parametrize("args, message", [
-    ([], "usage: chase [-a ACCESSES] SIZE_BYTES"),
+    ([], "usage: chase [-a ACCESSES] [-m] [-w WARM_LINES] SIZE_BYTES"),
+    (["-w", "0", "4096"], "WARM_LINES must be a positive integer, got '0'"),
     (["100"], "SIZE_BYTES = 100 is below the minimum of 128"),
     (["-a", "0", "4096"], "ACCESSES must be a positive integer, got '0'"),
     (["4k"], "SIZE_BYTES must be a positive integer, got '4k'"),

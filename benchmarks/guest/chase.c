@@ -5,7 +5,18 @@
  * simulated time. Before timing, every line is written with its own address and
  * read back: a data check of the whole memory path (caches, writebacks, CXL).
  *
- *   chase [-a ACCESSES] SIZE_BYTES [SIZE_BYTES ...]
+ *   chase [-a ACCESSES] [-m] [-w WARM_LINES] SIZE_BYTES [SIZE_BYTES ...]
+ *
+ * -m (for gem5's atomic-warm runs): the timed loads are bracketed with gem5's
+ * work_begin/work_end ops, so a config builds and warms on a fast atomic core
+ * and times on a detailed one. Only the part of each cycle that matters is
+ * built: the WARM_LINES lines before the timed ones (default: all of them),
+ * walked once so that the caches hold what a long-running chase leaves there
+ * (give WARM_LINES about twice what the last-level cache holds, so that every
+ * set sees more lines than it has ways), then the timed ones; lines are visited in a keyed random order computed per
+ * index, so a GiB working set costs no more than its warm window. The data
+ * check then re-reads the window's pointers. Without gem5 the ops are illegal
+ * instructions: use -m under gem5 only.
  *
  * Prints one line per size: "size_bytes=<n> accesses=<n> latency_ns=<x>",
  * then "verify_lines=<n> mismatches=<n>".
@@ -37,6 +48,33 @@ static uint64_t rng(void)
     return rng_state * 0x2545f4914f6cdd1dull;
 }
 
+/* gem5 pseudo-ops on x86: 0F 04 then the op number (include/gem5/asm/generic/m5ops.h) */
+#define M5OP_WORK_BEGIN 0x5a
+#define M5OP_WORK_END 0x5b
+#define M5_WORK(op) __asm__ volatile(".byte 0x0f, 0x04; .word %c0" ::"i"(op), "D"(0L), "S"(0L) : "memory")
+
+/* A keyed bijection on [0, 2^bits): odd multiplies and xor-shifts. */
+static uint64_t mix(uint64_t x, unsigned bits, uint64_t mask)
+{
+    const unsigned sh = (bits + 1) / 2;
+    x = (x * 0x9e3779b97f4a7c15ull) & mask;
+    x ^= x >> sh;
+    x = (x * 0xbf58476d1ce4e5b9ull) & mask;
+    x ^= x >> sh;
+    return x;
+}
+
+/* Line visited at step i of a cycle over n lines: cycle-walking keeps the
+ * bijection inside [0, n) for any n. */
+static uint64_t visit(uint64_t i, uint64_t n, unsigned bits, uint64_t mask)
+{
+    uint64_t x = i;
+    do
+        x = mix(x, bits, mask);
+    while (x >= n);
+    return x;
+}
+
 static double now_ns(void)
 {
     struct timespec t;
@@ -58,13 +96,24 @@ static unsigned long parse(const char *s, const char *what)
 int main(int argc, char **argv)
 {
     unsigned long accesses = 20000;
-    int first = 1;
-    if (argc > 2 && strcmp(argv[1], "-a") == 0) {
-        accesses = parse(argv[2], "ACCESSES");
-        first = 3;
+    unsigned long warm = 0; /* 0: the whole cycle */
+    int first = 1, marks = 0;
+    for (;;) {
+        if (argc > first + 1 && strcmp(argv[first], "-a") == 0) {
+            accesses = parse(argv[first + 1], "ACCESSES");
+            first += 2;
+        } else if (argc > first + 1 && strcmp(argv[first], "-w") == 0) {
+            warm = parse(argv[first + 1], "WARM_LINES");
+            first += 2;
+        } else if (argc > first && strcmp(argv[first], "-m") == 0) {
+            marks = 1;
+            first += 1;
+        } else {
+            break;
+        }
     }
     if (first >= argc) {
-        fprintf(stderr, "usage: chase [-a ACCESSES] SIZE_BYTES [SIZE_BYTES ...]\n");
+        fprintf(stderr, "usage: chase [-a ACCESSES] [-m] [-w WARM_LINES] SIZE_BYTES [SIZE_BYTES ...]\n");
         return 2;
     }
     unsigned long biggest = 0;
@@ -79,45 +128,85 @@ int main(int argc, char **argv)
     }
     size_t n_max = biggest / LINE;
     struct line *buf = aligned_alloc(4096, n_max * LINE);
-    uint32_t *order = malloc(n_max * sizeof(uint32_t));
-    if (!buf || !order) {
+    uint32_t *order = marks ? NULL : malloc(n_max * sizeof(uint32_t));
+    if (!buf || (!marks && !order)) {
         fprintf(stderr, "chase: cannot allocate %lu bytes\n", biggest);
         return 1;
     }
 
-    unsigned long mismatches = 0;
-    for (size_t i = 0; i < n_max; i++)
-        buf[i].tag = (uint64_t)(uintptr_t)&buf[i];
-    for (size_t i = 0; i < n_max; i++)
-        mismatches += buf[i].tag != (uint64_t)(uintptr_t)&buf[i];
+    unsigned long mismatches = 0, checked = 0;
+    if (!marks) {
+        for (size_t i = 0; i < n_max; i++)
+            buf[i].tag = (uint64_t)(uintptr_t)&buf[i];
+        for (size_t i = 0; i < n_max; i++)
+            mismatches += buf[i].tag != (uint64_t)(uintptr_t)&buf[i];
+        checked = 2 * n_max;
+    }
 
     for (int a = first; a < argc; a++) {
         size_t n = parse(argv[a], "SIZE_BYTES") / LINE;
-        /* Sattolo's shuffle: one cycle through all n lines */
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        for (size_t i = n - 1; i > 0; i--) {
-            size_t j = rng() % i;
-            uint32_t t = order[i];
-            order[i] = order[j];
-            order[j] = t;
+        struct line *p;
+        size_t span = n, lead = n; /* lines built, and warm steps before the timed ones */
+        unsigned bits = 1;
+        uint64_t mask, base = 0;
+        while ((1ull << bits) < n)
+            bits++;
+        mask = (1ull << bits) - 1;
+        if (!marks) {
+            /* Sattolo's shuffle: one cycle through all n lines */
+            for (size_t i = 0; i < n; i++)
+                order[i] = (uint32_t)i;
+            for (size_t i = n - 1; i > 0; i--) {
+                size_t j = rng() % i;
+                uint32_t t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+            for (size_t i = 0; i < n; i++)
+                buf[order[i]].next = &buf[order[(i + 1) % n]];
+            p = &buf[order[0]];
+            for (size_t i = 0; i < n && i < accesses; i++) /* warm what fits in the caches */
+                p = p->next;
+        } else {
+            /* The window: `lead` warm steps then the timed ones, as a cycle of its own. */
+            if (warm && warm + accesses + 1 < n) {
+                lead = warm;
+                span = warm + accesses + 1;
+                base = n - warm;
+            }
+            /* The timed lines are written first, so that they are the oldest
+             * in the caches when the warm walk has passed. */
+            for (size_t k = 0; k < span; k++) {
+                const size_t j = (lead + k) % span;
+                buf[visit((base + j) % n, n, bits, mask)].next = &buf[visit((base + (j + 1) % span) % n, n, bits, mask)];
+            }
+            p = &buf[visit(base % n, n, bits, mask)];
+            for (size_t i = 0; i < lead; i++)
+                p = p->next;
+            M5_WORK(M5OP_WORK_BEGIN);
         }
-        for (size_t i = 0; i < n; i++)
-            buf[order[i]].next = &buf[order[(i + 1) % n]];
-
-        struct line *p = &buf[order[0]];
-        for (size_t i = 0; i < n && i < accesses; i++) /* warm what fits in the caches */
-            p = p->next;
         double t0 = now_ns();
         for (unsigned long i = 0; i < accesses; i++)
             p = p->next;
         double t1 = now_ns();
+        if (marks) {
+            M5_WORK(M5OP_WORK_END);
+            struct line *q = &buf[visit(base % n, n, bits, mask)];
+            for (size_t j = 1; j <= span; j++) {
+                struct line *want = &buf[visit((base + j % span) % n, n, bits, mask)];
+                mismatches += q->next != want;
+                q = q->next;
+            }
+            checked += span;
+        }
         /* p is printed so the chase cannot be optimised away */
         printf("size_bytes=%zu accesses=%lu latency_ns=%.3f end=%p\n", n * LINE, accesses,
                (t1 - t0) / (double)accesses, (void *)p);
     }
-    for (size_t i = 0; i < n_max; i++)
-        mismatches += buf[i].tag != (uint64_t)(uintptr_t)&buf[i];
-    printf("verify_lines=%zu mismatches=%lu\n", 2 * n_max, mismatches);
+    if (!marks) {
+        for (size_t i = 0; i < n_max; i++)
+            mismatches += buf[i].tag != (uint64_t)(uintptr_t)&buf[i];
+    }
+    printf("verify_lines=%lu mismatches=%lu\n", checked, mismatches);
     return mismatches ? 1 : 0;
 }

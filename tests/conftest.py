@@ -16,13 +16,18 @@ TESTBED = REPO / "calibration" / "testbeds" / "spr-cxl-dmsim"
 CC = shutil.which("cc") or shutil.which("gcc")
 
 
-def build_chase(folder: Path) -> Path:
-    """benchmarks/guest/chase.c, built static (as gem5's SE mode needs) and warning-free."""
-    out = folder / "chase"
-    r = subprocess.run([CC, "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", str(out),
-                        str(REPO / "benchmarks" / "guest" / "chase.c")], capture_output=True, text=True)
+def build_guest(folder: Path, name: str) -> Path:
+    """benchmarks/guest/<name>.c, built static (as gem5's SE mode needs) and warning-free."""
+    out = folder / name
+    r = subprocess.run([CC, "-O2", "-static", "-pthread", "-fno-tree-loop-distribute-patterns", "-Wall", "-Wextra",
+                        "-Werror", "-o", str(out), str(REPO / "benchmarks" / "guest" / f"{name}.c")],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return out
+
+
+def build_chase(folder: Path) -> Path:
+    return build_guest(folder, "chase")
 
 
 def set_path(d: dict, path: str, value) -> dict:

@@ -1,12 +1,12 @@
-"""The guest pointer chase that gem5's X86 runs execute (benchmarks/guest/chase.c),
-built and run natively: its output format, its data check and its errors."""
+"""The guest programs that gem5's X86 runs execute (benchmarks/guest/chase.c and
+stream.c), built and run natively: their output format, data checks and errors."""
 
 import re
 import subprocess
 
 import pytest
 
-from conftest import CC, REPO, build_chase
+from conftest import CC, REPO, build_chase, build_guest
 
 pytestmark = pytest.mark.skipif(not CC, reason="needs a C compiler")
 
@@ -14,6 +14,35 @@ pytestmark = pytest.mark.skipif(not CC, reason="needs a C compiler")
 @pytest.fixture(scope="module")
 def chase(tmp_path_factory):
     return build_chase(tmp_path_factory.mktemp("guest"))
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    return build_guest(tmp_path_factory.mktemp("guest"), "stream")
+
+
+@pytest.mark.parametrize("kernel,arrays", [("copy", 2), ("scale", 2), ("add", 3), ("triad", 3)])
+def test_stream_guest_counts_bytes_and_checks_elements(stream, kernel, arrays):
+    r = subprocess.run([str(stream), "-p", "3", "-s", "65536", kernel, "2", "100000"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"kernel=(\w+) threads=2 bytes=(\d+) stream_gbps=([0-9.]+) check=ok t0_ns=(\d+) t1_ns=(\d+)",
+                  r.stdout)
+    assert m and m.group(1) == kernel
+    # STREAM's counting: 8 B per element and array touched, per pass.
+    assert int(m.group(2)) == 2 * 100000 * 8 * arrays * 3
+    assert float(m.group(3)) > 0 and int(m.group(5)) > int(m.group(4))
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "usage: stream [-m] [-p PASSES] [-s SWEEP_BYTES] KERNEL THREADS ELEMENTS_PER_THREAD"),
+    (["sum", "1", "10"], "KERNEL = 'sum' is not allowed; allowed: copy, scale, add, triad"),
+    (["copy", "300", "10"], "THREADS = 300 is out of range; allowed: 1 to 256"),
+    (["copy", "1", "0"], "ELEMENTS_PER_THREAD must be a positive integer, got '0'"),
+])
+def test_stream_guest_rejects_bad_arguments(stream, args, message):
+    r = subprocess.run([str(stream), *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and message in r.stderr
 
 
 def test_chase_reports_each_size_and_checks_every_line(chase):

@@ -1,0 +1,179 @@
+/*
+ * Guest STREAM kernel for gem5 SE runs (cf. McCalpin's STREAM): THREADS
+ * pthreads each run one kernel over their own slice of three arrays, and the
+ * bandwidth is counted as STREAM counts it (the bytes of the arrays read and
+ * written, no write-allocate). The arrays are touched first; the timed passes
+ * are bracketed with gem5's work_begin/work_end ops (-m), so a config can run
+ * the set-up on a fast atomic core and the passes on detailed ones. Time comes
+ * from clock_gettime, which gem5's SE mode answers from simulated time.
+ *
+ *   stream [-m] [-p PASSES] [-s SWEEP_BYTES] KERNEL THREADS ELEMENTS_PER_THREAD
+ *
+ * -s: after writing its slices, each thread reads SWEEP_BYTES of its own, so
+ * that the timed passes start with the arrays in memory and the caches full
+ * of clean lines (give it about twice the caches a thread's core has).
+ *
+ * KERNEL is copy, scale, add or triad. Prints "kernel=<k> threads=<n>
+ * bytes=<n> stream_gbps=<x> check=<ok|bad> t0_ns=<t> t1_ns=<t>"; check
+ * compares every element with what the kernel must have written, t0 and t1
+ * bound the timed passes (so that copies run as separate processes, as gem5
+ * needs to switch cores under them, can be added up).
+ *
+ * Build: cc -O2 -static -pthread -o stream stream.c
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define M5OP_WORK_BEGIN 0x5a
+#define M5OP_WORK_END 0x5b
+#define M5_WORK(op) __asm__ volatile(".byte 0x0f, 0x04; .word %c0" ::"i"(op), "D"(0L), "S"(0L) : "memory")
+
+static int kernel, marks, passes = 1;
+static unsigned long sweep;
+static volatile double sink;
+static unsigned long threads, per;
+static double *a, *b, *c;
+static pthread_barrier_t bar;
+static double t0, t1;
+static const double scalar = 3.0;
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static unsigned long parse(const char *s, const char *what)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 0);
+    if (*s == '\0' || *end != '\0' || v == 0) {
+        fprintf(stderr, "stream: %s must be a positive integer, got '%s'\n", what, s);
+        exit(2);
+    }
+    return v;
+}
+
+static void run(double *restrict x, double *restrict y, double *restrict z, unsigned long n)
+{
+    switch (kernel) {
+    case 0: for (unsigned long j = 0; j < n; j++) z[j] = x[j]; break;           /* c = a */
+    case 1: for (unsigned long j = 0; j < n; j++) y[j] = scalar * z[j]; break;  /* b = s c */
+    case 2: for (unsigned long j = 0; j < n; j++) z[j] = x[j] + y[j]; break;    /* c = a + b */
+    default: for (unsigned long j = 0; j < n; j++) x[j] = y[j] + scalar * z[j]; /* a = b + s c */
+    }
+}
+
+static void *worker(void *arg)
+{
+    const unsigned long t = (unsigned long)(uintptr_t)arg, lo = t * per;
+    for (unsigned long j = lo; j < lo + per; j++) {
+        a[j] = 1.0;
+        b[j] = 2.0;
+        c[j] = 0.5;
+    }
+    if (sweep) {
+        double *s = malloc(sweep), sum = 0;
+        if (!s) {
+            fprintf(stderr, "stream: cannot allocate %lu bytes to sweep\n", sweep);
+            exit(1);
+        }
+        for (unsigned long j = 0; j < sweep / sizeof(double); j += 8)
+            s[j] = (double)j;
+        for (unsigned long j = 0; j < sweep / sizeof(double); j += 8)
+            sum += s[j];
+        sink = sum;
+    }
+    pthread_barrier_wait(&bar);
+    if (t == 0) {
+        if (marks)
+            M5_WORK(M5OP_WORK_BEGIN);
+        t0 = now_ns();
+    }
+    pthread_barrier_wait(&bar);
+    for (int p = 0; p < passes; p++)
+        run(a + lo, b + lo, c + lo, per);
+    pthread_barrier_wait(&bar);
+    if (t == 0) {
+        t1 = now_ns();
+        if (marks)
+            M5_WORK(M5OP_WORK_END);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *names[] = {"copy", "scale", "add", "triad"};
+    int i = 1;
+    for (;;) {
+        if (i < argc && strcmp(argv[i], "-m") == 0) {
+            marks = 1;
+            i++;
+        } else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) {
+            sweep = parse(argv[i + 1], "SWEEP_BYTES");
+            i += 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "-p") == 0) {
+            passes = (int)parse(argv[i + 1], "PASSES");
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if (argc - i != 3) {
+        fprintf(stderr, "usage: stream [-m] [-p PASSES] [-s SWEEP_BYTES] KERNEL THREADS ELEMENTS_PER_THREAD\n");
+        return 2;
+    }
+    kernel = -1;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(argv[i], names[k]) == 0)
+            kernel = k;
+    if (kernel < 0) {
+        fprintf(stderr, "stream: KERNEL = '%s' is not allowed; allowed: copy, scale, add, triad\n", argv[i]);
+        return 2;
+    }
+    threads = parse(argv[i + 1], "THREADS");
+    per = parse(argv[i + 2], "ELEMENTS_PER_THREAD");
+    if (threads > 256) {
+        fprintf(stderr, "stream: THREADS = %lu is out of range; allowed: 1 to 256\n", threads);
+        return 2;
+    }
+    /* 64 B-aligned arrays a page apart beyond their size, as STREAM's offsets avoid aliasing */
+    const size_t bytes = threads * per * sizeof(double), gap = (bytes + 4095) / 4096 * 4096 + 4096;
+    char *base = aligned_alloc(4096, 3 * gap);
+    if (!base) {
+        fprintf(stderr, "stream: cannot allocate %zu bytes\n", 3 * gap);
+        return 1;
+    }
+    a = (double *)base;
+    b = (double *)(base + gap);
+    c = (double *)(base + 2 * gap);
+    pthread_barrier_init(&bar, NULL, (unsigned)threads);
+    pthread_t *tid = malloc(threads * sizeof(pthread_t));
+    for (unsigned long t = 1; t < threads; t++)
+        pthread_create(&tid[t], NULL, worker, (void *)(uintptr_t)t);
+    worker((void *)0);
+    for (unsigned long t = 1; t < threads; t++)
+        pthread_join(tid[t], NULL);
+
+    /* What every element must hold after `passes` passes from a=1, b=2, c=0.5. */
+    double ea = 1.0, eb = 2.0, ec = 0.5;
+    for (int p = 0; p < passes; p++) {
+        if (kernel == 0) ec = ea;
+        else if (kernel == 1) eb = scalar * ec;
+        else if (kernel == 2) ec = ea + eb;
+        else ea = eb + scalar * ec;
+    }
+    unsigned long bad = 0;
+    for (size_t j = 0; j < threads * per; j++)
+        bad += a[j] != ea || b[j] != eb || c[j] != ec;
+    const double moved = (double)bytes * (kernel < 2 ? 2 : 3) * passes;
+    printf("kernel=%s threads=%lu bytes=%.0f stream_gbps=%.3f check=%s t0_ns=%.0f t1_ns=%.0f\n", names[kernel],
+           threads, moved, moved / (t1 - t0), bad ? "bad" : "ok", t0, t1);
+    return bad ? 1 : 0;
+}

@@ -31,10 +31,9 @@ from gem5.components.processors.simple_switchable_processor import SimpleSwitcha
 from gem5.simulate.exit_event import ExitEvent  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import BinaryResource  # noqa: E402
-from gem5.runtime import get_supported_isas  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
+from simcxl.gem5 import check_se_guest, host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
 
 CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 
@@ -61,10 +60,7 @@ parser.add_argument("--warm-lines", type=int, default=0,
 parser.add_argument("--csv", default=None)
 args = parser.parse_args()
 
-if ISA.X86 not in get_supported_isas():
-    parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
-if not Path(args.binary).is_file():
-    parser.error(f"--binary {args.binary}: no such file")
+check_se_guest(parser, args.binary)
 if args.accesses < 1:
     parser.error(f"--accesses = {args.accesses} is out of range; allowed: 1 or more")
 sizes = [toMemorySize(s) for s in args.sizes.split(",")]

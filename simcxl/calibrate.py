@@ -103,21 +103,35 @@ class StandaloneEngine:
         return float(df["latency_ns"].iloc[0]), float(df["bandwidth_gbps"].iloc[0])
 
 
-def get_engine(name: str, cache=None, region: Optional[int] = None):
+def get_engine(name: str, cache=None, region: Optional[int] = None, runs: Optional[Path] = None):
     if name == "standalone":
         return StandaloneEngine(cache, region)
     if name == "gem5":
+        from . import gem5_engine
+
         binary = os.environ.get("GEM5")
         if not binary or not os.path.isfile(binary):
             raise Gem5Missing("--engine gem5 needs a gem5 binary built with this repository as EXTRAS, named by "
                               "the GEM5 environment variable (see README); GEM5 is "
                               + ("not set" if not binary else f"{binary!r}, which does not exist"))
-        # lat_mem_rd and STREAM need the host's cores and caches, which only an
-        # X86 guest gives in gem5, at minutes per point: too slow for a fit loop.
-        raise Gem5Missing("--engine gem5: calibrating through gem5 is not implemented; the gem5 SimObjects run "
-                          "the same timing core, and tests/test_gem5.py checks that both engines agree within 5 % "
-                          "on idle latency and bandwidth, so calibrate with --engine standalone")
+        return gem5_engine.Gem5Engine(binary, runs or Path("gem5-runs"))
     raise ParamError(f"--engine {name!r} is not an engine; allowed: standalone, gem5")
+
+
+def check_gem5(tb: Testbed, names: Sequence[str]) -> None:
+    """What the gem5 engine needs of a testbed, checked before any fitting:
+    an X86 build for lat_mem_rd (a guest runs it), and cxl-type3 memories
+    only (SimCXL's SimObjects are the CXL memory; the host is gem5's board)."""
+    from . import gem5_engine
+
+    other = [n for n in names if tb.memories[n].kind != "cxl-type3"]
+    if other:
+        raise ParamError(f"--engine gem5 calibrates cxl-type3 memories, the ones SimCXL's SimObjects model; "
+                         f"{', '.join(other)} {'is' if len(other) == 1 else 'are'} not: choose --memories from "
+                         f"{', '.join(n for n in names if n not in other) or '(none in this testbed)'}")
+    if any(tb.points_of(n, "lat_mem_rd") for n in names) and "X86" not in gem5_engine.isas(os.environ["GEM5"]):
+        raise ParamError(f"--engine gem5: lat_mem_rd runs a guest on an X86 core, and GEM5 = {os.environ['GEM5']!r} "
+                         "has no X86 ISA; build build/X86/gem5.opt with this repository as EXTRAS")
 
 
 # ------------------------------------------------------------------ helpers
@@ -354,7 +368,8 @@ def _fit_and_validate(args) -> FitResult:
     tb, mem_name, start, engine_name, fit_host = args[:5]
     done: Optional[Tuple[Dict[str, float], List[str]]] = args[5] if len(args) > 5 else None
     warm = args[6] if len(args) > 6 else None
-    eng = get_engine(engine_name, warm, lmbench_region(tb))
+    runs = args[7] if len(args) > 7 else None
+    eng = get_engine(engine_name, warm, lmbench_region(tb), runs)
     mem = tb.memories[mem_name]
     lines: List[str] = []
     if done is None:
@@ -377,26 +392,36 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
         json_path: Optional[str] = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
         workers: Optional[int] = None) -> dict:
     tb = load_testbed(testbed_dir)
-    get_engine(engine_name)  # fail before any work
+    out = Path(out_dir)
+    runs = out / "gem5-runs"
+    get_engine(engine_name, runs=runs)  # fail before any work
     names = list(memories) if memories else list(tb.memories)
     for n in names:
         if n not in tb.memories:
             raise ParamError(f"--memories: {n!r} is not a memory of testbed {tb.name}; "
                              f"allowed: {', '.join(tb.memories)}")
+    if engine_name == "gem5":
+        if not memories:  # by default, what gem5 can calibrate
+            skipped = [n for n in names if tb.memories[n].kind != "cxl-type3"]
+            names = [n for n in names if n not in skipped]
+            if skipped:
+                log(f"{tb.name}: --engine gem5 calibrates cxl-type3 memories; skipping {', '.join(skipped)} "
+                    "(the host is gem5's board, not a fitted model)")
+        check_gem5(tb, names)
     checks = consistency(tb, names)
     for c in checks:
         if not c["consistent"]:
             a, b = c["kernels"]
             log(f"{tb.name}: testbed check: {c['memory']} STREAM {a}/{b} = {c['ratio']:.2f} although the two "
                 f"kernels move the same bytes; no model fits both (see the report)")
-    out = Path(out_dir)
     (out / "presets").mkdir(parents=True, exist_ok=True)
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     results: Dict[str, FitResult] = {}
 
     # The host side is shared: fit it once on the local memory, then give it
     # to every other memory of the testbed.
-    local = tb.local_memory()
+    # On gem5 the host is the board's cores and caches: nothing to fit there.
+    local = tb.local_memory() if engine_name == "standalone" else None
     starts = {n: base_system(tb.memories[n]) for n in names}
     host_source = None
     jobs = []
@@ -417,13 +442,13 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
         for line in lines + notes:
             log(line)
         if local in names:  # its validation runs with the other memories
-            jobs.append((tb, local, host_source, engine_name, True, (fitted, notes), warm))
+            jobs.append((tb, local, host_source, engine_name, True, (fitted, notes), warm, runs))
     for n in names:
         if host_source is not None and n != local:
             starts[n].host = copy.deepcopy(host_source.host)
             starts[n].local_dram = copy.deepcopy(host_source.local_dram)
     rest = [n for n in names if n != local]
-    jobs += [(tb, n, starts[n], engine_name, False, None, warm) for n in rest]
+    jobs += [(tb, n, starts[n], engine_name, False, None, warm, runs) for n in rest]
     workers = min(workers, len(jobs)) or 1
     if rest:
         log(f"{tb.name}: fitting {', '.join(rest)} ({workers} worker{'s' if workers > 1 else ''})")

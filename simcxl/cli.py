@@ -13,6 +13,7 @@ import click
 import pandas as pd
 
 from . import _core, engine, presets
+from .gem5_engine import Gem5RunError
 from .params import ParamError, System
 
 
@@ -28,7 +29,7 @@ class UserError(click.ClickException):
 def user_errors():
     try:
         yield
-    except (ParamError, _core.ConfigError, FileNotFoundError) as e:
+    except (ParamError, _core.ConfigError, FileNotFoundError, Gem5RunError) as e:
         raise UserError(str(e)) from None
 
 

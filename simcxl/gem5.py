@@ -166,6 +166,18 @@ def slot_memory(memory: Union[str, Path, System], size: str):
     return cxl_memory(memory, size=size)
 
 
+def check_se_guest(parser, binary: str) -> None:
+    """What an X86 SE config needs before it builds anything: a gem5 with the
+    X86 ISA and the guest program; a clear parser error otherwise."""
+    from gem5.isas import ISA  # lazy: needs gem5
+    from gem5.runtime import get_supported_isas
+
+    if ISA.X86 not in get_supported_isas():
+        parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
+    if not Path(binary).is_file():
+        parser.error(f"--binary {binary}: no such file")
+
+
 def cache_geometry(size: int, assoc: int, what: str) -> Tuple[int, int]:
     """(bytes, ways) nearest to a cache of `size` bytes and `assoc` ways whose
     set count is a power of two, as gem5's classic caches need; sizes that

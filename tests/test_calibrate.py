@@ -2,6 +2,7 @@
 outputs, and a testbed the harness has never seen."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,33 @@ def test_gem5_engine_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.delenv("GEM5", raising=False)
     with pytest.raises(calibrate.Gem5Missing, match="GEM5 environment variable"):
         calibrate.run(TESTBED, tmp_path / "out", engine_name="gem5", log=lambda m: None)
+
+
+def test_gem5_engine_takes_cxl_memories_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEM5", sys.executable)  # a file; the kinds are checked before gem5 runs
+    with pytest.raises(simcxl.ParamError, match="--engine gem5 calibrates cxl-type3 memories.*ddr-local is not: "
+                                                "choose --memories from cxl-asic"):
+        calibrate.run(TESTBED, tmp_path / "out", memories=["ddr-local", "cxl-asic"], engine_name="gem5",
+                      log=lambda m: None)
+
+
+def test_gem5_engine_names_a_binary_that_is_not_gem5(tmp_path):
+    env = {**os.environ, "GEM5": "/bin/false"}
+    r = subprocess.run([sys.executable, "-m", "simcxl.cli", "calibrate", "--testbed", str(TESTBED), "--memories",
+                        "cxl-asic", "--engine", "gem5", "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "GEM5 = '/bin/false' did not answer which ISAs it has (is it gem5?)" in r.stderr
+
+
+def test_gem5_cache_geometry_keeps_sizes_gem5_can_build():
+    from simcxl.gem5 import cache_geometry
+    assert cache_geometry(49152, 12, "l1") == (49152, 12)  # 64 sets already
+    size, ways = cache_geometry(102236160, 15, "llc")  # 97.5 MiB: 106496 sets
+    sets = size // (64 * ways)
+    assert sets & (sets - 1) == 0 and abs(size / 102236160 - 1) < 0.02
+    with pytest.raises(simcxl.ParamError, match="llc: a cache of 0 B and 15 ways is not allowed"):
+        cache_geometry(0, 15, "llc")
 
 
 def test_cli_rejects_unknown_memory_and_malformed_testbed(tmp_path):

@@ -29,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "guest.h"
+
 #define LINE 64
 
 struct line {
@@ -47,11 +49,6 @@ static uint64_t rng(void)
     rng_state ^= rng_state >> 27;
     return rng_state * 0x2545f4914f6cdd1dull;
 }
-
-/* gem5 pseudo-ops on x86: 0F 04 then the op number (include/gem5/asm/generic/m5ops.h) */
-#define M5OP_WORK_BEGIN 0x5a
-#define M5OP_WORK_END 0x5b
-#define M5_WORK(op) __asm__ volatile(".byte 0x0f, 0x04; .word %c0" ::"i"(op), "D"(0L), "S"(0L) : "memory")
 
 /* A keyed bijection on [0, 2^bits): odd multiplies and xor-shifts. */
 static uint64_t mix(uint64_t x, unsigned bits, uint64_t mask)
@@ -75,24 +72,6 @@ static uint64_t visit(uint64_t i, uint64_t n, unsigned bits, uint64_t mask)
     return x;
 }
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static unsigned long parse(const char *s, const char *what)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 0);
-    if (*s == '\0' || *end != '\0' || v == 0) {
-        fprintf(stderr, "chase: %s must be a positive integer, got '%s'\n", what, s);
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     unsigned long accesses = 20000;
@@ -100,10 +79,10 @@ int main(int argc, char **argv)
     int first = 1, marks = 0;
     for (;;) {
         if (argc > first + 1 && strcmp(argv[first], "-a") == 0) {
-            accesses = parse(argv[first + 1], "ACCESSES");
+            accesses = parse_arg("chase", argv[first + 1], "ACCESSES");
             first += 2;
         } else if (argc > first + 1 && strcmp(argv[first], "-w") == 0) {
-            warm = parse(argv[first + 1], "WARM_LINES");
+            warm = parse_arg("chase", argv[first + 1], "WARM_LINES");
             first += 2;
         } else if (argc > first && strcmp(argv[first], "-m") == 0) {
             marks = 1;
@@ -118,7 +97,7 @@ int main(int argc, char **argv)
     }
     unsigned long biggest = 0;
     for (int i = first; i < argc; i++) {
-        unsigned long s = parse(argv[i], "SIZE_BYTES");
+        unsigned long s = parse_arg("chase", argv[i], "SIZE_BYTES");
         if (s < 2 * LINE) {
             fprintf(stderr, "chase: SIZE_BYTES = %lu is below the minimum of %d\n", s, 2 * LINE);
             return 2;
@@ -144,7 +123,7 @@ int main(int argc, char **argv)
     }
 
     for (int a = first; a < argc; a++) {
-        size_t n = parse(argv[a], "SIZE_BYTES") / LINE;
+        size_t n = parse_arg("chase", argv[a], "SIZE_BYTES") / LINE;
         struct line *p;
         size_t span = n, lead = n; /* lines built, and warm steps before the timed ones */
         unsigned bits = 1;

@@ -28,9 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#define M5OP_WORK_BEGIN 0x5a
-#define M5OP_WORK_END 0x5b
-#define M5_WORK(op) __asm__ volatile(".byte 0x0f, 0x04; .word %c0" ::"i"(op), "D"(0L), "S"(0L) : "memory")
+#include "guest.h"
 
 static int kernel, marks, passes = 1;
 static unsigned long sweep;
@@ -40,24 +38,6 @@ static double *a, *b, *c;
 static pthread_barrier_t bar;
 static double t0, t1;
 static const double scalar = 3.0;
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static unsigned long parse(const char *s, const char *what)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 0);
-    if (*s == '\0' || *end != '\0' || v == 0) {
-        fprintf(stderr, "stream: %s must be a positive integer, got '%s'\n", what, s);
-        exit(2);
-    }
-    return v;
-}
 
 static void run(double *restrict x, double *restrict y, double *restrict z, unsigned long n)
 {
@@ -116,10 +96,10 @@ int main(int argc, char **argv)
             marks = 1;
             i++;
         } else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) {
-            sweep = parse(argv[i + 1], "SWEEP_BYTES");
+            sweep = parse_arg("stream", argv[i + 1], "SWEEP_BYTES");
             i += 2;
         } else if (i + 1 < argc && strcmp(argv[i], "-p") == 0) {
-            passes = (int)parse(argv[i + 1], "PASSES");
+            passes = (int)parse_arg("stream", argv[i + 1], "PASSES");
             i += 2;
         } else {
             break;
@@ -137,8 +117,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "stream: KERNEL = '%s' is not allowed; allowed: copy, scale, add, triad\n", argv[i]);
         return 2;
     }
-    threads = parse(argv[i + 1], "THREADS");
-    per = parse(argv[i + 2], "ELEMENTS_PER_THREAD");
+    threads = parse_arg("stream", argv[i + 1], "THREADS");
+    per = parse_arg("stream", argv[i + 2], "ELEMENTS_PER_THREAD");
     if (threads > 256) {
         fprintf(stderr, "stream: THREADS = %lu is out of range; allowed: 1 to 256\n", threads);
         return 2;

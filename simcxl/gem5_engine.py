@@ -1,0 +1,148 @@
+"""The gem5 engine of the calibration harness: the same experiments as the
+standalone engine, run through a gem5 binary built with this repository as
+EXTRAS (named by the GEM5 environment variable).
+
+- lat_mem_rd: the guest chase (benchmarks/guest/chase.c) on an X86 core in SE
+  mode (gem5_configs/cxl_se.py), built and warmed on an atomic core and timed
+  on a timing one, behind gem5 classic caches sized like the testbed host's
+  L1D and LLC (set counts rounded to powers of two, prefetchers off).
+- STREAM: STREAM's traffic as gem5 traffic generators, one sequential stream
+  per thread and array with a bounded number in flight
+  (gem5_configs/cxl_stream.py).
+
+Each gem5 run is kept under the calibration's output folder, named by a hash
+of everything it depends on, so an interrupted calibration resumes where it
+stopped and a repeated evaluation costs nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+from .gem5 import cache_geometry
+from .params import ParamError, System
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIGS = REPO / "gem5_configs"
+GUEST = REPO / "benchmarks" / "guest"
+CHASE_SOURCE = GUEST / "chase.c"
+# Streams in flight per STREAM stream: 16 threads of 3-4 streams each then keep
+# about as many requests outstanding as the standalone engine's 16 fill buffers
+# per core share among a kernel's arrays.
+STREAM_OUTSTANDING = 4
+# Lines walked before the timed ones, per line the LLC holds: at 2 every set
+# sees about twice as many lines as it has ways (at 1.25, one set in six sees
+# fewer than its ways under Poisson spread and keeps lines it should not).
+WARM_FACTOR = 2.0
+# Cycles an L2 hit costs on gem5's classic hierarchy beyond the L2's own tag
+# and data latency (measured: 19 cycles load-to-use with both at 10).
+L2_PATH_CYCLES = 9
+
+
+class Gem5RunError(RuntimeError):
+    pass
+
+
+def isas(binary: str) -> List[str]:
+    """The ISAs a gem5 binary was built with (one short gem5 run)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([binary, "--outdir", d, "-c",
+                              "from gem5.runtime import get_supported_isas; "
+                              "print('ISAS=' + ','.join(i.name for i in get_supported_isas()))"],
+                             capture_output=True, text=True, timeout=300)
+    for line in (out.stdout + out.stderr).splitlines():
+        if line.startswith("ISAS="):
+            return [s for s in line[5:].split(",") if s]
+    raise Gem5RunError(f"GEM5 = {binary!r} did not answer which ISAs it has (is it gem5?):\n{out.stderr[-2000:]}")
+
+
+def build_chase(folder: Path) -> Path:
+    """The guest chase, compiled statically with the host's C compiler."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        raise ParamError("--engine gem5 needs a C compiler (cc, or CC) to build the guest chase "
+                         f"{CHASE_SOURCE.relative_to(REPO)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    exe = folder / "chase"
+    newest = max(CHASE_SOURCE.stat().st_mtime, (GUEST / "guest.h").stat().st_mtime)
+    if not exe.exists() or exe.stat().st_mtime < newest:
+        tmp = folder / "chase.tmp"
+        r = subprocess.run([cc, "-O2", "-static", "-Wall", "-o", str(tmp), str(CHASE_SOURCE)], capture_output=True,
+                           text=True)
+        if r.returncode:
+            raise Gem5RunError(f"building the guest chase failed:\n{r.stderr}")
+        tmp.replace(exe)
+    return exe
+
+
+class Gem5Engine:
+    name = "gem5"
+
+    def __init__(self, binary: str, runs: Path, clock_ghz: float = 3.0):
+        self.binary = binary
+        self.runs = Path(runs)
+        self.clock_ghz = clock_ghz
+        self._chase = None
+
+    # ---------------------------------------------------------------- runs
+
+    def _run(self, config: str, args: Sequence[str], system: System, sources: Sequence[Path] = ()) -> List[Dict[str, str]]:
+        preset = json.dumps(system.to_dict(), sort_keys=True)
+        # Everything the result depends on: the config, its arguments, the memory, the guest's sources.
+        texts = [config, *args, preset, (CONFIGS / config).read_text(), *(p.read_text() for p in sources)]
+        key = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+        done = self.runs / f"{key}.csv"
+        if done.exists():
+            return list(csv.DictReader(done.open()))
+        work = self.runs / f"{key}.d"
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "memory.json").write_text(preset)
+        cmd = [self.binary, "-re", "-d", str(work), str(CONFIGS / config), "--memory", str(work / "memory.json"),
+               *args, "--csv", str(work / "out.csv")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode or not (work / "out.csv").exists():
+            err = (work / "simerr.txt").read_text()[-3000:] if (work / "simerr.txt").exists() else r.stderr[-3000:]
+            raise Gem5RunError(f"gem5 run failed ({' '.join(cmd)}):\n{err}")
+        (work / "out.csv").replace(done)  # a finished run is kept: interrupted calibrations resume
+        shutil.rmtree(work, ignore_errors=True)
+        return list(csv.DictReader(done.open()))
+
+    # ---------------------------------------------------------------- experiments
+
+    def lmbench(self, system: System, sizes: Sequence[int]) -> List[float]:
+        if self._chase is None:
+            self._chase = build_chase(self.runs / "guest")
+        h = system.host
+        l1, l1_ways = cache_geometry(h.l1_bytes, h.l1_assoc, "host.l1_bytes")
+        llc, llc_ways = cache_geometry(h.llc_bytes, h.llc_assoc, "host.llc_bytes")
+        board = 1 << max(29, (2 * max(sizes) - 1).bit_length())
+        # gem5's L2 stands for the host's LLC: its hit costs what the LLC's does.
+        l2_cycles = max(1, round(h.llc_latency_ns * self.clock_ghz) - L2_PATH_CYCLES)
+        rows = self._run("cxl_se.py", [
+            "--binary", str(self._chase), "--size", f"{board}B", "--sizes", ",".join(str(int(s)) for s in sizes),
+            "--accesses", "3000", "--warm", "atomic", "--warm-lines", str(int(WARM_FACTOR * llc / 64)),
+            "--clock", f"{self.clock_ghz}GHz", "--l1d", f"{l1}B", "--l1d-assoc", str(l1_ways),
+            "--l2", f"{llc}B", "--l2-assoc", str(llc_ways), "--l2-cycles", str(l2_cycles), "--no-prefetch"], system,
+            (CHASE_SOURCE, GUEST / "guest.h"))
+        by_size = {int(r["size_bytes"]): float(r["latency_ns"]) for r in rows}
+        return [by_size[int(s) // 64 * 64] for s in sizes]
+
+    def stream(self, system: System, kernels: Sequence[str], threads: int) -> List[float]:
+        out = []
+        for k in kernels:
+            rows = self._run("cxl_stream.py", ["--kernel", k, "--threads", str(threads),
+                                               "--outstanding", str(STREAM_OUTSTANDING)], system)
+            out.append(float(rows[0]["stream_gbps"]))
+        return out
+
+    def loaded_latency(self, system: System, threads: int, read_fraction: float) -> Tuple[float, float]:
+        raise ParamError("loaded_latency points: the gem5 engine does not run them yet; calibrate this testbed "
+                         "with --engine standalone, or leave loaded_latency.csv out")

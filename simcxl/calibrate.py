@@ -114,7 +114,7 @@ def get_engine(name: str, cache=None, region: Optional[int] = None, runs: Option
             raise Gem5Missing("--engine gem5 needs a gem5 binary built with this repository as EXTRAS, named by "
                               "the GEM5 environment variable (see README); GEM5 is "
                               + ("not set" if not binary else f"{binary!r}, which does not exist"))
-        return gem5_engine.Gem5Engine(binary, runs or Path("gem5-runs"))
+        return gem5_engine.Gem5Engine(binary, runs or Path("gem5-runs"), accesses=LMBENCH_ACCESSES)
     raise ParamError(f"--engine {name!r} is not an engine; allowed: standalone, gem5")
 
 
@@ -129,6 +129,8 @@ def check_gem5(tb: Testbed, names: Sequence[str]) -> None:
         raise ParamError(f"--engine gem5 calibrates cxl-type3 memories, the ones SimCXL's SimObjects model; "
                          f"{', '.join(other)} {'is' if len(other) == 1 else 'are'} not: choose --memories from "
                          f"{', '.join(n for n in names if n not in other) or '(none in this testbed)'}")
+    if any(tb.points_of(n, "loaded_latency") for n in names):
+        raise ParamError(f"--engine gem5: {gem5_engine.LOADED_LATENCY_MISSING}")
     if any(tb.points_of(n, "lat_mem_rd") for n in names) and "X86" not in gem5_engine.isas(os.environ["GEM5"]):
         raise ParamError(f"--engine gem5: lat_mem_rd runs a guest on an X86 core, and GEM5 = {os.environ['GEM5']!r} "
                          "has no X86 ISA; build build/X86/gem5.opt with this repository as EXTRAS")

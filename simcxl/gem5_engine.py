@@ -86,9 +86,10 @@ def build_chase(folder: Path) -> Path:
 class Gem5Engine:
     name = "gem5"
 
-    def __init__(self, binary: str, runs: Path, clock_ghz: float = 3.0):
+    def __init__(self, binary: str, runs: Path, accesses: int = 3000, clock_ghz: float = 3.0):
         self.binary = binary
         self.runs = Path(runs)
+        self.accesses = accesses  # timed loads per lat_mem_rd working set
         self.clock_ghz = clock_ghz
         self._chase = None
 
@@ -128,7 +129,7 @@ class Gem5Engine:
         l2_cycles = max(1, round(h.llc_latency_ns * self.clock_ghz) - L2_PATH_CYCLES)
         rows = self._run("cxl_se.py", [
             "--binary", str(self._chase), "--size", f"{board}B", "--sizes", ",".join(str(int(s)) for s in sizes),
-            "--accesses", "3000", "--warm", "atomic", "--warm-lines", str(int(WARM_FACTOR * llc / 64)),
+            "--accesses", str(self.accesses), "--warm", "atomic", "--warm-lines", str(int(WARM_FACTOR * llc / 64)),
             "--clock", f"{self.clock_ghz}GHz", "--l1d", f"{l1}B", "--l1d-assoc", str(l1_ways),
             "--l2", f"{llc}B", "--l2-assoc", str(llc_ways), "--l2-cycles", str(l2_cycles), "--no-prefetch"], system,
             (CHASE_SOURCE, GUEST / "guest.h"))
@@ -144,5 +145,8 @@ class Gem5Engine:
         return out
 
     def loaded_latency(self, system: System, threads: int, read_fraction: float) -> Tuple[float, float]:
-        raise ParamError("loaded_latency points: the gem5 engine does not run them yet; calibrate this testbed "
-                         "with --engine standalone, or leave loaded_latency.csv out")
+        raise ParamError(LOADED_LATENCY_MISSING)
+
+
+LOADED_LATENCY_MISSING = ("loaded_latency points: the gem5 engine does not run them yet; calibrate this testbed "
+                          "with --engine standalone, or leave loaded_latency.csv out")

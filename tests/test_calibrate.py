@@ -136,6 +136,16 @@ def test_gem5_engine_takes_cxl_memories_only(tmp_path, monkeypatch):
                       log=lambda m: None)
 
 
+def test_gem5_engine_refuses_loaded_latency_before_any_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEM5", sys.executable)
+    folder = make_testbed(tmp_path / "tb", [("expander", 1 << 30, 300.0)])
+    (folder / "loaded_latency.csv").write_text("memory,read_fraction,threads,bandwidth_gbps,latency_ns\n"
+                                               "expander,1.0,4,12.0,330\n")
+    with pytest.raises(simcxl.ParamError, match="--engine gem5: loaded_latency points: the gem5 engine does not"):
+        calibrate.run(folder, tmp_path / "out", engine_name="gem5", log=lambda m: None)
+    assert not (tmp_path / "out" / "gem5-runs").exists()
+
+
 def test_gem5_engine_names_a_binary_that_is_not_gem5(tmp_path):
     env = {**os.environ, "GEM5": "/bin/false"}
     r = subprocess.run([sys.executable, "-m", "simcxl.cli", "calibrate", "--testbed", str(TESTBED), "--memories",

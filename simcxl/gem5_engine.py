@@ -23,7 +23,9 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -95,7 +97,8 @@ class Gem5Engine:
 
     # ---------------------------------------------------------------- runs
 
-    def _run(self, config: str, args: Sequence[str], system: System, sources: Sequence[Path] = ()) -> List[Dict[str, str]]:
+    def _run(self, config: str, args: Sequence[str], system: System, label: str,
+             sources: Sequence[Path] = ()) -> List[Dict[str, str]]:
         preset = json.dumps(system.to_dict(), sort_keys=True)
         # Everything the result depends on: the config, its arguments, the memory, the guest's sources.
         texts = [config, *args, preset, (CONFIGS / config).read_text(), *(p.read_text() for p in sources)]
@@ -108,7 +111,11 @@ class Gem5Engine:
         (work / "memory.json").write_text(preset)
         cmd = [self.binary, "-re", "-d", str(work), str(CONFIGS / config), "--memory", str(work / "memory.json"),
                *args, "--csv", str(work / "out.csv")]
+        # Progress, as each run takes minutes.
+        print(f"  {system.name}: gem5 {config}, {label} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True)
+        print(f"  {system.name}: gem5 {config}, {label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         if r.returncode or not (work / "out.csv").exists():
             err = (work / "simerr.txt").read_text()[-3000:] if (work / "simerr.txt").exists() else r.stderr[-3000:]
             raise Gem5RunError(f"gem5 run failed ({' '.join(cmd)}):\n{err}")
@@ -132,7 +139,7 @@ class Gem5Engine:
             "--accesses", str(self.accesses), "--warm", "atomic", "--warm-lines", str(int(WARM_FACTOR * llc / 64)),
             "--clock", f"{self.clock_ghz}GHz", "--l1d", f"{l1}B", "--l1d-assoc", str(l1_ways),
             "--l2", f"{llc}B", "--l2-assoc", str(llc_ways), "--l2-cycles", str(l2_cycles), "--no-prefetch"], system,
-            (CHASE_SOURCE, GUEST / "guest.h"))
+            f"lat_mem_rd, {len(sizes)} working set{'s' if len(sizes) > 1 else ''}", (CHASE_SOURCE, GUEST / "guest.h"))
         by_size = {int(r["size_bytes"]): float(r["latency_ns"]) for r in rows}
         return [by_size[int(s) // 64 * 64] for s in sizes]
 
@@ -140,7 +147,7 @@ class Gem5Engine:
         out = []
         for k in kernels:
             rows = self._run("cxl_stream.py", ["--kernel", k, "--threads", str(threads),
-                                               "--outstanding", str(STREAM_OUTSTANDING)], system)
+                                               "--outstanding", str(STREAM_OUTSTANDING)], system, f"STREAM {k}")
             out.append(float(rows[0]["stream_gbps"]))
         return out
 

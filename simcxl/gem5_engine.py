@@ -76,7 +76,7 @@ def build_chase(folder: Path) -> Path:
     exe = folder / "chase"
     newest = max(CHASE_SOURCE.stat().st_mtime, (GUEST / "guest.h").stat().st_mtime)
     if not exe.exists() or exe.stat().st_mtime < newest:
-        tmp = folder / "chase.tmp"
+        tmp = folder / f"chase.{os.getpid()}.tmp"  # parallel fits may build at once
         r = subprocess.run([cc, "-O2", "-static", "-Wall", "-o", str(tmp), str(CHASE_SOURCE)], capture_output=True,
                            text=True)
         if r.returncode:

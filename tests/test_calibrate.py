@@ -148,7 +148,8 @@ def test_gem5_engine_refuses_loaded_latency_before_any_run(tmp_path, monkeypatch
 
 def test_gem5_engine_names_a_binary_that_is_not_gem5(tmp_path):
     env = {**os.environ, "GEM5": "/bin/false"}
-    r = subprocess.run([sys.executable, "-m", "simcxl.cli", "calibrate", "--testbed", str(TESTBED), "--memories",
+    exe = str(Path(sys.executable).with_name("simcxl"))
+    r = subprocess.run([exe, "calibrate", "--testbed", str(TESTBED), "--memories",
                         "cxl-asic", "--engine", "gem5", "--out", str(tmp_path / "out")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode != 0 and "Traceback" not in r.stderr

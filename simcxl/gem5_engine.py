@@ -119,6 +119,10 @@ class Gem5Engine:
         if r.returncode or not (work / "out.csv").exists():
             err = (work / "simerr.txt").read_text()[-3000:] if (work / "simerr.txt").exists() else r.stderr[-3000:]
             raise Gem5RunError(f"gem5 run failed ({' '.join(cmd)}):\n{err}")
+        # What the run was, beside its result, for whoever reads the folder later.
+        (self.runs / f"{key}.json").write_text(json.dumps(
+            {"memory": system.name, "config": config, "args": list(args), "label": label, "system": system.to_dict(),
+             "wall_seconds": round(time.perf_counter() - t0, 1)}, indent=1))
         (work / "out.csv").replace(done)  # a finished run is kept: interrupted calibrations resume
         shutil.rmtree(work, ignore_errors=True)
         return list(csv.DictReader(done.open()))

@@ -156,6 +156,30 @@ def test_gem5_engine_names_a_binary_that_is_not_gem5(tmp_path):
     assert "GEM5 = '/bin/false' did not answer which ISAs it has (is it gem5?)" in r.stderr
 
 
+def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
+    from simcxl import gem5_engine
+    # A stand-in for gem5 that writes the config's CSV and counts its calls.
+    fake = tmp_path / "fake-gem5"
+    fake.write_text(f"#!{sys.executable}\nimport sys, pathlib\n"
+                    "a = sys.argv[1:]; out = pathlib.Path(a[a.index('--csv') + 1])\n"
+                    "calls = pathlib.Path(a[a.index('-d') + 1]).parent / 'calls'\n"
+                    "calls.write_text(str(int(calls.read_text() or 0) + 1) if calls.exists() else '1')\n"
+                    "k = a[a.index('--kernel') + 1]\n"
+                    "out.write_text('memory,kernel,stream_gbps\\nx,' + k + ',' + str(len(k)) + '\\n')\n")
+    fake.chmod(0o755)
+    eng = gem5_engine.Gem5Engine(str(fake), tmp_path / "runs")
+    s = simcxl.load_preset("cxl-asic")
+    assert eng.stream(s, ["copy", "triad"], threads=16) == [4.0, 5.0]
+    assert eng.stream(s, ["copy", "triad"], threads=16) == [4.0, 5.0]
+    assert (tmp_path / "runs" / "calls").read_text() == "2"  # the second call ran nothing
+    metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert sorted(m["label"] for m in metas) == ["STREAM copy", "STREAM triad"]
+    assert all(m["memory"] == "cxl-asic" and m["system"] == s.to_dict() for m in metas)
+    # Another memory is another run.
+    eng.stream(s.replace(**{"cxl.device.req_queue": 32}), ["copy"], threads=16)
+    assert (tmp_path / "runs" / "calls").read_text() == "3"
+
+
 def test_gem5_cache_geometry_keeps_sizes_gem5_can_build():
     from simcxl.gem5 import cache_geometry
     assert cache_geometry(49152, 12, "l1") == (49152, 12)  # 64 sets already

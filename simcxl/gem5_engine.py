@@ -32,10 +32,21 @@ from typing import Dict, List, Sequence, Tuple
 from .gem5 import cache_geometry
 from .params import ParamError, System
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "gem5_configs"
-GUEST = REPO / "benchmarks" / "guest"
-CHASE_SOURCE = GUEST / "chase.c"
+
+
+def repository() -> Path:
+    """The SimCXL checkout whose gem5_configs/ and benchmarks/guest/ the runs
+    use (gem5 was built with it as EXTRAS): SIMCXL_REPO, this package's own
+    checkout (an editable install), or the working directory."""
+    candidates = [Path(os.environ["SIMCXL_REPO"])] if os.environ.get("SIMCXL_REPO") else []
+    candidates += [Path(__file__).resolve().parent.parent, Path.cwd()]
+    for c in candidates:
+        if (c / "gem5_configs" / "cxl_se.py").is_file() and (c / "benchmarks" / "guest" / "chase.c").is_file():
+            return c
+    raise ParamError("--engine gem5 needs the SimCXL repository (its gem5_configs/ and benchmarks/guest/): run from "
+                     "its top folder or set SIMCXL_REPO to it; looked in " + ", ".join(str(c) for c in candidates))
+
+
 # Streams in flight per STREAM stream: 16 threads of 3-4 streams each then keep
 # about as many requests outstanding as the standalone engine's 16 fill buffers
 # per core share among a kernel's arrays.
@@ -66,18 +77,18 @@ def isas(binary: str) -> List[str]:
     raise Gem5RunError(f"GEM5 = {binary!r} did not answer which ISAs it has (is it gem5?):\n{out.stderr[-2000:]}")
 
 
-def build_chase(folder: Path) -> Path:
-    """The guest chase, compiled statically with the host's C compiler."""
+def build_chase(folder: Path, guest: Path) -> Path:
+    """The guest chase (from the `guest` folder), compiled statically with the host's C compiler."""
     cc = shutil.which(os.environ.get("CC", "cc"))
+    source = guest / "chase.c"
     if cc is None:
-        raise ParamError("--engine gem5 needs a C compiler (cc, or CC) to build the guest chase "
-                         f"{CHASE_SOURCE.relative_to(REPO)}")
+        raise ParamError(f"--engine gem5 needs a C compiler (cc, or CC) to build the guest chase {source}")
     folder.mkdir(parents=True, exist_ok=True)
     exe = folder / "chase"
-    newest = max(CHASE_SOURCE.stat().st_mtime, (GUEST / "guest.h").stat().st_mtime)
+    newest = max(source.stat().st_mtime, (guest / "guest.h").stat().st_mtime)
     if not exe.exists() or exe.stat().st_mtime < newest:
         tmp = folder / f"chase.{os.getpid()}.tmp"  # parallel fits may build at once
-        r = subprocess.run([cc, "-O2", "-static", "-Wall", "-o", str(tmp), str(CHASE_SOURCE)], capture_output=True,
+        r = subprocess.run([cc, "-O2", "-static", "-Wall", "-o", str(tmp), str(source)], capture_output=True,
                            text=True)
         if r.returncode:
             raise Gem5RunError(f"building the guest chase failed:\n{r.stderr}")
@@ -92,6 +103,8 @@ class Gem5Engine:
         self.binary = binary
         self.runs = Path(runs)
         self.accesses = accesses  # timed loads per lat_mem_rd working set
+        repo = repository()
+        self.configs, self.guest = repo / "gem5_configs", repo / "benchmarks" / "guest"
         self.clock_ghz = clock_ghz
         self._chase = None
 
@@ -101,7 +114,7 @@ class Gem5Engine:
              sources: Sequence[Path] = ()) -> List[Dict[str, str]]:
         preset = json.dumps(system.to_dict(), sort_keys=True)
         # Everything the result depends on: the config, its arguments, the memory, the guest's sources.
-        texts = [config, *args, preset, (CONFIGS / config).read_text(), *(p.read_text() for p in sources)]
+        texts = [config, *args, preset, (self.configs / config).read_text(), *(p.read_text() for p in sources)]
         key = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
         done = self.runs / f"{key}.csv"
         if done.exists():
@@ -109,7 +122,7 @@ class Gem5Engine:
         work = self.runs / f"{key}.d"
         work.mkdir(parents=True, exist_ok=True)
         (work / "memory.json").write_text(preset)
-        cmd = [self.binary, "-re", "-d", str(work), str(CONFIGS / config), "--memory", str(work / "memory.json"),
+        cmd = [self.binary, "-re", "-d", str(work), str(self.configs / config), "--memory", str(work / "memory.json"),
                *args, "--csv", str(work / "out.csv")]
         # Progress, as each run takes minutes.
         print(f"  {system.name}: gem5 {config}, {label} ...", file=sys.stderr, flush=True)
@@ -131,7 +144,7 @@ class Gem5Engine:
 
     def lmbench(self, system: System, sizes: Sequence[int]) -> List[float]:
         if self._chase is None:
-            self._chase = build_chase(self.runs / "guest")
+            self._chase = build_chase(self.runs / "guest", self.guest)
         h = system.host
         l1, l1_ways = cache_geometry(h.l1_bytes, h.l1_assoc, "host.l1_bytes")
         llc, llc_ways = cache_geometry(h.llc_bytes, h.llc_assoc, "host.llc_bytes")
@@ -143,7 +156,7 @@ class Gem5Engine:
             "--accesses", str(self.accesses), "--warm", "atomic", "--warm-lines", str(int(WARM_FACTOR * llc / 64)),
             "--clock", f"{self.clock_ghz}GHz", "--l1d", f"{l1}B", "--l1d-assoc", str(l1_ways),
             "--l2", f"{llc}B", "--l2-assoc", str(llc_ways), "--l2-cycles", str(l2_cycles), "--no-prefetch"], system,
-            f"lat_mem_rd, {len(sizes)} working set{'s' if len(sizes) > 1 else ''}", (CHASE_SOURCE, GUEST / "guest.h"))
+            f"lat_mem_rd, {len(sizes)} working set{'s' if len(sizes) > 1 else ''}", (self.guest / "chase.c", self.guest / "guest.h"))
         by_size = {int(r["size_bytes"]): float(r["latency_ns"]) for r in rows}
         return [by_size[int(s) // 64 * 64] for s in sizes]
 

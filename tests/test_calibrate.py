@@ -12,7 +12,7 @@ import pytest
 import simcxl
 from simcxl import calibrate, testbed
 
-from conftest import TESTBED
+from conftest import REPO, TESTBED
 
 TOML = """# A small testbed written for the tests
 # Source: made up, one idle latency per memory.
@@ -178,6 +178,17 @@ def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
     # Another memory is another run.
     eng.stream(s.replace(**{"cxl.device.req_queue": 32}), ["copy"], threads=16)
     assert (tmp_path / "runs" / "calls").read_text() == "3"
+
+
+def test_gem5_engine_says_where_it_looked_for_the_repository(tmp_path, monkeypatch):
+    from simcxl import gem5_engine
+    monkeypatch.delenv("SIMCXL_REPO", raising=False)
+    monkeypatch.setattr(gem5_engine, "__file__", str(tmp_path / "site" / "simcxl" / "gem5_engine.py"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(simcxl.ParamError, match="needs the SimCXL repository .* set SIMCXL_REPO to it; looked in"):
+        gem5_engine.repository()
+    monkeypatch.setenv("SIMCXL_REPO", str(REPO))
+    assert (gem5_engine.repository() / "gem5_configs" / "cxl_stream.py").is_file()
 
 
 def test_gem5_cache_geometry_keeps_sizes_gem5_can_build():

@@ -9,7 +9,6 @@ each) and the table gives each expander's share of the traffic.
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 import simcxl_boot  # noqa: E402,F401  (the repository's simcxl, without the engine)

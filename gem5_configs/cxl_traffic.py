@@ -10,7 +10,6 @@ and dataclasses) importable in gem5's own Python, without numpy or pandas.
 """
 
 import argparse
-import sys
 import time
 from pathlib import Path
 

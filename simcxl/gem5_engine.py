@@ -33,7 +33,6 @@ from .gem5 import cache_geometry
 from .params import ParamError, System
 
 
-
 def repository() -> Path:
     """The SimCXL checkout whose gem5_configs/ and benchmarks/guest/ the runs
     use (gem5 was built with it as EXTRAS): SIMCXL_REPO, this package's own
@@ -156,7 +155,8 @@ class Gem5Engine:
             "--accesses", str(self.accesses), "--warm", "atomic", "--warm-lines", str(int(WARM_FACTOR * llc / 64)),
             "--clock", f"{self.clock_ghz}GHz", "--l1d", f"{l1}B", "--l1d-assoc", str(l1_ways),
             "--l2", f"{llc}B", "--l2-assoc", str(llc_ways), "--l2-cycles", str(l2_cycles), "--no-prefetch"], system,
-            f"lat_mem_rd, {len(sizes)} working set{'s' if len(sizes) > 1 else ''}", (self.guest / "chase.c", self.guest / "guest.h"))
+            f"lat_mem_rd, {len(sizes)} working set{'s' if len(sizes) > 1 else ''}",
+            (self.guest / "chase.c", self.guest / "guest.h"))
         by_size = {int(r["size_bytes"]): float(r["latency_ns"]) for r in rows}
         return [by_size[int(s) // 64 * 64] for s in sizes]
 

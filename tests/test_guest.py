@@ -3,6 +3,7 @@ stream.c), built and run natively: their output format, data checks and errors."
 
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -23,19 +24,20 @@ def stream(tmp_path_factory):
 
 @pytest.mark.parametrize("kernel,arrays", [("copy", 2), ("scale", 2), ("add", 3), ("triad", 3)])
 def test_stream_guest_counts_bytes_and_checks_elements(stream, kernel, arrays):
-    r = subprocess.run([str(stream), "-p", "3", "-s", "65536", kernel, "2", "100000"], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([str(stream), "-p", "3", "-w", "-t", "60000", kernel, "2", "100000"], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     m = re.search(r"kernel=(\w+) threads=2 bytes=(\d+) stream_gbps=([0-9.]+) check=ok t0_ns=(\d+) t1_ns=(\d+)",
                   r.stdout)
     assert m and m.group(1) == kernel
-    # STREAM's counting: 8 B per element and array touched, per pass.
-    assert int(m.group(2)) == 2 * 100000 * 8 * arrays * 3
+    # STREAM's counting: 8 B per timed element and array touched, per pass.
+    assert int(m.group(2)) == 2 * 60000 * 8 * arrays * 3
     assert float(m.group(3)) > 0 and int(m.group(5)) > int(m.group(4))
 
 
 @pytest.mark.parametrize("args, message", [
-    ([], "usage: stream [-m] [-p PASSES] [-s SWEEP_BYTES] KERNEL THREADS ELEMENTS_PER_THREAD"),
+    ([], "usage: stream [-m] [-g GATE] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD"),
+    (["-t", "11", "copy", "1", "10"], "TIMED = 11 is out of range; allowed: 1 to ELEMENTS_PER_THREAD (10)"),
     (["sum", "1", "10"], "KERNEL = 'sum' is not allowed; allowed: copy, scale, add, triad"),
     (["copy", "300", "10"], "THREADS = 300 is out of range; allowed: 1 to 256"),
     (["copy", "1", "0"], "ELEMENTS_PER_THREAD must be a positive integer, got '0'"),
@@ -43,6 +45,24 @@ def test_stream_guest_counts_bytes_and_checks_elements(stream, kernel, arrays):
 def test_stream_guest_rejects_bad_arguments(stream, args, message):
     r = subprocess.run([str(stream), *args], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and message in r.stderr
+
+
+def test_stream_guest_waits_at_its_gate(stream, tmp_path):
+    # Copies run as separate processes start when the gate opens and leave
+    # only once it closes, so that none checks its arrays while another is timed.
+    gate = tmp_path / "gate"
+    p = subprocess.Popen([str(stream), "-g", str(gate), "copy", "1", "1000"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        assert p.poll() is None  # waiting for the gate to open
+        gate.touch()
+        time.sleep(0.5)
+        assert p.poll() is None  # done, waiting for it to close
+        gate.unlink()
+        assert p.wait(timeout=30) == 0
+        assert "kernel=copy threads=1 bytes=16000 " in p.stdout.read()
+    finally:
+        p.kill()
 
 
 def test_chase_reports_each_size_and_checks_every_line(chase):

@@ -7,11 +7,20 @@
  * the set-up on a fast atomic core and the passes on detailed ones. Time comes
  * from clock_gettime, which gem5's SE mode answers from simulated time.
  *
- *   stream [-m] [-p PASSES] [-s SWEEP_BYTES] KERNEL THREADS ELEMENTS_PER_THREAD
+ *   stream [-m] [-g GATE] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD
  *
- * -s: after writing its slices, each thread reads SWEEP_BYTES of its own, so
- * that the timed passes start with the arrays in memory and the caches full
- * of clean lines (give it about twice the caches a thread's core has).
+ * -w: one untimed pass of the kernel over each whole slice first, so that
+ * the timed passes find memory and caches as STREAM's own passes leave them
+ * (clean lines of the arrays read, dirty ones of the array written); give
+ * slices of more than twice the caches a thread's core has.
+ *
+ * -t: the timed passes cover the first TIMED elements of each slice (all by
+ * default), so that a detailed core need not run over all of it.
+ *
+ * -g: a host file that starts and stops copies run as separate processes
+ * together (SE mode passes file calls to the host): the timed passes wait
+ * for GATE to exist, and the copy then waits for it to go, so that no copy
+ * checks its elements while another is still timed.
  *
  * KERNEL is copy, scale, add or triad. Prints "kernel=<k> threads=<n>
  * bytes=<n> stream_gbps=<x> check=<ok|bad> t0_ns=<t> t1_ns=<t>"; check
@@ -27,12 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "guest.h"
 
 static int kernel, marks, passes = 1;
-static unsigned long sweep;
-static volatile double sink;
+static int warm;
+static unsigned long timed;
+static const char *gate;
 static unsigned long threads, per;
 static double *a, *b, *c;
 static pthread_barrier_t bar;
@@ -57,32 +68,26 @@ static void *worker(void *arg)
         b[j] = 2.0;
         c[j] = 0.5;
     }
-    if (sweep) {
-        double *s = malloc(sweep), sum = 0;
-        if (!s) {
-            fprintf(stderr, "stream: cannot allocate %lu bytes to sweep\n", sweep);
-            exit(1);
-        }
-        for (unsigned long j = 0; j < sweep / sizeof(double); j += 8)
-            s[j] = (double)j;
-        for (unsigned long j = 0; j < sweep / sizeof(double); j += 8)
-            sum += s[j];
-        sink = sum;
-    }
+    if (warm)
+        run(a + lo, b + lo, c + lo, per);
     pthread_barrier_wait(&bar);
     if (t == 0) {
         if (marks)
             M5_WORK(M5OP_WORK_BEGIN);
+        while (gate && access(gate, F_OK) != 0)
+            ;
         t0 = now_ns();
     }
     pthread_barrier_wait(&bar);
     for (int p = 0; p < passes; p++)
-        run(a + lo, b + lo, c + lo, per);
+        run(a + lo, b + lo, c + lo, timed);
     pthread_barrier_wait(&bar);
     if (t == 0) {
         t1 = now_ns();
         if (marks)
             M5_WORK(M5OP_WORK_END);
+        while (gate && access(gate, F_OK) == 0)
+            ;
     }
     return NULL;
 }
@@ -95,8 +100,14 @@ int main(int argc, char **argv)
         if (i < argc && strcmp(argv[i], "-m") == 0) {
             marks = 1;
             i++;
-        } else if (i + 1 < argc && strcmp(argv[i], "-s") == 0) {
-            sweep = parse_arg("stream", argv[i + 1], "SWEEP_BYTES");
+        } else if (i < argc && strcmp(argv[i], "-w") == 0) {
+            warm = 1;
+            i++;
+        } else if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
+            timed = parse_arg("stream", argv[i + 1], "TIMED");
+            i += 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "-g") == 0) {
+            gate = argv[i + 1];
             i += 2;
         } else if (i + 1 < argc && strcmp(argv[i], "-p") == 0) {
             passes = (int)parse_arg("stream", argv[i + 1], "PASSES");
@@ -106,7 +117,7 @@ int main(int argc, char **argv)
         }
     }
     if (argc - i != 3) {
-        fprintf(stderr, "usage: stream [-m] [-p PASSES] [-s SWEEP_BYTES] KERNEL THREADS ELEMENTS_PER_THREAD\n");
+        fprintf(stderr, "usage: stream [-m] [-g GATE] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD\n");
         return 2;
     }
     kernel = -1;
@@ -121,6 +132,12 @@ int main(int argc, char **argv)
     per = parse_arg("stream", argv[i + 2], "ELEMENTS_PER_THREAD");
     if (threads > 256) {
         fprintf(stderr, "stream: THREADS = %lu is out of range; allowed: 1 to 256\n", threads);
+        return 2;
+    }
+    if (!timed)
+        timed = per;
+    if (timed > per) {
+        fprintf(stderr, "stream: TIMED = %lu is out of range; allowed: 1 to ELEMENTS_PER_THREAD (%lu)\n", timed, per);
         return 2;
     }
     /* 64 B-aligned arrays a page apart beyond their size, as STREAM's offsets avoid aliasing */
@@ -141,18 +158,19 @@ int main(int argc, char **argv)
     for (unsigned long t = 1; t < threads; t++)
         pthread_join(tid[t], NULL);
 
-    /* What every element must hold after `passes` passes from a=1, b=2, c=0.5. */
+    /* From a=1, b=2, c=0.5, what every element must hold: each kernel writes
+       an array it does not read, so one pass or many leave the same. */
     double ea = 1.0, eb = 2.0, ec = 0.5;
-    for (int p = 0; p < passes; p++) {
-        if (kernel == 0) ec = ea;
-        else if (kernel == 1) eb = scalar * ec;
-        else if (kernel == 2) ec = ea + eb;
-        else ea = eb + scalar * ec;
-    }
+    if (kernel == 0) ec = ea;
+    else if (kernel == 1) eb = scalar * ec;
+    else if (kernel == 2) ec = ea + eb;
+    else ea = eb + scalar * ec;
     unsigned long bad = 0;
-    for (size_t j = 0; j < threads * per; j++)
-        bad += a[j] != ea || b[j] != eb || c[j] != ec;
-    const double moved = (double)bytes * (kernel < 2 ? 2 : 3) * passes;
+    for (size_t j = 0; j < threads * per; j++) {
+        const int done = warm || j % per < timed;
+        bad += a[j] != (done ? ea : 1.0) || b[j] != (done ? eb : 2.0) || c[j] != (done ? ec : 0.5);
+    }
+    const double moved = (double)threads * timed * sizeof(double) * (kernel < 2 ? 2 : 3) * passes;
     printf("kernel=%s threads=%lu bytes=%.0f stream_gbps=%.3f check=%s t0_ns=%.0f t1_ns=%.0f\n", names[kernel],
            threads, moved, moved / (t1 - t0), bad ? "bad" : "ok", t0, t1);
     return bad ? 1 : 0;

@@ -91,11 +91,24 @@ CXLHostBridge::portOf(Addr offset) const
 bool
 CXLHostBridge::handleTimingReq(PacketPtr pkt)
 {
-    panic_if(!(pkt->isRead() || pkt->isWrite()),
-             "%s: only reads and writes reach memory, saw %s",
-             name(), pkt->cmdString());
     if (retryReq)
         return false;
+    // Below a bus that is not the point of coherence, requests arrive that
+    // move no data: a cache answers them, or a clean line leaves the host
+    // (silently, as on the host modelled). The sender still reads the
+    // packet after this call, so it is deleted later.
+    if (pkt->cacheResponding() || pkt->cmd == MemCmd::CleanEvict ||
+        pkt->cmd == MemCmd::WritebackClean) {
+        pendingDelete.reset(pkt);
+        return true;
+    }
+    // gem5's caches claim a line that stores will overwrite whole without
+    // its data (InvalidateReq); the host modelled fetches it for ownership
+    // like any store miss, so the device sees, and times, a read.
+    const bool rfo = pkt->cmd == MemCmd::InvalidateReq;
+    panic_if(!(pkt->isRead() || pkt->isWrite() || rfo),
+             "%s: only reads, writes and ownership requests reach memory, "
+             "saw %s", name(), pkt->cmdString());
     cxlcore::Txn *t = pool.get();
     t->hostAddr = pkt->getAddr();
     t->addr = pkt->getAddr() - range.start();

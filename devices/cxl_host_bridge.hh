@@ -75,6 +75,7 @@ class CXLHostBridge : public memory::AbstractMemory
     std::deque<std::pair<Tick, PacketPtr>> responses;  // ready time, packet
     EventFunctionWrapper sendEvent;
     bool retryReq = false, retryResp = false;
+    std::unique_ptr<Packet> pendingDelete;  // a packet we sink, freed later
     // The core offered a response while the port was blocked: it holds it
     // (and its tracker entry) until bridge->retryResp().
     bool coreRespWaiting = false;

@@ -195,11 +195,15 @@ def cache_geometry(size: int, assoc: int, what: str) -> Tuple[int, int]:
 
 
 def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Optional[int] = None,
-                prefetch: bool = True):
+                prefetch: bool = True, mshrs: Optional[int] = None, write_buffers: Optional[int] = None):
     """gem5's PrivateL1PrivateL2 classic hierarchy with the given L1D and L2
     geometry (set counts must be powers of two; see cache_geometry), the L2's
     tag and data latency in cycles if given, and prefetchers only if
-    `prefetch` (testbeds often disable them in the BIOS)."""
+    `prefetch` (testbeds often disable them in the BIOS). `mshrs` are a core's
+    misses in flight (the L1D's MSHRs, as host.mshrs_per_core; the L2 gets a
+    few more so as not to bound them), `write_buffers` the dirty lines an L2
+    holds on their way to memory (host.writeback_buffer); gem5's defaults
+    if not given."""
     from m5.params import NULL  # lazy: needs gem5
     from gem5.components.cachehierarchies.classic.caches.l1dcache import L1DCache
     from gem5.components.cachehierarchies.classic.caches.l2cache import L2Cache
@@ -218,10 +222,16 @@ def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Opt
             for obj in self.descendants():
                 if isinstance(obj, L1DCache):
                     obj.assoc = l1d_assoc
+                    if mshrs is not None:
+                        obj.mshrs = mshrs
                 elif isinstance(obj, L2Cache):
                     obj.assoc = l2_assoc
                     if l2_cycles is not None:
                         obj.tag_latency = obj.data_latency = l2_cycles
+                    if mshrs is not None:
+                        obj.mshrs = max(int(obj.mshrs), mshrs + 4)
+                    if write_buffers is not None:
+                        obj.write_buffers = write_buffers
                 if isinstance(obj, Cache) and not prefetch:
                     obj.prefetcher = NULL
 

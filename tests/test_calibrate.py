@@ -12,7 +12,7 @@ import pytest
 import simcxl
 from simcxl import calibrate, testbed
 
-from conftest import REPO, TESTBED
+from conftest import CC, REPO, TESTBED
 
 TOML = """# A small testbed written for the tests
 # Source: made up, one idle latency per memory.
@@ -165,8 +165,11 @@ def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
                     "calls = pathlib.Path(a[a.index('-d') + 1]).parent / 'calls'\n"
                     "calls.write_text(str(int(calls.read_text() or 0) + 1) if calls.exists() else '1')\n"
                     "k = a[a.index('--kernel') + 1]\n"
-                    "out.write_text('memory,kernel,stream_gbps\\nx,' + k + ',' + str(len(k)) + '\\n')\n")
+                    "check = 'bad' if k == 'add' else 'ok'\n"
+                    "out.write_text('memory,kernel,stream_gbps,check\\nx,' + k + ',' + str(len(k)) + ',' + check + '\\n')\n")
     fake.chmod(0o755)
+    if not CC:
+        pytest.skip("needs a C compiler to build the guest STREAM")
     eng = gem5_engine.Gem5Engine(str(fake), tmp_path / "runs")
     s = simcxl.load_preset("cxl-asic")
     assert eng.stream(s, ["copy", "triad"], threads=16) == [4.0, 5.0]
@@ -178,6 +181,9 @@ def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
     # Another memory is another run.
     eng.stream(s.replace(**{"cxl.device.req_queue": 32}), ["copy"], threads=16)
     assert (tmp_path / "runs" / "calls").read_text() == "3"
+    # A run whose guest found wrong elements gives no figure.
+    with pytest.raises(gem5_engine.Gem5RunError, match="STREAM add on cxl-asic: the guest found wrong elements"):
+        eng.stream(s, ["add"], threads=16)
 
 
 def test_gem5_engine_says_where_it_looked_for_the_repository(tmp_path, monkeypatch):

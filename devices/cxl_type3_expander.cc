@@ -155,7 +155,19 @@ CXLType3Expander::ExpanderStats::ExpanderStats(CXLType3Expander &e)
       ADD_STAT(mediaReadQueueOccupancy, statistics::units::Count::get(),
                "Time-averaged reads queued in the DRAM controller"),
       ADD_STAT(mediaRetries, statistics::units::Count::get(),
-               "Requests the DRAM controller refused (queue full)")
+               "Requests the DRAM controller refused (queue full)"),
+      ADD_STAT(mediaRowHits, statistics::units::Count::get(),
+               "Media accesses to an open row"),
+      ADD_STAT(mediaRowMisses, statistics::units::Count::get(),
+               "Media accesses to a closed bank (activate only)"),
+      ADD_STAT(mediaRowConflicts, statistics::units::Count::get(),
+               "Media accesses that closed another row first"),
+      ADD_STAT(mediaTurnarounds, statistics::units::Count::get(),
+               "Media data-bus read/write turnarounds"),
+      ADD_STAT(mediaWriteBursts, statistics::units::Count::get(),
+               "Media switches into write-drain mode"),
+      ADD_STAT(mediaBusUtil, statistics::units::Ratio::get(),
+               "Busy fraction of the media data buses")
 {
     // Vectors get their size before a formula uses them.
     static const char *names[cxlcore::kNumStages] = {
@@ -197,6 +209,21 @@ CXLType3Expander::ExpanderStats::regStats()
                       l.s2m_.stats().replayedFlits);
     });
     mediaRetries.functor([&d] { return double(d.stats().mediaRetries); });
+    // The same counters the standalone engine reports, so the two engines'
+    // media behaviour can be compared directly.
+    mediaRowHits.functor([&d] { return double(d.media().stats().rowHits); });
+    mediaRowMisses.functor([&d] {
+        return double(d.media().stats().rowMisses);
+    });
+    mediaRowConflicts.functor([&d] {
+        return double(d.media().stats().rowConflicts);
+    });
+    mediaTurnarounds.functor([&d] {
+        return double(d.media().stats().turnarounds);
+    });
+    mediaWriteBursts.functor([&d] {
+        return double(d.media().stats().writeBursts);
+    });
     // Time averages over the interval since the last reset.
     CXLType3Expander &e = exp;
     auto span = [&e] { return double(curTick() - e.statsStart); };
@@ -209,6 +236,10 @@ CXLType3Expander::ExpanderStats::regStats()
     deviceQueueOccupancy.functor([&d, &e] {
         return curTick() > e.statsStart
             ? d.meanOccupancy(e.statsStart, curTick()) : 0.0;
+    });
+    mediaBusUtil.functor([&d, span] {
+        const double peak = span() * d.media().params().channels;
+        return peak ? double(d.media().stats().busBusy) / peak : 0.0;
     });
     mediaReadQueueOccupancy.functor([&d, &e] {
         return curTick() > e.statsStart

@@ -50,6 +50,8 @@ class CXLType3Expander : public SimObject
         statistics::Value m2sLinkUtil, s2mLinkUtil;
         statistics::Value deviceQueueOccupancy, mediaReadQueueOccupancy;
         statistics::Value mediaRetries;
+        statistics::Value mediaRowHits, mediaRowMisses, mediaRowConflicts;
+        statistics::Value mediaTurnarounds, mediaWriteBursts, mediaBusUtil;
     } stats;
 
   public:

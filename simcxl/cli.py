@@ -141,15 +141,18 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
               help="Kernel(s) to run; default all four.")
 @click.option("--threads", type=int, default=None, help="Threads (default: min(16, host cores)).")
 @click.option("--lines", "lines", default=8000, show_default=True, help="Cache lines per array per thread.")
+@click.option("--placement", type=click.Choice(engine.PLACEMENTS), default="first-touch", show_default=True,
+              help="Physical pages of the arrays: as the initialisation loop faults them, or each array in one piece.")
 @json_opt
 @plot_opt
 @csv_opt
-def run_stream(memories, overrides, kernels, threads, lines, as_json, plot, csv_path):
+def run_stream(memories, overrides, kernels, threads, lines, placement, as_json, plot, csv_path):
     """STREAM copy/scale/add/triad bandwidth."""
     with user_errors():
         systems = load_memories(memories, overrides)
         df = run_each(systems, "stream", lambda s, cb: engine.stream(
-            s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines, progress=cb))
+            s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines, placement=placement,
+            progress=cb))
     df["bandwidth_gbps"] = df["stream_gbps"]
     if as_json:
         if len(systems) == 1:

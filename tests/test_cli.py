@@ -118,6 +118,15 @@ def test_stream_json_selected_kernels():
     assert all(v > 0 for v in bw.values())
 
 
+def test_stream_placement_reaches_the_engine():
+    args = ("run", "stream", "--memory", "cxl-fpga", "--set", "cxl.media.ranks=1", "--kernel", "add", "--threads",
+            "16", "--lines", "2000")
+    ft = cli_json(*args)["add"]
+    assert cli_json(*args, "--placement", "first-touch")["add"] == ft
+    # Arrays in one piece: add's streams close each other's rows on one rank's 16 banks.
+    assert cli_json(*args, "--placement", "contiguous")["add"] < 0.85 * ft
+
+
 def test_loaded_latency_json():
     rows = cli_json("run", "loaded-latency", "--threads", "1,2", "--read-fraction", "1.0,0.5",
                     "--requests", "2000")

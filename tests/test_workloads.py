@@ -85,6 +85,33 @@ def test_stream_scales_with_threads_until_dram_saturates(presets):
     assert bw[16] > bw[2]
 
 
+def test_first_touch_placement_lets_a_threads_streams_share_rows(presets):
+    # One rank of 16 banks: with each array in one piece, add's three streams
+    # per thread sit in different rows of the same banks and close each other's
+    # rows; STREAM's initialisation loop puts a page of each array side by side.
+    s = presets["cxl-fpga"].replace(**{"cxl.media.ranks": 1})
+    kw = dict(threads=16, lines_per_thread=4000)
+    ft = simcxl.stream(s, ["copy", "add"], placement="first-touch", **kw).set_index("kernel")
+    ct = simcxl.stream(s, ["copy", "add"], placement="contiguous", **kw).set_index("kernel")
+    for df in (ft, ct):
+        # Placement moves no bytes: add reads three lines for each it writes.
+        assert df.loc["add", "read_gbps"] == pytest.approx(3 * df.loc["add", "write_gbps"], rel=0.03)
+    assert ft.loc["add", "cxl.media.row_hit_rate"] > ct.loc["add", "cxl.media.row_hit_rate"] + 0.2
+    # Media-bound either way, so with rows shared add moves about as many bytes as copy.
+    total = lambda df, k: df.loc[k, "read_gbps"] + df.loc[k, "write_gbps"]
+    assert total(ft, "add") == pytest.approx(total(ft, "copy"), rel=0.1)
+    assert total(ct, "add") < 0.8 * total(ct, "copy")
+
+
+def test_bad_stream_placement_names_the_choices(presets):
+    with pytest.raises(simcxl.ParamError, match="placement = 'random' is not allowed; allowed values: "
+                                                "first-touch, contiguous"):
+        simcxl.stream(presets["cxl-asic"], ["copy"], placement="random")
+    from simcxl import _core
+    with pytest.raises(ValueError, match="stream.placement = 'random' is not allowed"):
+        _core.run_stream(presets["cxl-asic"].to_core(), "copy", 2, 1000, "random")
+
+
 def test_loaded_latency_rises_with_bandwidth(presets):
     df = simcxl.loaded_latency(presets["cxl-asic"], threads=(1, 4, 16, 32), requests=30000)
     assert list(df.columns[:5]) == ["memory", "threads", "read_fraction", "bandwidth_gbps", "latency_ns"]

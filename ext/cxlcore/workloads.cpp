@@ -317,14 +317,20 @@ class TrafficDriver : public Driver {
     }
 
     // STREAM: line-granular ops of one kernel over per-thread slices of three arrays.
-    void setStream(const std::string& kernel, uint64_t lines) {
+    void setStream(const std::string& kernel, uint64_t lines, const std::string& placement, uint64_t pageBytes) {
         if (kernel == "copy") ops_ = {{0, false}, {2, true}};
         else if (kernel == "scale") ops_ = {{2, false}, {1, true}};
         else if (kernel == "add") ops_ = {{0, false}, {1, false}, {2, true}};
         else if (kernel == "triad") ops_ = {{1, false}, {2, false}, {0, true}};
         else throw ConfigError("stream.kernel = '" + kernel + "' is not allowed; allowed values: copy, scale, add, triad");
+        if (placement != "first-touch" && placement != "contiguous")
+            throw ConfigError("stream.placement = '" + placement +
+                              "' is not allowed; allowed values: first-touch, contiguous");
         streamLines_ = lines;
         const uint64_t slice = lines * kLineBytes;
+        firstTouch_ = placement == "first-touch";
+        pageLines_ = pageBytes / kLineBytes;
+        slicePages_ = (lines + pageLines_ - 1) / pageLines_;
         // Arrays 1 GiB apart plus a page, as STREAM's offsets avoid aliasing.
         arrayStride_ = ((threads_ * slice + (1ull << 30) - 1) >> 30 << 30) + 4096;
         threadSlice_ = slice;
@@ -437,7 +443,7 @@ class TrafficDriver : public Driver {
             if (stream_) {
                 const Op2& o = ops_[k.pos % ops_.size()];
                 const uint64_t line = (k.pos / ops_.size()) % streamLines_;
-                const uint64_t a = o.array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
+                const uint64_t a = streamAddr(c, o.array, line);
                 issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
                 const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
@@ -450,6 +456,13 @@ class TrafficDriver : public Driver {
             else if (delay_) k.notBefore = t + delay_;
         }
         if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) requestWake(k.notBefore);
+    }
+
+    uint64_t streamAddr(uint32_t c, uint8_t array, uint64_t line) const {
+        if (!firstTouch_) return array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
+        // Thread c's frames in fault order: page p of a, of b, of c, then page p + 1.
+        const uint64_t page = (uint64_t(c) * slicePages_ + line / pageLines_) * 3 + array;
+        return (page * pageLines_ + line % pageLines_) * kLineBytes;
     }
 
     void issueProbe(Tick t) {
@@ -465,7 +478,8 @@ class TrafficDriver : public Driver {
     uint64_t progressStep_;
     uint32_t mshrs_, wbSlots_;
     std::vector<Core> cores_;
-    bool stream_ = false, sequential_ = false, probe_ = false;
+    bool stream_ = false, sequential_ = false, probe_ = false, firstTouch_ = true;
+    uint64_t pageLines_ = 64, slicePages_ = 1;
     std::vector<Op2> ops_;
     uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
     double readFrac_ = 1.0;
@@ -575,7 +589,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     System s(sp);
     const uint64_t opsPerLine = (cfg.kernel == "add" || cfg.kernel == "triad") ? 3 : 2;
     TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
-    d.setStream(cfg.kernel, cfg.lines_per_thread);
+    d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, sp.host.page_bytes);
     d.start();
     s.loop.run();
     Report r;

@@ -35,6 +35,10 @@ struct StreamConfig {
     std::string kernel = "triad";  // copy, scale, add, triad
     uint32_t threads = 8;
     uint64_t lines_per_thread = 20000;  // cache lines of each array per thread
+    // Where the arrays' pages lie in physical memory: "first-touch" (each
+    // thread's initialisation loop faults a page of a, b and c in turn, and the
+    // OS hands it consecutive frames) or "contiguous" (each array in one piece).
+    std::string placement = "first-touch";
 };
 
 struct TrafficConfig {

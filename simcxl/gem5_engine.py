@@ -126,8 +126,11 @@ class Gem5Engine:
     def _run(self, config: str, args: Sequence[str], system: System, label: str,
              sources: Sequence[Path] = ()) -> List[Dict[str, str]]:
         preset = json.dumps(system.to_dict(), sort_keys=True)
-        # Everything the result depends on: the config, its arguments, the memory, the guest's sources.
-        texts = [config, *args, preset, (self.configs / config).read_text(), *(p.read_text() for p in sources)]
+        # Everything the result depends on: the config, its arguments, the memory's parameters (not its
+        # name, description or provenance, which a recalibration rewrites), the guest's sources.
+        params = {k: v for k, v in system.to_dict().items() if k not in DESCRIPTIVE}
+        texts = [config, *args, json.dumps(params, sort_keys=True), (self.configs / config).read_text(),
+                 *(p.read_text() for p in sources)]
         key = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
         done = self.runs / f"{key}.csv"
         if done.exists():
@@ -192,6 +195,9 @@ class Gem5Engine:
     def loaded_latency(self, system: System, threads: int, read_fraction: float) -> Tuple[float, float]:
         raise ParamError(LOADED_LATENCY_MISSING)
 
+
+# Preset fields that do not change a run's result.
+DESCRIPTIVE = ("name", "description", "source", "provenance")
 
 LOADED_LATENCY_MISSING = ("loaded_latency points: the gem5 engine does not run them yet; calibrate this testbed "
                           "with --engine standalone, or leave loaded_latency.csv out")

@@ -178,6 +178,11 @@ def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
     metas = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
     assert sorted(m["label"] for m in metas) == ["STREAM copy", "STREAM triad"]
     assert all(m["memory"] == "cxl-asic" and m["system"] == s.to_dict() for m in metas)
+    # The same parameters under another name and provenance (a recalibrated preset) reuse the runs.
+    again = s.replace()
+    again.name, again.source, again.provenance = "renamed", "another calibration", {"date": "2031-01-01"}
+    assert eng.stream(again, ["copy"], threads=16) == [4.0]
+    assert (tmp_path / "runs" / "calls").read_text() == "2"
     # Another memory is another run.
     eng.stream(s.replace(**{"cxl.device.req_queue": 32}), ["copy"], threads=16)
     assert (tmp_path / "runs" / "calls").read_text() == "3"

@@ -43,6 +43,9 @@ class Knob:
     hi: float
     integer: bool
     why: str
+    # Values tried in turn, each with the other knobs refitted, while the
+    # other knobs of its role miss their target (the first value otherwise).
+    fallback: Tuple[int, ...] = ()
 
 
 # What each kind of memory leaves free, and why the range is plausible.
@@ -67,6 +70,10 @@ KNOBS: Dict[str, Tuple[Knob, ...]] = {
              "covers the whole device)"),
         Knob("bandwidth", ("cxl.device.req_queue",), 8, 512, True,
              "transactions a Type-3 controller holds at once: tens to a few hundred"),
+        Knob("bandwidth", ("cxl.media.ranks",), 1, 4, True,
+             "ranks per media channel: DDR4/DDR5 DIMMs have one, two or four, and a testbed's description rarely "
+             "says which; more ranks give a bank-bound media more banks to spread rows over",
+             fallback=(1, 2, 4)),
     ),
 }
 
@@ -226,35 +233,72 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     knobs = KNOBS[mem.kind]
     if mem.kind == "local-dram" and not fit_host:
         return s, fitted, notes
+    plain = [k for k in knobs if not k.fallback]
+    # A fallback knob takes the fewest of its values that reaches the target;
+    # a testbed that states the value (its memory's params) keeps it.
+    extras = [k for k in knobs if k.fallback and not set(k.params) & set(mem.params)]
+    for k in extras:
+        start = set_knob(start, k, k.fallback[0])
+    s, fitted, missed = _fit_knobs(eng, start, plain, pts, log, mem.name)
+    for extra in extras:
+        fitted.update({p: extra.fallback[0] for p in extra.params})
+        if extra.role not in missed:
+            continue
+        for v in extra.fallback[1:]:
+            # Every knob is refitted, latency first: the media shifts it too.
+            log(f"  {mem.name}: {extra.params[0]} = {v}")
+            s2, fitted2, missed2 = _fit_knobs(eng, set_knob(start, extra, v), plain, pts, log, mem.name)
+            if extra.role not in missed2:
+                why = missed[extra.role].split(": ", 1)[1]
+                log(f"  {mem.name}: with {extra.params[0]} = {extra.fallback[0]}, {why}; with {v} ({extra.why}) "
+                    "the fit reaches it")
+                s, fitted, missed = s2, {**fitted2, **{p: v for p in extra.params}}, missed2
+                break
+        else:
+            missed[extra.role] += (f"; {extra.params[0]} = {', '.join(map(str, extra.fallback[1:]))} "
+                                   "do not reach it either")
+    return s, fitted, notes + list(missed.values())
+
+
+def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log: Callable[[str], None],
+               name: str) -> Tuple[System, Dict[str, float], Dict[str, str]]:
+    """Fits each knob in order to the first point of its role: the system,
+    the fitted values, and per role a note on the target it missed."""
+    fitted: Dict[str, float] = {}
+    missed: Dict[str, str] = {}
     for knob in knobs:
         want = [p for p in pts if (p.experiment == "stream") == (knob.role == "bandwidth")]
         if not want:
             continue
         target = want[0]
-
-        def f(v: float) -> float:
-            # At the precision the preset keeps, so the final check repeats a run (free on gem5's kept runs).
-            v = int(round(v)) if knob.integer else round(float(v), 3)
-            return simulate(eng, set_knob(s, knob, v), [target])[0] - target.measured
-
-        name = knob.params[0]
-        log(f"  {mem.name}: fitting {name} to {target.experiment} {target.x} = {target.measured:g}")
-        if knob.integer:
-            best = _fit_integer(f, int(knob.lo), int(knob.hi))
-        else:
-            best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * 1e-3)
-        value = int(round(best)) if knob.integer else round(float(best), 3)
+        value, err = _fit_knob(eng, s, knob, target, log, name)
         s = set_knob(s, knob, value)
         for p in knob.params:
             fitted[p] = value
-        miss = f(value) + target.measured
-        err = _err(miss, target.measured)
         if abs(err) > 2:
             where = (f"stopped at its physical bound {value}" if value in (knob.lo, knob.hi)
                      else f"is best at {value}, where the simulated value stops moving towards the target")
-            notes.append(f"{mem.name}: cannot reach {target.experiment} {target.x} = {target.measured:g}: {name} "
-                         f"{where} ({knob.why}); simulated {miss:.4g} ({err:+.1f} %)")
-    return s, fitted, notes
+            missed[knob.role] = (f"{name}: cannot reach {target.experiment} {target.x} = {target.measured:g}: "
+                                 f"{knob.params[0]} {where} ({knob.why}); simulated "
+                                 f"{target.measured * (1 + err / 100):.4g} ({err:+.1f} %)")
+    return s, fitted, missed
+
+
+def _fit_knob(eng, s: System, knob: Knob, target: Point, log: Callable[[str], None],
+              name: str) -> Tuple[float, float]:
+    """The knob's best value for one target, and the error there (%)."""
+    def f(v: float) -> float:
+        # At the precision the preset keeps, so the final check repeats a run (free on gem5's kept runs).
+        v = int(round(v)) if knob.integer else round(float(v), 3)
+        return simulate(eng, set_knob(s, knob, v), [target])[0] - target.measured
+
+    log(f"  {name}: fitting {knob.params[0]} to {target.experiment} {target.x} = {target.measured:g}")
+    if knob.integer:
+        best = _fit_integer(f, int(knob.lo), int(knob.hi))
+    else:
+        best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * 1e-3)
+    value = int(round(best)) if knob.integer else round(float(best), 3)
+    return value, _err(f(value) + target.measured, target.measured)
 
 
 def _fit_real(f: Callable[[float], float], lo: float, hi: float, tol: float) -> float:

@@ -122,6 +122,29 @@ def test_unreachable_target_is_reported_not_stretched(tmp_path):
     assert summary["fit_misses"] and summary["fit_misses"][0]["memory"] == "expander"
 
 
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_bank_bound_media_gets_more_ranks_unless_the_testbed_states_them(tmp_path, pinned):
+    # On one rank of 16 banks the FPGA's copy stops near 12.5 GB/s however many
+    # transactions the device holds; a second rank reaches 13.3.
+    extra = 'base = "cxl-fpga"\n' + ('params = { "cxl.media.ranks" = 1 }\n' if pinned else "")
+    # STREAM copy alone: the device latency and the host stay the base preset's.
+    folder = make_testbed(tmp_path / "tb", [], [("expander", "copy", 8, 13.3)], extra=extra)
+    exp = calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1,
+                        log=lambda m: None)["memories"]["expander"]
+    if pinned:
+        assert "cxl.media.ranks" not in exp["fitted"] and not exp["fit_points_within_2pct"]
+        assert any("cannot reach stream copy = 13.3: cxl.device.req_queue" in n for n in exp["notes"])
+    else:
+        assert exp["fitted"]["cxl.media.ranks"] == 2 and exp["fit_points_within_2pct"], exp
+        preset = simcxl.presets.load_file(tmp_path / "out" / "presets" / "expander.json")
+        assert preset.cxl.media.ranks == 2
+    # A memory the queue alone fits keeps the fewest ranks.
+    folder = make_testbed(tmp_path / "tb2", [], [("expander", "copy", 8, 11.0)], extra='base = "cxl-fpga"\n')
+    exp = calibrate.run(folder, tmp_path / "out2", memories=["expander"], workers=1,
+                        log=lambda m: None)["memories"]["expander"]
+    assert exp["fitted"]["cxl.media.ranks"] == 1 and exp["fit_points_within_2pct"]
+
+
 def test_gem5_engine_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.delenv("GEM5", raising=False)
     with pytest.raises(calibrate.Gem5Missing, match="GEM5 environment variable"):

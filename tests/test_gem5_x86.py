@@ -5,7 +5,6 @@ also needs SIMCXL_X86_KERNEL = an uncompressed x86-64 vmlinux (see README)."""
 
 import csv
 import os
-import subprocess
 from pathlib import Path
 
 import pytest

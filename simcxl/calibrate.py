@@ -222,7 +222,8 @@ class FitResult:
 def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str], None],
                fit_host: bool) -> Tuple[System, Dict[str, float], List[str]]:
     """Fits the knobs of one memory to its fit points, in order: latency
-    (idle plateau), then bandwidth (which depends on latency by Little's law)."""
+    (idle plateau), then bandwidth (which depends on latency by Little's law);
+    then, if a role missed its point, again with each value of its fallback."""
     s = start
     fitted: Dict[str, float] = {}
     notes: List[str] = []
@@ -236,7 +237,8 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     plain = [k for k in knobs if not k.fallback]
     # A fallback knob takes the fewest of its values that reaches the target;
     # a testbed that states the value (its memory's params) keeps it.
-    extras = [k for k in knobs if k.fallback and not set(k.params) & set(mem.params)]
+    roles = {"bandwidth" if p.experiment == "stream" else "latency" for p in pts}
+    extras = [k for k in knobs if k.fallback and k.role in roles and not set(k.params) & set(mem.params)]
     for k in extras:
         start = set_knob(start, k, k.fallback[0])
     s, fitted, missed = _fit_knobs(eng, start, plain, pts, log, mem.name)

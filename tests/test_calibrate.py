@@ -143,6 +143,13 @@ def test_a_bank_bound_media_gets_more_ranks_unless_the_testbed_states_them(tmp_p
     exp = calibrate.run(folder, tmp_path / "out2", memories=["expander"], workers=1,
                         log=lambda m: None)["memories"]["expander"]
     assert exp["fitted"]["cxl.media.ranks"] == 1 and exp["fit_points_within_2pct"]
+    # Without a STREAM point the ranks are not the fit's to choose: the base preset's stay.
+    folder = make_testbed(tmp_path / "tb3", [("expander", 64 << 20, 120.0)], extra='base = "cxl-fpga"\n')
+    out = tmp_path / "out3"
+    exp = calibrate.run(folder, out, memories=["expander"], workers=1, log=lambda m: None)["memories"]["expander"]
+    assert list(exp["fitted"]) == ["cxl.device.req_latency_ns"]
+    ranks = simcxl.load_preset("cxl-fpga").cxl.media.ranks
+    assert simcxl.presets.load_file(out / "presets" / "expander.json").cxl.media.ranks == ranks
 
 
 def test_gem5_engine_says_what_is_missing(tmp_path, monkeypatch):

@@ -235,9 +235,16 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     if mem.kind == "local-dram" and not fit_host:
         return s, fitted, notes
     plain = [k for k in knobs if not k.fallback]
+    roles = {"bandwidth" if p.experiment == "stream" else "latency" for p in pts}
+    # The latency fit runs with the bandwidth knobs it will fit at their upper
+    # bounds, not at the base preset's values: one outstanding load never fills
+    # a queue, and so the runs (kept by the gem5 engine) stay the same when a
+    # recalibrated preset changes them.
+    for k in plain:
+        if k.role == "bandwidth" and k.role in roles and "latency" in roles:
+            start = set_knob(start, k, k.hi)
     # A fallback knob takes the fewest of its values that reaches the target;
     # a testbed that states the value (its memory's params) keeps it.
-    roles = {"bandwidth" if p.experiment == "stream" else "latency" for p in pts}
     extras = [k for k in knobs if k.fallback and k.role in roles and not set(k.params) & set(mem.params)]
     for k in extras:
         start = set_knob(start, k, k.fallback[0])

@@ -152,6 +152,26 @@ def test_a_bank_bound_media_gets_more_ranks_unless_the_testbed_states_them(tmp_p
     assert simcxl.presets.load_file(out / "presets" / "expander.json").cxl.media.ranks == ranks
 
 
+def test_latency_fit_does_not_depend_on_the_base_presets_queue(tmp_path, monkeypatch):
+    # The gem5 engine keys its kept runs by the whole system: the latency fit's
+    # runs must not change when a recalibration moves the base preset's queue.
+    seen = []
+    orig = calibrate.StandaloneEngine.lmbench
+    monkeypatch.setattr(calibrate.StandaloneEngine, "lmbench",
+                        lambda self, s, sizes: (s.kind == "cxl-type3" and seen.append(s.get("cxl.device.req_queue")))
+                        or orig(self, s, sizes))
+    fitted = []
+    for queue in (20, 300):
+        extra = f'params = {{ "cxl.device.req_queue" = {queue} }}\n'
+        folder = make_testbed(tmp_path / f"tb{queue}", [("expander", 64 << 20, 250.0)],
+                              [("expander", "copy", 4, 8.0)], extra=extra)
+        seen.clear()
+        r = calibrate.run(folder, tmp_path / f"out{queue}", memories=["expander"], workers=1, log=lambda m: None)
+        assert seen and all(q == 512 for q in seen[:-1]), seen  # the last is the final check
+        fitted.append(r["memories"]["expander"]["fitted"])
+    assert fitted[0] == fitted[1]
+
+
 def test_gem5_engine_says_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.delenv("GEM5", raising=False)
     with pytest.raises(calibrate.Gem5Missing, match="GEM5 environment variable"):

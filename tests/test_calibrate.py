@@ -299,8 +299,20 @@ def test_stream_pairs_that_move_the_same_bytes_are_checked(tmp_path):
     assert odd["where"] == ["stream.csv:2", "stream.csv:3"]
     assert checks[("expander", ("add", "triad"))]["consistent"] and checks[("local", ("copy", "scale"))]["consistent"]
     assert checks[("local", ("copy", "scale"))]["least_error_pct_on_second"] < 0.5
+    # Reads for ownership counted, scale, add and triad move 13.8-14.0 GB/s and copy 19.7: copy is the odd one.
+    assert odd["real_traffic_gbps"]["copy"] == pytest.approx(13.1 * 1.5)
+    assert odd["real_traffic_gbps"]["add"] == pytest.approx(10.4 * 4 / 3)
+    assert odd["out_of_line"] == "copy" and odd["where_out_of_line"] == "stream.csv:2"
+    # Three kernels that disagree among themselves name none.
+    spread = make_testbed(tmp_path / "spread", [], stream_rows=[
+        ("expander", "copy", "", 13.1), ("expander", "scale", "", 8.0),
+        ("expander", "add", "", 11.0), ("expander", "triad", "", 10.6)])
+    (c,) = [c for c in calibrate.consistency(testbed.load(spread), ["expander"]) if not c["consistent"]]
+    assert c["out_of_line"] is None
     logs = []
     calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=logs.append)
-    assert any("testbed check: expander STREAM copy/scale = 1.43" in m for m in logs)
+    assert any("testbed check: expander STREAM copy/scale = 1.43" in m and "copy is the kernel out of line" in m
+               for m in logs)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Testbed consistency" in report and "scale is off by at least 40 % in any model" in report
+    assert "copy moves 19.6 GB/s and the other three kernels 13.8-14.0: copy (stream.csv:2) is the point" in report

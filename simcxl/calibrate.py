@@ -235,7 +235,7 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     if mem.kind == "local-dram" and not fit_host:
         return s, fitted, notes
     plain = [k for k in knobs if not k.fallback]
-    roles = {"bandwidth" if p.experiment == "stream" else "latency" for p in pts}
+    roles = {_role(p) for p in pts}
     # The latency fit runs with the bandwidth knobs it will fit at their upper
     # bounds, not at the base preset's values: one outstanding load never fills
     # a queue, and so the runs (kept by the gem5 engine) stay the same when a
@@ -269,6 +269,11 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     return s, fitted, notes + list(missed.values())
 
 
+def _role(p: Point) -> str:
+    """Which knobs a fit point is for: STREAM sets bandwidth, the rest latency."""
+    return "bandwidth" if p.experiment == "stream" else "latency"
+
+
 def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log: Callable[[str], None],
                name: str) -> Tuple[System, Dict[str, float], Dict[str, str]]:
     """Fits each knob in order to the first point of its role: the system,
@@ -276,7 +281,7 @@ def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log:
     fitted: Dict[str, float] = {}
     missed: Dict[str, str] = {}
     for knob in knobs:
-        want = [p for p in pts if (p.experiment == "stream") == (knob.role == "bandwidth")]
+        want = [p for p in pts if _role(p) == knob.role]
         if not want:
             continue
         target = want[0]

@@ -125,10 +125,11 @@ class Gem5Engine:
 
     def _run(self, config: str, args: Sequence[str], system: System, label: str,
              sources: Sequence[Path] = ()) -> List[Dict[str, str]]:
-        preset = json.dumps(system.to_dict(), sort_keys=True)
+        described = system.to_dict()
+        preset = json.dumps(described, sort_keys=True)
         # Everything the result depends on: the config, its arguments, the memory's parameters (not its
         # name, description or provenance, which a recalibration rewrites), the guest's sources.
-        params = {k: v for k, v in system.to_dict().items() if k not in DESCRIPTIVE}
+        params = {k: v for k, v in described.items() if k not in DESCRIPTIVE}
         texts = [config, *args, json.dumps(params, sort_keys=True), (self.configs / config).read_text(),
                  *(p.read_text() for p in sources)]
         key = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
@@ -150,7 +151,7 @@ class Gem5Engine:
             raise Gem5RunError(f"gem5 run failed ({' '.join(cmd)}):\n{err}")
         # What the run was, beside its result, for whoever reads the folder later.
         (self.runs / f"{key}.json").write_text(json.dumps(
-            {"memory": system.name, "config": config, "args": list(args), "label": label, "system": system.to_dict(),
+            {"memory": system.name, "config": config, "args": list(args), "label": label, "system": described,
              "wall_seconds": round(time.perf_counter() - t0, 1)}, indent=1))
         (work / "out.csv").replace(done)  # a finished run is kept: interrupted calibrations resume
         shutil.rmtree(work, ignore_errors=True)

@@ -329,8 +329,8 @@ class TrafficDriver : public Driver {
         streamLines_ = lines;
         const uint64_t slice = lines * kLineBytes;
         firstTouch_ = placement == "first-touch";
-        pageLines_ = pageBytes / kLineBytes;
-        slicePages_ = (lines + pageLines_ - 1) / pageLines_;
+        pageLines_ = Divisor(pageBytes / kLineBytes);  // a power of two: shifts on the per-request path
+        slicePages_ = (lines + pageLines_.d - 1) / pageLines_.d;
         // Arrays 1 GiB apart plus a page, as STREAM's offsets avoid aliasing.
         arrayStride_ = ((threads_ * slice + (1ull << 30) - 1) >> 30 << 30) + 4096;
         threadSlice_ = slice;
@@ -461,8 +461,8 @@ class TrafficDriver : public Driver {
     uint64_t streamAddr(uint32_t c, uint8_t array, uint64_t line) const {
         if (!firstTouch_) return array * arrayStride_ + c * threadSlice_ + line * kLineBytes;
         // Thread c's frames in fault order: page p of a, of b, of c, then page p + 1.
-        const uint64_t page = (uint64_t(c) * slicePages_ + line / pageLines_) * 3 + array;
-        return (page * pageLines_ + line % pageLines_) * kLineBytes;
+        const uint64_t page = (uint64_t(c) * slicePages_ + pageLines_.div(line)) * 3 + array;
+        return (page * pageLines_.d + pageLines_.mod(line)) * kLineBytes;
     }
 
     void issueProbe(Tick t) {
@@ -479,7 +479,8 @@ class TrafficDriver : public Driver {
     uint32_t mshrs_, wbSlots_;
     std::vector<Core> cores_;
     bool stream_ = false, sequential_ = false, probe_ = false, firstTouch_ = true;
-    uint64_t pageLines_ = 64, slicePages_ = 1;
+    Divisor pageLines_{64};
+    uint64_t slicePages_ = 1;
     std::vector<Op2> ops_;
     uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
     double readFrac_ = 1.0;

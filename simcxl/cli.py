@@ -143,16 +143,19 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
 @click.option("--lines", "lines", default=8000, show_default=True, help="Cache lines per array per thread.")
 @click.option("--placement", type=click.Choice(engine.PLACEMENTS), default="first-touch", show_default=True,
               help="Physical pages of the arrays: as the initialisation loop faults them, or each array in one piece.")
+@click.option("--stores", type=click.Choice(engine.STORES), default="write-allocate", show_default=True,
+              help="Stores read their line for ownership first, or write full lines without a read (streaming "
+                   "stores, or a copy loop compiled to memcpy).")
 @json_opt
 @plot_opt
 @csv_opt
-def run_stream(memories, overrides, kernels, threads, lines, placement, as_json, plot, csv_path):
+def run_stream(memories, overrides, kernels, threads, lines, placement, stores, as_json, plot, csv_path):
     """STREAM copy/scale/add/triad bandwidth."""
     with user_errors():
         systems = load_memories(memories, overrides)
         df = run_each(systems, "stream", lambda s, cb: engine.stream(
             s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines, placement=placement,
-            progress=cb))
+            stores=stores, progress=cb))
     df["bandwidth_gbps"] = df["stream_gbps"]
     if as_json:
         if len(systems) == 1:

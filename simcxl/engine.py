@@ -105,31 +105,39 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
 
 
 PLACEMENTS = ("first-touch", "contiguous")
+STORES = ("write-allocate", "non-temporal")
 
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,
-           lines_per_thread: int = 8000, placement: str = "first-touch", progress: Progress = None) -> pd.DataFrame:
+           lines_per_thread: int = 8000, placement: str = "first-touch", stores: str = "write-allocate",
+           progress: Progress = None) -> pd.DataFrame:
     """STREAM kernels; ``stream_gbps`` counts bytes as STREAM does (no
     write-allocate), ``read_gbps``/``write_gbps`` are the real traffic.
     ``placement`` puts the arrays' pages where STREAM's initialisation loop
     faults them ("first-touch": a page of each array in turn, consecutive frames
     per thread, as Linux's per-CPU page lists give them) or each array in one
-    piece ("contiguous")."""
+    piece ("contiguous"). ``stores`` says how the kernels' stores reach memory:
+    "write-allocate" (each line is read for ownership and written back later)
+    or "non-temporal" (full lines written without a read, as a binary built
+    with streaming stores, or whose copy loop became memcpy, does)."""
     system = load(memory)
     threads = _check_int("threads", threads if threads is not None else min(16, system.host.cores),
                          1, system.host.cores)
     if placement not in PLACEMENTS:
         raise ParamError(f"placement = {placement!r} is not allowed; allowed values: {', '.join(PLACEMENTS)}")
+    if stores not in STORES:
+        raise ParamError(f"stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
     rows = []
     for i, k in enumerate(kernels):
         if k not in KERNELS:
             raise ParamError(f"kernel = {k!r} is not allowed; allowed values: {', '.join(KERNELS)}")
         sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(kernels)))
-        r = _core.run_stream(system.to_core(), k, threads, lines_per_thread, placement, sub)
+        r = _core.run_stream(system.to_core(), k, threads, lines_per_thread, placement, stores, sub)
         rows.append({"kernel": k, **r})
     df = pd.DataFrame(rows)
     df.insert(0, "memory", system.name)
-    return _attrs(df, system, "stream", threads=threads, lines_per_thread=lines_per_thread, placement=placement)
+    return _attrs(df, system, "stream", threads=threads, lines_per_thread=lines_per_thread, placement=placement,
+                  stores=stores)
 
 
 def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, pattern: str = "random",

@@ -127,6 +127,14 @@ def test_stream_placement_reaches_the_engine():
     assert cli_json(*args, "--placement", "contiguous")["add"] < 0.85 * ft
 
 
+def test_stream_stores_reach_the_engine():
+    args = ("run", "stream", "--memory", "cxl-fpga", "--kernel", "copy", "--threads", "16", "--lines", "2000")
+    wa = cli_json(*args)["copy"]
+    assert cli_json(*args, "--stores", "write-allocate")["copy"] == wa
+    # Without reads for ownership a bandwidth-bound copy counts about 3/2 as many bytes.
+    assert cli_json(*args, "--stores", "non-temporal")["copy"] > 1.3 * wa
+
+
 def test_loaded_latency_json():
     rows = cli_json("run", "loaded-latency", "--threads", "1,2", "--read-fraction", "1.0,0.5",
                     "--requests", "2000")

@@ -112,6 +112,36 @@ def test_bad_stream_placement_names_the_choices(presets):
         _core.run_stream(presets["cxl-asic"].to_core(), "copy", 2, 1000, "random")
 
 
+def test_non_temporal_stores_move_no_reads_for_ownership(presets):
+    kw = dict(threads=16, lines_per_thread=4000)
+    for name in ("cxl-fpga", "ddr-local"):
+        s = presets[name]
+        wa = simcxl.stream(s, ["copy", "add"], stores="write-allocate", **kw).set_index("kernel")
+        nt = simcxl.stream(s, ["copy", "add"], stores="non-temporal", **kw).set_index("kernel")
+        # copy: a read for ownership and a write-back per line stored, or the write alone.
+        assert wa.loc["copy", "read_gbps"] == pytest.approx(2 * wa.loc["copy", "write_gbps"], rel=0.03)
+        assert nt.loc["copy", "read_gbps"] == pytest.approx(nt.loc["copy", "write_gbps"], rel=0.03)
+        assert nt.loc["add", "read_gbps"] == pytest.approx(2 * nt.loc["add", "write_gbps"], rel=0.03)
+        # STREAM counts the same bytes either way; every byte moved is counted without the reads.
+        assert nt.loc["copy", "stream_gbps"] == pytest.approx(nt.loc["copy", "read_gbps"] + nt.loc["copy", "write_gbps"],
+                                                              rel=0.03)
+        # Bandwidth-bound, the memory moves about the same traffic, so STREAM's copy rises by up to 3/2.
+        total = lambda df: df.loc["copy", "read_gbps"] + df.loc["copy", "write_gbps"]
+        assert total(nt) == pytest.approx(total(wa), rel=0.1)
+        assert 1.3 < nt.loc["copy", "stream_gbps"] / wa.loc["copy", "stream_gbps"] <= 1.5 * 1.03
+    assert simcxl.stream(presets["cxl-asic"], ["copy"], threads=2, lines_per_thread=2000).attrs["config"]["stores"] == \
+        "write-allocate"
+
+
+def test_bad_stream_stores_names_the_choices(presets):
+    with pytest.raises(simcxl.ParamError, match="stores = 'streaming' is not allowed; allowed values: "
+                                                "write-allocate, non-temporal"):
+        simcxl.stream(presets["cxl-asic"], ["copy"], stores="streaming")
+    from simcxl import _core
+    with pytest.raises(ValueError, match="stream.stores = 'streaming' is not allowed"):
+        _core.run_stream(presets["cxl-asic"].to_core(), "copy", 2, 1000, "first-touch", "streaming")
+
+
 def test_loaded_latency_rises_with_bandwidth(presets):
     df = simcxl.loaded_latency(presets["cxl-asic"], threads=(1, 4, 16, 32), requests=30000)
     assert list(df.columns[:5]) == ["memory", "threads", "read_fraction", "bandwidth_gbps", "latency_ns"]

@@ -224,14 +224,15 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_stream",
           [](py::dict sys, std::string kernel, uint32_t threads, uint64_t lines, std::string placement,
-             py::object cb) {
+             std::string stores, py::object cb) {
               SystemParams p = readSystem(sys);
-              StreamConfig c{kernel, threads, lines, placement};
+              StreamConfig c{kernel, threads, lines, placement, stores};
               Progress pr = wrap(cb);
               return runReleased([&] { return runStream(p, c, pr); });
           },
           py::arg("system"), py::arg("kernel"), py::arg("threads"), py::arg("lines_per_thread"),
-          py::arg("placement") = "first-touch", py::arg("progress") = py::none());
+          py::arg("placement") = "first-touch", py::arg("stores") = "write-allocate",
+          py::arg("progress") = py::none());
 
     m.def("run_traffic",
           [](py::dict sys, uint32_t threads, double readFraction, std::string pattern, uint64_t footprint,

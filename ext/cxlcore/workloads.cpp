@@ -317,7 +317,8 @@ class TrafficDriver : public Driver {
     }
 
     // STREAM: line-granular ops of one kernel over per-thread slices of three arrays.
-    void setStream(const std::string& kernel, uint64_t lines, const std::string& placement, uint64_t pageBytes) {
+    void setStream(const std::string& kernel, uint64_t lines, const std::string& placement, const std::string& stores,
+                   uint64_t pageBytes) {
         if (kernel == "copy") ops_ = {{0, false}, {2, true}};
         else if (kernel == "scale") ops_ = {{2, false}, {1, true}};
         else if (kernel == "add") ops_ = {{0, false}, {1, false}, {2, true}};
@@ -326,6 +327,10 @@ class TrafficDriver : public Driver {
         if (placement != "first-touch" && placement != "contiguous")
             throw ConfigError("stream.placement = '" + placement +
                               "' is not allowed; allowed values: first-touch, contiguous");
+        if (stores != "write-allocate" && stores != "non-temporal")
+            throw ConfigError("stream.stores = '" + stores +
+                              "' is not allowed; allowed values: write-allocate, non-temporal");
+        ntStores_ = stores == "non-temporal";
         streamLines_ = lines;
         const uint64_t slice = lines * kLineBytes;
         firstTouch_ = placement == "first-touch";
@@ -444,7 +449,8 @@ class TrafficDriver : public Driver {
                 const Op2& o = ops_[k.pos % ops_.size()];
                 const uint64_t line = (k.pos / ops_.size()) % streamLines_;
                 const uint64_t a = streamAddr(c, o.array, line);
-                issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
+                if (o.store && ntStores_) issue(uint16_t(c), Op::Write, a, kNtStore, t);
+                else issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
                 const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;
@@ -478,7 +484,7 @@ class TrafficDriver : public Driver {
     uint64_t progressStep_;
     uint32_t mshrs_, wbSlots_;
     std::vector<Core> cores_;
-    bool stream_ = false, sequential_ = false, probe_ = false, firstTouch_ = true;
+    bool stream_ = false, sequential_ = false, probe_ = false, firstTouch_ = true, ntStores_ = false;
     Divisor pageLines_{64};
     uint64_t slicePages_ = 1;
     std::vector<Op2> ops_;
@@ -590,7 +596,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     System s(sp);
     const uint64_t opsPerLine = (cfg.kernel == "add" || cfg.kernel == "triad") ? 3 : 2;
     TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
-    d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, sp.host.page_bytes);
+    d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, cfg.stores, sp.host.page_bytes);
     d.start();
     s.loop.run();
     Report r;

@@ -39,6 +39,11 @@ struct StreamConfig {
     // thread's initialisation loop faults a page of a, b and c in turn, and the
     // OS hands it consecutive frames) or "contiguous" (each array in one piece).
     std::string placement = "first-touch";
+    // How a store reaches memory: "write-allocate" (its line is read for
+    // ownership, then written back when evicted) or "non-temporal" (the full
+    // line is written without a read, as movnt stores or memcpy's streaming
+    // path do; it holds a fill buffer until the write completes).
+    std::string stores = "write-allocate";
 };
 
 struct TrafficConfig {

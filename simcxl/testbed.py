@@ -3,7 +3,8 @@
 A testbed is ``testbed.toml`` (platform, memories and their kinds, sources)
 plus optional CSV files: ``lat_mem_rd.csv`` (memory, working_set_bytes,
 latency_ns), ``stream.csv`` (memory, kernel, threads, bandwidth_gbps; STREAM's
-own byte counting) and ``loaded_latency.csv`` (memory, read_fraction, threads,
+own byte counting; optional ``stores``: write-allocate, the default, or
+non-temporal when the measured binary's stores bypassed the caches) and ``loaded_latency.csv`` (memory, read_fraction, threads,
 bandwidth_gbps, latency_ns). Loading checks everything and reports every
 problem with its file, line and column.
 """
@@ -25,13 +26,14 @@ else:  # pragma: no cover
 from .params import KINDS, ParamError
 
 KERNELS = ("copy", "scale", "add", "triad")
+STORES = ("write-allocate", "non-temporal")
 
 # Columns of each file: name -> (required, type)
 FILES = {
     "lat_mem_rd": ("lat_mem_rd.csv", {"memory": (True, str), "working_set_bytes": (True, int),
                                       "latency_ns": (True, float)}),
     "stream": ("stream.csv", {"memory": (True, str), "kernel": (True, str), "threads": (False, int),
-                              "bandwidth_gbps": (True, float)}),
+                              "bandwidth_gbps": (True, float), "stores": (False, str)}),
     "loaded_latency": ("loaded_latency.csv", {"memory": (True, str), "read_fraction": (True, float),
                                               "threads": (True, int), "bandwidth_gbps": (True, float),
                                               "latency_ns": (True, float)}),
@@ -62,6 +64,7 @@ class Point:
     measured: float
     threads: Optional[int] = None
     where: str = ""      # file:line, for messages
+    stores: str = "write-allocate"  # STREAM: how the measured binary's stores reached memory
 
 
 @dataclass
@@ -219,6 +222,10 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
                 problems.append(f"{path}:{n} column {header.index('kernel') + 1}: kernel {rec['kernel']!r} is not "
                                 f"allowed; allowed: {', '.join(KERNELS)}")
                 continue
+            if rec.get("stores") not in (None, *STORES):
+                problems.append(f"{path}:{n} column {header.index('stores') + 1}: stores {rec['stores']!r} is not "
+                                f"allowed; allowed: {', '.join(STORES)}")
+                continue
             x = rec["kernel"]
             measured = rec["bandwidth_gbps"]
         else:
@@ -228,12 +235,13 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
                 continue
             x = (rec["threads"], rec["read_fraction"])
             measured = rec["latency_ns"]
-        dup = (rec["memory"], x, rec.get("threads"))
+        dup = (rec["memory"], x, rec.get("threads"), rec.get("stores") or STORES[0])
         if dup in seen:
             problems.append(f"{path}:{n}: duplicate point ({rec['memory']}, {x}); first at line {seen[dup]}")
             continue
         seen[dup] = n
-        p = Point(rec["memory"], key, x, measured, rec.get("threads"), f"{path.name}:{n}")
+        p = Point(rec["memory"], key, x, measured, rec.get("threads"), f"{path.name}:{n}",
+                  rec.get("stores") or STORES[0])
         if key == "loaded_latency":
             p.x = {"threads": rec["threads"], "read_fraction": rec["read_fraction"],
                    "bandwidth_gbps": rec["bandwidth_gbps"]}

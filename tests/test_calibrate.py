@@ -32,8 +32,11 @@ def make_testbed(folder: Path, lat_rows, stream_rows=None, extra="") -> Path:
     (folder / "lat_mem_rd.csv").write_text("memory,working_set_bytes,latency_ns\n" + "".join(
         f"{m},{ws},{lat}\n" for m, ws, lat in lat_rows))
     if stream_rows is not None:
-        (folder / "stream.csv").write_text("memory,kernel,threads,bandwidth_gbps\n" + "".join(
-            f"{m},{k},{t},{bw}\n" for m, k, t, bw in stream_rows))
+        # Rows of five give the stores column too.
+        stores = any(len(r) == 5 for r in stream_rows)
+        (folder / "stream.csv").write_text("memory,kernel,threads,bandwidth_gbps" + (",stores" if stores else "")
+                                           + "\n" + "".join(",".join(map(str, r + ("",) * (stores and len(r) == 4)))
+                                                            + "\n" for r in stream_rows))
     return folder
 
 
@@ -311,8 +314,65 @@ def test_stream_pairs_that_move_the_same_bytes_are_checked(tmp_path):
     assert c["out_of_line"] is None
     logs = []
     calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=logs.append)
-    assert any("testbed check: expander STREAM copy/scale = 1.43" in m and "copy is the kernel out of line" in m
-               for m in logs)
+    assert any("testbed check: expander STREAM copy/scale traffic = 1.43" in m and "copy is the kernel out of line"
+               " and in line if its stores were non-temporal" in m.replace(",", "") for m in logs)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Testbed consistency" in report and "scale is off by at least 40 % in any model" in report
     assert "copy moves 19.6 GB/s and the other three kernels 13.8-14.0: copy (stream.csv:2) is the point" in report
+    assert "it would move 13.1 GB/s, in line with the others; if the binary did so, mark the point" in report
+
+
+def test_a_copy_marked_non_temporal_is_counted_and_simulated_without_reads_for_ownership(tmp_path):
+    rows = [("expander", "copy", "", 13.1, "non-temporal"), ("expander", "scale", "", 9.17),
+            ("expander", "add", "", 10.4), ("expander", "triad", "", 10.5)]
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 380.0)],
+                          stream_rows=rows)
+    tb = testbed.load(folder)
+    assert [p.stores for p in tb.points_of("expander", "stream")] == ["non-temporal"] + ["write-allocate"] * 3
+    (pair, _) = calibrate.consistency(tb, ["expander"])
+    # 13.1 GB/s written without reads against scale's 9.17 * 3/2 = 13.76 moved: within 5 %.
+    assert pair["ratio"] == pytest.approx(13.1 / (9.17 * 1.5)) and pair["consistent"]
+    assert pair["stores"] == ["non-temporal", "write-allocate"]
+    summary = calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=lambda m: None)
+    st = {p["x"]: p for p in summary["points"] if p["memory"] == "expander" and p["experiment"] == "stream"}
+    assert st["copy"]["role"] == "fit" and st["copy"]["stores"] == "non-temporal" and abs(st["copy"]["error_pct"]) <= 2
+    assert st["scale"]["stores"] == "write-allocate"
+    # The fit point was simulated with non-temporal stores: the written preset gives it so, not with reads.
+    preset = tmp_path / "out" / "presets" / "expander.json"
+    nt = simcxl.stream(preset, ["copy"], threads=16, stores="non-temporal")["stream_gbps"].iloc[0]
+    wa = simcxl.stream(preset, ["copy"], threads=16)["stream_gbps"].iloc[0]
+    assert nt == pytest.approx(st["copy"]["simulated"], rel=1e-9) and wa < 0.85 * nt
+    # A bandwidth-bound memory moves about the same traffic either way, so scale lands near its measurement.
+    assert abs(st["scale"]["error_pct"]) < 10
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## STREAM points with non-temporal stores" in report and "- expander copy (stream.csv:2)" in report
+    assert "## Testbed consistency" not in report
+
+
+def test_bad_stores_value_is_rejected_with_file_line_and_column(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0)],
+                          stream_rows=[("local", "copy", "", 20.0, "streaming")])
+    with pytest.raises(testbed.TestbedError, match=r"stream.csv:2 column 5: stores 'streaming' is not allowed; "
+                                                   r"allowed: write-allocate, non-temporal"):
+        testbed.load(folder)
+    # The same kernel measured both ways is two points, not a duplicate.
+    both = make_testbed(tmp_path / "both", [("local", 1 << 30, 130.0)], stream_rows=[
+        ("local", "copy", "", 20.0, "non-temporal"), ("local", "copy", "", 20.0, "write-allocate")])
+    assert len(testbed.load(both).points_of("local", "stream")) == 2
+
+
+def test_real_fit_starts_from_the_preset_and_needs_few_runs():
+    # Each evaluation is a gem5 run on that engine: from a start near the root,
+    # a line of slope two is solved in three, without touching the bounds.
+    calls = []
+
+    def f(v):
+        calls.append(v)
+        return 2.0 * (v - 97.3)
+
+    x = calibrate._fit_real(f, 5.0, 250.0, 0.1, 90.0)
+    assert abs(f(x)) <= 0.1 and len(calls) <= 4 and 5.0 not in calls and 250.0 not in calls
+    # A root beyond the range gives the nearer bound, and a curved f still converges.
+    assert calibrate._fit_real(lambda v: v - 400.0, 5.0, 250.0, 0.1, 90.0) == 250.0
+    x = calibrate._fit_real(lambda v: (v / 50.0) ** 3 - 2.0, 5.0, 250.0, 1e-4, 240.0)
+    assert x == pytest.approx(50.0 * 2 ** (1 / 3), rel=1e-3)

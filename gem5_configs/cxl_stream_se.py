@@ -9,8 +9,9 @@ switch cores under a multi-threaded SE process). The arrays are written and
 passed over once on atomic cores, which leaves memory and caches as STREAM's
 own passes do; the timed passes of all copies then start together on --cpu
 cores, and the bandwidth is their bytes over the span from the first start to
-the last finish (gem5's stats window). Stores that miss fetch their line for ownership, as on the
-host modelled (see below). Prints the bandwidth in STREAM's counting and the
+the last finish (gem5's stats window). The copies touch their arrays in turn,
+so that each has consecutive frames, as a Linux thread's first touch gives. Stores that miss fetch their line for ownership, as on the
+host modelled (see below), or with --stores non-temporal write whole lines without reading them. Prints the bandwidth in STREAM's counting and the
 host bridge's traffic each way in the window; a wrong element fails the run.
 """
 
@@ -52,6 +53,8 @@ parser.add_argument("--l2", default="2MiB", help="private L2 size per core (the 
 parser.add_argument("--l2-assoc", type=int, default=16)
 parser.add_argument("--mshrs", type=int, default=16, help="misses in flight per core (L1D MSHRs), 1 to 256")
 parser.add_argument("--write-buffers", type=int, default=32, help="dirty lines per L2 on their way out, 1 to 1024")
+parser.add_argument("--stores", choices=["write-allocate", "non-temporal"], default="write-allocate",
+                    help="a store miss reads its line for ownership, or a whole line of stores is written alone")
 parser.add_argument("--csv", default=None)
 args = parser.parse_args()
 
@@ -73,13 +76,17 @@ memory = slot_memory(args.memory, args.size)
 processor = SimpleSwitchableProcessor(starting_core_type=CPUTypes.ATOMIC, switch_core_type=CPUS[args.cpu],
                                       isa=ISA.X86, num_cores=args.threads)
 caches = host_caches(l1d, args.l1d_assoc, l2, args.l2_assoc, prefetch=False, mshrs=args.mshrs,
-                     write_buffers=args.write_buffers)
-if args.memory != "ddr4":
+                     write_buffers=args.write_buffers, streaming_stores=args.stores == "non-temporal")
+if args.memory != "ddr4" and args.stores == "write-allocate":
     # An MSHR that has gathered a whole line of stores asks for the line
     # without its data (InvalidateReq), which the point of coherence answers
     # itself. Without one, the request reaches the host bridge, which times
     # it as the read for ownership the host modelled issues (gem5's DRAM
     # controller cannot take such requests, so 'ddr4' keeps the shortcut).
+    # Non-temporal stores keep the shortcut, and the L1D gathers whole lines
+    # (host_caches' streaming_stores): the line reaches memory as a write
+    # alone, as a streaming store's does. (gem5's X86 treats movnt as an
+    # ordinary store, so the guest needs none.)
     caches.membus.point_of_coherency = False
 # gem5's X86 O3 keeps one store miss in flight (TSO), where the host's store
 # buffer requests ownership for every senior store ahead: with it a core
@@ -97,13 +104,23 @@ board = SimpleBoard(clk_freq=args.clock, processor=processor, memory=memory, cac
 binary = str(Path(args.binary).resolve())
 gate = Path(m5.options.outdir) / "stream.gate"
 gate.unlink(missing_ok=True)
-guest = ["-m", "-g", str(gate), "-p", str(args.passes), "-w", "-t", str(args.elements), args.kernel, "1",
-         str(slice_elements)]
+# The copies touch their arrays one after another, so that each gets
+# consecutive frames as a Linux thread does (see the guest's -s).
+turn = Path(m5.options.outdir) / "stream.turn"
+for old in turn.parent.glob(turn.name + ".*"):
+    old.unlink()
+
+
+def guest(i):
+    return ["-m", "-g", str(gate), "-s", str(turn), str(i), "-p", str(args.passes), "-w", "-t", str(args.elements),
+            args.kernel, "1", str(slice_elements)]
+
+
 outs = [Path(m5.options.outdir) / f"guest{i}.out" for i in range(args.threads)]
-board.set_se_binary_workload(BinaryResource(local_path=binary), arguments=guest, stdout_file=outs[0])
+board.set_se_binary_workload(BinaryResource(local_path=binary), arguments=guest(0), stdout_file=outs[0])
 # One process per core, each on both of its switchable cores.
 for i, out in enumerate(outs):
-    process = Process(pid=100 + i, executable=binary, cmd=[binary] + guest, output=str(out))
+    process = Process(pid=100 + i, executable=binary, cmd=[binary] + guest(i), output=str(out))
     for cores in processor._switchable_cores.values():
         cores[i].set_workload(process)
 
@@ -154,7 +171,7 @@ window = total(stats, "simTicks", dump=0) / total(stats, "simFreq", dump=0)  # s
 if window <= 0:
     print("the stats window of the timed passes is empty", file=sys.stderr)
     sys.exit(1)
-row = {"memory": args.memory, "kernel": args.kernel, "threads": args.threads, "cpu": args.cpu,
+row = {"memory": args.memory, "kernel": args.kernel, "threads": args.threads, "cpu": args.cpu, "stores": args.stores,
        "stream_gbps": moved / window / 1e9, "check": check,
        "read_gbps": total(stats, "board.memory.bridge.readBytes", dump=0) / window / 1e9,
        "write_gbps": total(stats, "board.memory.bridge.writeBytes", dump=0) / window / 1e9,

@@ -88,6 +88,7 @@ class Gem5Missing(ParamError):
 
 class StandaloneEngine:
     name = "standalone"
+    fit_rtol = 1e-3  # a real knob's fit stops this close to its target (relative)
 
     def __init__(self, cache=None, region: Optional[int] = None):
         # The host's cache geometry is the same in every evaluation of a fit
@@ -312,7 +313,7 @@ def _fit_knob(eng, s: System, knob: Knob, target: Point, log: Callable[[str], No
     if knob.integer:
         best = _fit_integer(f, int(knob.lo), int(knob.hi))
     else:
-        best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * 1e-3, float(s.get(knob.params[0])))
+        best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * eng.fit_rtol, float(s.get(knob.params[0])))
     value = int(round(best)) if knob.integer else round(float(best), 3)
     return value, _err(f(value) + target.measured, target.measured)
 

@@ -195,7 +195,8 @@ def cache_geometry(size: int, assoc: int, what: str) -> Tuple[int, int]:
 
 
 def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Optional[int] = None,
-                prefetch: bool = True, mshrs: Optional[int] = None, write_buffers: Optional[int] = None):
+                prefetch: bool = True, mshrs: Optional[int] = None, write_buffers: Optional[int] = None,
+                streaming_stores: bool = False):
     """gem5's PrivateL1PrivateL2 classic hierarchy with the given L1D and L2
     geometry (set counts must be powers of two; see cache_geometry), the L2's
     tag and data latency in cycles if given, and prefetchers only if
@@ -203,13 +204,16 @@ def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Opt
     misses in flight (the L1D's MSHRs, as host.mshrs_per_core; the L2 gets a
     few more so as not to bound them), `write_buffers` the dirty lines an L2
     holds on their way to memory (host.writeback_buffer); gem5's defaults
-    if not given."""
+    if not given. `streaming_stores` gives the L1D gem5's write allocator: it
+    holds a store miss until the line's other stores join it, so that whole
+    lines are claimed without their data, and stops allocating them once
+    stores stream, as non-temporal stores do."""
     from m5.params import NULL  # lazy: needs gem5
     from gem5.components.cachehierarchies.classic.caches.l1dcache import L1DCache
     from gem5.components.cachehierarchies.classic.caches.l2cache import L2Cache
     from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (
         PrivateL1PrivateL2CacheHierarchy)
-    from m5.objects import Cache
+    from m5.objects import Cache, WriteAllocator
 
     for what, size, ways in (("L1D", l1d, l1d_assoc), ("L2", l2, l2_assoc)):
         if cache_geometry(size, ways, what) != (size, ways):
@@ -224,6 +228,8 @@ def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Opt
                     obj.assoc = l1d_assoc
                     if mshrs is not None:
                         obj.mshrs = mshrs
+                    if streaming_stores:
+                        obj.write_allocator = WriteAllocator()
                 elif isinstance(obj, L2Cache):
                     obj.assoc = l2_assoc
                     if l2_cycles is not None:

@@ -41,13 +41,14 @@ def test_stream_traffic_through_gem5_counts_as_stream_advances(tmp_path):
             assert counted == pytest.approx(ref, rel=0.1)
 
 
-def run_stream_se(tmp_path, memory, kernel, threads, elements=8192):
+def run_stream_se(tmp_path, memory, kernel, threads, elements=8192, *extra):
     if not CC:
         pytest.skip("needs a C compiler to build benchmarks/guest/stream.c")
     exe = build_guest(tmp_path, "stream")
     out = tmp_path / f"se-{memory}-{kernel}-{threads}.csv"
     gem5(tmp_path, "cxl_stream_se.py", "--binary", str(exe), "--memory", memory, "--kernel", kernel,
-         "--threads", str(threads), "--elements", str(elements), "--l2", "256KiB", "--csv", str(out), out=out.stem)
+         "--threads", str(threads), "--elements", str(elements), "--l2", "256KiB", *extra, "--csv", str(out),
+         out=out.stem)
     row = table(out)
     assert row["check"] == "ok"
     return row
@@ -60,9 +61,9 @@ def test_stream_guest_on_out_of_order_cores(tmp_path):
     assert float(row["read_gbps"]) / float(row["write_gbps"]) == pytest.approx(2.0, rel=0.1)
     # Two cores are bound by their misses in flight, as in the standalone engine;
     # gem5's O3 cores keep about 12 of their 16 in flight (Little's law on the
-    # bridge's reads), the standalone engine's all 16, so the bound is looser.
+    # bridge's reads), the standalone engine's all 16: up to a quarter less.
     ref = simcxl.stream("cxl-asic", ["copy"], threads=2)["stream_gbps"].iloc[0]
-    assert float(row["stream_gbps"]) == pytest.approx(ref, rel=0.2)
+    assert 0.75 * ref <= float(row["stream_gbps"]) <= 1.05 * ref
 
 
 @pytest.mark.parametrize("memory", ["cxl-asic", "cxl-fpga"])
@@ -73,6 +74,15 @@ def test_stream_on_sixteen_cores_agrees_with_the_standalone_engine(tmp_path, mem
     ref = simcxl.stream(memory, ["copy"], threads=16)["stream_gbps"].iloc[0]
     assert float(row["stream_gbps"]) == pytest.approx(ref, rel=0.15)
     assert float(row["read_gbps"]) / float(row["write_gbps"]) == pytest.approx(2.0, rel=0.15)
+
+
+def test_non_temporal_stream_through_gem5_reads_no_lines_for_ownership(tmp_path):
+    # (On cxl-fpga: 12.0 GB/s against the standalone engine's 13.1.)
+    row = run_stream_se(tmp_path, "cxl-asic", "copy", 16, 8192, "--stores", "non-temporal")
+    # A copied line is a load and a write alone.
+    assert float(row["read_gbps"]) / float(row["write_gbps"]) == pytest.approx(1.0, rel=0.15)
+    ref = simcxl.stream("cxl-asic", ["copy"], threads=16, stores="non-temporal")["stream_gbps"].iloc[0]
+    assert float(row["stream_gbps"]) == pytest.approx(ref, rel=0.15)
 
 
 def test_calibrate_through_gem5_fits_and_resumes(tmp_path, monkeypatch):

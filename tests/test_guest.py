@@ -36,7 +36,9 @@ def test_stream_guest_counts_bytes_and_checks_elements(stream, kernel, arrays):
 
 
 @pytest.mark.parametrize("args, message", [
-    ([], "usage: stream [-m] [-g GATE] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD"),
+    ([], "usage: stream [-m] [-g GATE] [-s TURN INDEX] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS "
+         "ELEMENTS_PER_THREAD"),
+    (["-s", "turn", "-1", "copy", "1", "10"], "INDEX must be a non-negative integer, got '-1'"),
     (["-t", "11", "copy", "1", "10"], "TIMED = 11 is out of range; allowed: 1 to ELEMENTS_PER_THREAD (10)"),
     (["sum", "1", "10"], "KERNEL = 'sum' is not allowed; allowed: copy, scale, add, triad"),
     (["copy", "300", "10"], "THREADS = 300 is out of range; allowed: 1 to 256"),
@@ -63,6 +65,24 @@ def test_stream_guest_waits_at_its_gate(stream, tmp_path):
         assert "kernel=copy threads=1 bytes=16000 " in p.stdout.read()
     finally:
         p.kill()
+
+
+def test_stream_guests_touch_their_arrays_in_turn(stream, tmp_path):
+    # Copy 1 waits for copy 0 to have touched its arrays (turn.1), and passes
+    # the turn on (turn.2) once it has touched its own.
+    turn = tmp_path / "turn"
+    second = subprocess.Popen([str(stream), "-s", str(turn), "1", "copy", "1", "1000"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        time.sleep(0.5)
+        assert second.poll() is None and not (tmp_path / "turn.2").exists()
+        first = subprocess.run([str(stream), "-s", str(turn), "0", "copy", "1", "1000"], capture_output=True,
+                               text=True, timeout=30)
+        assert first.returncode == 0 and (tmp_path / "turn.1").exists()
+        assert second.wait(timeout=30) == 0 and (tmp_path / "turn.2").exists()
+        assert "check=ok" in second.stdout.read()
+    finally:
+        second.kill()
 
 
 def test_chase_reports_each_size_and_checks_every_line(chase):

@@ -7,7 +7,7 @@
  * the set-up on a fast atomic core and the passes on detailed ones. Time comes
  * from clock_gettime, which gem5's SE mode answers from simulated time.
  *
- *   stream [-m] [-g GATE] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD
+ *   stream [-m] [-g GATE] [-s TURN INDEX] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD
  *
  * -w: one untimed pass of the kernel over each whole slice first, so that
  * the timed passes find memory and caches as STREAM's own passes leave them
@@ -21,6 +21,13 @@
  * together (SE mode passes file calls to the host): the timed passes wait
  * for GATE to exist, and the copy then waits for it to go, so that no copy
  * checks its elements while another is still timed.
+ *
+ * -s: copies run as separate processes touch their arrays in turn. Copy
+ * INDEX waits for the host file TURN.INDEX (copy 0 does not), touches its
+ * arrays, then creates TURN.<INDEX + 1>. gem5's SE mode hands frames out from
+ * one counter as pages fault, so copies touching theirs at once would
+ * interleave their pages; in turn, each gets consecutive frames (a page of
+ * a, b and c in turn), as a Linux thread does from its CPU's page lists.
  *
  * KERNEL is copy, scale, add or triad. Prints "kernel=<k> threads=<n>
  * bytes=<n> stream_gbps=<x> check=<ok|bad> t0_ns=<t> t1_ns=<t>"; check
@@ -51,7 +58,8 @@ static void m5_sleep_ns(long ns)
 static int kernel, marks, passes = 1;
 static int warm;
 static unsigned long timed;
-static const char *gate;
+static const char *gate, *turn;
+static unsigned long turn_index;
 static unsigned long threads, per;
 static double *a, *b, *c;
 static pthread_barrier_t bar;
@@ -68,6 +76,11 @@ static void run(double *restrict x, double *restrict y, double *restrict z, unsi
     }
 }
 
+static void turn_file(char *path, size_t size, unsigned long index)
+{
+    snprintf(path, size, "%s.%lu", turn, index);
+}
+
 static void *worker(void *arg)
 {
     const unsigned long t = (unsigned long)(uintptr_t)arg, lo = t * per;
@@ -76,14 +89,25 @@ static void *worker(void *arg)
         b[j] = 2.0;
         c[j] = 0.5;
     }
+    pthread_barrier_wait(&bar);
+    if (t == 0 && turn) {
+        char path[4096];
+        turn_file(path, sizeof path, turn_index + 1);
+        FILE *f = fopen(path, "w");
+        if (f)
+            fclose(f);
+    }
     if (warm)
         run(a + lo, b + lo, c + lo, per);
     pthread_barrier_wait(&bar);
     if (t == 0) {
         if (marks)
             M5_WORK(M5OP_WORK_BEGIN);
+        /* Short naps: a spin would cost simulation while later copies still
+           touch their arrays, a long one would start this copy late. */
         while (gate && access(gate, F_OK) != 0)
-            ;
+            if (marks)
+                m5_sleep_ns(100);
         t0 = now_ns();
     }
     pthread_barrier_wait(&bar);
@@ -118,6 +142,15 @@ int main(int argc, char **argv)
         } else if (i + 1 < argc && strcmp(argv[i], "-g") == 0) {
             gate = argv[i + 1];
             i += 2;
+        } else if (i + 2 < argc && strcmp(argv[i], "-s") == 0) {
+            turn = argv[i + 1];
+            char *end;
+            turn_index = strtoul(argv[i + 2], &end, 10);
+            if (argv[i + 2][0] < '0' || argv[i + 2][0] > '9' || *end != '\0') {
+                fprintf(stderr, "stream: INDEX must be a non-negative integer, got '%s'\n", argv[i + 2]);
+                return 2;
+            }
+            i += 3;
         } else if (i + 1 < argc && strcmp(argv[i], "-p") == 0) {
             passes = (int)parse_arg("stream", argv[i + 1], "PASSES");
             i += 2;
@@ -126,7 +159,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - i != 3) {
-        fprintf(stderr, "usage: stream [-m] [-g GATE] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS ELEMENTS_PER_THREAD\n");
+        fprintf(stderr, "usage: stream [-m] [-g GATE] [-s TURN INDEX] [-p PASSES] [-t TIMED] [-w] KERNEL THREADS "
+                        "ELEMENTS_PER_THREAD\n");
         return 2;
     }
     kernel = -1;
@@ -159,6 +193,13 @@ int main(int argc, char **argv)
     a = (double *)base;
     b = (double *)(base + gap);
     c = (double *)(base + 2 * gap);
+    if (turn && turn_index > 0) {
+        char path[4096];
+        turn_file(path, sizeof path, turn_index);
+        while (access(path, F_OK) != 0)
+            if (marks)
+                m5_sleep_ns(2000);
+    }
     pthread_barrier_init(&bar, NULL, (unsigned)threads);
     pthread_t *tid = malloc(threads * sizeof(pthread_t));
     for (unsigned long t = 1; t < threads; t++)

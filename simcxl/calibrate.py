@@ -619,7 +619,7 @@ def _write_preset(out: Path, r: FitResult, tb: Testbed, date: str, engine_name: 
                 f"{tb.citation or tb.description}")
     s.provenance = {
         "testbed": tb.name, "citation": tb.citation, "date": date, "engine": engine_name, "fitted": r.fitted,
-        "fit_points": [{k: x[k] for k in ("experiment", "x", "measured", "simulated", "error_pct")}
+        "fit_points": [{k: x[k] for k in ("experiment", "x", "stores", "measured", "simulated", "error_pct") if k in x}
                        for x in fit_rows],
         "fit_mae_pct": _mae(fit_rows), "validation_mae_pct": _mae([x for x in r.points if x["role"] != "fit"]),
     }
@@ -776,8 +776,8 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
                 real = c["real_traffic_gbps"]
                 k = c["out_of_line"]
                 rest = [v for j, v in real.items() if j != k]
-                lines[-1] += (f" Counting each write-allocate store's read for ownership, {k} moves {real[k]:.1f} GB/s and the "
-                              f"other three kernels {min(rest):.1f}-{max(rest):.1f}: {k} "
+                lines[-1] += (f" Counting each write-allocate store's read for ownership, {k} moves "
+                              f"{real[k]:.1f} GB/s and the other three kernels {min(rest):.1f}-{max(rest):.1f}: {k} "
                               f"({c['where_out_of_line']}) is the point out of line.")
                 if c.get("in_line_if_non_temporal"):
                     lines[-1] += (f" Had its stores written whole lines without reading them (streaming stores, "

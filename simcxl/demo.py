@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import click
 import matplotlib
@@ -54,11 +54,20 @@ def run(out: Path, testbed: Path) -> None:
         for m in MEMORIES:
             lat_frames.append(engine.lmbench(m, SIZES, accesses=5000))
             bar.update(1)
-            st_frames.append(engine.stream(m, KERNELS, threads=16))
+            # Each kernel with the stores its measurement was taken with (the testbed's stores column).
+            by_stores: Dict[str, List[str]] = {}
+            for k in KERNELS:
+                by_stores.setdefault(_stores(meas_st, m, k), []).append(k)
+            for stores, kernels in by_stores.items():
+                df = engine.stream(m, kernels, threads=16, stores=stores)
+                df["stores"] = stores
+                st_frames.append(df)
             bar.update(1)
     lat = pd.concat(lat_frames, ignore_index=True)
     lat.attrs = lat_frames[0].attrs
     st = pd.concat(st_frames, ignore_index=True)
+    st = st.iloc[sorted(range(len(st)), key=lambda i: (MEMORIES.index(st["memory"][i]),
+                                                        KERNELS.index(st["kernel"][i])))].reset_index(drop=True)
     st.attrs = st_frames[0].attrs
 
     rows = []
@@ -86,6 +95,9 @@ def run(out: Path, testbed: Path) -> None:
         err = err.reindex(columns=MEMORIES)
         click.echo("\nError of the simulation (%):")
         click.echo(err.to_string(float_format=lambda v: f"{v:+8.1f}"))
+    for _, r in st[st["stores"] != "write-allocate"].iterrows():
+        click.echo(f"({r['memory']} STREAM {r['kernel']}: simulated with {r['stores']} stores, as the testbed marks "
+                   "its measurement)")
 
     bd = engine.breakdown(lat[lat["working_set_bytes"] == max(SIZES)])
     piv = bd.pivot_table(index="memory", columns="stage", values="ns", sort=False)[list(engine.STAGES)]
@@ -154,6 +166,13 @@ def _cxl_cache(out: Path) -> None:
     from . import plots
     plots.dma_vs_cache(df, png)
     click.echo(f"wrote {png}")
+
+
+def _stores(meas: Optional[pd.DataFrame], mem: str, kernel: str) -> str:
+    if meas is None or "stores" not in meas:
+        return "write-allocate"
+    m = meas[(meas["memory"] == mem) & (meas["kernel"] == kernel)]["stores"].dropna()
+    return str(m.iloc[0]) if len(m) else "write-allocate"
 
 
 def _lookup(df: Optional[pd.DataFrame], mem: str, key: str, val, col: str) -> float:

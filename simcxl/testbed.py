@@ -4,7 +4,8 @@ A testbed is ``testbed.toml`` (platform, memories and their kinds, sources)
 plus optional CSV files: ``lat_mem_rd.csv`` (memory, working_set_bytes,
 latency_ns), ``stream.csv`` (memory, kernel, threads, bandwidth_gbps; STREAM's
 own byte counting; optional ``stores``: write-allocate, the default, or
-non-temporal when the measured binary's stores bypassed the caches) and ``loaded_latency.csv`` (memory, read_fraction, threads,
+non-temporal when the measured binary's stores wrote whole lines without
+reading them) and ``loaded_latency.csv`` (memory, read_fraction, threads,
 bandwidth_gbps, latency_ns). Loading checks everything and reports every
 problem with its file, line and column.
 """

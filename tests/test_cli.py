@@ -128,11 +128,22 @@ def test_stream_placement_reaches_the_engine():
 
 
 def test_stream_stores_reach_the_engine():
-    args = ("run", "stream", "--memory", "cxl-fpga", "--kernel", "copy", "--threads", "16", "--lines", "2000")
+    args = ("run", "stream", "--memory", "cxl-asic", "--kernel", "copy", "--threads", "16", "--lines", "2000")
     wa = cli_json(*args)["copy"]
     assert cli_json(*args, "--stores", "write-allocate")["copy"] == wa
     # Without reads for ownership a bandwidth-bound copy counts about 3/2 as many bytes.
     assert cli_json(*args, "--stores", "non-temporal")["copy"] > 1.3 * wa
+
+
+def test_demo_runs_each_stream_kernel_with_its_measured_stores():
+    import pandas as pd
+    from simcxl import demo
+    from conftest import TESTBED
+    _, shipped, _ = demo.read_testbed(TESTBED)
+    assert demo._stores(shipped, "cxl-fpga", "copy") == "non-temporal"
+    assert demo._stores(shipped, "cxl-fpga", "triad") == demo._stores(shipped, "ddr-local", "copy") == "write-allocate"
+    plain = pd.DataFrame({"memory": ["x"], "kernel": ["copy"], "bandwidth_gbps": [1.0]})
+    assert demo._stores(plain, "x", "copy") == demo._stores(None, "x", "copy") == "write-allocate"
 
 
 def test_loaded_latency_json():

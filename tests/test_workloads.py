@@ -89,7 +89,8 @@ def test_first_touch_placement_lets_a_threads_streams_share_rows(presets):
     # One rank of 16 banks: with each array in one piece, add's three streams
     # per thread sit in different rows of the same banks and close each other's
     # rows; STREAM's initialisation loop puts a page of each array side by side.
-    s = presets["cxl-fpga"].replace(**{"cxl.media.ranks": 1})
+    # A device queue deep enough that the media's banks, not the device, bound it.
+    s = presets["cxl-fpga"].replace(**{"cxl.media.ranks": 1, "cxl.device.req_queue": 256})
     kw = dict(threads=16, lines_per_thread=4000)
     ft = simcxl.stream(s, ["copy", "add"], placement="first-touch", **kw).set_index("kernel")
     ct = simcxl.stream(s, ["copy", "add"], placement="contiguous", **kw).set_index("kernel")
@@ -125,9 +126,10 @@ def test_non_temporal_stores_move_no_reads_for_ownership(presets):
         # STREAM counts the same bytes either way; every byte moved is counted without the reads.
         assert nt.loc["copy", "stream_gbps"] == pytest.approx(nt.loc["copy", "read_gbps"] + nt.loc["copy", "write_gbps"],
                                                               rel=0.03)
-        # Bandwidth-bound, the memory moves about the same traffic, so STREAM's copy rises by up to 3/2.
+        # Bandwidth-bound, the memory moves about the same traffic, so STREAM's copy rises by up to 3/2
+        # (copy's 1:1 read/write mix turns one DDR4 rank's bus around more than 2:1 does: 11 % less).
         total = lambda df: df.loc["copy", "read_gbps"] + df.loc["copy", "write_gbps"]
-        assert total(nt) == pytest.approx(total(wa), rel=0.1)
+        assert total(nt) == pytest.approx(total(wa), rel=0.15)
         assert 1.3 < nt.loc["copy", "stream_gbps"] / wa.loc["copy", "stream_gbps"] <= 1.5 * 1.03
     assert simcxl.stream(presets["cxl-asic"], ["copy"], threads=2, lines_per_thread=2000).attrs["config"]["stores"] == \
         "write-allocate"

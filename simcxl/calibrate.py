@@ -399,22 +399,29 @@ def consistency(tb: Testbed, memories: Sequence[str]) -> List[dict]:
     while it fits the first within 2 %."""
     out = []
     for m in memories:
-        st = {p.x: p for p in tb.points_of(m, "stream")}
-        for a, b in SAME_TRAFFIC:
-            if a not in st or b not in st or (st[a].threads or 0) != (st[b].threads or 0):
-                continue
-            ratio = _real(st[a]) / _real(st[b])
-            # With real(a) = real(b) and |sim(a) / meas(a) - 1| <= 2 %, the closest sim(b) to meas(b).
-            scale = st[b].measured / _real(st[b])
-            v = min(max(st[b].measured, _real(st[a]) * 0.98 * scale), _real(st[a]) * 1.02 * scale)
-            c = {"memory": m, "kernels": [a, b], "measured": [st[a].measured, st[b].measured],
-                 "stores": [st[a].stores, st[b].stores],
-                 "ratio": ratio, "consistent": abs(ratio - 1) <= CONSISTENCY_TOLERANCE,
-                 "least_error_pct_on_second": abs(_err(v, st[b].measured)), "where": [st[a].where, st[b].where]}
-            if not c["consistent"]:
-                c.update(_out_of_line(st))
-            out.append(c)
+        # Pairs are formed at one thread count; a kernel measured both ways pairs with each.
+        groups: Dict[int, Dict[str, List[Point]]] = {}
+        for p in tb.points_of(m, "stream"):
+            groups.setdefault(p.threads or 0, {}).setdefault(p.x, []).append(p)
+        for by_kernel in groups.values():
+            for a, b in SAME_TRAFFIC:
+                for pa in by_kernel.get(a, []):
+                    for pb in by_kernel.get(b, []):
+                        out.append(_pair(m, pa, pb, by_kernel))
     return out
+
+
+def _pair(memory: str, pa: Point, pb: Point, by_kernel: Dict[str, List[Point]]) -> dict:
+    ratio = _real(pa) / _real(pb)
+    # With real(a) = real(b) and |sim(a) / meas(a) - 1| <= 2 %, the closest sim(b) to meas(b).
+    scale = pb.measured / _real(pb)
+    v = min(max(pb.measured, _real(pa) * 0.98 * scale), _real(pa) * 1.02 * scale)
+    c = {"memory": memory, "kernels": [pa.x, pb.x], "measured": [pa.measured, pb.measured],
+         "stores": [pa.stores, pb.stores], "ratio": ratio, "consistent": abs(ratio - 1) <= CONSISTENCY_TOLERANCE,
+         "least_error_pct_on_second": abs(_err(v, pb.measured)), "where": [pa.where, pb.where]}
+    if not c["consistent"] and all(len(ps) == 1 for ps in by_kernel.values()):
+        c.update(_out_of_line({k: ps[0] for k, ps in by_kernel.items()}))
+    return c
 
 
 def _out_of_line(st: Dict[str, Point]) -> dict:
@@ -422,7 +429,7 @@ def _out_of_line(st: Dict[str, Point]) -> dict:
     kernel out of line, if the other three agree within CONSISTENCY_TOLERANCE
     and it is twice that away from them. A memory that bounds bandwidth moves
     about the same traffic whatever the kernel."""
-    if set(st) != set(REAL_PER_COUNTED["write-allocate"]) or len({p.threads or 0 for p in st.values()}) != 1:
+    if set(st) != set(REAL_PER_COUNTED["write-allocate"]):
         return {}
     real = {k: _real(p) for k, p in st.items()}
     for k in real:

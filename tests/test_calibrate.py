@@ -349,6 +349,18 @@ def test_a_copy_marked_non_temporal_is_counted_and_simulated_without_reads_for_o
     assert "## Testbed consistency" not in report
 
 
+def test_stream_pairs_are_checked_at_each_thread_count_and_each_stores(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [], stream_rows=[
+        ("expander", "copy", 1, 4.0), ("expander", "scale", 1, 4.1),
+        ("expander", "copy", 16, 13.1, "non-temporal"), ("expander", "copy", 16, 9.2, "write-allocate"),
+        ("expander", "scale", 16, 9.17)])
+    checks = calibrate.consistency(testbed.load(folder), ["expander"])
+    pairs = sorted((c["where"][0], c["where"][1], c["consistent"]) for c in checks)
+    # One thread: copy with scale. 16 threads: both copies with scale, neither with the one-thread points.
+    assert pairs == [("stream.csv:2", "stream.csv:3", True), ("stream.csv:4", "stream.csv:6", True),
+                     ("stream.csv:5", "stream.csv:6", True)]
+
+
 def test_bad_stores_value_is_rejected_with_file_line_and_column(tmp_path):
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0)],
                           stream_rows=[("local", "copy", "", 20.0, "streaming")])

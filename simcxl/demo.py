@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Optional, Tuple
 
 import click
 import matplotlib
@@ -55,19 +55,13 @@ def run(out: Path, testbed: Path) -> None:
             lat_frames.append(engine.lmbench(m, SIZES, accesses=5000))
             bar.update(1)
             # Each kernel with the stores its measurement was taken with (the testbed's stores column).
-            by_stores: Dict[str, List[str]] = {}
             for k in KERNELS:
-                by_stores.setdefault(_stores(meas_st, m, k), []).append(k)
-            for stores, kernels in by_stores.items():
-                df = engine.stream(m, kernels, threads=16, stores=stores)
-                df["stores"] = stores
-                st_frames.append(df)
+                stores = _stores(meas_st, m, k)
+                st_frames.append(engine.stream(m, [k], threads=16, stores=stores).assign(stores=stores))
             bar.update(1)
     lat = pd.concat(lat_frames, ignore_index=True)
     lat.attrs = lat_frames[0].attrs
     st = pd.concat(st_frames, ignore_index=True)
-    st = st.iloc[sorted(range(len(st)), key=lambda i: (MEMORIES.index(st["memory"][i]),
-                                                        KERNELS.index(st["kernel"][i])))].reset_index(drop=True)
     st.attrs = st_frames[0].attrs
 
     rows = []

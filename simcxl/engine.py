@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import pandas as pd
 
 from . import _core
-from .params import ParamError, System
+from .params import STORES, ParamError, System
 from .presets import load
 
 Memory = Union[str, Path, System]
@@ -105,7 +105,6 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
 
 
 PLACEMENTS = ("first-touch", "contiguous")
-STORES = ("write-allocate", "non-temporal")
 
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,

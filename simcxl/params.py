@@ -14,6 +14,10 @@ from typing import Any, ClassVar, Dict, Optional, Tuple
 GiB = 1 << 30
 
 
+# How a STREAM store reaches memory (engine.stream and a testbed's stream.csv).
+STORES = ("write-allocate", "non-temporal")
+
+
 class ParamError(ValueError):
     """A parameter is missing, unknown, or outside its allowed values."""
 

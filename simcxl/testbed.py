@@ -24,10 +24,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .params import KINDS, ParamError
+from .params import KINDS, STORES, ParamError
 
 KERNELS = ("copy", "scale", "add", "triad")
-STORES = ("write-allocate", "non-temporal")
 
 # Columns of each file: name -> (required, type)
 FILES = {

@@ -227,7 +227,7 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     """Fits the knobs of one memory to its fit points, in order: latency
     (idle plateau), then bandwidth (which depends on latency by Little's law);
     then, if a role missed its point, again with each value of its fallback."""
-    s = start
+    s = base = start
     fitted: Dict[str, float] = {}
     notes: List[str] = []
     pts = fit_points(tb, mem.name)
@@ -251,7 +251,7 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     extras = [k for k in knobs if k.fallback and k.role in roles and not set(k.params) & set(mem.params)]
     for k in extras:
         start = set_knob(start, k, k.fallback[0])
-    s, fitted, missed = _fit_knobs(eng, start, plain, pts, log, mem.name)
+    s, fitted, missed = _fit_knobs(eng, start, plain, pts, log, mem.name, base)
     for extra in extras:
         fitted.update({p: extra.fallback[0] for p in extra.params})
         if extra.role not in missed:
@@ -259,7 +259,7 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
         for v in extra.fallback[1:]:
             # Every knob is refitted, latency first: the media shifts it too.
             log(f"  {mem.name}: {extra.params[0]} = {v}")
-            s2, fitted2, missed2 = _fit_knobs(eng, set_knob(start, extra, v), plain, pts, log, mem.name)
+            s2, fitted2, missed2 = _fit_knobs(eng, set_knob(start, extra, v), plain, pts, log, mem.name, base)
             if extra.role not in missed2:
                 why = missed[extra.role].split(": ", 1)[1]
                 log(f"  {mem.name}: with {extra.params[0]} = {extra.fallback[0]}, {why}; with {v} ({extra.why}) "
@@ -278,9 +278,10 @@ def _role(p: Point) -> str:
 
 
 def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log: Callable[[str], None],
-               name: str) -> Tuple[System, Dict[str, float], Dict[str, str]]:
-    """Fits each knob in order to the first point of its role: the system,
-    the fitted values, and per role a note on the target it missed."""
+               name: str, base: System) -> Tuple[System, Dict[str, float], Dict[str, str]]:
+    """Fits each knob in order to the first point of its role, starting from
+    its value in `base`: the system, the fitted values, and per role a note on
+    the target it missed."""
     fitted: Dict[str, float] = {}
     missed: Dict[str, str] = {}
     for knob in knobs:
@@ -288,7 +289,7 @@ def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log:
         if not want:
             continue
         target = want[0]
-        value, err = _fit_knob(eng, s, knob, target, log, name)
+        value, err = _fit_knob(eng, s, knob, target, log, name, float(base.get(knob.params[0])))
         s = set_knob(s, knob, value)
         for p in knob.params:
             fitted[p] = value
@@ -302,7 +303,7 @@ def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log:
 
 
 def _fit_knob(eng, s: System, knob: Knob, target: Point, log: Callable[[str], None],
-              name: str) -> Tuple[float, float]:
+              name: str, x0: float) -> Tuple[float, float]:
     """The knob's best value for one target, and the error there (%)."""
     def f(v: float) -> float:
         # At the precision the preset keeps, so the final check repeats a run (free on gem5's kept runs).
@@ -311,9 +312,9 @@ def _fit_knob(eng, s: System, knob: Knob, target: Point, log: Callable[[str], No
 
     log(f"  {name}: fitting {knob.params[0]} to {target.experiment} {target.x} = {target.measured:g}")
     if knob.integer:
-        best = _fit_integer(f, int(knob.lo), int(knob.hi))
+        best = _fit_integer(f, int(knob.lo), int(knob.hi), x0)
     else:
-        best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * eng.fit_rtol, float(s.get(knob.params[0])))
+        best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * eng.fit_rtol, x0)
     value = int(round(best)) if knob.integer else round(float(best), 3)
     return value, _err(f(value) + target.measured, target.measured)
 
@@ -349,27 +350,53 @@ def _fit_real(f: Callable[[float], float], lo: float, hi: float, tol: float, x0:
     return brentq(f, lo, hi, xtol=0.05, rtol=1e-3, maxiter=30)
 
 
-def _fit_integer(f: Callable[[float], float], lo: int, hi: int) -> int:
-    """Smallest |f| over integers: a geometric scan, then bisection between the
-    two scan points that bracket the sign change (f rises with the value)."""
-    grid = sorted({int(round(lo * (hi / lo) ** (k / 5))) for k in range(6)})
-    vals = {g: f(g) for g in grid}
-    best = min(vals, key=lambda g: abs(vals[g]))
-    for a, b in zip(grid, grid[1:]):
-        if vals[a] <= 0 <= vals[b] or vals[a] >= 0 >= vals[b]:
-            fa = vals[a]
-            while b - a > 1:
-                m = (a + b) // 2
-                vals[m] = fm = f(m)
-                if (fm <= 0) == (fa <= 0):
-                    a, fa = m, fm
-                else:
-                    b = m
-            for g in (a, b):
-                if abs(vals[g]) < abs(vals[best]):
-                    best = g
+def _fit_integer(f: Callable[[float], float], lo: int, hi: int, x0: float) -> int:
+    """Smallest |f| over the integers of [lo, hi], f rising with the value.
+    From the start value (the base preset's) it steps outwards, each step
+    sized by the secant to the root, until the sign changes; then it narrows
+    the bracket to two neighbours by secant steps, a bisection whenever one
+    end has stayed put, since bandwidth saturates with queue depth. A start
+    near the answer costs four or five evaluations (each a gem5 run on that
+    engine) where a scan of the whole range would cost a dozen."""
+    vals: Dict[int, float] = {}
+
+    def at(v: int) -> float:
+        if v not in vals:
+            vals[v] = f(v)
+        return vals[v]
+
+    def best() -> int:
+        return min(sorted(vals), key=lambda v: abs(vals[v]))
+
+    a = min(max(int(round(x0)), lo), hi)
+    fa = at(a)
+    if fa == 0:
+        return a
+    up = fa < 0
+    step = max(1, a // 8)
+    while True:
+        b = min(max(a + (step if up else -step), lo), hi)
+        if b == a:
+            return best()  # the root lies beyond the range
+        fb = at(b)
+        if (fb < 0) != (fa < 0) or fb == 0:
             break
-    return best
+        # A flat stretch (a saturated queue) gives no secant: take the longest step.
+        reach = math.ceil(1.25 * abs(fb * (b - a) / (fb - fa))) if fb != fa else 4 * step
+        step = min(4 * step, max(step, reach))
+        a, fa = b, fb
+    p, q = (a, b) if a < b else (b, a)
+    fp, fq = vals[p], vals[q]
+    moved = ""
+    while q - p > 1 and fp != 0 and fq != 0:
+        m = (p + q) // 2 if moved.endswith("pp") or moved.endswith("qq") else \
+            min(max(int(round(p - fp * (q - p) / (fq - fp))), p + 1), q - 1)
+        fm = at(m)
+        if (fm < 0) == (fp < 0):
+            p, fp, moved = m, fm, moved + "p"
+        else:
+            q, fq, moved = m, fm, moved + "q"
+    return best()
 
 
 # ------------------------------------------------------------------ testbed consistency

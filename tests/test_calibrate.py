@@ -2,6 +2,7 @@
 outputs, and a testbed the harness has never seen."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -388,3 +389,26 @@ def test_real_fit_starts_from_the_preset_and_needs_few_runs():
     assert calibrate._fit_real(lambda v: v - 400.0, 5.0, 250.0, 0.1, 90.0) == 250.0
     x = calibrate._fit_real(lambda v: (v / 50.0) ** 3 - 2.0, 5.0, 250.0, 1e-4, 240.0)
     assert x == pytest.approx(50.0 * 2 ** (1 / 3), rel=1e-3)
+
+
+def test_integer_fit_starts_from_the_preset_and_finds_the_nearest_value():
+    # A queue depth: bandwidth rises and saturates with it. From a start near
+    # the answer the search needs a handful of runs, not a scan of the range.
+    def sat(target):
+        return lambda v: 20.0 * (1 - math.exp(-v / 40.0)) - target
+
+    for target, x0, most in ((14.3, 52, 5), (15.9, 52, 6), (9.0, 200, 10)):
+        calls = []
+
+        def f(v, g=sat(target)):
+            calls.append(v)
+            return g(v)
+
+        got = calibrate._fit_integer(f, 8, 512, x0)
+        assert got == min(range(8, 513), key=lambda v: abs(sat(target)(v)))
+        assert len(calls) <= most and len(set(calls)) == len(calls), calls
+    # Out of reach: the nearer bound, reached without stepping past it.
+    assert calibrate._fit_integer(sat(25.0), 16, 256, 52) == 256
+    assert calibrate._fit_integer(lambda v: v - 3.0, 16, 256, 52) == 16
+    # A flat stretch (f the same at two values) is stepped over, not divided by.
+    assert calibrate._fit_integer(lambda v: -1.0 if v < 100 else v - 120.4, 8, 512, 20) == 120

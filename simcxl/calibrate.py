@@ -308,7 +308,13 @@ def _fit_knob(eng, s: System, knob: Knob, target: Point, log: Callable[[str], No
     def f(v: float) -> float:
         # At the precision the preset keeps, so the final check repeats a run (free on gem5's kept runs).
         v = int(round(v)) if knob.integer else round(float(v), 3)
-        return simulate(eng, set_knob(s, knob, v), [target])[0] - target.measured
+        sim = simulate(eng, set_knob(s, knob, v), [target])[0]
+        if v not in tried:
+            tried.add(v)
+            log(f"    {name}: {knob.params[0]} = {v:g}: {sim:.4g} ({_err(sim, target.measured):+.2f} %)")
+        return sim - target.measured
+
+    tried: set = set()
 
     log(f"  {name}: fitting {knob.params[0]} to {target.experiment} {target.x} = {target.measured:g}")
     if knob.integer:
@@ -520,8 +526,10 @@ def _fit_and_validate(args) -> FitResult:
     eng = get_engine(engine_name, warm, lmbench_region(tb), runs)
     mem = tb.memories[mem_name]
     lines: List[str] = []
+    # A gem5 run takes minutes: its fit's steps are shown as they come, not when the memory is done.
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if engine_name == "gem5" else lines.append
     if done is None:
-        s, fitted, notes = fit_memory(eng, tb, mem, start, lines.append, fit_host)
+        s, fitted, notes = fit_memory(eng, tb, mem, start, log, fit_host)
     else:  # fitted already (the host side): validate only
         s, (fitted, notes) = start, done
     pts = tb.points_of(mem_name)

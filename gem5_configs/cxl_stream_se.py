@@ -10,9 +10,11 @@ passed over once on atomic cores, which leaves memory and caches as STREAM's
 own passes do; the timed passes of all copies then start together on --cpu
 cores, and the bandwidth is their bytes over the span from the first start to
 the last finish (gem5's stats window). The copies touch their arrays in turn,
-so that each has consecutive frames, as a Linux thread's first touch gives. Stores that miss fetch their line for ownership, as on the
-host modelled (see below), or with --stores non-temporal write whole lines without reading them. Prints the bandwidth in STREAM's counting and the
-host bridge's traffic each way in the window; a wrong element fails the run.
+so that each has consecutive frames, as a Linux thread's first touch gives.
+Stores that miss fetch their line for ownership, as on the host modelled (see
+below), or with --stores non-temporal write whole lines without reading them.
+Prints the bandwidth in STREAM's counting and the host bridge's traffic each
+way in the window; a wrong element fails the run.
 """
 
 import argparse

@@ -104,6 +104,19 @@ def test_first_touch_placement_lets_a_threads_streams_share_rows(presets):
     assert total(ct, "add") < 0.8 * total(ct, "copy")
 
 
+def test_write_backs_leave_the_l2_far_behind_the_reads(presets):
+    # A dirty line is written back when the L2 pushes it out, an L2's worth
+    # of stores after its read for ownership, not into the row that read just
+    # opened. With an L2 of 16 lines the write-back follows at once.
+    kw = dict(threads=16, lines_per_thread=4000)
+    far = simcxl.stream(presets["cxl-fpga"], ["copy"], **kw).iloc[0]
+    near = simcxl.stream(presets["cxl-fpga"].replace(**{"host.l2_bytes": 1024}), ["copy"], **kw).iloc[0]
+    assert near["cxl.media.row_hit_rate"] > far["cxl.media.row_hit_rate"] + 0.08
+    for r in (far, near):  # the same lines move either way, only later
+        assert r["read_gbps"] == pytest.approx(2 * r["write_gbps"], rel=0.02)
+    assert far["stream_gbps"] == pytest.approx(near["stream_gbps"], rel=0.06)
+
+
 def test_bad_stream_placement_names_the_choices(presets):
     with pytest.raises(simcxl.ParamError, match="placement = 'random' is not allowed; allowed values: "
                                                 "first-touch, contiguous"):

@@ -332,6 +332,15 @@ class TrafficDriver : public Driver {
                               "' is not allowed; allowed values: write-allocate, non-temporal");
         ntStores_ = stores == "non-temporal";
         streamLines_ = lines;
+        for (const Op2& o : ops_)
+            if (o.store) storeArray_ = o.array;
+        // A dirty line is written back when newer lines push it out of the core's
+        // L2, which holds the latest l2 lines of the stream, 1/ops of them stores.
+        // STREAM passes over its arrays again and again, so the first stores
+        // already push out the last pass's lines. At most half an array back:
+        // the arrays simulated here are short, and the write-back stays far from
+        // the rows being read, as it is in arrays larger than the caches.
+        wbLag_ = std::min<uint64_t>(lines / 2, sys_.params().host.l2_bytes / kLineBytes / ops_.size());
         const uint64_t slice = lines * kLineBytes;
         firstTouch_ = placement == "first-touch";
         pageLines_ = Divisor(pageBytes / kLineBytes);  // a power of two: shifts on the per-request path
@@ -395,7 +404,9 @@ class TrafficDriver : public Driver {
                 break;
             case kRfo:
                 --k.mshr;
-                k.dirty.push_back(x->hostAddr);  // the line is dirty: written back later
+                // The line is dirty now; the one the caches push out for it is wbLag_ store lines older.
+                k.dirty.push_back(streamAddr(x->src, storeArray_, (k.rfos++ % streamLines_ + streamLines_ - wbLag_) %
+                                                                      streamLines_));
                 countOp(true, t);
                 break;
             default:
@@ -414,7 +425,7 @@ class TrafficDriver : public Driver {
     struct Core {
         uint32_t mshr = 0, wb = 0;
         std::deque<uint64_t> dirty;
-        uint64_t pos = 0;
+        uint64_t pos = 0, rfos = 0;
         Tick notBefore = 0;
         Rng rng;
     };
@@ -488,7 +499,8 @@ class TrafficDriver : public Driver {
     Divisor pageLines_{64};
     uint64_t slicePages_ = 1;
     std::vector<Op2> ops_;
-    uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
+    uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1, wbLag_ = 0;
+    uint8_t storeArray_ = 0;
     double readFrac_ = 1.0;
     Tick delay_ = 0, interval_ = 0;
 };

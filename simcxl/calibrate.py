@@ -170,16 +170,25 @@ def set_knob(s: System, knob: Knob, value: float) -> System:
 
 
 def fit_points(tb: Testbed, memory: str) -> List[Point]:
-    """Default fit subset: the largest lat_mem_rd working set and STREAM copy;
-    with neither, the loaded-latency point with the fewest threads."""
+    """The points a memory's knobs fit: those its testbed declares (`fit`),
+    per role; for a role it leaves out, the default: the largest lat_mem_rd
+    working set, STREAM copy, and with neither of those, the loaded-latency
+    point with the fewest threads."""
+    declared = tb.memories[memory].fit
     out = []
-    lat = tb.points_of(memory, "lat_mem_rd")
-    if lat:
-        out.append(max(lat, key=lambda p: p.x))
-    st = [p for p in tb.points_of(memory, "stream") if p.x == "copy"]
-    if st:
-        out.append(st[0])
-    if not out:
+    if "lat_mem_rd" in declared or "loaded_latency" in declared:
+        out += [p for p in (declared.get("lat_mem_rd"), declared.get("loaded_latency")) if p is not None]
+    else:
+        lat = tb.points_of(memory, "lat_mem_rd")
+        if lat:
+            out.append(max(lat, key=lambda p: p.x))
+    if "stream" in declared:
+        out += [declared["stream"]] if declared["stream"] is not None else []
+    else:
+        st = [p for p in tb.points_of(memory, "stream") if p.x == "copy"]
+        if st:
+            out.append(st[0])
+    if not out and not declared:
         ll = tb.points_of(memory, "loaded_latency")
         if ll:
             out.append(min(ll, key=lambda p: p.x["threads"]))
@@ -728,6 +737,7 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
     import matplotlib.pyplot as plt
 
     df = pd.DataFrame([p for r in results for p in r.points])
+    declared = [r.memory for r in results if tb.memories[r.memory].fit]
     cite = tb.citation or tb.description
     caption = (f"Measured: testbed {tb.name} ({cite}). Simulated: SimCXL {standalone._version()} "
                f"{summary['engine']} engine with the calibrated presets of this run ({summary['date']}).")
@@ -774,8 +784,10 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
 
     lines = [f"# Calibration of SimCXL against testbed `{tb.name}`", "",
              f"Measured data: {cite}", "",
-             f"Engine: {summary['engine']}; date: {summary['date']}. Fitted points use the default subset "
-             "(largest lat_mem_rd working set, STREAM copy); every other point is validation only.", "",
+             f"Engine: {summary['engine']}; date: {summary['date']}. Fitted points use "
+             + (f"those testbed.toml declares (`fit`) for {', '.join(declared)}, and otherwise " if declared else "")
+             + "the default subset (largest lat_mem_rd working set, STREAM copy); every other point is validation "
+             "only.", "",
              "## Errors per memory", "",
              "| memory | fit MAE % | validation MAE % | validation at/after LLC + other kernels MAE % | fitted |",
              "|---|---|---|---|---|"]

@@ -6,8 +6,9 @@ latency_ns), ``stream.csv`` (memory, kernel, threads, bandwidth_gbps; STREAM's
 own byte counting; optional ``stores``: write-allocate, the default, or
 non-temporal when the measured binary's stores wrote whole lines without
 reading them) and ``loaded_latency.csv`` (memory, read_fraction, threads,
-bandwidth_gbps, latency_ns). Loading checks everything and reports every
-problem with its file, line and column.
+bandwidth_gbps, latency_ns). A memory may declare the points its fit uses
+(``fit``, see FIT_KEYS); the others are validation only. Loading checks
+everything and reports every problem with its file, line and column.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ FILES = {
 }
 
 
+# What a memory's `fit` table may name, per experiment: the one point its knobs
+# of that role fit, or false for none. lat_mem_rd and loaded_latency both fit
+# the latency knobs, so a memory names at most one of them.
+FIT_KEYS = {
+    "lat_mem_rd": "a measured working_set_bytes",
+    "stream": 'a kernel ("copy"), or a table { kernel = "copy", threads = 16, stores = "non-temporal" }',
+    "loaded_latency": "a table { threads = 4, read_fraction = 1.0 }",
+}
+
+
 class TestbedError(ParamError):
     """A malformed testbed; the message lists every problem, one per line."""
     __test__ = False  # not a pytest test class
@@ -53,6 +64,7 @@ class Memory:
     base: Optional[str] = None          # preset to start from
     link: Dict[str, Any] = field(default_factory=dict)
     params: Dict[str, Any] = field(default_factory=dict)  # dotted overrides
+    fit: Dict[str, Optional["Point"]] = field(default_factory=dict)  # declared fit points (None: none)
 
 
 @dataclass
@@ -111,6 +123,7 @@ def load(folder) -> Testbed:
     except tomllib.TOMLDecodeError as e:
         raise TestbedError(f"{toml_path}: {e}") from None
     memories: Dict[str, Memory] = {}
+    declared_fit: Dict[str, Tuple[Dict[str, Any], int]] = {}
     mems = raw.get("memories")
     if not isinstance(mems, dict) or not mems:
         problems.append(f"{toml_path}: no [memories.NAME] tables; each memory needs one with a kind")
@@ -135,6 +148,11 @@ def load(folder) -> Testbed:
             problems.append(f"{loc}: memories.{name}.params must be a table of dotted parameter names")
             params = {}
         memories[name] = Memory(name, kind, str(m.get("description", "")), m.get("base"), dict(link), dict(params))
+        fit = m.get("fit", {})
+        if not isinstance(fit, dict):
+            problems.append(f"{loc}: memories.{name}.fit must be a table; keys: {', '.join(FIT_KEYS)}")
+            fit = {}
+        declared_fit[name] = (fit, _line_of(text, "fit", after=line) or line)
 
     points: List[Point] = []
     for key, (fname, cols) in FILES.items():
@@ -144,17 +162,72 @@ def load(folder) -> Testbed:
             points += _read_csv(path, key, cols, memories, problems)
     if not problems and not points:
         problems.append(f"{folder}: no measurements (lat_mem_rd.csv, stream.csv or loaded_latency.csv)")
+    for name, (fit, line) in declared_fit.items():
+        memories[name].fit = _resolve_fit(name, fit, [p for p in points if p.memory == name],
+                                          f"{toml_path}:{line}", problems)
     if problems:
         raise TestbedError("testbed " + str(folder) + " has problems:\n" + "\n".join(problems))
     return Testbed(str(raw.get("name", folder.name)), folder, str(raw.get("description", "")), memories, points,
                    _citation(text), raw)
 
 
-def _line_of(text: str, needle: str) -> int:
+def _line_of(text: str, needle: str, after: int = 0) -> int:
+    """The first line from `after` on that starts with `needle`, within the
+    table that line `after` opens."""
     for i, line in enumerate(text.splitlines(), 1):
+        if i <= after:
+            continue
+        if after and line.strip().startswith("["):
+            return 0
         if line.strip().startswith(needle):
             return i
     return 0
+
+
+def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str,
+                 problems: List[str]) -> Dict[str, Optional["Point"]]:
+    """The points a memory's `fit` table names, by experiment (None: fit none)."""
+    out: Dict[str, Optional[Point]] = {}
+    for key, want in fit.items():
+        where = f"{loc}: memories.{name}.fit.{key}"
+        if key not in FIT_KEYS:
+            problems.append(f"{where} is not allowed; allowed: {', '.join(FIT_KEYS)}")
+            continue
+        if want is False:
+            out[key] = None
+            continue
+        cands = [p for p in points if p.experiment == key]
+        if key == "lat_mem_rd":
+            if isinstance(want, bool) or not isinstance(want, int):
+                problems.append(f"{where} = {want!r} must be {FIT_KEYS[key]} or false")
+                continue
+            match = [p for p in cands if p.x == want]
+        elif key == "stream":
+            want = {"kernel": want} if isinstance(want, str) else want
+            if not isinstance(want, dict) or "kernel" not in want or set(want) - {"kernel", "threads", "stores"}:
+                problems.append(f"{where} = {fit[key]!r} must be {FIT_KEYS[key]} or false")
+                continue
+            match = [p for p in cands if p.x == want["kernel"] and p.threads == want.get("threads", p.threads)
+                     and p.stores == want.get("stores", p.stores)]
+        else:
+            if not isinstance(want, dict) or set(want) != {"threads", "read_fraction"}:
+                problems.append(f"{where} = {want!r} must be {FIT_KEYS[key]} or false")
+                continue
+            match = [p for p in cands if p.x["threads"] == want["threads"]
+                     and p.x["read_fraction"] == want["read_fraction"]]
+        if len(match) != 1:
+            measured = ", ".join(sorted({str(p.x if key != "loaded_latency" else (p.x["threads"], p.x["read_fraction"]))
+                                         for p in cands})) or "none"
+            problems.append(f"{where} = {fit[key]!r} matches " +
+                            (f"no point of {FILES[key][0]} for {name}; measured: {measured}" if not match else
+                             f"{len(match)} points ({', '.join(p.where for p in match)}); add threads or stores "
+                             "to name one"))
+            continue
+        out[key] = match[0]
+    if out.get("lat_mem_rd") and out.get("loaded_latency"):
+        problems.append(f"{loc}: memories.{name}.fit names both lat_mem_rd and loaded_latency; both fit the "
+                        "latency knobs, which take one point: set the other to false")
+    return out
 
 
 def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems: List[str]) -> List[Point]:

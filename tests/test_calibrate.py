@@ -116,6 +116,62 @@ def test_unseen_testbed_with_one_idle_latency_per_memory(tmp_path):
     assert json.loads((out / "summary.json").read_text())["testbed"] == "tiny"
 
 
+def test_declared_fit_points_replace_the_default_ones(tmp_path):
+    # The expander fits its 256 MiB latency and STREAM triad; copy and 1 GiB
+    # become validation. The local memory keeps the default subset.
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 28, 280.0),
+                                            ("expander", 1 << 30, 300.0)],
+                          stream_rows=[("expander", "copy", 16, 12.5), ("expander", "triad", 16, 14.0)],
+                          extra='fit = { lat_mem_rd = 268435456, stream = "triad" }')
+    tb = testbed.load(folder)
+    assert [(p.experiment, p.x) for p in calibrate.fit_points(tb, "expander")] == [("lat_mem_rd", 1 << 28),
+                                                                                   ("stream", "triad")]
+    out = tmp_path / "out"
+    summary = calibrate.run(folder, out, workers=1, log=lambda m: None)
+    role = {(p["memory"], p["experiment"], p["x"]): p for p in summary["points"]}
+    assert role[("expander", "lat_mem_rd", 1 << 28)]["role"] == "fit"
+    assert role[("expander", "lat_mem_rd", 1 << 30)]["role"] == "validation"
+    assert role[("expander", "stream", "triad")]["role"] == "fit"
+    assert role[("expander", "stream", "copy")]["role"] == "validation"
+    assert role[("local", "lat_mem_rd", 1 << 30)]["role"] == "fit"
+    for key in (("expander", "lat_mem_rd", 1 << 28), ("expander", "stream", "triad")):
+        assert abs(role[key]["error_pct"]) <= 2.0
+    assert "declares (`fit`) for expander" in (out / "report.md").read_text()
+    # false fits none of that experiment: the queue keeps its base value.
+    none = make_testbed(tmp_path / "none", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 300.0)],
+                        stream_rows=[("expander", "copy", 16, 16.0)], extra="fit = { stream = false }")
+    tb = testbed.load(none)
+    assert [p.experiment for p in calibrate.fit_points(tb, "expander")] == ["lat_mem_rd"]
+
+
+@pytest.mark.parametrize("fit,needle", [
+    ("fit = { lat_mem_rd = 12345 }",
+     "testbed.toml:9: memories.expander.fit.lat_mem_rd = 12345 matches no point of lat_mem_rd.csv for expander; "
+     "measured: 1073741824"),
+    ("fit = { iops = 3 }", "memories.expander.fit.iops is not allowed; allowed: lat_mem_rd, stream, loaded_latency"),
+    ('fit = { stream = "copy" }', "fit.stream = 'copy' matches 2 points (stream.csv:2, stream.csv:3); add threads or "
+                                  "stores to name one"),
+    ('fit = { stream = { kernel = "copy", threads = 4 } }', "matches no point of stream.csv for expander"),
+    ('fit = { stream = { kernel = "copy", rate = 4 } }', "must be a kernel"),
+    ("fit = { loaded_latency = { threads = 4, read_fraction = 1.0 }, lat_mem_rd = 1073741824 }",
+     "memories.expander.fit names both lat_mem_rd and loaded_latency"),
+    ('fit = "copy"', "memories.expander.fit must be a table"),
+])
+def test_bad_fit_declarations_name_the_line_and_what_was_measured(tmp_path, fit, needle):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 300.0)],
+                          stream_rows=[("expander", "copy", 8, 12.0), ("expander", "copy", 16, 16.0)], extra=fit)
+    (folder / "loaded_latency.csv").write_text("memory,read_fraction,threads,bandwidth_gbps,latency_ns\n"
+                                               "expander,1.0,4,12.0,330\n")
+    with pytest.raises(testbed.TestbedError) as e:
+        testbed.load(folder)
+    assert needle in str(e.value)
+    # With a table that stays whole, the good declaration loads: the 16-thread copy.
+    good = make_testbed(tmp_path / "good", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 300.0)],
+                        stream_rows=[("expander", "copy", 8, 12.0), ("expander", "copy", 16, 16.0)],
+                        extra='fit = { stream = { kernel = "copy", threads = 16 } }')
+    assert testbed.load(good).memories["expander"].fit["stream"].threads == 16
+
+
 def test_unreachable_target_is_reported_not_stretched(tmp_path):
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 120.0), ("expander", 1 << 30, 5000.0)])
     summary = calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=lambda m: None)

@@ -550,7 +550,8 @@ def _fit_and_validate(args) -> FitResult:
         rows.append({"memory": mem_name, "experiment": p.experiment, "x": x, "measured": p.measured,
                      "simulated": v, "error_pct": _err(v, p.measured),
                      "role": "fit" if id(p) in fit_ids else "validation", "source": p.where,
-                     **({"stores": p.stores} if p.experiment == "stream" else {})})
+                     **({"stores": p.stores} if p.experiment == "stream" else {}),
+                     **({"threads": p.threads} if p.experiment == "stream" and p.threads else {})})
     return FitResult(mem_name, s, fitted, lines + notes, rows)
 
 
@@ -670,7 +671,8 @@ def _write_preset(out: Path, r: FitResult, tb: Testbed, date: str, engine_name: 
                 f"{tb.citation or tb.description}")
     s.provenance = {
         "testbed": tb.name, "citation": tb.citation, "date": date, "engine": engine_name, "fitted": r.fitted,
-        "fit_points": [{k: x[k] for k in ("experiment", "x", "stores", "measured", "simulated", "error_pct") if k in x}
+        "fit_points": [{k: x[k] for k in ("experiment", "x", "threads", "stores", "measured", "simulated", "error_pct")
+                        if k in x}
                        for x in fit_rows],
         "fit_mae_pct": _mae(fit_rows), "validation_mae_pct": _mae([x for x in r.points if x["role"] != "fit"]),
     }
@@ -707,7 +709,7 @@ def _summary(tb: Testbed, results: List[FitResult], engine_name: str, date: str,
     summary = {
         "testbed": tb.name, "citation": tb.citation, "engine": engine_name, "date": date,
         "points": [{k: p[k] for k in ("memory", "experiment", "x", "measured", "simulated", "error_pct", "role",
-                                      "stores") if k in p} for p in points],
+                                      "threads", "stores") if k in p} for p in points],
         "memories": per,
         "overall": {"fit_mae_pct": _mae([p for p in points if p["role"] == "fit"]),
                     "validation_mae_pct": _mae([p for p in points if p["role"] == "validation"])},
@@ -762,17 +764,26 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
     if len(st):
         fig, ax = plt.subplots(figsize=(8, 4.8))
         mems = list(dict.fromkeys(st["memory"]))
-        kernels = [k for k in ("copy", "scale", "add", "triad") if k in set(st["x"])]
+        # One group of bars per kernel and thread count measured; a memory's
+        # kernel measured with both kinds of stores gets a group for each.
+        threads = st["threads"] if "threads" in st else pd.Series([None] * len(st), index=st.index)
+        st = st.assign(threads=threads.where(threads.notna(), None))
+        both = st.groupby(["memory", "x", "threads"], dropna=False)["stores"].transform("nunique") > 1
+        st = st.assign(group=[(k, t, s if b else None) for k, t, s, b in zip(st["x"], st["threads"], st["stores"], both)])
+        order = {k: i for i, k in enumerate(("copy", "scale", "add", "triad"))}
+        groups = sorted(set(st["group"]), key=lambda g: (order[g[0]], g[1] or 0, g[2] or ""))
         w = 0.8 / len(mems)
         for i, mem in enumerate(mems):
-            g = st[st["memory"] == mem].set_index("x").reindex(kernels)
-            xs = [k + i * w for k in range(len(kernels))]
+            g = st[st["memory"] == mem].set_index("group").reindex(groups)
+            xs = [k + i * w for k in range(len(groups))]
             ax.bar(xs, g["measured"], w * 0.45, color=f"C{i}", alpha=0.45, hatch="//", label=f"{mem} measured")
-            ax.bar([x + w * 0.45 for x in xs], g["simulated"], w * 0.45, color=f"C{i}", label=f"{mem} simulated")
-        ax.set_xticks([k + w * (len(mems) - 1) / 2 for k in range(len(kernels))])
-        ax.set_xticklabels(kernels)
+            ax.bar([x + w * 0.45 for x in xs], g["simulated"], w * 0.45, color=f"C{i}", label=f"{mem} simulated",
+                   edgecolor=["black" if r == "fit" else "none" for r in g["role"]], linewidth=1.5)
+        ax.set_xticks([k + (w * (len(mems) - 1) + w * 0.45) / 2 for k in range(len(groups))])
+        ax.set_xticklabels([" ".join([k] + ([f"{int(t)} threads"] if t else []) + (["NT" if s == "non-temporal" else "WA"]
+                                                                             if s else [])) for k, t, s in groups])
         ax.set_ylabel("GB/s (STREAM counting)")
-        ax.set_title("STREAM: measured vs simulated (copy is fitted)")
+        ax.set_title("STREAM: measured vs simulated (outlined: fitted points)")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
         figs.append(("stream.png", fig))
@@ -848,14 +859,22 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
         for m, v in bad:
             worst = sorted((p for p in summary["points"] if p["memory"] == m), key=lambda p: -abs(p["error_pct"]))[:4]
             lines.append(f"- {m}: worst points " + "; ".join(
-                f"{p['experiment']} {p['x']}: {p['error_pct']:+.1f} % ({p['role']})" for p in worst))
+                f"{p['experiment']} {_label(p)}: {p['error_pct']:+.1f} % ({p['role']})" for p in worst))
         lines.append("")
     lines += ["## Plots", ""] + [f"![{n}]({n})" for n, _ in figs] + ["", "## Every point", "",
               "| memory | experiment | x | measured | simulated | error % | role |", "|---|---|---|---|---|---|---|"]
     for p in summary["points"]:
-        lines.append(f"| {p['memory']} | {p['experiment']} | {p['x']} | {p['measured']:.3f} | {p['simulated']:.3f} | "
+        lines.append(f"| {p['memory']} | {p['experiment']} | {_label(p)} | {p['measured']:.3f} | {p['simulated']:.3f} | "
                      f"{p['error_pct']:+.2f} | {p['role']} |")
     _atomic_write(out / "report.md", "\n".join(lines) + "\n")
+
+
+def _label(p: dict) -> str:
+    """A point's x in the report: a STREAM kernel with its threads and stores when they are not the defaults."""
+    if p["experiment"] != "stream":
+        return str(p["x"])
+    return " ".join([str(p["x"])] + ([f"{p['threads']} threads"] if p.get("threads") else [])
+                    + ([p["stores"]] if p.get("stores", "write-allocate") != "write-allocate" else []))
 
 
 def _f(v: Optional[float]) -> str:

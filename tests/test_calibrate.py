@@ -144,6 +144,22 @@ def test_declared_fit_points_replace_the_default_ones(tmp_path):
     assert [p.experiment for p in calibrate.fit_points(tb, "expander")] == ["lat_mem_rd"]
 
 
+def test_a_kernel_measured_at_two_thread_counts_is_two_points_in_every_output(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 300.0)],
+                          stream_rows=[("expander", "copy", 8, 11.0), ("expander", "copy", 16, 12.5)],
+                          extra='fit = { stream = { kernel = "copy", threads = 16 } }')
+    out = tmp_path / "out"
+    summary = calibrate.run(folder, out, workers=1, log=lambda m: None)
+    copies = {p["threads"]: p for p in summary["points"] if p["experiment"] == "stream"}
+    assert set(copies) == {8, 16} and copies[16]["role"] == "fit" and copies[8]["role"] == "validation"
+    assert abs(copies[16]["error_pct"]) <= 2.0
+    assert summary["memories"]["expander"]["fitted"]["cxl.device.req_queue"] != calibrate.KNOBS["cxl-type3"][1].hi
+    report = (out / "report.md").read_text()
+    assert "| expander | stream | copy 8 threads | 11.000 |" in report
+    assert "| expander | stream | copy 16 threads | 12.500 |" in report
+    assert (out / "stream.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.mark.parametrize("fit,needle", [
     ("fit = { lat_mem_rd = 12345 }",
      "testbed.toml:9: memories.expander.fit.lat_mem_rd = 12345 matches no point of lat_mem_rd.csv for expander; "

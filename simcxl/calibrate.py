@@ -766,12 +766,12 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
         mems = list(dict.fromkeys(st["memory"]))
         # One group of bars per kernel and thread count measured; a memory's
         # kernel measured with both kinds of stores gets a group for each.
-        threads = st["threads"] if "threads" in st else pd.Series([None] * len(st), index=st.index)
-        st = st.assign(threads=threads.where(threads.notna(), None))
-        both = st.groupby(["memory", "x", "threads"], dropna=False)["stores"].transform("nunique") > 1
+        threads = st["threads"] if "threads" in st else [None] * len(st)
+        st = st.assign(threads=[int(t) if t is not None and t == t else 0 for t in threads])  # 0: not stated
+        both = st.groupby(["memory", "x", "threads"])["stores"].transform("nunique") > 1
         st = st.assign(group=[(k, t, s if b else None) for k, t, s, b in zip(st["x"], st["threads"], st["stores"], both)])
         order = {k: i for i, k in enumerate(("copy", "scale", "add", "triad"))}
-        groups = sorted(set(st["group"]), key=lambda g: (order[g[0]], g[1] or 0, g[2] or ""))
+        groups = sorted(set(st["group"]), key=lambda g: (order[g[0]], g[1], g[2] or ""))
         w = 0.8 / len(mems)
         for i, mem in enumerate(mems):
             g = st[st["memory"] == mem].set_index("group").reindex(groups)
@@ -780,7 +780,7 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
             ax.bar([x + w * 0.45 for x in xs], g["simulated"], w * 0.45, color=f"C{i}", label=f"{mem} simulated",
                    edgecolor=["black" if r == "fit" else "none" for r in g["role"]], linewidth=1.5)
         ax.set_xticks([k + (w * (len(mems) - 1) + w * 0.45) / 2 for k in range(len(groups))])
-        ax.set_xticklabels([" ".join([k] + ([f"{int(t)} threads"] if t else []) + (["NT" if s == "non-temporal" else "WA"]
+        ax.set_xticklabels([" ".join([k] + ([f"{t} threads"] if t else []) + (["NT" if s == "non-temporal" else "WA"]
                                                                              if s else [])) for k, t, s in groups])
         ax.set_ylabel("GB/s (STREAM counting)")
         ax.set_title("STREAM: measured vs simulated (outlined: fitted points)")

@@ -146,11 +146,12 @@ def test_declared_fit_points_replace_the_default_ones(tmp_path):
 
 def test_a_kernel_measured_at_two_thread_counts_is_two_points_in_every_output(tmp_path):
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 300.0)],
-                          stream_rows=[("expander", "copy", 8, 11.0), ("expander", "copy", 16, 12.5)],
+                          stream_rows=[("expander", "copy", 8, 11.0), ("expander", "copy", 16, 12.5),
+                                       ("local", "copy", "", 20.0)],  # and one that states no threads
                           extra='fit = { stream = { kernel = "copy", threads = 16 } }')
     out = tmp_path / "out"
     summary = calibrate.run(folder, out, workers=1, log=lambda m: None)
-    copies = {p["threads"]: p for p in summary["points"] if p["experiment"] == "stream"}
+    copies = {p["threads"]: p for p in summary["points"] if p["experiment"] == "stream" and p["memory"] == "expander"}
     assert set(copies) == {8, 16} and copies[16]["role"] == "fit" and copies[8]["role"] == "validation"
     assert abs(copies[16]["error_pct"]) <= 2.0
     assert summary["memories"]["expander"]["fitted"]["cxl.device.req_queue"] != calibrate.KNOBS["cxl-type3"][1].hi

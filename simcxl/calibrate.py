@@ -567,6 +567,10 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
         if n not in tb.memories:
             raise ParamError(f"--memories: {n!r} is not a memory of testbed {tb.name}; "
                              f"allowed: {', '.join(tb.memories)}")
+    try:
+        (out / "presets").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ParamError(f"--out {out}: cannot make the output folder ({e.strerror}: {e.filename})") from None
     if engine_name == "gem5":
         if not memories:  # by default, what gem5 can calibrate
             skipped = [n for n in names if tb.memories[n].kind != "cxl-type3"]
@@ -583,7 +587,6 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
                 f"the two kernels move the same bytes; no model fits both (see the report)"
                 + (f"; {c['out_of_line']} is the kernel out of line" if c.get("out_of_line") else "")
                 + (", and in line if its stores were non-temporal" if c.get("in_line_if_non_temporal") else ""))
-    (out / "presets").mkdir(parents=True, exist_ok=True)
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     results: Dict[str, FitResult] = {}
 

@@ -473,7 +473,8 @@ def bench(requests, memory, as_json):
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for presets, report, summary.")
 @click.option("--json", "json_path", default=None, help="Also write the JSON summary here ('-' for stdout).")
 @click.option("--engine", type=click.Choice(["standalone", "gem5"]), default="standalone", show_default=True)
-@click.option("--workers", type=int, default=None, help="Processes for the memories after the host fit.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes for the memories after the host fit.")
 def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
     """Fit presets to a testbed's measurements and report the errors."""
     from . import calibrate
@@ -496,7 +497,7 @@ def _pct(v) -> str:
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Results folder (rerun to resume).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
-@click.option("--workers", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--address", default=None, help="Scheduler address of an existing Dask cluster.")
 def sweep_cmd(spec, out, executor, workers, address):
     """Run a design-space sweep (TOML spec); results land in OUT as they finish."""

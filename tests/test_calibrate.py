@@ -349,6 +349,16 @@ def test_cli_rejects_unknown_memory_and_malformed_testbed(tmp_path):
     r = subprocess.run([exe, "calibrate", "--testbed", str(bad), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "lat_mem_rd.csv:2 column 3: latency_ns = -1 must be positive" in r.stderr
+    # An output folder that cannot be made, and no workers: named, no traceback, nothing left behind.
+    (tmp_path / "file").write_text("")
+    r = subprocess.run([exe, "calibrate", "--testbed", str(TESTBED), "--out", str(tmp_path / "file" / "o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and f"--out {tmp_path / 'file' / 'o'}: cannot make the output folder" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = subprocess.run([exe, "calibrate", "--testbed", str(TESTBED), "--out", str(tmp_path / "w"), "--workers", "0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "'--workers': 0 is not in the range x>=1" in r.stderr
+    assert not (tmp_path / "o").exists() and not (tmp_path / "w").exists()
 
 
 def test_packaged_presets_came_from_the_calibration():

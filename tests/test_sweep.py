@@ -67,6 +67,14 @@ def test_bad_specs_are_rejected_before_anything_runs(bad, needle):
     assert needle in str(e.value)
 
 
+def test_sweep_cli_refuses_no_workers(tmp_path):
+    spec_path = write_spec(tmp_path / "s.toml", 2)
+    r = subprocess.run([EXE, "sweep", str(spec_path), "--out", str(tmp_path / "o"), "--workers", "0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "'--workers': 0 is not in the range x>=1" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_grid_random_and_lhs_points():
     g = sw.Sweep.from_dict(spec())
     assert len(g.grid()) == 6 and g.grid()[0] == {"cxl.link.lanes": 4, "workload.read_fraction": 1.0}

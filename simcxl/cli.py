@@ -89,8 +89,29 @@ memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=[
 set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                        help="Override a parameter, e.g. cxl.link.lanes=8 (repeatable).")
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable results.")
-plot_opt = click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG plot here.")
-csv_opt = click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every statistic as CSV.")
+def _writable(ctx, param, value):
+    """An output file's folder, made now, so that a path that cannot be written
+    fails before the simulation rather than after it."""
+    if value is None or value == "-":
+        return value
+    parent = Path(value).parent
+    for up in (parent, *parent.parents):
+        if up.exists():
+            if not up.is_dir():
+                raise click.BadParameter(f"cannot write {value}: {up} is a file, not a folder")
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.BadParameter(f"cannot write {value}: {e.strerror} ({e.filename})") from None
+    if Path(value).is_dir():
+        raise click.BadParameter(f"{value} is a folder; give a file name")
+    return value
+
+
+plot_opt = click.option("--plot", type=click.Path(dir_okay=False), callback=_writable, help="Write a PNG plot here.")
+csv_opt = click.option("--csv", "csv_path", type=click.Path(dir_okay=False), callback=_writable,
+                       help="Write every statistic as CSV.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -471,7 +492,8 @@ def bench(requests, memory, as_json):
 @click.option("--testbed", required=True, type=click.Path(file_okay=False), help="Testbed folder.")
 @click.option("--memories", default=None, help="Comma-separated memories of the testbed (default: all).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for presets, report, summary.")
-@click.option("--json", "json_path", default=None, help="Also write the JSON summary here ('-' for stdout).")
+@click.option("--json", "json_path", default=None, callback=_writable,
+              help="Also write the JSON summary here ('-' for stdout).")
 @click.option("--engine", type=click.Choice(["standalone", "gem5"]), default="standalone", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes for the memories after the host fit.")
@@ -523,7 +545,7 @@ def sweep_cmd(spec, out, executor, workers, address):
 @click.option("--y", "y", required=True, help="Column on the y axis (a metric, or a parameter for heatmaps).")
 @click.option("--hue", default=None, help="One line per value of this column.")
 @click.option("--z", "z", default=None, help="Heatmap colour (a metric); makes the plot a heatmap.")
-@click.option("--out", "png", default=None, help="PNG to write (default FOLDER/plot.png).")
+@click.option("--out", "png", default=None, callback=_writable, help="PNG to write (default FOLDER/plot.png).")
 def plot_cmd(folder, x, y, hue, z, png):
     """Line plot or heatmap from a sweep's results table."""
     from . import plots

@@ -296,6 +296,15 @@ def test_lmbench_plot_and_csv(tmp_path):
     assert set(df["memory"]) == {"cxl-asic"}
 
 
+def test_an_output_that_cannot_be_written_fails_before_the_run(tmp_path):
+    (tmp_path / "file").write_text("")
+    for opt in ("--plot", "--csv"):
+        p = cli("run", "stream", "--threads", "16", opt, tmp_path / "file" / "x", ok=False)
+        assert p.returncode == 2 and p.stdout == ""  # nothing simulated
+        assert f"Invalid value for '{opt}': cannot write {tmp_path / 'file' / 'x'}: {tmp_path / 'file'} is a file, " \
+               "not a folder" in p.stderr
+
+
 def test_stream_plot_and_csv(tmp_path):
     png, csv = tmp_path / "stream.png", tmp_path / "stream.csv"
     bw = cli_json("run", "stream", "--threads", "2", "--lines", "2000", "--plot", png, "--csv", csv)

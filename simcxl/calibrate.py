@@ -780,8 +780,10 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
             g = st[st["memory"] == mem].set_index("group").reindex(groups)
             xs = [k + i * w for k in range(len(groups))]
             ax.bar(xs, g["measured"], w * 0.45, color=f"C{i}", alpha=0.45, hatch="//", label=f"{mem} measured")
-            ax.bar([x + w * 0.45 for x in xs], g["simulated"], w * 0.45, color=f"C{i}", label=f"{mem} simulated",
-                   edgecolor=["black" if r == "fit" else "none" for r in g["role"]], linewidth=1.5)
+            ax.bar([x + w * 0.45 for x in xs], g["simulated"], w * 0.45, color=f"C{i}", label=f"{mem} simulated")
+            fit = [r == "fit" for r in g["role"]]
+            ax.bar([x + w * 0.45 for x, f in zip(xs, fit) if f], g["simulated"][fit], w * 0.45, fill=False,
+                   edgecolor="black", linewidth=1.5)
         ax.set_xticks([k + (w * (len(mems) - 1) + w * 0.45) / 2 for k in range(len(groups))])
         ax.set_xticklabels([" ".join([k] + ([f"{t} threads"] if t else []) + (["NT" if s == "non-temporal" else "WA"]
                                                                              if s else [])) for k, t, s in groups])

@@ -69,6 +69,19 @@ def test_malformed_files_are_rejected_with_file_and_line(tmp_path, content, need
     assert needle in str(e.value)
 
 
+def test_files_from_spreadsheets_load_and_other_encodings_are_named(tmp_path):
+    folder = make_testbed(tmp_path / "tb", [])
+    # A byte-order mark and CRLF line ends, as spreadsheets save CSV.
+    (folder / "lat_mem_rd.csv").write_bytes(b"\xef\xbb\xbfmemory,working_set_bytes,latency_ns\r\nlocal,1024,5\r\n")
+    assert [(p.x, p.measured) for p in testbed.load(folder).points] == [(1024, 5.0)]
+    (folder / "lat_mem_rd.csv").write_bytes(b"memory,working_set_bytes,latency_ns\nlocal,1024,5\xb5\n")
+    with pytest.raises(testbed.TestbedError, match=r"lat_mem_rd.csv:2 column 13: byte 0xb5 is not UTF-8 text"):
+        testbed.load(folder)
+    (folder / "testbed.toml").write_bytes((folder / "testbed.toml").read_bytes() + b"# \xff\n")
+    with pytest.raises(testbed.TestbedError, match=r"testbed.toml:\d+ column 3: byte 0xff is not UTF-8 text"):
+        testbed.load(folder)
+
+
 def test_unknown_kind_and_every_problem_reported(tmp_path):
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 100)], extra='[memories.odd]\nkind = "optane"\n')
     (folder / "stream.csv").write_text("memory,kernel,threads,bandwidth_gbps\nlocal,sum,,10\nlocal,copy,,0\n")

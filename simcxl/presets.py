@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Dict, List, Union
 
-from .params import ParamError, System
+from .params import ParamError, System, read_text
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -18,9 +18,9 @@ def names() -> List[str]:
 def load_file(path: Union[str, Path]) -> System:
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise ParamError(f"preset file {path}: {e.strerror}") from None
+        text = read_text(path)
+    except ParamError as e:
+        raise ParamError(f"preset file {e}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

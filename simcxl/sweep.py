@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, presets
-from .params import ParamError, System
+from .params import ParamError, System, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,9 +87,9 @@ class Sweep:
     def from_toml(cls, path) -> "Sweep":
         path = Path(path)
         try:
-            raw = tomllib.loads(path.read_text())
-        except OSError as e:
-            raise ParamError(f"sweep spec {path}: {e.strerror}") from None
+            raw = tomllib.loads(read_text(path))
+        except ParamError as e:
+            raise ParamError(f"sweep spec {e}") from None
         except tomllib.TOMLDecodeError as e:
             raise ParamError(f"sweep spec {path}: {e}") from None
         return cls.from_dict(raw, path.parent)

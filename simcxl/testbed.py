@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .params import KINDS, STORES, ParamError
+from .params import KINDS, STORES, ParamError, read_text
 
 KERNELS = ("copy", "scale", "add", "triad")
 
@@ -118,7 +118,10 @@ def load(folder) -> Testbed:
         raise TestbedError(f"{folder}: not a folder")
     if not toml_path.exists():
         raise TestbedError(f"{toml_path}: missing (every testbed needs testbed.toml)")
-    text = _read_text(toml_path)
+    try:
+        text = read_text(toml_path)
+    except ParamError as e:
+        raise TestbedError(str(e)) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -170,18 +173,6 @@ def load(folder) -> Testbed:
         raise TestbedError("testbed " + str(folder) + " has problems:\n" + "\n".join(problems))
     return Testbed(str(raw.get("name", folder.name)), folder, str(raw.get("description", "")), memories, points,
                    _citation(text), raw)
-
-
-def _read_text(path: Path) -> str:
-    """A file as UTF-8 text (a byte-order mark, as spreadsheets write, is dropped)."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise TestbedError(f"{path}:{line} column {col}: byte 0x{data[e.start]:02x} is not UTF-8 text; save the "
-                           "file as UTF-8") from None
 
 
 def _line_of(text: str, needle: str, after: int = 0) -> int:
@@ -246,8 +237,8 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
 def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems: List[str]) -> List[Point]:
     out: List[Point] = []
     try:
-        rows = list(csv.reader(io.StringIO(_read_text(path), newline="")))
-    except TestbedError as e:
+        rows = list(csv.reader(io.StringIO(read_text(path), newline="")))
+    except ParamError as e:
         problems.append(str(e))
         return out
     if not rows:

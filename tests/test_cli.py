@@ -305,6 +305,17 @@ def test_an_output_that_cannot_be_written_fails_before_the_run(tmp_path):
                "not a folder" in p.stderr
 
 
+def test_files_that_are_not_utf8_are_named_with_line_and_column(tmp_path):
+    preset = tmp_path / "p.json"
+    preset.write_bytes(b'{"kind": "cxl-type3",\n "name": "caf\xe9"}')
+    user_error(cli("run", "lmbench", "-m", preset, ok=False),
+               f"preset file {preset}:2 column 14: byte 0xe9 is not UTF-8 text")
+    spec = tmp_path / "s.toml"
+    spec.write_bytes(b'name = "x"\n# \xff\n')
+    user_error(cli("sweep", spec, "--out", tmp_path / "o", ok=False),
+               f"sweep spec {spec}:2 column 3: byte 0xff is not UTF-8 text")
+
+
 def test_stream_plot_and_csv(tmp_path):
     png, csv = tmp_path / "stream.png", tmp_path / "stream.csv"
     bw = cli_json("run", "stream", "--threads", "2", "--lines", "2000", "--plot", png, "--csv", csv)

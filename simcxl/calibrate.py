@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import math
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -521,10 +522,16 @@ def warm_lmbench(system: System, sizes: Sequence[int], workers: int, region: Opt
         load[i] += max(z, 1 << 26)
     if len(groups) == 1:
         return _warm_worker((system, groups[0], region))
-    with cf.ProcessPoolExecutor(max_workers=len(groups)) as pool:
+    with cf.ProcessPoolExecutor(max_workers=len(groups), initializer=_quiet_worker) as pool:
         for part in pool.map(_warm_worker, [(system, g, region) for g in groups]):
             cache.update(part)
     return cache
+
+
+def _quiet_worker() -> None:
+    # Ctrl-C reaches the workers too: they leave at once, without a traceback
+    # each, and the parent says what was kept.
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
 
 
 def _fit_and_validate(args) -> FitResult:
@@ -599,49 +606,57 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
     jobs = []
     workers = workers or min(len(names) + (local is not None and local not in names), os.cpu_count() or 1) or 1
     warm = None
-    if engine_name == "standalone":
-        sizes = [p.x for n in names for p in tb.points_of(n, "lat_mem_rd")]
+    try:
+        if engine_name == "standalone":
+            sizes = [p.x for n in names for p in tb.points_of(n, "lat_mem_rd")]
+            if local is not None:
+                sizes += [p.x for p in fit_points(tb, local) if p.experiment == "lat_mem_rd"]
+            if sizes:
+                log(f"{tb.name}: walking the host caches for {len(set(sizes))} working sets")
+                warm = warm_lmbench(base_system(tb.memories[local or names[0]]), sizes, workers, lmbench_region(tb))
         if local is not None:
-            sizes += [p.x for p in fit_points(tb, local) if p.experiment == "lat_mem_rd"]
-        if sizes:
-            log(f"{tb.name}: walking the host caches for {len(set(sizes))} working sets")
-            warm = warm_lmbench(base_system(tb.memories[local or names[0]]), sizes, workers, lmbench_region(tb))
-    if local is not None:
-        log(f"{tb.name}: fitting the host side on {local}")
-        lines: List[str] = []
-        host_source, fitted, notes = fit_memory(get_engine(engine_name, warm, lmbench_region(tb)), tb, tb.memories[local],
-                                                base_system(tb.memories[local]), lines.append, True)
-        for line in lines + notes:
-            log(line)
-        if local in names:  # its validation runs with the other memories
-            jobs.append((tb, local, host_source, engine_name, True, (fitted, notes), warm, runs))
-    for n in names:
-        if host_source is not None and n != local:
-            starts[n].host = copy.deepcopy(host_source.host)
-            starts[n].local_dram = copy.deepcopy(host_source.local_dram)
-    rest = [n for n in names if n != local]
-    jobs += [(tb, n, starts[n], engine_name, False, None, warm, runs) for n in rest]
-    workers = min(workers, len(jobs)) or 1
-    if rest:
-        log(f"{tb.name}: fitting {', '.join(rest)} ({workers} worker{'s' if workers > 1 else ''})")
-    if workers > 1 and len(jobs) > 1:
-        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = {pool.submit(_fit_and_validate, j): j[1] for j in jobs}
-            for fut in cf.as_completed(futs):
-                r = fut.result()
+            log(f"{tb.name}: fitting the host side on {local}")
+            lines: List[str] = []
+            host_source, fitted, notes = fit_memory(get_engine(engine_name, warm, lmbench_region(tb)), tb, tb.memories[local],
+                                                    base_system(tb.memories[local]), lines.append, True)
+            for line in lines + notes:
+                log(line)
+            if local in names:  # its validation runs with the other memories
+                jobs.append((tb, local, host_source, engine_name, True, (fitted, notes), warm, runs))
+        for n in names:
+            if host_source is not None and n != local:
+                starts[n].host = copy.deepcopy(host_source.host)
+                starts[n].local_dram = copy.deepcopy(host_source.local_dram)
+        rest = [n for n in names if n != local]
+        jobs += [(tb, n, starts[n], engine_name, False, None, warm, runs) for n in rest]
+        workers = min(workers, len(jobs)) or 1
+        if rest:
+            log(f"{tb.name}: fitting {', '.join(rest)} ({workers} worker{'s' if workers > 1 else ''})")
+        if workers > 1 and len(jobs) > 1:
+            with cf.ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
+                futs = {pool.submit(_fit_and_validate, j): j[1] for j in jobs}
+                for fut in cf.as_completed(futs):
+                    r = fut.result()
+                    results[r.memory] = r
+                    _write_preset(out, r, tb, date, engine_name)  # finished work is kept at once
+                    for line in r.notes:
+                        log(line)
+                    log(f"  {r.memory}: done")
+        else:
+            for j in jobs:
+                r = _fit_and_validate(j)
                 results[r.memory] = r
-                _write_preset(out, r, tb, date, engine_name)  # finished work is kept at once
+                _write_preset(out, r, tb, date, engine_name)
                 for line in r.notes:
                     log(line)
                 log(f"  {r.memory}: done")
-    else:
-        for j in jobs:
-            r = _fit_and_validate(j)
-            results[r.memory] = r
-            _write_preset(out, r, tb, date, engine_name)
-            for line in r.notes:
-                log(line)
-            log(f"  {r.memory}: done")
+
+    except KeyboardInterrupt:
+        done = sorted(results)
+        log(f"{tb.name}: interrupted; " + (f"the presets of {', '.join(done)} are written in {out / 'presets'}"
+                                          if done else "no memory had finished")
+            + (f"; gem5's finished runs are kept in {runs}, and a rerun resumes from them" if engine_name == "gem5" else ""))
+        raise
 
     ordered = [results[n] for n in names]
     summary = _summary(tb, ordered, engine_name, date, checks)

@@ -502,7 +502,10 @@ def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
     from . import calibrate
     with user_errors():
         mems = [m.strip() for m in memories.split(",") if m.strip()] if memories else None
-        s = calibrate.run(testbed, out, mems, engine, json_path, workers=workers)
+        try:
+            s = calibrate.run(testbed, out, mems, engine, json_path, workers=workers)
+        except KeyboardInterrupt:
+            sys.exit(130)  # the calibration has said what it kept
     if json_path != "-":
         for m, v in s["memories"].items():
             click.echo(f"{m:12s} fit MAE {_pct(v['fit_mae_pct'])}  validation MAE {_pct(v['validation_mae_pct'])}"

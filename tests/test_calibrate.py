@@ -202,6 +202,28 @@ def test_bad_fit_declarations_name_the_line_and_what_was_measured(tmp_path, fit,
     assert testbed.load(good).memories["expander"].fit["stream"].threads == 16
 
 
+def test_an_interrupted_calibration_keeps_the_presets_it_finished(tmp_path, monkeypatch):
+    folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 300.0),
+                                            ("second", 1 << 30, 380.0)],
+                          extra='[memories.second]\nkind = "cxl-type3"')
+    real = calibrate._fit_and_validate
+
+    def stop_at_second(args):
+        if args[1] == "second":
+            raise KeyboardInterrupt  # as Ctrl-C would, part-way
+        return real(args)
+
+    monkeypatch.setattr(calibrate, "_fit_and_validate", stop_at_second)
+    said = []
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        calibrate.run(folder, out, workers=1, log=said.append)
+    assert said[-1] == f"tiny: interrupted; the presets of expander, local are written in {out / 'presets'}"
+    assert sorted(p.name for p in (out / "presets").iterdir()) == ["expander.json", "local.json"]
+    lat = simcxl.lmbench(out / "presets" / "expander.json", [1 << 30], accesses=calibrate.LMBENCH_ACCESSES)
+    assert lat["latency_ns"].iloc[0] == pytest.approx(300.0, rel=0.02)
+
+
 def test_unreachable_target_is_reported_not_stretched(tmp_path):
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 120.0), ("expander", 1 << 30, 5000.0)])
     summary = calibrate.run(folder, tmp_path / "out", memories=["expander"], workers=1, log=lambda m: None)

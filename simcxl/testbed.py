@@ -188,6 +188,14 @@ def _line_of(text: str, needle: str, after: int = 0) -> int:
     return 0
 
 
+def _describe(p: "Point") -> str:
+    if p.experiment == "lat_mem_rd":
+        return str(p.x)
+    if p.experiment == "stream":
+        return p.x + "".join(f" {k}={v}" for k, v in (("threads", p.threads), ("stores", p.stores)) if v)
+    return f"threads={p.x['threads']} read_fraction={p.x['read_fraction']}"
+
+
 def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str,
                  problems: List[str]) -> Dict[str, Optional["Point"]]:
     """The points a memory's `fit` table names, by experiment (None: fit none)."""
@@ -220,8 +228,7 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
             match = [p for p in cands if p.x["threads"] == want["threads"]
                      and p.x["read_fraction"] == want["read_fraction"]]
         if len(match) != 1:
-            measured = ", ".join(sorted({str(p.x if key != "loaded_latency" else (p.x["threads"], p.x["read_fraction"]))
-                                         for p in cands})) or "none"
+            measured = ", ".join(sorted({_describe(p) for p in cands})) or "none"
             problems.append(f"{where} = {fit[key]!r} matches " +
                             (f"no point of {FILES[key][0]} for {name}; measured: {measured}" if not match else
                              f"{len(match)} points ({', '.join(p.where for p in match)}); add threads or stores "

@@ -26,7 +26,7 @@ from scipy.optimize import brentq
 from . import engine as standalone
 from . import presets
 from .params import ParamError, System
-from .testbed import Memory, Point, Testbed
+from .testbed import Memory, Point, Testbed, describe
 from .testbed import load as load_testbed
 
 LMBENCH_ACCESSES = 3000
@@ -403,15 +403,17 @@ def _fit_integer(f: Callable[[float], float], lo: int, hi: int, x0: float) -> in
         a, fa = b, fb
     p, q = (a, b) if a < b else (b, a)
     fp, fq = vals[p], vals[q]
-    moved = ""
+    last, same = None, 0  # the end that moved last, and how many times in a row
     while q - p > 1 and fp != 0 and fq != 0:
-        m = (p + q) // 2 if moved.endswith("pp") or moved.endswith("qq") else \
-            min(max(int(round(p - fp * (q - p) / (fq - fp))), p + 1), q - 1)
+        m = (p + q) // 2 if same >= 2 else min(max(int(round(p - fp * (q - p) / (fq - fp))), p + 1), q - 1)
         fm = at(m)
-        if (fm < 0) == (fp < 0):
-            p, fp, moved = m, fm, moved + "p"
+        side = "p" if (fm < 0) == (fp < 0) else "q"
+        if side == "p":
+            p, fp = m, fm
         else:
-            q, fq, moved = m, fm, moved + "q"
+            q, fq = m, fm
+        same = same + 1 if side == last else 1
+        last = side
     return best()
 
 
@@ -650,7 +652,6 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
                 for line in r.notes:
                     log(line)
                 log(f"  {r.memory}: done")
-
     except KeyboardInterrupt:
         done = sorted(results)
         log(f"{tb.name}: interrupted; " + (f"the presets of {', '.join(done)} are written in {out / 'presets'}"
@@ -890,11 +891,7 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
 
 
 def _label(p: dict) -> str:
-    """A point's x in the report: a STREAM kernel with its threads and stores when they are not the defaults."""
-    if p["experiment"] != "stream":
-        return str(p["x"])
-    return " ".join([str(p["x"])] + ([f"{p['threads']} threads"] if p.get("threads") else [])
-                    + ([p["stores"]] if p.get("stores", "write-allocate") != "write-allocate" else []))
+    return describe(p["experiment"], p["x"], p.get("threads"), p.get("stores"))
 
 
 def _f(v: Optional[float]) -> str:

@@ -89,6 +89,8 @@ memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=[
 set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                        help="Override a parameter, e.g. cxl.link.lanes=8 (repeatable).")
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable results.")
+
+
 def _writable(ctx, param, value):
     """An output file's folder, made now, so that a path that cannot be written
     fails before the simulation rather than after it."""

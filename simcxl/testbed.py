@@ -188,12 +188,15 @@ def _line_of(text: str, needle: str, after: int = 0) -> int:
     return 0
 
 
-def _describe(p: "Point") -> str:
-    if p.experiment == "lat_mem_rd":
-        return str(p.x)
-    if p.experiment == "stream":
-        return p.x + "".join(f" {k}={v}" for k, v in (("threads", p.threads), ("stores", p.stores)) if v)
-    return f"threads={p.x['threads']} read_fraction={p.x['read_fraction']}"
+def describe(experiment: str, x: Any, threads: Optional[int] = None, stores: Optional[str] = None) -> str:
+    """A point's x for people: a STREAM kernel with its threads and its stores
+    when they are not the default."""
+    if experiment == "stream":
+        return " ".join([str(x)] + ([f"{threads} threads"] if threads else [])
+                        + ([stores] if stores and stores != STORES[0] else []))
+    if isinstance(x, dict):
+        return f"threads={x['threads']} read_fraction={x['read_fraction']}"
+    return str(x)
 
 
 def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str,
@@ -228,7 +231,7 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
             match = [p for p in cands if p.x["threads"] == want["threads"]
                      and p.x["read_fraction"] == want["read_fraction"]]
         if len(match) != 1:
-            measured = ", ".join(sorted({_describe(p) for p in cands})) or "none"
+            measured = ", ".join(sorted({describe(p.experiment, p.x, p.threads, p.stores) for p in cands})) or "none"
             problems.append(f"{where} = {fit[key]!r} matches " +
                             (f"no point of {FILES[key][0]} for {name}; measured: {measured}" if not match else
                              f"{len(match)} points ({', '.join(p.where for p in match)}); add threads or stores "

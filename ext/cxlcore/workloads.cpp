@@ -340,7 +340,8 @@ class TrafficDriver : public Driver {
         // already push out the last pass's lines. At most half an array back:
         // the arrays simulated here are short, and the write-back stays far from
         // the rows being read, as it is in arrays larger than the caches.
-        wbLag_ = std::min<uint64_t>(lines / 2, sys_.params().host.l2_bytes / kLineBytes / ops_.size());
+        const uint64_t lag = std::min<uint64_t>(lines / 2, sys_.params().host.l2_bytes / kLineBytes / ops_.size());
+        for (Core& k : cores_) k.evict = (lines - lag) % lines;
         const uint64_t slice = lines * kLineBytes;
         firstTouch_ = placement == "first-touch";
         pageLines_ = Divisor(pageBytes / kLineBytes);  // a power of two: shifts on the per-request path
@@ -404,9 +405,9 @@ class TrafficDriver : public Driver {
                 break;
             case kRfo:
                 --k.mshr;
-                // The line is dirty now; the one the caches push out for it is wbLag_ store lines older.
-                k.dirty.push_back(streamAddr(x->src, storeArray_, (k.rfos++ % streamLines_ + streamLines_ - wbLag_) %
-                                                                      streamLines_));
+                // The line is dirty now; the one the caches push out for it is an L2's worth of stores older.
+                k.dirty.push_back(streamAddr(x->src, storeArray_, k.evict));
+                if (++k.evict == streamLines_) k.evict = 0;
                 countOp(true, t);
                 break;
             default:
@@ -425,7 +426,8 @@ class TrafficDriver : public Driver {
     struct Core {
         uint32_t mshr = 0, wb = 0;
         std::deque<uint64_t> dirty;
-        uint64_t pos = 0, rfos = 0;
+        uint64_t pos = 0;
+        uint64_t evict = 0;  // STREAM: the store array's line the next read for ownership pushes out
         Tick notBefore = 0;
         Rng rng;
     };
@@ -499,7 +501,7 @@ class TrafficDriver : public Driver {
     Divisor pageLines_{64};
     uint64_t slicePages_ = 1;
     std::vector<Op2> ops_;
-    uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1, wbLag_ = 0;
+    uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
     uint8_t storeArray_ = 0;
     double readFrac_ = 1.0;
     Tick delay_ = 0, interval_ = 0;

@@ -161,6 +161,7 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "SimCXL standalone engine (C++ timing core)";
     static py::exception<ConfigError> configError(m, "ConfigError", PyExc_ValueError);
     static py::exception<Cancelled> cancelled(m, "Cancelled", PyExc_KeyboardInterrupt);
+    static py::exception<StallError> stallError(m, "StallError", PyExc_RuntimeError);
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
@@ -168,6 +169,8 @@ PYBIND11_MODULE(_core, m) {
             PyErr_SetString(configError.ptr(), e.what());
         } catch (const Cancelled& e) {
             PyErr_SetString(cancelled.ptr(), e.what());
+        } catch (const StallError& e) {
+            PyErr_SetString(stallError.ptr(), e.what());
         }
     });
 

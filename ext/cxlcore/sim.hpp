@@ -27,6 +27,13 @@ class ConfigError : public std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
+// A run that stopped making progress: the message names the component and
+// queue holding the oldest request and its age, so a hang is never silent.
+class StallError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
 enum class Op : uint8_t { Read, Write };
 
 // Checkpoints. Some timing state outlives a drain (open rows, refresh phase,

@@ -231,16 +231,19 @@ class BridgeParams(ParamGroup):
     req_latency_ns: float = param(15.0, 0, 10000, "ns", "host-side protocol latency, request direction")
     resp_latency_ns: float = param(15.0, 0, 10000, "ns", "host-side protocol latency, response direction")
     req_queue: int = param(128, 1, 65536, "", "requests outstanding to CXL at once")
-    resp_queue: int = param(128, 1, 65536, "", "response buffer entries")
+    resp_queue: int = param(128, 1, 65536, "", "response buffer entries per root port; S2M responses "
+                            "in flight or waiting for the host may not exceed it")
     root_ports: int = param(1, 1, 64, "", "root ports, each with one link and one Type-3 device")
     interleave_ways: int = param(1, 1, 16, "", "HDM interleave ways", (1, 2, 3, 4, 6, 8, 12, 16))
     interleave_bytes: int = param(4096, 256, 16384, "B", "HDM interleave granularity",
                                   (256, 512, 1024, 2048, 4096, 8192, 16384))
 
     def _check(self, where: str) -> None:
-        if self.interleave_ways > self.root_ports:
-            raise ParamError(f"{where}.interleave_ways = {self.interleave_ways} is not allowed; "
-                             f"allowed: 1 to root_ports ({self.root_ports})")
+        # The window interleaves over every root port: fewer ways would idle ports.
+        if self.interleave_ways != self.root_ports:
+            raise ParamError(f"{where}.interleave_ways = {self.interleave_ways} is not allowed with root_ports = "
+                             f"{self.root_ports}; allowed: interleave_ways equal to root_ports, "
+                             f"one of 1, 2, 3, 4, 6, 8, 12, 16")
 
 
 @dataclass

@@ -100,7 +100,7 @@ def test_bad_preset_parameter_fails_before_gem5_objects_are_made(tmp_path):
     ("device_req_latency_ns=-1", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
      "board.memory.bridge.expanders.device.req_latency_ns = -1 is out of range; allowed: 0 to 10000"),
     ("bridge_interleave_ways=3", "board.memory.bridge: bad CXLHostBridge parameter",
-     "board.memory.bridge.interleave_ways = 3 is not allowed; allowed: 1 to root_ports (1)"),
+     "board.memory.bridge.interleave_ways = 3 is not allowed with root_ports = 1; allowed: interleave_ways equal to root_ports"),
     ("bridge_root_ports=2", "board.memory.bridge: bad CXLHostBridge parameter",
      "bridge_root_ports = 2 but expanders holds 1 CXLType3Expander; give one expander per root port"),
 ])

@@ -84,13 +84,20 @@ py::dict sub(const py::dict& d, const char* key, const std::string& where) {
 
 SystemParams readSystem(const py::dict& d) {
     SystemParams p;
-    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl"}, "", "parameter group");
+    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl", "fault"}, "", "parameter group");
     std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
     if (kind == "local-dram") p.kind = MemoryKind::LocalDram;
     else if (kind == "remote-numa") p.kind = MemoryKind::RemoteNuma;
     else if (kind == "cxl-type3") p.kind = MemoryKind::CxlType3;
     else throw ConfigError("system.kind = '" + kind + "' is not allowed; allowed values: local-dram, remote-numa, cxl-type3");
     if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
+    if (d.contains("fault")) {  // tests only: see SystemParams
+        py::dict f = sub(d, "fault", "system");
+        onlyKeys(f, {"device_stops_after"}, "fault", "fault");
+        if (f.contains("device_stops_after"))
+            p.fault_device_stops_after =
+                field<uint64_t>(f["device_stops_after"], "fault", "device_stops_after", 0, 9007199254740991.0);
+    }
     p.host = readHostParams(sub(d, "host", "system"), "host");
     p.local_dram = readDramParams(sub(d, "local_dram", "system"), "local_dram");
     if (p.kind == MemoryKind::RemoteNuma) {
@@ -155,12 +162,99 @@ py::dict runReleased(F&& f) {
     return toDict(r);
 }
 
+// A host that refuses every response until `unblockAt`, as gem5's port does
+// while it waits for a retry: the host bridge must hold them within its
+// response buffer and deliver each once the host takes them.
+py::list bridgeBehindBlockedHost(const py::dict& sys, uint32_t reads, double unblockNs) {
+    SystemParams sp = readSystem(sys);
+    if (sp.kind != MemoryKind::CxlType3) throw ConfigError("system.kind must be cxl-type3 for this probe");
+    struct Up : Requester {
+        EventLoop* loop;
+        TxnPool* pool;
+        Tick unblock;
+        py::list done;
+        uint64_t refused = 0;
+        bool tryResp(Txn* t) override {
+            if (loop->now() < unblock) {
+                ++refused;
+                return false;
+            }
+            done.append(py::make_tuple(t->id, t->addr, ticksToNs(std::max(t->mark, loop->now()))));
+            pool->put(t);
+            return true;
+        }
+        void retryReq() override {}
+    };
+    struct Unblocker : Component {
+        HostBridge& b;
+        Unblocker(Host& h, HostBridge& br) : Component(h), b(br) {}
+        void process() override { b.retryResp(); }
+    };
+    EventLoop loop;
+    TxnPool pool;
+    HostBridge bridge(loop, sp.bridge, "cxl.bridge");
+    std::vector<std::unique_ptr<CxlLink>> links;
+    std::vector<std::unique_ptr<Type3Device>> devs;
+    for (uint32_t i = 0; i < sp.bridge.root_ports; ++i) {
+        links.push_back(std::make_unique<CxlLink>(sp.link, "cxl.link", sp.seed + 17 * i));
+        devs.push_back(std::make_unique<Type3Device>(loop, sp.device, sp.device_dram, *links.back(), "cxl"));
+        bridge.addPort(links.back().get(), devs.back().get());
+    }
+    Up up;
+    up.loop = &loop;
+    up.pool = &pool;
+    up.unblock = nsToTicks(unblockNs);
+    bridge.setRequester(&up);
+    Unblocker unblocker(loop, bridge);
+    unblocker.requestWake(up.unblock);
+    for (uint32_t i = 0; i < reads; ++i) {
+        Txn* t = pool.get();
+        t->addr = t->hostAddr = uint64_t(i) * kLineBytes;
+        if (!bridge.tryReq(t)) throw ConfigError("probe: the bridge's tracker (cxl.bridge.req_queue) is below reads");
+    }
+    Watchdog w(pool);
+    loop.watch(&w);
+    loop.run();
+    w.drained(loop.now());
+    return up.done;
+}
+
+// Components that attach to the event loop while it runs (the loop's arrays
+// grow under it): every one of them must fire once.
+uint64_t attachDuringRun(uint32_t spawn) {
+    struct Child : Component {
+        uint64_t& fired;
+        Child(Host& h, uint64_t& f) : Component(h), fired(f) {}
+        void process() override { ++fired; }
+    };
+    struct Parent : Component {
+        EventLoop& loop;
+        uint32_t spawn;
+        uint64_t fired = 0;
+        std::vector<std::unique_ptr<Child>> kids;
+        Parent(EventLoop& l, uint32_t n) : Component(l), loop(l), spawn(n) {}
+        void process() override {
+            for (uint32_t i = 0; i < spawn; ++i) {
+                kids.push_back(std::make_unique<Child>(loop, fired));
+                kids.back()->requestWake(now() + 1000 * (i + 1));
+            }
+        }
+    };
+    EventLoop loop;
+    Parent p(loop, spawn);
+    p.requestWake(0);
+    loop.run();
+    return p.fired;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "SimCXL standalone engine (C++ timing core)";
     static py::exception<ConfigError> configError(m, "ConfigError", PyExc_ValueError);
-    static py::exception<Cancelled> cancelled(m, "Cancelled", PyExc_KeyboardInterrupt);
+    // A cancel asked for by a progress callback is an ordinary error: code that
+    // catches Exception must see it (Ctrl-C still arrives as KeyboardInterrupt).
+    static py::exception<Cancelled> cancelled(m, "Cancelled", PyExc_RuntimeError);
     static py::exception<StallError> stallError(m, "StallError", PyExc_RuntimeError);
     py::register_exception_translator([](std::exception_ptr p) {
         try {
@@ -325,6 +419,14 @@ PYBIND11_MODULE(_core, m) {
           py::arg("min_transfers") = 4, py::arg("progress") = py::none(),
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
+    py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
+    testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),
+                py::arg("unblock_ns"),
+                "Reads at t=0 through a host bridge whose host refuses responses until unblock_ns: "
+                "[(txn id, host address, done ns)] in delivery order.");
+    testing.def("attach_during_run", &attachDuringRun, py::arg("spawn"),
+                "A component that attaches `spawn` more while the loop runs; how many of them fired.");
+
     m.def("link_info", [](py::dict link) {
         LinkParams lp = readLinkParams(link, "cxl.link");
         CxlLink l(lp, "cxl.link", 1);
@@ -352,18 +454,21 @@ PYBIND11_MODULE(_core, m) {
         return d;
     }, "Derived DRAM figures and the (channel, rank, bank, row) of addresses.");
 
-    m.def("hdm_decode", [](uint32_t ways, uint32_t gran, std::vector<uint64_t> hpas) {
+    m.def("hdm_decode", [](uint32_t ways, uint32_t gran, std::vector<uint64_t> hpas, uint64_t base, uint64_t size) {
         BridgeParams bp;
         bp.root_ports = std::max<uint32_t>(ways, 1);
         bp.interleave_ways = ways;
         bp.interleave_bytes = gran;
         bp.validate("cxl.bridge");
-        HdmDecoder h(0, ways, gran);
+        const uint64_t unit = uint64_t(ways) * gran, rest = base < HdmDecoder::kMaxWindow ? HdmDecoder::kMaxWindow - base : 0;
+        HdmDecoder h(base, size ? size : rest / unit * unit, ways, gran);
         py::list out;
         for (uint64_t a : hpas) {
             auto t = h.decode(a);
             out.append(py::make_tuple(t.port, t.dpa, h.encode(t.port, t.dpa)));
         }
         return out;
-    }, "HDM decoding of host addresses: (root port, device address, re-encoded host address).");
+    }, py::arg("ways"), py::arg("granularity"), py::arg("hpas"), py::arg("base") = 0, py::arg("size") = 0,
+    "HDM decoding of host addresses in the window [base, base + size) (size 0: to the end of the 52-bit "
+    "space): (root port, device address, re-encoded host address).");
 }

@@ -1,6 +1,7 @@
 #include "cxl.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 namespace cxlcore {
 
@@ -21,6 +22,7 @@ CxlLink::CxlLink(const LinkParams& p, const std::string& where, uint64_t seed) :
     s2m_.configure(flit, units, lat, perr, replay, seed * 2 + 2);
     // A returned credit rides the next flit the other way.
     const Tick ret = flit + lat;
+    creditReturn_ = ret;
     credits_[kM2SReq].init(p_.credits_req, ret);
     credits_[kM2SRwD].init(p_.credits_rwd, ret);
     credits_[kS2MNdr].init(p_.credits_ndr, ret);
@@ -32,8 +34,24 @@ double CxlLink::peakDataBytesPerSec(MsgClass c) const {
     return flitsPerSec * m2s_.unitsPerFlit() / kMsgUnits[c] * kLineBytes;
 }
 
-HdmDecoder::HdmDecoder(uint64_t base, uint32_t ways, uint32_t granularity)
-    : base_(base), ways_(ways), gran_(granularity) {}
+HdmDecoder::HdmDecoder(uint64_t base, uint64_t size, uint32_t ways, uint32_t granularity)
+    : base_(base), size_(size), ways_(ways), gran_(granularity) {
+    const uint64_t unit = uint64_t(ways) * granularity;
+    if (size == 0 || size % unit || base % granularity || base > kMaxWindow || size > kMaxWindow - base) {
+        std::ostringstream os;
+        os << "cxl.bridge: host window base 0x" << std::hex << base << " size 0x" << size << std::dec
+           << " is not allowed; allowed: a size that is a multiple of interleave_ways x interleave_bytes (" << unit
+           << " B), a base that is a multiple of interleave_bytes, within the 52-bit physical address space";
+        throw ConfigError(os.str());
+    }
+}
+
+void HdmDecoder::outside(uint64_t hpa) const {
+    std::ostringstream os;
+    os << "address 0x" << std::hex << hpa << " is outside the CXL window [0x" << base_ << ", 0x" << base_ + size_
+       << ")";
+    throw ConfigError(os.str());
+}
 
 // ---------------------------------------------------------------- device
 
@@ -52,6 +70,15 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
         loadAt_[i] = uint32_t(std::ceil(f * p_.req_queue));
     }
     media_.setRequester(this);
+    name(where);
+}
+
+void Type3Device::name(const std::string& n) {
+    rx_.name(n + ".device.rx (M2S link and receive buffer)");
+    ctrl_[0].name(n + ".device.pipeline (reads)");
+    ctrl_[1].name(n + ".device.pipeline (writes)");
+    tx_.name(n + ".device.tx (S2M responses waiting for credits)");
+    media_.name(n + ".media");
 }
 
 void Type3Device::deliver(Txn* t, Tick arrival) {
@@ -84,11 +111,18 @@ void Type3Device::process() {
     while (tx_.headReady() <= t) {
         Txn* x = tx_.front();
         const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+        if (stopAfter_ && sent_ >= stopAfter_) break;  // a device that stopped answering
+        if (!link_.respBuffer_.available(t)) {
+            link_.respBuffer_.wait(this);
+            break;
+        }
         if (!link_.credits_[c].take(t)) {
             link_.credits_[c].wait(this);
             break;
         }
+        link_.respBuffer_.take(t);
         tx_.pop();
+        ++sent_;
         x->devLoad = devLoad();
         ++stats_.devLoad[x->devLoad];
         ++(x->op == Op::Read ? stats_.reads : stats_.writes);
@@ -142,9 +176,10 @@ void Type3Device::process() {
 
 // ---------------------------------------------------------------- bridge
 
-HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& where)
-    : Component(host), p_(p), hdm_(0, p.interleave_ways, p.interleave_bytes) {
-    p_.validate(where);
+HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase,
+                       uint64_t windowSize)
+    : Component(host), p_((p.validate(where), p)),
+      hdm_(windowBase, windowSize, p.interleave_ways, p.interleave_bytes), where_(where) {
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
     tracker_.init(p_.req_queue, 0);
@@ -157,6 +192,11 @@ void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
     port->out.reset(p_.req_queue);
     port->in.reset(p_.resp_queue);
     port->targetPortIndex = uint32_t(ports_.size());
+    const std::string n = where_ + ".port" + std::to_string(port->targetPortIndex);
+    port->out.name(n + ".out (requests waiting for M2S credits)");
+    port->in.name(n + ".in (responses the host has not taken)");
+    // In flight on S2M or waiting here: never more than the buffer holds.
+    link->respBuffer_.init(p_.resp_queue, link->creditReturn());
     dev->attach(this, port->targetPortIndex);
     ports_.push_back(std::move(port));
 }
@@ -216,6 +256,7 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
         return false;
     }
     p.link->credits_[c].give(ready);
+    p.link->respBuffer_.give(ready);
     tracker_.giveAt(ready);
     return true;
 }

@@ -10,16 +10,26 @@
 
 namespace cxlcore {
 
-// Host-managed device memory decoder: a host window interleaved over root
-// ports at a granularity, with the 3/6/12-way modes CXL allows.
+// Host-managed device memory decoder: the host window [base, base + size)
+// interleaved over root ports at a granularity, with the 3/6/12-way modes CXL
+// allows. The way is the chunk index modulo the ways, which is the
+// specification's rule: for 3 x 2^k ways, HPA[IG+8+k-1 : IG+8] picks within a
+// group of 2^k and HPA[51 : IG+8+k] modulo 3 picks the group.
 class HdmDecoder {
   public:
-    HdmDecoder(uint64_t base, uint32_t ways, uint32_t granularity);
+    // The whole physical address space a 52-bit host can address: the
+    // standalone engine's window, where nothing else shares the map.
+    static constexpr uint64_t kMaxWindow = 1ull << 52;
+    HdmDecoder(uint64_t base, uint64_t size, uint32_t ways, uint32_t granularity);
     struct Target {
         uint32_t port;
         uint64_t dpa;
     };
+    bool contains(uint64_t hpa) const { return hpa >= base_ && hpa - base_ < size_; }
+    // An address outside the window is a configuration error (a trace or a
+    // host map that sends it here), not a device access.
     Target decode(uint64_t hpa) const {
+        if (!contains(hpa)) outside(hpa);
         uint64_t off = hpa - base_;
         uint64_t chunk = off / gran_;
         return Target{uint32_t(chunk % ways_), (chunk / ways_) * gran_ + off % gran_};
@@ -27,9 +37,12 @@ class HdmDecoder {
     uint64_t encode(uint32_t port, uint64_t dpa) const {
         return base_ + ((dpa / gran_) * ways_ + port) * gran_ + dpa % gran_;
     }
+    uint64_t base() const { return base_; }
+    uint64_t size() const { return size_; }
 
   private:
-    uint64_t base_;
+    [[noreturn]] void outside(uint64_t hpa) const;
+    uint64_t base_, size_;
     uint32_t ways_, gran_;
 };
 
@@ -43,6 +56,10 @@ struct DeviceStats {
 class Type3Device : public Component, public Requester {
   public:
     Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link, const std::string& where);
+    // Names its queues (and its media's) in stall reports.
+    void name(const std::string& n);
+    // Fault injection (tests of the watchdog): no response after n (0: off).
+    void stopAfter(uint64_t n) { stopAfter_ = n; }
     void attach(HostBridge* bridge, uint32_t port) {
         bridge_ = bridge;
         port_ = port;
@@ -89,6 +106,7 @@ class Type3Device : public Component, public Requester {
     bool mediaBlocked_[2] = {false, false}, respRefused_ = false;
     DeviceStats stats_;
     Occupancy occ_;
+    uint64_t stopAfter_ = 0, sent_ = 0;
 };
 
 struct BridgeStats {
@@ -97,8 +115,12 @@ struct BridgeStats {
 
 class HostBridge : public Component, public Target {
   public:
-    HostBridge(Host& host, const BridgeParams& p, const std::string& where);
+    // The host window it decodes; by default [0, HdmDecoder::kMaxWindow).
+    HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase = 0,
+               uint64_t windowSize = HdmDecoder::kMaxWindow);
     // One root port with its link and device; the bridge does not own them.
+    // Its response buffer (resp_queue entries) is a credit the device takes
+    // for each response it sends, returned when the host takes the response.
     void addPort(CxlLink* link, Type3Device* dev);
 
     bool tryReq(Txn* t) override;
@@ -131,6 +153,7 @@ class HostBridge : public Component, public Target {
     BridgeParams p_;
     HdmDecoder hdm_;
     std::vector<std::unique_ptr<Port>> ports_;
+    std::string where_;
     Tick reqLat_, respLat_;
     CreditPool tracker_;  // requests outstanding to CXL
     bool needRetry_ = false, respBlocked_ = false;

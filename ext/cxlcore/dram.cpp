@@ -34,9 +34,20 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     rowLines_ = Divisor(p_.row_bytes / kLineBytes);
     banks_ = Divisor(uint64_t(p_.bank_groups) * p_.banks_per_group * p_.ranks);
     for (uint32_t c = 0; c < p_.channels; ++c) ch_.push_back(std::make_unique<DramChannel>(host, *this, c));
+    name(where);
 }
 
 DramController::~DramController() = default;
+
+void DramController::name(const std::string& n) {
+    for (size_t c = 0; c < ch_.size(); ++c) ch_[c]->name(n + ".channel" + std::to_string(c));
+}
+
+void DramChannel::name(const std::string& n) {
+    readQName_ = internName(n + ".read_queue");
+    resp_.name(n + ".read_data (responses the requester has not taken)");
+    acks_.name(n + ".write_acks (posted writes the requester has not taken)");
+}
 
 double DramController::peakBytesPerSec() const { return p_.channels * p_.bus_bytes * p_.data_rate_mts * 1e6; }
 
@@ -141,6 +152,7 @@ bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
     if (readQ_.size() + resp_.size() >= c_.p_.read_queue) return false;
     const Tick n = std::max(now(), t->mark);
     readQ_.push_back(Req{t, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
+    t->at = readQName_;
     c_.readOcc_.set(now(), ++c_.readsQueued_);
     wakeForDecision();
     return true;

@@ -38,6 +38,8 @@ class DramController : public Target {
   public:
     DramController(Host& host, const DramParams& p, const std::string& where);
     ~DramController() override;
+    // Names its channels' queues in stall reports.
+    void name(const std::string& n);
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
@@ -80,6 +82,7 @@ class DramChannel : public Component {
     bool tryWrite(Txn* t, const DramController::Loc& l);
     void unblock();
     void checkpoint(StateVisitor& v, const std::string& n);
+    void name(const std::string& n);
 
   protected:
     void process() override;
@@ -115,6 +118,7 @@ class DramChannel : public Component {
     std::vector<Req> readQ_, writeQ_;  // arrival order; short, so erase is cheap
     TimedFifo<Txn*> resp_;  // reads in data-burst order
     TimedFifo<Txn*> acks_;  // write acknowledgements
+    const char* readQName_ = "media read queue";
     Tick busFree_ = 0, nextDecision_ = 0;
     bool lastWrite_ = false, writeMode_ = false, respBlocked_ = false;
     uint32_t writesThisBurst_ = 0;

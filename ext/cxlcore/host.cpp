@@ -146,6 +146,8 @@ Uncore::Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTabl
         routes_[1].target = pageTables;
         nRoutes_ = 2;
     }
+    routes_[0].out.name("host.uncore (LLC miss path to memory)");
+    routes_[1].out.name("host.uncore (LLC miss path to the page tables)");
     // A miss leaves the core once the LLC lookup has failed.
     reqLat_ = nsToTicks(p.llc_latency_ns + p.uncore_req_latency_ns);
     respLat_ = nsToTicks(p.uncore_resp_latency_ns);
@@ -168,9 +170,11 @@ bool Uncore::tryResp(Txn* t) {
 }
 
 void Uncore::retryReq() {
-    // Drain at once: a target that had no room calls this when it has.
+    // A target that had no room calls this when it has, often from inside its
+    // own process(): drain on a wake-up of our own at the same tick rather than
+    // re-enter it with a request.
     for (int i = 0; i < nRoutes_; ++i) routes_[i].blocked = false;
-    process();
+    requestWake(now());
 }
 
 void Uncore::process() {
@@ -206,6 +210,8 @@ InterSocket::InterSocket(Host& host, const InterSocketParams& p, const DramParam
     dataUnits_ = (p_.data_bytes + kUnit - 1) / kUnit;
     rx_.reset(p_.max_outstanding);
     tx_.reset(p_.max_outstanding);
+    rx_.name("remote.link.out (inter-socket link to the remote home)");
+    tx_.name("remote.link.back (inter-socket link back)");
     dram_.setRequester(this);
 }
 

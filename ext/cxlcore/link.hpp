@@ -114,13 +114,15 @@ class CreditPool {
         returns_.clear();
     }
     bool take(Tick now) {
-        while (returns_.headReady() <= now) {
-            returns_.pop();
-            ++avail_;
-        }
+        land(now);
         if (!avail_) return false;
         --avail_;
         return true;
+    }
+    // A credit could be taken at `now` (nothing is taken).
+    bool available(Tick now) {
+        land(now);
+        return avail_ > 0;
     }
     // The receiver frees a buffer at `now`; the credit lands after the return delay.
     void give(Tick now) { giveAt(now + delay_); }
@@ -153,6 +155,12 @@ class CreditPool {
     }
 
   private:
+    void land(Tick now) {
+        while (returns_.headReady() <= now) {
+            returns_.pop();
+            ++avail_;
+        }
+    }
     uint32_t avail_ = 0, total_ = 0;
     Tick delay_ = 0;
     TimedQueue<char> returns_;
@@ -178,17 +186,24 @@ class CxlLink {
 
     FlitChannel m2s_, s2m_;
     CreditPool credits_[kNumMsgClasses];
+    // The host bridge's response buffer for this port (HostBridge::addPort
+    // sizes it): every S2M response needs an entry besides its class credit.
+    CreditPool respBuffer_;
+    // How long a credit freed at one end takes to be usable at the other.
+    Tick creditReturn() const { return creditReturn_; }
     const LinkParams& params() const { return p_; }
     void checkpoint(StateVisitor& v, const std::string& n) {
         m2s_.checkpoint(v, n + ".m2s");
         s2m_.checkpoint(v, n + ".s2m");
         static const char* const names[kNumMsgClasses] = {"req", "rwd", "ndr", "drs"};
         for (int c = 0; c < kNumMsgClasses; ++c) credits_[c].checkpoint(v, n + ".credits_" + names[c]);
+        respBuffer_.checkpoint(v, n + ".resp_buffer");
     }
 
   private:
     LinkParams p_;
     double rawRate_;
+    Tick creditReturn_ = 0;
 };
 
 }  // namespace cxlcore

@@ -86,9 +86,11 @@ void BridgeParams::validate(const std::string& where) const {
     CXL_BRIDGE_FIELDS(CXL_CHECK_FIELD)
     checkChoice(where, "interleave_ways", interleave_ways, {1, 2, 3, 4, 6, 8, 12, 16});
     checkChoice(where, "interleave_bytes", interleave_bytes, {256, 512, 1024, 2048, 4096, 8192, 16384});
-    require(interleave_ways <= root_ports,
-            where + ".interleave_ways = " + fmtNum(interleave_ways) + " is not allowed; allowed: 1 to root_ports (" +
-                fmtNum(root_ports) + ")");
+    // The window interleaves over every root port: fewer ways would leave
+    // ports (and their devices) that no address reaches.
+    require(interleave_ways == root_ports,
+            where + ".interleave_ways = " + fmtNum(interleave_ways) + " is not allowed with root_ports = " +
+                fmtNum(root_ports) + "; allowed: interleave_ways equal to root_ports, one of 1, 2, 3, 4, 6, 8, 12, 16");
 }
 
 void LinkParams::validate(const std::string& where) const {

@@ -181,6 +181,9 @@ struct SystemParams {
     DeviceParams device;
     DramParams device_dram;
     uint64_t seed = 1;
+    // Fault injection for the watchdog's tests, never set by a preset: the
+    // Type-3 device sends no response after this many (0: off).
+    uint64_t fault_device_stops_after = 0;
     void validate() const;
 };
 

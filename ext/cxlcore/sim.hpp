@@ -8,8 +8,12 @@
 #include <utility>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace cxlcore {
@@ -76,6 +80,8 @@ struct Txn {
     uint8_t tag = 0;       // requester-private
     bool own = false;      // a read for ownership (a store's write-allocate)
     bool internal = false; // made by a component for itself (never reaches a core)
+    bool live = false;     // handed out by a TxnPool and not yet returned
+    const char* at = "issued";  // the queue holding it (interned name), for stall reports
     Tick birth = 0;
     Tick mark = 0;         // time the current stage began
     Tick stage[kNumStages] = {};
@@ -85,7 +91,16 @@ struct Txn {
     void leave(Stage s, Tick now) { stage[s] += now - mark; mark = now; }
 };
 
-// Transactions are recycled so memory stays flat however long a run is.
+// Names of queues, kept for the whole process: transactions point at them.
+inline const char* internName(const std::string& name) {
+    static std::mutex m;
+    static std::set<std::string> names;
+    std::lock_guard<std::mutex> g(m);
+    return names.insert(name).first->c_str();
+}
+
+// Transactions are recycled so memory stays flat however long a run is. The
+// pool knows which are in flight, so a stalled run can say where the oldest is.
 class TxnPool {
   public:
     Txn* get() {
@@ -99,16 +114,37 @@ class TxnPool {
             *t = Txn();
         }
         t->id = nextId_++;
+        t->live = true;
         return t;
     }
-    void put(Txn* t) { free_.push_back(t); }
+    void put(Txn* t) {
+        t->live = false;
+        ++returned_;
+        free_.push_back(t);
+    }
     size_t allocated() const { return storage_.size(); }
+    size_t live() const { return storage_.size() - free_.size(); }
+    uint64_t returned() const { return returned_; }
+    // The live transaction issued first (nullptr when none is live).
+    const Txn* oldest() const {
+        const Txn* o = nullptr;
+        for (auto& t : storage_)
+            if (t->live && (!o || t->birth < o->birth || (t->birth == o->birth && t->id < o->id))) o = t.get();
+        return o;
+    }
 
   private:
     std::vector<std::unique_ptr<Txn>> storage_;
     std::vector<Txn*> free_;
-    uint64_t nextId_ = 1;
+    uint64_t nextId_ = 1, returned_ = 0;
 };
+
+// Queues of transactions stamp each one with their name as it enters.
+inline void stampQueue(Txn* t, const char* name) {
+    if (name) t->at = name;
+}
+template <typename T>
+inline void stampQueue(const T&, const char*) {}
 
 class Component;
 
@@ -205,6 +241,14 @@ class Requester {
     virtual void retryReq() = 0;
 };
 
+// Called by the event loop every so many events, to notice a run that has
+// stopped making progress while events still fire.
+class Watch {
+  public:
+    virtual ~Watch() = default;
+    virtual void check(Tick now) = 0;
+};
+
 // The standalone engine's host. Each component has exactly one pending
 // wake-up time, so the next event is the minimum over a small contiguous
 // array: cheaper than a heap for the handful of components a system has.
@@ -225,11 +269,12 @@ class EventLoop : public Host {
     // Runs until no work is left, stop() is called, or the time limit.
     void run(Tick until = kNever) {
         stopped_ = false;
-        const size_t n = times_.size();
-        const Tick* times = times_.data();
         while (!stopped_) {
-            // Branch-free minimum, then its first index (the earliest-created
-            // component wins ties).
+            // Read afresh each event: a component attached during the run
+            // may have moved the array. Branch-free minimum, then its first
+            // index (the earliest-created component wins ties).
+            const size_t n = times_.size();
+            const Tick* times = times_.data();
             Tick best = kNever;
             for (size_t i = 0; i < n; ++i) best = times[i] < best ? times[i] : best;
             if (best == kNever || best > until) break;
@@ -239,9 +284,15 @@ class EventLoop : public Host {
             ++events_;
             times_[bi] = kNever;
             comps_[bi]->fire(best);
+            if (watch_ && ++sinceWatch_ >= kWatchEvery) {
+                sinceWatch_ = 0;
+                watch_->check(now_);
+            }
         }
     }
     void stop() { stopped_ = true; }
+    bool stopped() const { return stopped_; }
+    void watch(Watch* w) { watch_ = w; }
     bool idle() const {
         for (Tick t : times_)
             if (t != kNever) return false;
@@ -250,11 +301,60 @@ class EventLoop : public Host {
     uint64_t events() const { return events_; }
 
   private:
+    static constexpr uint64_t kWatchEvery = 1 << 14;
     std::vector<Component*> comps_;
     std::vector<Tick> times_;
     Tick now_ = 0;
-    uint64_t events_ = 0;
+    uint64_t events_ = 0, sinceWatch_ = 0;
     bool stopped_ = false;
+    Watch* watch_ = nullptr;
+};
+
+// Progress watchdog over a pool's transactions: a run whose requests stop
+// completing ends with a StallError naming the queue that holds the oldest
+// request and its age, instead of hanging or reporting numbers it did not
+// compute. `window`: how long no request may complete while some are in
+// flight (far above any request's latency at valid parameters).
+class Watchdog : public Watch {
+  public:
+    static constexpr Tick kDefaultWindow = 10'000'000'000ull;  // 10 ms
+    explicit Watchdog(const TxnPool& pool, Tick window = kDefaultWindow) : pool_(pool), window_(window) {}
+    void check(Tick now) override {
+        if (pool_.returned() != returned_ || pool_.live() == 0) {
+            returned_ = pool_.returned();
+            since_ = now;
+            return;
+        }
+        if (window_ && now - since_ > window_)
+            throw StallError(report(now, "no request completed for " + fmtTime(now - since_)));
+    }
+    // The event queue ran dry: nothing can move any request still in flight.
+    void drained(Tick now) const {
+        if (pool_.live()) throw StallError(report(now, "no event is left to move the requests in flight"));
+    }
+    std::string report(Tick now, const std::string& why) const {
+        std::ostringstream os;
+        os << "simulation stalled at " << fmtTime(now) << ": " << why << "; " << pool_.live()
+           << " request(s) in flight";
+        if (const Txn* o = pool_.oldest())
+            os << "; the oldest (txn " << o->id << ", " << (o->op == Op::Read ? "read" : "write") << " of 0x"
+               << std::hex << o->hostAddr << std::dec << ") is in " << o->at << ", issued "
+               << fmtTime(now > o->birth ? now - o->birth : 0) << " ago";
+        return os.str();
+    }
+    static std::string fmtTime(Tick t) {
+        std::ostringstream os;
+        os.precision(4);
+        if (t >= 1'000'000'000ull) os << double(t) / 1e9 << " ms";
+        else if (t >= 1'000'000ull) os << double(t) / 1e6 << " us";
+        else os << double(t) / 1e3 << " ns";
+        return os.str();
+    }
+
+  private:
+    const TxnPool& pool_;
+    Tick window_, since_ = 0;
+    uint64_t returned_ = 0;
 };
 
 // A FIFO whose entries become ready at non-decreasing times: models a fixed
@@ -263,6 +363,8 @@ template <typename T>
 class TimedFifo {
   public:
     explicit TimedFifo(size_t cap = 0) { reset(cap); }
+    // Names the FIFO in stall reports and overflow errors.
+    void name(const std::string& n) { name_ = internName(n); }
     void reset(size_t cap) {
         buf_.assign(cap ? cap : 1, Slot{});
         cap_ = cap;
@@ -273,7 +375,13 @@ class TimedFifo {
     bool empty() const { return size_ == 0; }
     size_t size() const { return size_; }
     size_t capacity() const { return cap_; }
+    // Callers check full() first: an entry past capacity is a model bug, never
+    // a write past the buffer.
     void push(Tick ready, T v) {
+        if (size_ >= cap_)
+            throw std::logic_error(std::string("internal error: FIFO ") + (name_ ? name_ : "(unnamed)") +
+                                   " pushed past its capacity of " + std::to_string(cap_));
+        stampQueue(v, name_);
         size_t i = head_ + size_;
         if (i >= buf_.size()) i -= buf_.size();
         buf_[i] = Slot{ready, v};
@@ -295,6 +403,7 @@ class TimedFifo {
     };
     std::vector<Slot> buf_;
     size_t cap_ = 0, head_ = 0, size_ = 0;
+    const char* name_ = nullptr;
 };
 
 // Entries ordered by ready time. Nearly all arrive in order and go to the
@@ -305,7 +414,9 @@ class TimedQueue {
   public:
     bool empty() const { return q_.empty(); }
     size_t size() const { return q_.size(); }
+    void name(const std::string& n) { name_ = internName(n); }
     void push(Tick ready, T v) {
+        stampQueue(v, name_);
         if (q_.empty() || q_.back().first <= ready) {
             q_.emplace_back(ready, v);
             return;
@@ -326,6 +437,7 @@ class TimedQueue {
 
   private:
     std::deque<std::pair<Tick, T>> q_;
+    const char* name_ = nullptr;
 };
 
 // Head of a FIFO as a wake-up source: a head already due is blocked on

@@ -14,6 +14,9 @@ System::System(const SystemParams& p) : p_(p) {
         for (uint32_t i = 0; i < p_.bridge.root_ports; ++i) {
             links.push_back(std::make_unique<CxlLink>(p_.link, "cxl.link", p_.seed + 17 * i));
             devices.push_back(std::make_unique<Type3Device>(loop, p_.device, p_.device_dram, *links.back(), "cxl"));
+            // Named as the report names them.
+            if (p_.bridge.root_ports > 1) devices.back()->name("cxl" + std::to_string(i));
+            devices.back()->stopAfter(p_.fault_device_stops_after);
             bridge->addPort(links.back().get(), devices.back().get());
         }
         memory = bridge.get();
@@ -21,6 +24,12 @@ System::System(const SystemParams& p) : p_(p) {
     uncore_ = std::make_unique<Uncore>(loop, p_.host, memory, localDram.get());
     localDram->setRequester(uncore_.get());
     memory->setRequester(uncore_.get());
+}
+
+void System::run() {
+    loop.watch(&watchdog_);
+    loop.run();
+    if (!loop.stopped()) watchdog_.drained(loop.now());
 }
 
 double System::mediaPeakBytesPerSec() const {

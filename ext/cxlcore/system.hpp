@@ -25,6 +25,10 @@ class System {
     // Theoretical limits the results must respect, bytes per second.
     double mediaPeakBytesPerSec() const;
 
+    // Runs the event loop under the progress watchdog: a run that stops
+    // making progress throws StallError naming where its oldest request is.
+    void run();
+
     void resetStats();
     // Component statistics over [start, end].
     void report(Report& r, Tick start, Tick end) const;
@@ -38,6 +42,7 @@ class System {
   private:
     SystemParams p_;
     std::unique_ptr<Uncore> uncore_;
+    Watchdog watchdog_{pool};
 };
 
 }  // namespace cxlcore

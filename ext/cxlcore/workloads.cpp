@@ -507,7 +507,16 @@ class TrafficDriver : public Driver {
     Tick delay_ = 0, interval_ = 0;
 };
 
+// A window that never closed would make every rate below a number that was
+// not computed: say so instead (the watchdog catches the runs that stall).
+void requireWindow(const char* workload, const TrafficDriver& d) {
+    if (!d.windowDone() || d.windowEnd_ < d.windowStart_)
+        throw StallError(std::string(workload) +
+                         ": the run ended before 90 % of its requests completed; no measurement window");
+}
+
 void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes, uint64_t writeBytes) {
+    if (end < start) throw std::logic_error("internal error: measurement window ends before it starts");
     const double secs = double(end - start) * 1e-12;
     r.emplace_back("window_ns", ticksToNs(end - start));
     r.emplace_back("read_gbps", secs > 0 ? readBytes / secs / 1e9 : 0);
@@ -583,7 +592,7 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
     ChaseDriver d(s, *loads, sp.host.page_bytes);
     s.resetStats();
     d.start();
-    s.loop.run();
+    s.run();
     Report r;
     r.emplace_back("working_set_bytes", double(ws));
     r.emplace_back("latency_ns", ticksToNs(d.elapsed()) / double(cfg.accesses));
@@ -612,7 +621,8 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
     d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, cfg.stores, sp.host.page_bytes);
     d.start();
-    s.loop.run();
+    s.run();
+    requireWindow("stream", d);
     Report r;
     const double secs = double(d.windowEnd_ - d.windowStart_) * 1e-12;
     // STREAM counts each array element once: loads plus stores, no write-allocate.
@@ -644,7 +654,8 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
     TrafficDriver d(s, cfg.threads, cfg.requests, progress);
     d.setTraffic(cfg);
     d.start();
-    s.loop.run();
+    s.run();
+    requireWindow("traffic", d);
     Report r;
     r.emplace_back("threads", cfg.threads);
     r.emplace_back("read_fraction", cfg.read_fraction);
@@ -776,7 +787,7 @@ Report runTrace(const SystemParams& sp, const TraceConfig& cfg, const Progress& 
     System s(sp);
     TraceDriver d(s, cfg, progress);
     d.start();
-    s.loop.run();
+    s.run();
     Report r;
     r.emplace_back("requests", double(d.requests_));
     const Tick start = d.first_ == kNever ? 0 : d.first_;

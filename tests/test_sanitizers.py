@@ -1,0 +1,71 @@
+"""The core and its bindings built with AddressSanitizer and UndefinedBehaviorSanitizer (a second build
+directory, build/asan), and the tests that drive the C++ hardest run against that build in a child
+pytest. A heap overflow, use after free or undefined operation fails the run, whatever the Python
+side saw: the child stops at the first report."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD = REPO / "build" / "asan"
+# The C++-heavy tests: every CXL.mem and CXL.cache path, trace parsing, the component probes and
+# the property-based fuzzing of the core's inputs.
+SANITIZED = ["test_robustness.py", "test_trace.py", "test_coherence.py", "test_bandwidth.py", "test_latency.py"]
+SANITIZED += sorted(p.name for p in (REPO / "tests").glob("test_fuzz_*.py"))
+FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+
+
+def _tool(name):
+    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if path is None:
+        pytest.fail(f"{name} is needed for the sanitizer build (pip install '.[test]' brings it)")
+    return path
+
+
+def _runtime(lib):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    out = subprocess.run([cc, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(out) or not Path(out).exists():
+        pytest.fail(f"the compiler has no {lib} (Debian: libasan8 with gcc)")
+    return out
+
+
+@pytest.fixture(scope="module")
+def sanitized_package(tmp_path_factory):
+    import pybind11
+    cmake, ninja = _tool("cmake"), _tool("ninja")
+    conf = [cmake, "-S", str(REPO / "ext"), "-B", str(BUILD), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
+            "-DSIMCXL_BUILD_PYTHON=ON", "-DCMAKE_BUILD_TYPE=RelWithDebInfo", f"-DCMAKE_CXX_FLAGS={FLAGS}",
+            f"-Dpybind11_DIR={pybind11.get_cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}"]
+    for cmd in (conf, [cmake, "--build", str(BUILD), "-j", str(os.cpu_count() or 2)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    # The Python package beside the sanitized module, ahead of the installed one on the path.
+    stage = tmp_path_factory.mktemp("asan")
+    shutil.copytree(REPO / "simcxl", stage / "simcxl", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (mod,) = BUILD.glob("_core*.so")
+    shutil.copy(mod, stage / "simcxl")
+    return stage
+
+
+def test_cxx_heavy_tests_pass_under_address_and_undefined_behaviour_sanitizers(sanitized_package):
+    env = dict(os.environ, PYTHONPATH=str(sanitized_package), PYTHONMALLOC="malloc",
+               LD_PRELOAD=_runtime("libasan.so"),
+               # The interpreter keeps memory to its exit on purpose: leaks are not what is checked.
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1:exitcode=86",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=87")
+    code = ("import simcxl._core, sys; sys.stdout.write(simcxl._core.__file__)")
+    where = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert where.returncode == 0 and where.stdout.startswith(str(sanitized_package)), where.stderr
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
+                        *[str(REPO / "tests" / t) for t in SANITIZED]],
+                       cwd=REPO, env=env, capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out[-12000:]
+    assert r.returncode == 0, out[-12000:]
+    print(out.strip().splitlines()[-1])

@@ -45,10 +45,12 @@ CXLHostBridge::CXLHostBridge(const Params &p)
     if (p.expanders.size() != b.root_ports)
         fatal("%s: bad CXLHostBridge parameter: bridge_root_ports = %u but "
               "expanders holds %u CXLType3Expander; give one expander per "
-              "root port (bridge_interleave_ways interleaves the first ways "
-              "of them)", name(), b.root_ports, unsigned(p.expanders.size()));
+              "root port (bridge_interleave_ways, equal to root_ports, "
+              "interleaves the window over all of them)", name(), b.root_ports, unsigned(p.expanders.size()));
     try {
-        bridge = std::make_unique<cxlcore::HostBridge>(host, b, name());
+        // Addresses reach the core as offsets into this memory's range.
+        bridge = std::make_unique<cxlcore::HostBridge>(host, b, name(), 0,
+                                                       range.size());
     } catch (const cxlcore::ConfigError &e) {
         fatal("%s: bad CXLHostBridge parameter (group.field is the "
               "parameter group_field): %s", name(), e.what());

@@ -117,10 +117,18 @@ def test_addresses_outside_the_window_are_refused():
     assert (p1, dpa1, h1) == (1, 131071 * 4096 + 4032, (2 << 30) - 64)
 
 
-@pytest.mark.parametrize("base,size", [(0, 3 * 4096 * 2 + 64), (100, 1 << 30), (0, 4096)])
-def test_a_window_not_made_of_whole_interleave_rows_is_refused(base, size):
-    with pytest.raises(_core.ConfigError, match="host window .* is not allowed; allowed: a size that is a multiple"):
-        _core.hdm_decode(2, 4096, [0], base=base, size=size)
+@pytest.mark.parametrize("base,size", [(100, 1 << 30), (4096, 1 << 52), (1 << 52, 4096)])
+def test_a_window_misaligned_or_beyond_52_bits_is_refused(base, size):
+    with pytest.raises(_core.ConfigError, match=r"host window .* is not allowed; allowed: a base that is a multiple"):
+        _core.hdm_decode(2, 4096, [base], base=base, size=size)
+
+
+def test_a_window_of_partial_interleave_rows_decodes_one_to_one():
+    # 3 ways of 256 B over 16 MiB: 21845 whole rows of 768 B and one of 256 B on port 0.
+    size = 16 << 20
+    out = _core.hdm_decode(3, 256, list(range(0, size, 256)), base=0, size=size)
+    assert len({(p, d) for p, d, _ in out}) == size // 256
+    assert out[-1][:2] == (0, 21845 * 256)
 
 
 def test_a_trace_beyond_the_physical_address_space_is_refused(tmp_path):

@@ -36,12 +36,13 @@ double CxlLink::peakDataBytesPerSec(MsgClass c) const {
 
 HdmDecoder::HdmDecoder(uint64_t base, uint64_t size, uint32_t ways, uint32_t granularity)
     : base_(base), size_(size), ways_(ways), gran_(granularity) {
-    const uint64_t unit = uint64_t(ways) * granularity;
-    if (size == 0 || size % unit || base % granularity || base > kMaxWindow || size > kMaxWindow - base) {
+    // Any size decodes one to one (a last partial row of chunks just ends
+    // early); the base is chunk-aligned, as the specification's is.
+    if (size == 0 || base % granularity || base > kMaxWindow || size > kMaxWindow - base) {
         std::ostringstream os;
         os << "cxl.bridge: host window base 0x" << std::hex << base << " size 0x" << size << std::dec
-           << " is not allowed; allowed: a size that is a multiple of interleave_ways x interleave_bytes (" << unit
-           << " B), a base that is a multiple of interleave_bytes, within the 52-bit physical address space";
+           << " is not allowed; allowed: a base that is a multiple of interleave_bytes (" << granularity
+           << " B) and a non-empty window within the 52-bit physical address space";
         throw ConfigError(os.str());
     }
 }

@@ -187,7 +187,9 @@ def test_closed_loop_saturation_obeys_littles_law(presets):
 
 
 @pytest.mark.xfail(strict=True, reason="open-loop overload delivers 4-5 % more than Little's law allows for the "
-                                       "cores' MSHRs (14.53 GB/s at 297.5 ns against 64 x 64 B / 297.5 ns = 13.77)")
+                                       "cores' MSHRs (14.53 GB/s at 297.5 ns against 64 x 64 B / 297.5 ns = 13.77): "
+                                       "a paced core frees its MSHR when complete() is called with a later `done` "
+                                       "and may reissue on a wake before that time")
 def test_open_loop_overload_is_bounded_by_the_link_and_the_mshrs(presets):
     # Offered far past what 64 misses in flight carry, the reads get what
     # Little's law allows them, and never more than the link's read data peak

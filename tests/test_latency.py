@@ -1,5 +1,7 @@
 """Idle latency equals the sum of the stages a request passes, computed by hand."""
 
+import math
+
 import pytest
 
 import simcxl
@@ -7,7 +9,7 @@ from simcxl import _core
 from simcxl.engine import STAGES
 from simcxl.params import CxlMemory, InterSocketParams, LinkParams, RemoteMemory, System
 
-from conftest import quiet_dram
+from conftest import link_bound_cxl, quiet_dram
 
 REQUESTS = 2000
 
@@ -48,20 +50,86 @@ def test_remote_idle_latency_adds_link_both_ways():
     assert r["read_latency_ns_mean"] == pytest.approx(expected, abs=0.01)
 
 
-@pytest.mark.parametrize("lanes,flit,lopt", [(16, 68, 0), (8, 68, 0), (4, 68, 0), (16, 256, 0), (16, 256, 1)])
-def test_cxl_idle_latency_is_sum_of_stages(lanes, flit, lopt):
+def cxl_idle(lanes, flit, lopt):
     cxl = CxlMemory(link=LinkParams(lanes=lanes, flit_bytes=flit, latency_optimized=lopt, phy_latency_ns=21.0),
                     media=quiet_dram())
-    s = System("t", "cxl-type3", local_dram=quiet_dram(), cxl=cxl)
+    return System("t", "cxl-type3", local_dram=quiet_dram(), cxl=cxl)
+
+
+@pytest.mark.parametrize("lanes,flit,lopt", [(16, 68, 0), (8, 68, 0), (4, 68, 0), (16, 256, 0), (16, 256, 1)])
+def test_cxl_idle_latency_is_sum_of_stages(lanes, flit, lopt):
+    s = cxl_idle(lanes, flit, lopt)
+    cxl = s.cxl
     r = idle_read(s)
-    flit_ns = round(flit / cxl.link.raw_gbps, 3)  # picosecond resolution
-    units = 8 if flit == 68 else (29 if lopt else 30)
-    drs_flits = 2 if 9 > units else 1  # a DRS (header + 64 B) needs 9 half-slots
+    flit_ps = flit * 8 / (32e9 * lanes * 128 / 130) * 1e12  # 1079.1015625 ps for 68 B on x16
+    # On an idle link a message starts a flit of its own at a whole tick and
+    # is received at the first tick at or after the end of the flit that
+    # ends it: a DRS (header + 64 B, 9 of a 68 B flit's 8 half-slots) needs two.
+    # The latency-optimised flit checks each 128 B half on its own, and both
+    # messages fit in the first half (15 half-slots).
+    req_ps = flit_ps / 2 if lopt else flit_ps
+    drs_ps = flit_ps / 2 if lopt else (2 if flit == 68 else 1) * flit_ps
     expected = (host_ns(s.host) + cxl.bridge.req_latency_ns + cxl.bridge.resp_latency_ns
-                + flit_ns + cxl.link.phy_latency_ns                       # M2S Req: one flit
+                + math.ceil(req_ps) / 1000 + cxl.link.phy_latency_ns     # M2S Req
                 + cxl.device.req_latency_ns + dram_hit_ns(cxl.media) + cxl.device.resp_latency_ns
-                + drs_flits * flit_ns + cxl.link.phy_latency_ns)          # S2M DRS
-    assert r["read_latency_ns_mean"] == pytest.approx(expected, abs=0.02)
+                + math.ceil(drs_ps) / 1000 + cxl.link.phy_latency_ns)    # S2M DRS
+    assert r["read_latency_ns_mean"] == pytest.approx(expected, abs=0.003)
+
+
+def test_latency_optimised_flit_saves_half_a_flit_each_way():
+    # Gen5 x16 256 B flit: 256 B / 63.015 GB/s = 4.0625 ns. Request and data
+    # response each end in the first half, so each is usable 2.03 ns earlier.
+    std = idle_read(cxl_idle(16, 256, 0))["read_latency_ns_mean"]
+    lopt = idle_read(cxl_idle(16, 256, 1))["read_latency_ns_mean"]
+    assert std - lopt == pytest.approx(4.0625, abs=0.002)
+
+
+def test_a_message_ending_in_the_second_half_waits_for_the_whole_flit(tmp_path):
+    # Two writes issued together share one M2S flit F = 4.0625 ns. An RwD is
+    # 10 half-slots: the first ends inside the first half (15), the second in
+    # the second half, so only the first is usable at F/2. Its completion
+    # (NDR, one half-slot) leaves F/2 before the second's and is usable F/2
+    # into its flit: the first write gains F. The second's NDR finds the wire
+    # busy with that flit until its end and is usable F/2 into the next one,
+    # when the standard flit carrying both NDRs ends: it gains nothing.
+    trace = tmp_path / "two.trace"
+    trace.write_text("0 W 0x0\n0 W 0x40000\n")
+    lat = {}
+    for lopt in (0, 1):
+        r = simcxl.trace(cxl_idle(16, 256, lopt), trace, max_outstanding=2).iloc[0]
+        lat[lopt] = (r["write_latency_ns_mean"], r["write_latency_ns_max"])
+    flit = 4.0625
+    assert lat[0][0] - lat[1][0] == pytest.approx(flit / 2, abs=0.002)
+    assert lat[0][1] == pytest.approx(lat[1][1], abs=0.002)
+
+
+def extra_reads_ps(system, folder):
+    """How much longer 8000 reads issued at once take than 4000, in ps."""
+    window = {}
+    for n in (4000, 8000):
+        trace = folder / f"{n}.trace"
+        trace.write_text("".join(f"0 R {i * 64:#x}\n" for i in range(n)))
+        window[n] = simcxl.trace(system, trace, max_outstanding=n).iloc[0]["window_ns"] * 1000
+    return window[8000] - window[4000]
+
+
+def test_back_to_back_flits_keep_exact_time(tmp_path):
+    # Gen5 x16: a 68 B flit lasts 68 * 8 / (32e9 * 16 * 128/130) s =
+    # 1079.1015625 ps, not a whole number of ticks. N reads issued at once on
+    # a link-bound system keep the device-to-host direction busy back to
+    # back: 9 half-slots per DRS, 8 per flit, so N more reads take 9N/8 more
+    # flits. Rounding each flit to 1079 ps would lose 0.1 ps per flit.
+    s = link_bound_cxl(lanes=16)
+    assert extra_reads_ps(s, tmp_path) == pytest.approx(4000 * 9 / 8 * 1079.1015625, abs=1.0)
+
+
+def test_back_to_back_units_on_the_socket_link_keep_exact_time(tmp_path):
+    # 12 GB/s: a 16 B unit lasts 1333.33 ps; a data response is 80 B, 5
+    # units. N more link-bound reads take 5N more units on the way back.
+    link = InterSocketParams(latency_ns=40.0, bandwidth_gbps=12.0, req_bytes=16, data_bytes=80, max_outstanding=4096)
+    s = System("t", "remote-numa", local_dram=quiet_dram(),
+               remote=RemoteMemory(link=link, dram=quiet_dram(channels=32, read_queue=256))).validate()
+    assert extra_reads_ps(s, tmp_path) == pytest.approx(4000 * 5 * 16 / 12 * 1000, abs=1.0)
 
 
 def test_breakdown_adds_up_to_the_latency(presets):

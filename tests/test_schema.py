@@ -63,3 +63,121 @@ def test_both_sides_reject_the_same_out_of_range_values(group):
         # The default itself is accepted by both.
         cls().validate(where)
         validate(core_system(kind, where, {f.name: f.default}))
+
+
+def candidates(lo, hi):
+    """Every whole value in a small range; in a large one the edges and the
+    powers of two with their neighbours, where allowed-value rules bite."""
+    lo, hi = int(lo), int(hi)
+    if hi - lo <= 1024:
+        return range(lo, hi + 1)
+    near = {lo, lo + 1, hi - 1, hi}
+    for k in range(64):
+        near |= {(1 << k) - 1, 1 << k, (1 << k) + 1, 3 << k}
+    return sorted(v for v in near if lo <= v <= hi)
+
+
+def verdicts(group, values):
+    """What each side says of a group with `values` set: None (accepted) or the message."""
+    cls = GROUPS[group]
+    kind, where = WHERE[group]
+    obj = cls()
+    for k, v in values.items():
+        setattr(obj, k, v)
+    try:
+        obj.validate(where)
+        py = None
+    except ParamError as e:
+        py = str(e)
+    validate = _core.validate_coherent if kind == "accel" else _core.validate
+    try:
+        validate(core_system(kind, where, values))
+        cpp = None
+    except _core.ConfigError as e:
+        cpp = str(e)
+    return py, cpp
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_both_sides_accept_the_same_whole_values_and_say_the_same(group):
+    for f in fields(GROUPS[group]):
+        if f.type not in ("int", int):
+            continue
+        for v in candidates(f.metadata["lo"], f.metadata["hi"]):
+            py, cpp = verdicts(group, {f.name: v})
+            assert py == cpp, (f.name, v)
+
+
+# Allowed values by the specifications, with the other fields set so that
+# only the field itself decides: PCIe 5.0/6.0 rates and link widths, CXL
+# flit sizes, CXL 2.0 HDM decoder interleave ways (1, 2, 4, 8, 16 and 3, 6,
+# 12) and granularities (256 B to 16 KiB), PCIe Max_Read_Request_Size and
+# Max_Payload_Size (128 B to 4 KiB, powers of two).
+SAME = "the value under test"  # a field that must equal the one checked (root_ports = interleave_ways)
+SPEC_VALUES = [
+    ("LinkParams", "gen", {5, 6}, {"flit_bytes": 256}),
+    ("LinkParams", "lanes", {1, 2, 4, 8, 16}, {}),
+    ("LinkParams", "flit_bytes", {68, 256}, {}),
+    ("BridgeParams", "interleave_ways", {1, 2, 3, 4, 6, 8, 12, 16}, {"root_ports": SAME}),
+    ("BridgeParams", "interleave_bytes", {256 << k for k in range(7)}, {}),
+    ("DmaParams", "max_read_request", {128 << k for k in range(6)}, {}),
+    ("DmaParams", "max_payload", {128 << k for k in range(6)}, {}),
+]
+
+
+@pytest.mark.parametrize("group,name,allowed,others", SPEC_VALUES, ids=[f"{g}.{n}" for g, n, _, _ in SPEC_VALUES])
+def test_allowed_value_lists_are_the_specifications(group, name, allowed, others):
+    f = next(f for f in fields(GROUPS[group]) if f.name == name)
+    listed = ", ".join(str(v) for v in sorted(allowed))
+    near = {a + d for a in allowed for d in (-1, 0, 1)}
+    for v in sorted(set(candidates(f.metadata["lo"], f.metadata["hi"])) | near):
+        if not f.metadata["lo"] <= v <= f.metadata["hi"]:
+            continue
+        py, cpp = verdicts(group, {**{k: v if o is SAME else o for k, o in others.items()}, name: v})
+        if v in allowed:
+            assert py is None and cpp is None, (name, v, py, cpp)
+        else:
+            assert py == cpp and py.endswith(f".{name} = {v} is not allowed; allowed values: {listed}"), (v, py, cpp)
+
+
+# Rules between fields, each with a value that breaks it and the nearest that keeps it.
+CROSS = [
+    ("LinkParams", {"gen": 6, "flit_bytes": 68}, {"gen": 6, "flit_bytes": 256},
+     "cxl.link.flit_bytes = 68 is not allowed with gen = 6; allowed values: 256"),
+    ("LinkParams", {"flit_bytes": 68, "latency_optimized": 1}, {"flit_bytes": 256, "latency_optimized": 1},
+     "cxl.link.latency_optimized = 1 is not allowed with flit_bytes = 68; allowed values: 0"),
+    ("BridgeParams", {"root_ports": 2, "interleave_ways": 3}, {"root_ports": 3, "interleave_ways": 3},
+     "cxl.bridge.interleave_ways = 3 is not allowed with root_ports = 2; allowed: interleave_ways equal to "
+     "root_ports, one of 1, 2, 3, 4, 6, 8, 12, 16"),
+    ("BridgeParams", {"root_ports": 2, "interleave_ways": 1}, {"root_ports": 2, "interleave_ways": 2},
+     "cxl.bridge.interleave_ways = 1 is not allowed with root_ports = 2; allowed: interleave_ways equal to "
+     "root_ports, one of 1, 2, 3, 4, 6, 8, 12, 16"),
+    ("DramParams", {"bus_bytes": 8, "burst_length": 16}, {"bus_bytes": 4, "burst_length": 16},
+     "local_dram.bus_bytes x burst_length = 128 is not allowed; allowed: 64 (one cache line per burst)"),
+    ("DramParams", {"interleave_bytes": 4096, "row_bytes": 2048}, {"interleave_bytes": 2048, "row_bytes": 2048},
+     "local_dram.row_bytes = 2048 is not allowed; allowed: a power of two, at least interleave_bytes"),
+    ("DramParams", {"write_low_watermark": 0.5, "write_high_watermark": 0.5},
+     {"write_low_watermark": 0.49, "write_high_watermark": 0.5},
+     "local_dram.write_low_watermark = 0.5 is not allowed; allowed: below write_high_watermark (0.5)"),
+    ("DramParams", {"tREFI_ns": 300.0, "tRFC_ns": 300.0}, {"tREFI_ns": 301.0, "tRFC_ns": 300.0},
+     "local_dram.tREFI_ns = 300 is not allowed; allowed: 0 (no refresh) or above tRFC_ns"),
+    ("DeviceParams", {"devload_optimal": 0.6, "devload_moderate": 0.5}, {"devload_optimal": 0.5, "devload_moderate": 0.5},
+     "cxl.device.devload_* thresholds must satisfy devload_optimal <= devload_moderate <= devload_severe"),
+    ("HostParams", {"l2_bytes": 64 * 3 * 100, "l2_assoc": 16}, {"l2_bytes": 64 * 16 * 100, "l2_assoc": 16},
+     "host.l2_bytes = 19200 must be a multiple of 64 x host.l2_assoc (16)"),
+    ("HostParams", {"dtlb_entries": 66, "dtlb_assoc": 4}, {"dtlb_entries": 68, "dtlb_assoc": 4},
+     "host.dtlb_entries = 66 must be a multiple of dtlb_assoc"),
+    ("DCacheParams", {"bytes": 64 * 100, "assoc": 8}, {"bytes": 64 * 8 * 100, "assoc": 8},
+     "cache.bytes = 6400 must be a multiple of 64 x assoc (8)"),
+    ("AccelParams", {"type": 1, "hdm_db": 1}, {"type": 2, "hdm_db": 1},
+     "accel.hdm_db = 1 is not allowed with type = 1; allowed values: 0"),
+    ("AccelParams", {"bias_page_bytes": 4096, "memory_bytes": 4096 * 1000 + 64},
+     {"bias_page_bytes": 4096, "memory_bytes": 4096 * 1000},
+     "accel.memory_bytes = 4096064 must be a multiple of bias_page_bytes"),
+]
+
+
+@pytest.mark.parametrize("group,bad,good,message", CROSS, ids=[m.split(" ")[0] for _, _, _, m in CROSS])
+def test_both_sides_enforce_the_same_rules_between_fields(group, bad, good, message):
+    assert verdicts(group, bad) == (message, message)
+    assert verdicts(group, good) == (None, None)

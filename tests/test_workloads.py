@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import simcxl
+from simcxl import calibrate
 
 from conftest import TESTBED
 
@@ -52,12 +53,14 @@ def test_stride_mode_walks_sequentially(presets):
     assert df["hit_llc"].iloc[0] > 0.95
 
 
-def test_cxl_memory_plateaus_near_the_testbed(presets):
+def test_cxl_memory_plateaus_at_the_fitted_testbed_point(presets):
+    # The shipped presets were fitted to the testbed's 1 GiB point: the fit
+    # promises it within the fit tolerance, measured as the harness measures it.
     meas = pd.read_csv(TESTBED / "lat_mem_rd.csv")
     for name in ("cxl-asic", "cxl-fpga"):
         m = meas[(meas["memory"] == name) & (meas["working_set_bytes"] == 1 << 30)]["latency_ns"].iloc[0]
-        sim = chase(presets[name], [1 << 30], accesses=3000)["latency_ns"].iloc[0]
-        assert sim == pytest.approx(m, rel=0.15), (name, sim, m)
+        sim = chase(presets[name], [1 << 30], accesses=calibrate.LMBENCH_ACCESSES)["latency_ns"].iloc[0]
+        assert abs(sim / m - 1) * 100 <= calibrate.FIT_TOLERANCE_PCT, (name, sim, m)
 
 
 def test_memory_order_of_latency(presets):
@@ -170,8 +173,27 @@ def test_loaded_latency_rises_with_bandwidth(presets):
 def test_open_loop_rate_is_met_below_saturation(presets):
     r = simcxl.traffic(presets["cxl-asic"], threads=4, rate_gbps=5.0, requests=30000).iloc[0]
     assert r["read_gbps"] == pytest.approx(5.0, rel=0.03)
-    over = simcxl.traffic(presets["cxl-asic"], threads=4, rate_gbps=500.0, requests=30000).iloc[0]
-    assert over["read_gbps"] < 100
+
+
+def little_gbps(system, threads, r):
+    """What the cores' misses in flight carry by Little's law, MSHRs always full."""
+    return threads * system.host.mshrs_per_core * 64 / r["read_latency_ns_mean"]
+
+
+def test_closed_loop_saturation_obeys_littles_law(presets):
+    s = presets["cxl-asic"]
+    r = simcxl.traffic(s, threads=4, requests=30000).iloc[0]
+    assert r["read_gbps"] == pytest.approx(little_gbps(s, 4, r), rel=0.01)
+
+
+def test_open_loop_overload_is_bounded_by_the_link_and_the_mshrs(presets):
+    # Offered far past what 64 misses in flight carry, the reads get what
+    # Little's law allows them, and never more than the link's read data peak
+    # (Gen5 x8: 31.5077 GB/s x 64/68 x 8/9 = 26.36 GB/s).
+    s = presets["cxl-asic"]
+    over = simcxl.traffic(s, threads=4, rate_gbps=500.0, requests=30000).iloc[0]
+    assert over["read_gbps"] <= 31.5077 * 64 / 68 * 8 / 9 * 1.001
+    assert over["read_gbps"] == pytest.approx(little_gbps(s, 4, over), rel=0.01)
 
 
 def test_identical_inputs_identical_outputs(presets):

@@ -202,10 +202,10 @@ InterSocket::InterSocket(Host& host, const InterSocketParams& p, const DramParam
     : Component(host), p_(p), dram_(host, dram, "remote.dram") {
     p_.validate("remote.link");
     constexpr uint32_t kUnit = 16;  // bytes per transfer unit on the link
-    const Tick unit = nsToTicks(kUnit / p_.bandwidth_gbps);
+    const double unitPs = kUnit / p_.bandwidth_gbps * 1000.0;  // exact: the channel keeps fractions
     const Tick lat = nsToTicks(p_.latency_ns);
-    out_.configure(unit, 1, lat, 0.0, 0, 1);
-    back_.configure(unit, 1, lat, 0.0, 0, 2);
+    out_.configure(unitPs, 1, lat, 0.0, 0, 1);
+    back_.configure(unitPs, 1, lat, 0.0, 0, 2);
     reqUnits_ = (p_.req_bytes + kUnit - 1) / kUnit;
     dataUnits_ = (p_.data_bytes + kUnit - 1) / kUnit;
     rx_.reset(p_.max_outstanding);

@@ -18,12 +18,22 @@ struct ChannelStats {
 // units; a message needs whole units. A message may join the newest flit
 // only while that flit has not started on the wire, so an idle link sends
 // padded flits and a busy one packs them full.
+//
+// Flit boundaries are kept to 2^-32 ps: a flit rarely lasts a whole number
+// of picoseconds (68 B on Gen5 x16 is 1079.1015625 ps), and rounding each one
+// would skew long-run bandwidth by up to half a tick per flit. Arrivals are
+// reported at the first whole tick at or after the exact time.
+//
+// A flit whose first `firstHalfUnits` units are covered by their own CRC (the
+// CXL 3.x latency-optimised 256 B flit) delivers a message that ends there
+// at the end of that half; 0 means the whole flit is checked at once.
 class FlitChannel {
   public:
-    void configure(Tick flitTime, uint32_t unitsPerFlit, Tick latency, double flitErrorProb, Tick replayPenalty,
-                   uint64_t seed) {
-        flitTime_ = flitTime;
+    void configure(double flitPs, uint32_t unitsPerFlit, Tick latency, double flitErrorProb, Tick replayPenalty,
+                   uint64_t seed, uint32_t firstHalfUnits = 0) {
+        flit_ = fromPs(flitPs);
         upf_ = unitsPerFlit;
+        half_ = firstHalfUnits < unitsPerFlit ? firstHalfUnits : 0;
         latency_ = latency;
         replay_ = replayPenalty;
         rng_ = Rng(seed);
@@ -31,11 +41,13 @@ class FlitChannel {
         untilError_ = drawGap();
     }
 
-    // Returns the time the message is fully received (its last flit's CRC checked).
+    // Returns the time the message is fully received (the CRC covering its
+    // last unit checked).
     Tick send(Tick now, uint32_t units, uint32_t dataBytes) {
         ++stats_.messages;
         stats_.units += units;
         stats_.dataBytes += dataBytes;
+        // The open flit has not started while its exact start is at or after now.
         if (open_ && openStart_ >= now && openUsed_ < upf_) {
             uint32_t take = std::min(units, upf_ - openUsed_);
             openUsed_ += take;
@@ -43,48 +55,80 @@ class FlitChannel {
         }
         if (units) {
             uint64_t n = (units + upf_ - 1) / upf_;
-            Tick start = std::max(now, open_ ? openStart_ + flitTime_ : Tick(0));
-            Tick extra = 0;
+            Fixed start = open_ ? add(openStart_, openFrac_, flit_) : Fixed{now, 0};
+            if (start.t < now) start = Fixed{now, 0};  // the wire was idle
+            Fixed extra{0, 0};
             // Go-back-N replay: a corrupted flit costs a NAK round trip plus its
             // resend, and everything behind it waits.
             uint64_t left = n;
             while (untilError_ <= left) {
                 left -= untilError_;
                 ++stats_.crcErrors;
-                stats_.replayedFlits += 1 + replay_ / std::max<Tick>(flitTime_, 1);
-                extra += replay_ + flitTime_;
+                stats_.replayedFlits += 1 + replay_ / std::max<Tick>(flitTime(), 1);
+                extra = add(add(extra.t, extra.f, flit_), Fixed{replay_, 0});
                 untilError_ = drawGap();
             }
             untilError_ -= left;
             stats_.flits += n;
-            openStart_ = start + extra + (n - 1) * flitTime_;
+            const Fixed last = add(add(start.t, start.f, extra), times(flit_, n - 1));
+            openStart_ = last.t;
+            openFrac_ = last.f;
             openUsed_ = uint32_t(units - (n - 1) * upf_);
             open_ = true;
-            busy_ += n * flitTime_ + extra;
+            busy_ = add(add(busy_.t, busy_.f, times(flit_, n)), extra);
         }
-        return openStart_ + flitTime_ + latency_;
+        const bool early = half_ && openUsed_ <= half_;
+        return ceil(add(openStart_, openFrac_, early ? halfFlit() : flit_)) + latency_;
     }
 
     // The flit being packed and the error draw (busy time and counters are statistics).
     void checkpoint(StateVisitor& v, const std::string& n) {
         v(n + ".openStart", openStart_);
+        v(n + ".openFrac", openFrac_);
         v(n + ".openUsed", openUsed_);
         v(n + ".open", open_);
         v(n + ".untilError", untilError_);
         rng_.checkpoint(v, n + ".rng");
     }
 
-    Tick flitTime() const { return flitTime_; }
+    // Flit time rounded to a whole tick, and exact in picoseconds.
+    Tick flitTime() const { return flit_.t + (flit_.f >> 31); }
+    double flitPs() const { return double(flit_.t) + double(flit_.f) / kOne; }
     uint32_t unitsPerFlit() const { return upf_; }
+    uint32_t firstHalfUnits() const { return half_; }
     Tick latency() const { return latency_; }
-    Tick busy() const { return busy_; }
+    Tick busy() const { return busy_.t + (busy_.f >> 31); }
     const ChannelStats& stats() const { return stats_; }
     void resetStats() {
         stats_ = ChannelStats();
-        busy_ = 0;
+        busy_ = Fixed{0, 0};
     }
 
   private:
+    // A time in ticks plus a fraction of a tick in units of 2^-32.
+    struct Fixed {
+        Tick t;
+        uint32_t f;
+    };
+    static constexpr double kOne = 4294967296.0;  // 2^32
+    static Fixed fromPs(double ps) {
+        const double whole = std::floor(ps);
+        const double frac = std::floor((ps - whole) * kOne + 0.5);
+        if (frac >= kOne) return Fixed{Tick(whole) + 1, 0};
+        return Fixed{Tick(whole), uint32_t(frac)};
+    }
+    static Fixed add(Tick t, uint32_t f, Fixed b) {
+        const uint64_t s = uint64_t(f) + b.f;
+        return Fixed{t + b.t + (s >> 32), uint32_t(s)};
+    }
+    static Fixed add(Fixed a, Fixed b) { return add(a.t, a.f, b); }
+    static Fixed times(Fixed a, uint64_t n) {
+        const uint64_t frac = uint64_t(a.f) * n;  // n is a message's flit count, far below 2^32
+        return Fixed{a.t * n + (frac >> 32), uint32_t(frac)};
+    }
+    static Tick ceil(Fixed a) { return a.t + (a.f ? 1 : 0); }
+    Fixed halfFlit() const { return Fixed{flit_.t / 2, uint32_t(((flit_.t & 1) << 31) | (flit_.f >> 1))}; }
+
     uint64_t drawGap() {
         if (logKeep_ == 0.0) return ~0ull;
         double u = rng_.uniform();
@@ -92,8 +136,9 @@ class FlitChannel {
         return g > 1e18 ? ~0ull : uint64_t(g);
     }
 
-    Tick flitTime_ = 1, latency_ = 0, replay_ = 0, openStart_ = 0, busy_ = 0;
-    uint32_t upf_ = 1, openUsed_ = 0;
+    Fixed flit_{1, 0}, busy_{0, 0};
+    Tick latency_ = 0, replay_ = 0, openStart_ = 0;
+    uint32_t openFrac_ = 0, upf_ = 1, half_ = 0, openUsed_ = 0;
     bool open_ = false;
     double logKeep_ = 0;
     uint64_t untilError_ = ~0ull;

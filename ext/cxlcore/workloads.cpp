@@ -404,7 +404,7 @@ class TrafficDriver : public Driver {
                 --k.wb;
                 break;
             case kRfo:
-                --k.mshr;
+                freeMshr(k, t);
                 // The line is dirty now; the one the caches push out for it is an L2's worth of stores older.
                 k.dirty.push_back(streamAddr(x->src, storeArray_, k.evict));
                 if (++k.evict == streamLines_) k.evict = 0;
@@ -412,7 +412,7 @@ class TrafficDriver : public Driver {
                 break;
             default:
                 if (x->op == Op::Read && measuring()) reads_.add(*x, t);
-                --k.mshr;
+                freeMshr(k, t);
                 countOp(x->tag != kLoad, t);
         }
         // Paced cores issue on their own clock; the others react at once.
@@ -425,6 +425,7 @@ class TrafficDriver : public Driver {
   private:
     struct Core {
         uint32_t mshr = 0, wb = 0;
+        TimedQueue<char> freeing;  // paced cores: MSHRs whose response lands later than now
         std::deque<uint64_t> dirty;
         uint64_t pos = 0;
         uint64_t evict = 0;  // STREAM: the store array's line the next read for ownership pushes out
@@ -432,6 +433,20 @@ class TrafficDriver : public Driver {
         Rng rng;
     };
     bool measuring() const { return windowStart_ != 0 && windowEnd_ == 0; }
+
+    // A response reaches the core at t, which may be later than now. A core
+    // that reacts at once issues at t itself; a paced one wakes on its own
+    // clock, so its MSHR stays taken until t (else it could issue before then).
+    void freeMshr(Core& k, Tick t) {
+        if ((interval_ || delay_) && t > now()) k.freeing.push(t, 0);
+        else --k.mshr;
+    }
+    void landMshrs(Core& k, Tick t) {
+        while (k.freeing.headReady() <= t) {
+            k.freeing.pop();
+            --k.mshr;
+        }
+    }
 
     void countOp(bool store, Tick t) {
         ++completed_;
@@ -450,6 +465,7 @@ class TrafficDriver : public Driver {
     // Issues what core c may at time t (now or a response's later arrival).
     void pump(uint32_t c, Tick t) {
         Core& k = cores_[c];
+        landMshrs(k, t);
         while (!k.dirty.empty() && k.wb < wbSlots_) {
             ++k.wb;
             issue(uint16_t(c), Op::Write, k.dirty.front(), kWb, t);
@@ -475,6 +491,7 @@ class TrafficDriver : public Driver {
             else if (delay_) k.notBefore = t + delay_;
         }
         if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) requestWake(k.notBefore);
+        if (k.mshr >= mshrs_ && !k.freeing.empty()) requestWake(std::max(k.notBefore, k.freeing.headReady()));
     }
 
     uint64_t streamAddr(uint32_t c, uint8_t array, uint64_t line) const {

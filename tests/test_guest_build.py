@@ -258,3 +258,23 @@ def test_guest_boots_under_qemu_with_two_nodes_and_runs_chase():
     assert re.search(r"size_bytes=1048576 accesses=20000 latency_ns=[\d.]+ end=0x[0-9a-f]+\s+verify_lines=32768 "
                      r"mismatches=0", out), out
     assert "simcxl-run-end: rc=0" in out, out
+
+
+def test_a_second_run_finds_the_guest_in_the_cache(tmp_path):
+    """With the outputs of the current inputs in the cache, build() builds nothing and names them."""
+    if bg.missing_packages() or not bg.KERNEL_TARBALL.is_file():
+        pytest.skip(f"needs Debian packages {' '.join(bg.missing_packages()) or bg.KERNEL_PACKAGE}")
+    kernel, initramfs = bg.kernel_dir(tmp_path), bg.initramfs_dir(tmp_path)
+    for f, size in ((kernel / "vmlinux", 3), (kernel / "bzImage", 5), (initramfs / "initramfs.cpio.gz", 7)):
+        f.parent.mkdir(exist_ok=True)
+        f.write_bytes(b"x" * size)
+    log = tmp_path / "log"
+    with open(log, "w") as out:
+        paths = bg.build(tmp_path, out=out)
+    lines = log.read_text().splitlines()
+    assert [l.split()[0] for l in lines] == ["step=total", f"vmlinux={kernel / 'vmlinux'}",
+                                             f"bzimage={kernel / 'bzImage'}",
+                                             f"initramfs={initramfs / 'initramfs.cpio.gz'}"]
+    assert [l.split()[1] for l in lines[1:]] == ["bytes=3", "bytes=5", "bytes=7"]
+    assert paths == bg.built(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kernel.name, initramfs.name, "log"])

@@ -114,7 +114,8 @@ def test_the_script_fails_in_one_line_before_building(tmp_path):
 
 
 def test_a_bad_base_config_is_named(tmp_path):
-    with pytest.raises(bg.GuestBuildError, match="base config must be one of tinyconfig, x86_64_defconfig, got 'allyes'"):
+    msg = "base config must be one of tinyconfig, x86_64_defconfig, got 'allyes'"
+    with pytest.raises(bg.GuestBuildError, match=msg):
         bg.build(tmp_path, base="allyes")
 
 
@@ -234,7 +235,8 @@ QEMU = shutil.which("qemu-system-x86_64")
 @pytest.mark.slow
 def test_guest_boots_under_qemu_with_two_nodes_and_runs_chase():
     """QEMU's SRAT gives the guest two nodes of 1 GiB, node 1 CPU-less, and its HMAT the latencies set
-    below (ns): the kernel must report both, then run chase to completion and reboot (which -no-reboot turns into QEMU exiting)."""
+    below (ns): the kernel must report both, then run chase to completion and reboot (with -no-reboot,
+    QEMU's exit)."""
     if QEMU is None:
         pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
     paths = bg.built()
@@ -243,8 +245,8 @@ def test_guest_boots_under_qemu_with_two_nodes_and_runs_chase():
     accel = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
     hmat = []
     for target, lat, bw in ((0, 80, "20G"), (1, 250, "8G")):
-        hmat += ["-numa", f"hmat-lb,initiator=0,target={target},hierarchy=memory,data-type=access-latency,latency={lat}",
-                 "-numa", f"hmat-lb,initiator=0,target={target},hierarchy=memory,data-type=access-bandwidth,bandwidth={bw}"]
+        lb = f"hmat-lb,initiator=0,target={target},hierarchy=memory,data-type=access"
+        hmat += ["-numa", f"{lb}-latency,latency={lat}", "-numa", f"{lb}-bandwidth,bandwidth={bw}"]
     cmd = [QEMU, "-accel", accel, "-machine", "pc,hmat=on", "-m", "2G", "-smp", "2", "-nographic", "-no-reboot",
            "-object", "memory-backend-ram,id=m0,size=1G", "-object", "memory-backend-ram,id=m1,size=1G",
            "-numa", "node,nodeid=0,memdev=m0,cpus=0-1,initiator=0", "-numa", "node,nodeid=1,memdev=m1,initiator=0",

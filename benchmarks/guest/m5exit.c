@@ -129,6 +129,8 @@ int main(int argc, char **argv)
     } else {
         static char buf[4096];
         uint64_t offset = 0, got;
+        /* gem5 writes through the guest's page tables: the page must be mapped (Linux pages on demand) */
+        memset(buf, 1, sizeof buf);
         while ((got = m5_read_file(buf, sizeof buf, offset)) > 0) {
             if (got > sizeof buf || fwrite(buf, 1, got, stdout) != got) {
                 fprintf(stderr, "m5exit: readfile failed at offset %llu\n", (unsigned long long)offset);

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Build SimCXL's full-system guest (a kernel and an initramfs) from Debian packages.
+
+    python3 benchmarks/guest/build_guest.py [--cache DIR] [--install] [--base tinyconfig]
+
+The kernel comes from Debian's linux-source-6.12, configured as `make tinyconfig`
+plus kernel.config beside this file; the initramfs holds busybox-static, numactl
+(Debian's dynamic binary with the libraries ldd names: no deb-src is needed), the
+guest benchmarks built static from the C sources beside this file, m5exit (gem5's
+pseudo-ops) and an /init that reads its work from the kernel command line:
+
+    simcxl.run="chase 65536"   the command to run (@readfile: the script gem5's
+                               readfile hands over); none: a shell
+    simcxl.checkpoint=1        `m5 checkpoint` first (restore resumes after it)
+    simcxl.after=shell|m5exit|poweroff|reboot   what follows the command
+
+Outputs go to a cache outside the repository (--cache, else $SIMCXL_GUEST_CACHE,
+else ~/.cache/simcxl/guest), one directory per input hash: kernel-<hash> from the
+fragment, the base config and the source package's version; initramfs-<hash>
+from the benchmark sources, the /init text and the busybox and numactl versions.
+A second run with the same inputs builds nothing. It prints `key=value` lines:
+one per step with its seconds, then vmlinux=, bzimage=, initramfs= paths.
+
+Bad input (a missing package, kernel source tarball, option dropped by Kconfig)
+stops before any build with a one-line message and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FRAGMENT = HERE / "kernel.config"
+KERNEL_PACKAGE = "linux-source-6.12"
+KERNEL_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+#: Debian packages the build needs, and what for.
+PACKAGES = {
+    KERNEL_PACKAGE: "the kernel source",
+    "busybox-static": "the initramfs's shell and tools",
+    "numactl": "numactl in the guest",
+    "build-essential": "gcc and make",
+    "bc": "the kernel build",
+    "bison": "the kernel's kconfig",
+    "flex": "the kernel's kconfig",
+    "libelf-dev": "the kernel's objtool",
+    "libssl-dev": "the kernel's host tools",
+    "cpio": "the initramfs archive",
+    "xz-utils": "unpacking the kernel source",
+}
+#: Static guest programs: source, extra compiler flags.
+PROGRAMS = {
+    "chase": ("chase.c", []),
+    "stream": ("stream.c", ["-pthread"]),
+    "loaded_latency": ("loaded_latency.c", ["-pthread"]),
+    "m5exit": ("m5exit.c", []),
+}
+#: As the SE tests build them: no loop turned into a memcpy call (STREAM counts its own bytes).
+CFLAGS = ["-O2", "-static", "-fno-tree-loop-distribute-patterns", "-Wall"]
+#: Fixed file times in the archive, so that equal inputs give equal bytes.
+EPOCH = 946684800  # 2000-01-01
+BASES = ("tinyconfig", "x86_64_defconfig")
+
+INIT = r"""#!/bin/sh
+# SimCXL guest init: report the memory topology, run simcxl.run, then simcxl.after.
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /tmp
+exec </dev/console >/dev/console 2>&1
+cmdline=/proc/cmdline
+arg() { sed -n "s/.*simcxl\.$1=\"\([^\"]*\)\".*/\1/p; t; s/.*simcxl\.$1=\([^ ]*\).*/\1/p" "$cmdline"; }
+echo "simcxl-guest: kernel=$(uname -r) cpus=$(nproc)"
+numactl -H
+for f in /sys/devices/system/node/node*/access*/initiators/*; do
+    [ -f "$f" ] && echo "hmat ${f#/sys/devices/system/node/}=$(cat "$f")"
+done
+if [ "$(arg checkpoint)" = 1 ]; then
+    echo "simcxl-guest: checkpoint"
+    m5 checkpoint
+fi
+run="$(arg run)"
+if [ "$run" = @readfile ]; then
+    m5 readfile > /tmp/run.sh
+    run="sh /tmp/run.sh"
+fi
+if [ -n "$run" ]; then
+    echo "simcxl-run-begin: $run"
+    sh -c "$run"
+    echo "simcxl-run-end: rc=$?"
+fi
+case "$(arg after)" in
+    m5exit) m5 exit ;;
+    poweroff) poweroff -f ;;
+    reboot) reboot -f ;;
+esac
+echo "simcxl-guest: shell"
+exec sh
+"""
+
+
+class GuestBuildError(Exception):
+    """A missing input or a failed step, with a one-line message."""
+
+
+def default_cache() -> Path:
+    env = os.environ.get("SIMCXL_GUEST_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "simcxl" / "guest"
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of a Debian package, or None."""
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}\t${Version}", name],
+                             capture_output=True, text=True, check=False).stdout
+    except FileNotFoundError:
+        raise GuestBuildError("dpkg-query not found: the guest builds from Debian packages") from None
+    status, _, version = out.partition("\t")
+    return version if status.endswith(" installed") and version else None
+
+
+def missing_packages(version=package_version) -> list[str]:
+    return [p for p in PACKAGES if version(p) is None]
+
+
+def install_line(missing: list[str]) -> str:
+    return "apt-get install -y " + " ".join(missing)
+
+
+def check_inputs(tarball: Path = KERNEL_TARBALL, version=package_version, install: bool = False) -> None:
+    """Fail with one line naming what is missing, or install it when asked."""
+    missing = missing_packages(version)
+    if missing and install:
+        if os.geteuid() != 0:
+            raise GuestBuildError(f"--install needs root; run as root: {install_line(missing)}")
+        subprocess.run(["apt-get", "install", "-y", *missing], check=True)
+        missing = missing_packages(version)
+    if missing:
+        raise GuestBuildError(f"missing Debian packages: {' '.join(missing)}; run "
+                              f"`{install_line(missing)}` (or add --install)")
+    if not tarball.is_file():
+        raise GuestBuildError(f"kernel source {tarball} not found: reinstall it with "
+                              f"`apt-get install --reinstall -y {KERNEL_PACKAGE}`")
+
+
+def digest(parts: list[tuple[str, bytes]]) -> str:
+    h = hashlib.sha256()
+    for name, data in parts:
+        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()[:16]
+
+
+def kernel_key(fragment: bytes, source_version: str, base: str) -> str:
+    return digest([("fragment", fragment), ("source", source_version.encode()), ("base", base.encode())])
+
+
+def initramfs_key(sources: dict[str, bytes], init: str, versions: dict[str, str]) -> str:
+    parts = [("src:" + n, d) for n, d in sorted(sources.items())]
+    parts += [("init", init.encode()), ("cflags", " ".join(CFLAGS).encode())]
+    parts += [("pkg:" + n, v.encode()) for n, v in sorted(versions.items())]
+    return digest(parts)
+
+
+def benchmark_sources(src: Path = HERE) -> dict[str, bytes]:
+    """Every C source and header the guest programs are built from."""
+    return {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.suffix in (".c", ".h")}
+
+
+def parse_fragment(text: str) -> dict[str, str]:
+    """CONFIG_X -> value ('n' for `# CONFIG_X is not set`)."""
+    want = {}
+    for line in text.splitlines():
+        line = line.strip()
+        m = re.fullmatch(r"# (CONFIG_\w+) is not set", line)
+        if m:
+            want[m.group(1)] = "n"
+        elif line and not line.startswith("#"):
+            m = re.fullmatch(r"(CONFIG_\w+)=(.*)", line)
+            if not m:
+                raise GuestBuildError(f"kernel.config: cannot read line '{line}'")
+            want[m.group(1)] = m.group(2)
+    return want
+
+
+def dropped_options(want: dict[str, str], config_text: str) -> list[str]:
+    """Fragment options whose value the final .config does not have."""
+    have = parse_fragment("\n".join(l for l in config_text.splitlines()
+                                    if l.startswith("CONFIG_") or l.endswith(" is not set")))
+    return [f"{k}={v} (got {have.get(k, 'n')})" for k, v in want.items() if have.get(k, "n") != v]
+
+
+def run(cmd: list[str], log: Path, cwd: Path | None = None) -> None:
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        r = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, check=False)
+    if r.returncode:
+        raise GuestBuildError(f"`{' '.join(cmd)}` failed with status {r.returncode}; see {log}")
+
+
+class Steps:
+    """Times each step and prints it as `step=<name> seconds=<x>`."""
+
+    def __init__(self, out=sys.stdout):
+        self.out, self.times = out, {}
+
+    def __call__(self, name, fn, *args):
+        t = time.monotonic()
+        r = fn(*args)
+        self.times[name] = time.monotonic() - t
+        print(f"step={name} seconds={self.times[name]:.1f}", file=self.out, flush=True)
+        return r
+
+
+def source_version(tarball: Path) -> str:
+    """The kernel source's identity: the package version, or the file itself if not the package's."""
+    if tarball == KERNEL_TARBALL:
+        return package_version(KERNEL_PACKAGE) or ""
+    st = tarball.stat()
+    return f"{tarball}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def kernel_dir(cache: Path, base: str = "tinyconfig", tarball: Path = KERNEL_TARBALL) -> Path:
+    return cache / f"kernel-{kernel_key(FRAGMENT.read_bytes(), source_version(tarball), base)}"
+
+
+def initramfs_dir(cache: Path) -> Path:
+    versions = {p: package_version(p) or "" for p in ("busybox-static", "numactl")}
+    return cache / f"initramfs-{initramfs_key(benchmark_sources(), INIT, versions)}"
+
+
+def built(cache: Path | None = None, base: str = "tinyconfig") -> dict[str, Path] | None:
+    """The cached guest's paths if it is built for the current inputs, else None."""
+    cache = (cache or default_cache()).expanduser()
+    paths = outputs(kernel_dir(cache, base), initramfs_dir(cache))
+    return paths if all(p.is_file() for p in paths.values()) else None
+
+
+def outputs(kernel: Path, initramfs: Path) -> dict[str, Path]:
+    return {"vmlinux": kernel / "vmlinux", "bzimage": kernel / "bzImage", "initramfs": initramfs / "initramfs.cpio.gz"}
+
+
+def build_kernel(cache: Path, base: str, jobs: int, steps: Steps, keep_tree: bool, tarball: Path) -> Path:
+    fragment = FRAGMENT.read_bytes()
+    out = kernel_dir(cache, base, tarball)
+    if (out / "vmlinux").is_file() and (out / "bzImage").is_file():
+        return out
+    work = cache / (out.name + ".work")  # kept if a build stops, so a rerun resumes it
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "build.log"
+    tree = work / "linux-source-6.12"
+    make = ["nice", "-n", "19", "make", "ARCH=x86_64"]
+    if not (work / ".unpacked").is_file():
+        shutil.rmtree(tree, ignore_errors=True)
+        steps("unpack", run, ["nice", "-n", "19", "tar", "-xf", str(tarball), "-C", str(work)], log)
+        (work / ".unpacked").touch()
+
+    def configure():
+        run(make + [base], log, tree)
+        run(["scripts/kconfig/merge_config.sh", "-m", ".config", str(FRAGMENT)], log, tree)
+        run(make + ["olddefconfig"], log, tree)
+        lost = dropped_options(parse_fragment(fragment.decode()), (tree / ".config").read_text())
+        if lost:
+            raise GuestBuildError("kernel.config options dropped by Kconfig (unmet dependencies): " + ", ".join(lost))
+
+    steps("configure", configure)
+    steps("kernel", run, make + [f"-j{jobs}", "vmlinux", "bzImage"], log, tree)
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.name + ".tmp"))
+    shutil.copy2(tree / "vmlinux", tmp / "vmlinux")
+    shutil.copy2(tree / "arch/x86/boot/bzImage", tmp / "bzImage")
+    shutil.copy2(tree / ".config", tmp / "config")
+    shutil.copy2(log, tmp / "build.log")
+    tmp.rename(out)
+    if not keep_tree:
+        shutil.rmtree(work)
+    return out
+
+
+def shared_libraries(binary: str) -> list[str]:
+    """The absolute paths ldd resolves for a dynamic binary."""
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"(/\S+) \(0x", out)
+
+
+def assemble_initramfs(root: Path, out: Path, src: Path = HERE, cc: str = "gcc") -> None:
+    """Lay out the guest's root file system under `root` and pack it as `out` (cpio.gz)."""
+    for d in ("bin", "sbin", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    busybox = root / "bin/busybox"
+    shutil.copy2("/bin/busybox", busybox)
+    applets = subprocess.run([str(busybox), "--list-full"], capture_output=True, text=True, check=True).stdout
+    for rel in applets.split():
+        link = root / rel
+        if not link.exists() and rel != "bin/busybox":
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(busybox, link.parent))
+    numactl = shutil.which("numactl", path="/usr/bin:/bin")
+    if numactl is None:
+        raise GuestBuildError("numactl not found in /usr/bin: `apt-get install -y numactl`")
+    for f in [numactl] + shared_libraries(numactl):
+        dest = root / f.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(os.path.realpath(f), dest)
+    for name, (source, flags) in PROGRAMS.items():
+        r = subprocess.run(["nice", "-n", "19", cc, *CFLAGS, *flags, "-o", str(root / "bin" / name), str(src / source)],
+                           capture_output=True, text=True, check=False)
+        if r.returncode:
+            first = (r.stderr.strip().splitlines() or ["?"])[0]
+            raise GuestBuildError(f"cannot build {source}: {first}")
+    (root / "bin/m5").symlink_to("m5exit")
+    init = root / "init"
+    init.write_text(INIT)
+    init.chmod(0o755)
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    for f in files:
+        os.utime(root / f, (EPOCH, EPOCH), follow_symlinks=False)
+    with open(out, "wb") as o:
+        cpio = subprocess.Popen(["cpio", "--quiet", "-o", "-H", "newc", "--reproducible", "-R", "0:0"],
+                                cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        gz = subprocess.Popen(["gzip", "-9", "-n"], stdin=cpio.stdout, stdout=o)
+        cpio.stdout.close()
+        cpio.communicate(("\n".join(files) + "\n").encode())
+        if cpio.returncode or gz.wait():
+            raise GuestBuildError(f"packing {out} failed (cpio {cpio.returncode}, gzip {gz.returncode})")
+
+
+def build_initramfs(cache: Path, steps: Steps) -> Path:
+    out = initramfs_dir(cache)
+    if (out / "initramfs.cpio.gz").is_file():
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.name + ".tmp"))
+    try:
+        steps("initramfs", assemble_initramfs, tmp / "root", tmp / "initramfs.cpio.gz")
+        shutil.rmtree(tmp / "root")
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def build(cache: Path | None = None, base: str = "tinyconfig", jobs: int = 2, install: bool = False,
+          keep_tree: bool = False, tarball: Path = KERNEL_TARBALL, out=sys.stdout) -> dict[str, Path]:
+    """Build (or find in the cache) the guest; returns the vmlinux, bzimage and initramfs paths."""
+    if base not in BASES:
+        raise GuestBuildError(f"base config must be one of {', '.join(BASES)}, got '{base}'")
+    if jobs < 1:
+        raise GuestBuildError(f"jobs must be at least 1, got {jobs}")
+    check_inputs(tarball, install=install)
+    cache = (cache or default_cache()).expanduser()
+    steps = Steps(out)
+    t = time.monotonic()
+    kernel = build_kernel(cache, base, jobs, steps, keep_tree, tarball)
+    paths = outputs(kernel, build_initramfs(cache, steps))
+    print(f"step=total seconds={time.monotonic() - t:.1f}", file=out)
+    for k, p in paths.items():
+        print(f"{k}={p} bytes={p.stat().st_size}", file=out)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, help="cache directory (default $SIMCXL_GUEST_CACHE or ~/.cache/simcxl/guest)")
+    ap.add_argument("--base", default="tinyconfig", help="kernel config to merge the fragment onto "
+                    f"({' or '.join(BASES)}; default tinyconfig)")
+    ap.add_argument("--kernel-tarball", type=Path, default=KERNEL_TARBALL,
+                    help=f"kernel source (default {KERNEL_TARBALL}, from {KERNEL_PACKAGE})")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel kernel build jobs (default 2)")
+    ap.add_argument("--install", action="store_true", help="apt-get install missing packages (root only)")
+    ap.add_argument("--keep-tree", action="store_true", help="keep the built kernel tree in the cache")
+    args = ap.parse_args(argv)
+    try:
+        build(args.cache, args.base, args.jobs, args.install, args.keep_tree, args.kernel_tarball)
+    except GuestBuildError as e:
+        print(f"build_guest: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,7 +7,6 @@ dataclasses field for field; ``tests/test_schema.py`` keeps them in sync.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Dict, Optional, Tuple
@@ -77,10 +76,11 @@ class ParamGroup:
             name = f"{where}.{f.name}"
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise ParamError(f"{name} = {v!r} is not a number; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
-            if f.type in ("int", int) and not float(v).is_integer():
+            # No float() of an int: one beyond 1e308 would overflow.
+            if f.type in ("int", int) and isinstance(v, float) and not v.is_integer():
                 raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "
                                  f"{_fmt(m['lo'])} to {_fmt(m['hi'])}")
-            if math.isnan(v) or not (m["lo"] <= v <= m["hi"]):
+            if v != v or not (m["lo"] <= v <= m["hi"]):  # NaN compares unequal to itself
                 raise ParamError(f"{name} = {_fmt(v)} is out of range; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
             if m["choices"] is not None and v not in m["choices"]:
                 allowed = ", ".join(_fmt(c) for c in m["choices"])
@@ -421,6 +421,11 @@ class System:
             raise ParamError(f"kind = {self.kind!r} is not allowed; allowed values: {', '.join(KINDS)}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2 ** 53:
             raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to {2 ** 53 - 1}")
+        for k in ("name", "description", "source"):
+            if not isinstance(getattr(self, k), str):
+                raise ParamError(f"{k} = {getattr(self, k)!r} is not allowed; allowed: a string")
+        if not isinstance(self.provenance, dict):
+            raise ParamError(f"provenance = {self.provenance!r} is not allowed; allowed: a table")
         self.host.validate("host")
         self.local_dram.validate("local_dram")
         if self.kind == "remote-numa":
@@ -467,9 +472,9 @@ class System:
         unknown = sorted(set(d) - allowed)
         if unknown:
             raise ParamError(f"{where}: {unknown[0]} is not a preset key; allowed: {', '.join(sorted(allowed))}")
-        for req in ("name", "kind"):
+        for req, allowed in (("name", "a string"), ("kind", f"values: {', '.join(KINDS)}")):
             if req not in d:
-                raise ParamError(f"{where}: {req} is missing")
+                raise ParamError(f"{where}: {req} is missing; allowed {allowed}")
         kw: Dict[str, Any] = {k: d[k] for k in ("name", "kind", "description", "source", "seed", "provenance")
                               if k in d}
         kw["host"] = HostParams.from_dict(d.get("host", {}), "host")

@@ -105,6 +105,6 @@ def assert_one_line_rejection(exc: BaseException, *names: str, says_allowed: boo
     assert msg.strip() and "\n" not in msg, f"not one line: {msg!r}"
     for n in names:
         assert n in msg, f"{n!r} not named in: {msg}"
-    assert not says_allowed or any(w in msg for w in ("allowed", "must", "expected", "needs")), \
+    assert not says_allowed or any(w in msg for w in ("allowed", "must", "expected", "needs", "presets:", "e.g.")), \
         f"does not say what is allowed: {msg}"
     return msg

@@ -51,15 +51,21 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def shown(key: Any) -> str:
+    """A key as a message shows it: quoted when it holds a line break or
+    another character that would not print as itself."""
+    return key if isinstance(key, str) and key.isprintable() else repr(key)
+
+
 def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str) -> None:
     """Sets ``group.leaf`` among named parameter groups (whole floats become ints for int fields)."""
     group, _, leaf = path.rpartition(".")
     obj = groups.get(group)
     if obj is None:
-        raise ParamError(f"{path} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
     names = [f.name for f in fields(obj)]
     if leaf not in names:
-        raise ParamError(f"{path} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
     ftype = next(f.type for f in fields(obj) if f.name == leaf)
     if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -100,7 +106,7 @@ class ParamGroup:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ParamError(f"{where}.{unknown[0]} is not a parameter; allowed: {', '.join(sorted(names))}")
+            raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; allowed: {', '.join(sorted(names))}")
         obj = cls(**d)
         obj.validate(where)
         return obj
@@ -471,7 +477,7 @@ class System:
                    "remote", "cxl"}
         unknown = sorted(set(d) - allowed)
         if unknown:
-            raise ParamError(f"{where}: {unknown[0]} is not a preset key; allowed: {', '.join(sorted(allowed))}")
+            raise ParamError(f"{where}: {shown(unknown[0])} is not a preset key; allowed: {', '.join(sorted(allowed))}")
         for req, allowed in (("name", "a string"), ("kind", f"values: {', '.join(KINDS)}")):
             if req not in d:
                 raise ParamError(f"{where}: {req} is missing; allowed {allowed}")
@@ -486,7 +492,7 @@ class System:
                     raise ParamError(f"{key} must be a table")
                 extra = sorted(set(sub) - {s for s, _ in cls._SUBS[key]})
                 if extra:
-                    raise ParamError(f"{key}.{extra[0]} is not a parameter group; allowed: "
+                    raise ParamError(f"{key}.{shown(extra[0])} is not a parameter group; allowed: "
                                      f"{', '.join(s for s, _ in cls._SUBS[key])}")
                 parts = {s: t.from_dict(sub.get(s, {}), f"{key}.{s}") for s, t in cls._SUBS[key]}
                 kw[key] = (RemoteMemory if key == "remote" else CxlMemory)(**parts)
@@ -497,7 +503,7 @@ class System:
     def get(self, path: str) -> Any:
         params = self.parameters()
         if path not in params:
-            raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+            raise ParamError(f"{shown(path)} is not a parameter of this {self.kind} system")
         return params[path]
 
     def replace(self, **overrides: Any) -> "System":

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, presets
-from .params import ParamError, System, read_text
+from .params import ParamError, System, read_text, shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,7 +103,7 @@ class Sweep:
             raise ParamError(f"sweep: a spec must be a table; allowed keys: {', '.join(sorted(known))}")
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ParamError(f"sweep: {unknown[0]} is not a sweep key; allowed: {', '.join(sorted(known))}")
+            raise ParamError(f"sweep: {shown(unknown[0])} is not a sweep key; allowed: {', '.join(sorted(known))}")
         if "base" not in raw:
             raise ParamError("sweep: base is missing (a preset name or preset file)")
         _check_shape(raw)
@@ -119,7 +119,7 @@ class Sweep:
         samp = raw.get("sampling", {})
         extra = sorted(set(samp) - {"method", "points"}) if isinstance(samp, dict) else ["(not a table)"]
         if extra:
-            raise ParamError(f"sweep: sampling.{extra[0]} is not a sampling key; allowed: method, points "
+            raise ParamError(f"sweep: sampling.{shown(extra[0])} is not a sampling key; allowed: method, points "
                              "(top-level keys such as metrics go before the first [table])")
         s = cls(base=str(raw["base"]), workload=dict(raw.get("workload", {"kind": "traffic"})), axes=axes,
                 method=samp.get("method", "grid"), points=int(samp.get("points", 0)), seed=int(raw.get("seed", 1)),
@@ -172,12 +172,12 @@ class Sweep:
             raise ParamError(f"sweep: workload.threads = {self.workload['threads']} is out of range; allowed: 1 to "
                              f"{base.name}'s host.cores ({cores})")
         for a in self.axes:
-            where = f"axis {a.param}"
+            where = f"axis {shown(a.param)}"
             if a.values is None and (a.lo is None or self.method == "grid"):
-                raise ParamError(f"{where}: give values = [...]" + ("" if self.method == "grid" else
-                                                                  " or range = [low, high]"))
+                raise ParamError(f"{where}: values is missing; allowed: values = [...]"
+                                 + ("" if self.method == "grid" else " or range = [low, high]"))
             if a.values is not None and not a.values:
-                raise ParamError(f"{where}: values is empty")
+                raise ParamError(f"{where}: values is empty; allowed: a list of one or more values")
             if a.param.startswith("workload."):
                 name = a.param.split(".", 1)[1]
                 for v in a.values or [a.lo, a.hi]:
@@ -187,7 +187,7 @@ class Sweep:
                                          f"({cores})")
                 continue
             if a.param not in known:
-                raise ParamError(f"{where}: {a.param} is not a parameter of {base.name} ({base.kind}); "
+                raise ParamError(f"{where}: {shown(a.param)} is not a parameter of {base.name} ({base.kind}); "
                                  f"e.g. {', '.join(list(known)[:6])}, ...")
             choices = _choices(base, a.param)
             if a.values is None and choices:
@@ -282,13 +282,13 @@ def _check_shape(raw: Dict[str, Any]) -> None:
     for i, a in enumerate(axes):
         if not isinstance(a, dict) or not isinstance(a.get("param"), str):
             bad(f"axes[{i}]", a, "a table with a param (a parameter name)")
-        where = f"axis {a['param']}:"
+        where = f"axis {shown(a['param'])}:"
         if any(b.get("param") == a["param"] for b in axes[:i] if isinstance(b, dict)):
             raise ParamError(f"sweep: {where} a second axis over the same parameter; allowed: one axis per "
                              "parameter")
         extra = sorted(set(a) - {"param", "values", "range", "log"})
         if extra:
-            raise ParamError(f"sweep: {where} {extra[0]} is not an axis key; allowed: param, values, range, log")
+            raise ParamError(f"sweep: {where} {shown(extra[0])} is not an axis key; allowed: param, values, range, log")
         if "values" in a and not isinstance(a["values"], list):
             bad(f"{where} values", a["values"], "a list")
         rng = a.get("range", [0, 1])
@@ -310,7 +310,7 @@ def _check_shape(raw: Dict[str, Any]) -> None:
 def _check_workload(kind: str, name: str, value: Any, where: str) -> None:
     spec = WORKLOADS[kind].get(name)
     if spec is None:
-        raise ParamError(f"{where}: {name} is not a parameter of the {kind} workload; allowed: "
+        raise ParamError(f"{where}: {shown(name)} is not a parameter of the {kind} workload; allowed: "
                          f"{', '.join(WORKLOADS[kind])}")
     if len(spec) == 1:
         if value not in spec[0]:

@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .params import KINDS, STORES, LinkParams, ParamError, read_text
+from .params import KINDS, STORES, LinkParams, ParamError, read_text, shown
 
 KERNELS = ("copy", "scale", "add", "triad")
 # What a memory's `link` table may set, and to what (params.LinkParams).
@@ -142,34 +142,34 @@ def load(folder) -> Testbed:
         line = _line_of(text, f"[memories.{name}]")
         loc = f"{toml_path}:{line}" if line else str(toml_path)
         if not isinstance(m, dict):
-            problems.append(f"{loc}: memories.{name} must be a table")
+            problems.append(f"{loc}: memories.{shown(name)} must be a table")
             continue
         kind = m.get("kind")
         if kind not in KINDS:
-            problems.append(f"{loc}: memories.{name}.kind = {kind!r} is not a memory kind; allowed: {', '.join(KINDS)}")
+            problems.append(f"{loc}: memories.{shown(name)}.kind = {kind!r} is not a memory kind; allowed: {', '.join(KINDS)}")
             continue
         link = m.get("link", {})
         if not isinstance(link, dict):
-            problems.append(f"{loc}: memories.{name}.link must be a table; allowed keys: gen, lanes")
+            problems.append(f"{loc}: memories.{shown(name)}.link must be a table; allowed keys: gen, lanes")
             link = {}
         if kind == "cxl-type3" and link:
             for k in link:
                 if k not in LINK_CHOICES:
-                    problems.append(f"{loc}: memories.{name}.link.{k} is not allowed; allowed: gen, lanes")
+                    problems.append(f"{loc}: memories.{shown(name)}.link.{k} is not allowed; allowed: gen, lanes")
                 elif link[k] not in LINK_CHOICES[k] or isinstance(link[k], bool):
-                    problems.append(f"{loc}: memories.{name}.link.{k} = {link[k]!r} is not allowed; allowed values: "
+                    problems.append(f"{loc}: memories.{shown(name)}.link.{k} = {link[k]!r} is not allowed; allowed values: "
                                     f"{', '.join(map(str, LINK_CHOICES[k]))}")
         if not isinstance(m.get("base", ""), str):
-            problems.append(f"{loc}: memories.{name}.base = {m['base']!r} is not allowed; allowed: a preset name "
+            problems.append(f"{loc}: memories.{shown(name)}.base = {m['base']!r} is not allowed; allowed: a preset name "
                             "or preset file")
         params = m.get("params", {})
         if not isinstance(params, dict):
-            problems.append(f"{loc}: memories.{name}.params must be a table of dotted parameter names")
+            problems.append(f"{loc}: memories.{shown(name)}.params must be a table of dotted parameter names")
             params = {}
         memories[name] = Memory(name, kind, str(m.get("description", "")), m.get("base"), dict(link), dict(params))
         fit = m.get("fit", {})
         if not isinstance(fit, dict):
-            problems.append(f"{loc}: memories.{name}.fit must be a table; keys: {', '.join(FIT_KEYS)}")
+            problems.append(f"{loc}: memories.{shown(name)}.fit must be a table; keys: {', '.join(FIT_KEYS)}")
             fit = {}
         declared_fit[name] = (fit, _line_of(text, "fit", after=line) or line)
 
@@ -226,7 +226,7 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
     """The points a memory's `fit` table names, by experiment (None: fit none)."""
     out: Dict[str, Optional[Point]] = {}
     for key, want in fit.items():
-        where = f"{loc}: memories.{name}.fit.{key}"
+        where = f"{loc}: memories.{shown(name)}.fit.{key}"
         if key not in FIT_KEYS:
             problems.append(f"{where} is not allowed; allowed: {', '.join(FIT_KEYS)}")
             continue
@@ -261,7 +261,7 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
             continue
         out[key] = match[0]
     if out.get("lat_mem_rd") and out.get("loaded_latency"):
-        problems.append(f"{loc}: memories.{name}.fit names both lat_mem_rd and loaded_latency; both fit the "
+        problems.append(f"{loc}: memories.{shown(name)}.fit names both lat_mem_rd and loaded_latency; both fit the "
                         "latency knobs, which take one point: set the other to false")
     return out
 

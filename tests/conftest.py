@@ -17,9 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Fuzz tests (tests/test_fuzz_*.py). "ci", the default, replays the same
 # examples every run (derandomized, no example database) and stays within
 # about a minute in all; SIMCXL_FUZZ=soak draws fresh random examples,
-# FUZZ_SCALE times as many (README: Testing).
+# SIMCXL_FUZZ_SCALE (default 20) times as many (README: Testing).
 FUZZ = os.environ.get("SIMCXL_FUZZ", "ci")
-FUZZ_SCALE = 100 if FUZZ == "soak" else 1
+FUZZ_SCALE = int(os.environ.get("SIMCXL_FUZZ_SCALE", "20")) if FUZZ == "soak" else 1
 # The deadline flags an example that runs for seconds where milliseconds are
 # expected; it is far above a slow shared core so that CI does not flake.
 settings.register_profile("ci", derandomize=True, database=None, deadline=10_000, print_blob=True,

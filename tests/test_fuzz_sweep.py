@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 
 from simcxl import coherent
+from simcxl.params import shown
 from simcxl.sweep import COHERENT, WORKLOADS, Sweep, _check_workload, point_id
 
 from conftest import assert_one_line_rejection, fuzz
@@ -116,7 +117,7 @@ def apply_break(spec, key, bad):
         if bad in target:
             bad += "_"
         target[bad] = 1
-        return bad
+        return shown(bad)
     if not axes:
         axes.append({"param": "workload.threads" if "threads" in WORKLOADS[spec["workload"]["kind"]]
                      else f"workload.{sorted(WORKLOADS[spec['workload']['kind']])[0]}", "values": [1]})
@@ -129,7 +130,7 @@ def apply_break(spec, key, bad):
         return "log"
     a[key] = bad
     if key == "param":
-        return bad if isinstance(bad, str) else "axes"
+        return shown(bad) if isinstance(bad, str) else "axes"
     return key
 
 
@@ -149,6 +150,7 @@ def broken_spec(draw):
 @example(({"base": "cxl-asic", "axes": [{"param": 5, "values": [1]}]}, "axes"))  # was AttributeError
 @example(({"base": "cxl-asic", "workload": {"kind": "traffic", "threads": 1000}}, "threads"))  # failed per point
 @example(({"base": "cxl-asic", "axes": [{"param": "cxl.link.lanes", "values": [10 ** 400]}]}, "lanes"))
+@example(({"base": "cxl-asic", "axes": [{"param": "a\nb", "values": [1]}]}, "'a\\nb'"))  # was two lines
 @example(({"base": "nope"}, "base"))                                 # named 'memory', not base
 @example(({"base": "cxl-asic", "axes": [{"param": "cxl.link.lanes", "values": [4]},
                                         {"param": "cxl.link.lanes", "values": [8]}]}, "lanes"))  # one was dropped
@@ -156,7 +158,7 @@ def test_broken_spec_is_refused_in_one_line_naming_the_key(case):
     spec, name = case
     with pytest.raises(Exception) as e:
         Sweep.from_dict(spec)
-    assert_one_line_rejection(e.value, str(name))
+    assert_one_line_rejection(e.value, name)
 
 
 @fuzz(150)

@@ -7,6 +7,7 @@ came from.
 
 from __future__ import annotations
 
+import numbers
 import os
 import time
 from pathlib import Path
@@ -46,14 +47,14 @@ def _attrs(df: pd.DataFrame, system: System, workload: str, **cfg) -> pd.DataFra
 
 def _check_int(name: str, value, lo: int, hi: int) -> int:
     # Range before float(): an int beyond 1e308 does not convert.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi \
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not lo <= value <= hi \
             or not float(value).is_integer():
         raise ParamError(f"{name} = {value!r} is out of range; allowed: a whole number from {lo} to {hi}")
     return int(value)
 
 
 def _check_float(name: str, value, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not lo <= value <= hi:
         raise ParamError(f"{name} = {value!r} is out of range; allowed: {lo:g} to {hi:g}")
     return float(value)
 

@@ -278,3 +278,13 @@ def test_bad_workload_argument_is_one_line_naming_it(case):
         getattr(simcxl, fn)("cxl-asic", **kw)
     # Named as one value of the list (lmbench's C++ check: working_set_bytes)
     assert_one_line_rejection(e.value, {"working_sets": "working_set", "read_fractions": "read_fraction", "kernels": "kernel"}.get(name, name))
+
+
+def test_numpy_scalars_are_numbers():
+    """Values from a DataFrame or an array (numpy scalars) pass the checks
+    that a bad argument fails."""
+    import numpy as np
+    r = simcxl.traffic("cxl-asic", threads=np.int64(2), read_fraction=np.float64(0.5), requests=np.int64(200),
+                       footprint_bytes=1 << 20).iloc[0]
+    assert r["threads"] == 2 and r["read_fraction"] == 0.5
+    assert len(simcxl.stream("cxl-asic", ["copy"], threads=np.int32(1), lines_per_thread=np.int64(100))) == 1

@@ -229,7 +229,8 @@ class Sweep:
         if a.param.startswith("workload."):
             spec = WORKLOADS[self.workload.get("kind", "traffic")][a.param.split(".", 1)[1]]
             return len(spec) == 3 and spec[2] is int
-        return isinstance(self.base_system().get(a.param), int)
+        # The declared type: a preset may store a float parameter as a whole number (tREFI_ns = 3900)
+        return _field(self.base_system(), a.param).type in ("int", int)
 
     def metric_names(self) -> List[str]:
         return self.metrics or DEFAULT_METRICS[self.workload.get("kind", "traffic")]
@@ -244,13 +245,18 @@ def _from_unit(a: Axis, u: float, integer: bool) -> Any:
     return min(max(int(round(v)), math.ceil(lo)), math.floor(hi)) if integer else min(max(v, lo), hi)
 
 
-def _choices(base, path: str) -> Optional[tuple]:
-    """The allowed values of a parameter that has a fixed set (link lanes, flit size, ...)."""
+def _field(base, path: str):
+    """The schema field of a dotted parameter (its type, range and choices)."""
     *groups, leaf = path.split(".")
     obj = base
     for g in groups:
         obj = getattr(obj, g)
-    return next(f.metadata["choices"] for f in fields(obj) if f.name == leaf)
+    return next(f for f in fields(obj) if f.name == leaf)
+
+
+def _choices(base, path: str) -> Optional[tuple]:
+    """The allowed values of a parameter that has a fixed set (link lanes, flit size, ...)."""
+    return _field(base, path).metadata["choices"]
 
 
 def _is_number(v) -> bool:

@@ -167,13 +167,13 @@ def mutated_preset(draw):
 @example(({"name": "x", "kind": "local-dram", "host": {"cores": 10 ** 400}}, "cores"))
 @example(({"name": ["x"], "kind": "local-dram"}, "name"))
 @example(({"name": "x", "kind": "local-dram", "seed": 1.5}, "seed"))
-@example(({"name": "x", "kind": "local-dram", "host": {"\n": 1}}, "'\\n'"))  # the line break was printed
+@example(({"name": "x", "kind": "local-dram", "host": {"\n": 1}}, "\n"))  # the line break was printed
 def test_broken_preset_table_is_rejected_naming_the_key(case):
     d, key = case
     try:
         s = System.from_dict(d)
     except Exception as e:
-        assert_one_line_rejection(e, key if key.startswith("'") else shown(key))
+        assert_one_line_rejection(e, shown(key))
         return
     # Accepted: what it says is a system both sides take, and it round-trips.
     _core.validate(s.to_core())

@@ -20,7 +20,7 @@ import pandas as pd
 from . import _core
 from .engine import Progress, _version, parse_size
 from .params import (AccelParams, DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, ParamError,
-                     set_dotted)
+                     read_text, set_dotted)
 
 PRESET_DIR = Path(__file__).with_name("presets") / "accel"
 
@@ -123,9 +123,13 @@ def load(system: Union[str, Path, AccelSystem]) -> AccelSystem:
         raise ParamError(f"accel = {text!r} is neither an accelerator preset nor a preset file; presets: "
                          f"{', '.join(preset_names())}")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_text(path))
+    except ParamError as e:  # a folder, unreadable, not UTF-8
+        raise ParamError(f"preset file {e}") from None
     except json.JSONDecodeError as e:
         raise ParamError(f"preset file {path} line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise ParamError(f"preset file {path}: nested too deeply to be a preset") from None
     try:
         return AccelSystem.from_dict(data, str(path))
     except (ParamError, TypeError) as e:

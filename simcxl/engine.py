@@ -7,6 +7,7 @@ came from.
 
 from __future__ import annotations
 
+import numbers
 import os
 import time
 from pathlib import Path
@@ -45,15 +46,32 @@ def _attrs(df: pd.DataFrame, system: System, workload: str, **cfg) -> pd.DataFra
 
 
 def _check_int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() \
-            or not lo <= value <= hi:
+    # Range before float(): an int beyond 1e308 does not convert.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not lo <= value <= hi \
+            or not float(value).is_integer():
         raise ParamError(f"{name} = {value!r} is out of range; allowed: a whole number from {lo} to {hi}")
     return int(value)
 
 
-def parse_size(text: Union[str, int]) -> int:
+def _check_float(name: str, value, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not lo <= value <= hi:
+        raise ParamError(f"{name} = {value!r} is out of range; allowed: {lo:g} to {hi:g}")
+    return float(value)
+
+
+def _nonempty(name: str, values: Iterable) -> list:
+    """A list of the given values; a single string is one value, not its letters."""
+    out = [values] if isinstance(values, str) else list(values)
+    if not out:
+        raise ParamError(f"{name} is empty; allowed: one or more values")
+    return out
+
+
+def parse_size(text: Union[str, int], name: str = "size") -> int:
     """'64k', '1.5m', '1g' or a byte count -> bytes."""
-    if isinstance(text, int):
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text <= 0:
+            raise ParamError(f"{name} {text!r} is not allowed; allowed: a positive whole number of bytes")
         return text
     t = str(text).strip().lower().rstrip("b").rstrip("i")
     mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(t[-1:], 1)
@@ -61,9 +79,9 @@ def parse_size(text: Union[str, int]) -> int:
     try:
         v = float(num) * mult
     except ValueError:
-        raise ParamError(f"size {text!r} is not a size; allowed: a byte count or a number with k, m or g") from None
+        raise ParamError(f"{name} {text!r} is not a size; allowed: a byte count or a number with k, m or g") from None
     if v <= 0 or not v.is_integer():
-        raise ParamError(f"size {text!r} is not allowed; allowed: a positive whole number of bytes")
+        raise ParamError(f"{name} {text!r} is not allowed; allowed: a positive whole number of bytes")
     return int(v)
 
 
@@ -82,13 +100,15 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     the host.
     """
     system = load(memory)
-    ws = [parse_size(w) for w in (working_sets or LMBENCH_SIZES)]
-    if not ws:
-        raise ParamError("working_sets is empty; give at least one size")
+    ws = [parse_size(w, "working_sets") for w in
+          (LMBENCH_SIZES if working_sets is None else _nonempty("working_sets", working_sets))]
+    for w in ws:
+        if not 64 <= w <= 1 << 40:
+            raise ParamError(f"working_sets: {w} bytes is out of range; allowed: 64 to 1099511627776")
     stride = _check_int("stride", stride, 0, 1 << 30)
     accesses = _check_int("accesses", accesses, 1, 1 << 32)
     warmup = _check_int("warmup", warmup, 0, 1 << 40)
-    region = max(ws) if region is None else parse_size(region)
+    region = max(ws) if region is None else parse_size(region, "region")
     if region < max(ws) or region > 1 << 40:
         raise ParamError(f"region = {region} is out of range; allowed: the largest working set "
                          f"({max(ws)}) to 1099511627776 bytes")
@@ -105,6 +125,7 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
 
 
 PLACEMENTS = ("first-touch", "contiguous")
+PATTERNS = ("random", "sequential")
 
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,
@@ -126,6 +147,8 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
         raise ParamError(f"placement = {placement!r} is not allowed; allowed values: {', '.join(PLACEMENTS)}")
     if stores not in STORES:
         raise ParamError(f"stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
+    kernels = _nonempty("kernels", kernels)
+    lines_per_thread = _check_int("lines_per_thread", lines_per_thread, 100, 1 << 34)
     rows = []
     for i, k in enumerate(kernels):
         if k not in KERNELS:
@@ -147,9 +170,18 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
     loop at ``rate_gbps``. Writes are non-temporal (no read-for-ownership)."""
     system = load(memory)
     threads = _check_int("threads", threads, 1, system.host.cores)
-    r = _core.run_traffic(system.to_core(), threads, float(read_fraction), pattern, parse_size(footprint_bytes),
-                          _check_int("requests", requests, 100, 1 << 40), float(rate_gbps),
-                          float(inject_delay_ns), bool(probe), progress)
+    if pattern not in PATTERNS:
+        raise ParamError(f"pattern = {pattern!r} is not allowed; allowed values: {', '.join(PATTERNS)}")
+    footprint = parse_size(footprint_bytes, "footprint_bytes")
+    if not 64 * threads <= footprint <= 1 << 44:
+        raise ParamError(f"footprint_bytes = {footprint} is out of range; allowed: 64 x threads ({64 * threads}) "
+                         "to 17592186044416")
+    if not isinstance(probe, bool):
+        raise ParamError(f"probe = {probe!r} is not allowed; allowed values: True, False")
+    r = _core.run_traffic(system.to_core(), threads, _check_float("read_fraction", read_fraction, 0, 1), pattern,
+                          footprint, _check_int("requests", requests, 100, 1 << 40),
+                          _check_float("rate_gbps", rate_gbps, 0, 10000),
+                          _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
     return _attrs(df, system, "traffic", threads=threads, read_fraction=read_fraction, pattern=pattern,
@@ -162,7 +194,7 @@ def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), re
     a dependent-load probe. ``latency_ns`` is the probe's mean latency and
     ``bandwidth_gbps`` all traffic, both directions."""
     system = load(memory)
-    points = [(t, rf) for rf in read_fractions for t in threads]
+    points = [(t, rf) for rf in _nonempty("read_fractions", read_fractions) for t in _nonempty("threads", threads)]
     rows = []
     for i, (t, rf) in enumerate(points):
         sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(points)))
@@ -184,7 +216,8 @@ def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,
     """Replays a memory trace: lines ``time_ns op address [size]`` (see README)."""
     system = load(memory)
     if not os.path.isfile(path):
-        raise ParamError(f"trace file {path} does not exist")
+        raise ParamError(f"trace file {path} " + ("is not a file; expected a trace file" if os.path.exists(path)
+                                                  else "does not exist"))
     r = _core.run_trace(system.to_core(), str(path), _check_int("max_outstanding", max_outstanding, 1, 65536),
                         progress)
     df = pd.DataFrame([r])

@@ -7,7 +7,6 @@ dataclasses field for field; ``tests/test_schema.py`` keeps them in sync.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Dict, Optional, Tuple
@@ -52,15 +51,21 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def shown(key: Any) -> str:
+    """A key as a message shows it: quoted when it holds a line break or
+    another character that would not print as itself."""
+    return key if isinstance(key, str) and key.isprintable() else repr(key)
+
+
 def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str) -> None:
     """Sets ``group.leaf`` among named parameter groups (whole floats become ints for int fields)."""
     group, _, leaf = path.rpartition(".")
     obj = groups.get(group)
     if obj is None:
-        raise ParamError(f"{path} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
     names = [f.name for f in fields(obj)]
     if leaf not in names:
-        raise ParamError(f"{path} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
     ftype = next(f.type for f in fields(obj) if f.name == leaf)
     if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -77,10 +82,11 @@ class ParamGroup:
             name = f"{where}.{f.name}"
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise ParamError(f"{name} = {v!r} is not a number; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
-            if f.type in ("int", int) and not float(v).is_integer():
+            # No float() of an int: one beyond 1e308 would overflow.
+            if f.type in ("int", int) and isinstance(v, float) and not v.is_integer():
                 raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "
                                  f"{_fmt(m['lo'])} to {_fmt(m['hi'])}")
-            if math.isnan(v) or not (m["lo"] <= v <= m["hi"]):
+            if v != v or not (m["lo"] <= v <= m["hi"]):  # NaN compares unequal to itself
                 raise ParamError(f"{name} = {_fmt(v)} is out of range; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
             if m["choices"] is not None and v not in m["choices"]:
                 allowed = ", ".join(_fmt(c) for c in m["choices"])
@@ -100,7 +106,7 @@ class ParamGroup:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ParamError(f"{where}.{unknown[0]} is not a parameter; allowed: {', '.join(sorted(names))}")
+            raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; allowed: {', '.join(sorted(names))}")
         obj = cls(**d)
         obj.validate(where)
         return obj
@@ -424,6 +430,11 @@ class System:
             raise ParamError(f"kind = {self.kind!r} is not allowed; allowed values: {', '.join(KINDS)}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2 ** 53:
             raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to {2 ** 53 - 1}")
+        for k in ("name", "description", "source"):
+            if not isinstance(getattr(self, k), str):
+                raise ParamError(f"{k} = {getattr(self, k)!r} is not allowed; allowed: a string")
+        if not isinstance(self.provenance, dict):
+            raise ParamError(f"provenance = {self.provenance!r} is not allowed; allowed: a table")
         self.host.validate("host")
         self.local_dram.validate("local_dram")
         if self.kind == "remote-numa":
@@ -469,10 +480,10 @@ class System:
                    "remote", "cxl"}
         unknown = sorted(set(d) - allowed)
         if unknown:
-            raise ParamError(f"{where}: {unknown[0]} is not a preset key; allowed: {', '.join(sorted(allowed))}")
-        for req in ("name", "kind"):
+            raise ParamError(f"{where}: {shown(unknown[0])} is not a preset key; allowed: {', '.join(sorted(allowed))}")
+        for req, allowed in (("name", "a string"), ("kind", f"values: {', '.join(KINDS)}")):
             if req not in d:
-                raise ParamError(f"{where}: {req} is missing")
+                raise ParamError(f"{where}: {req} is missing; allowed {allowed}")
         kw: Dict[str, Any] = {k: d[k] for k in ("name", "kind", "description", "source", "seed", "provenance")
                               if k in d}
         kw["host"] = HostParams.from_dict(d.get("host", {}), "host")
@@ -484,7 +495,7 @@ class System:
                     raise ParamError(f"{key} must be a table")
                 extra = sorted(set(sub) - {s for s, _ in cls._SUBS[key]})
                 if extra:
-                    raise ParamError(f"{key}.{extra[0]} is not a parameter group; allowed: "
+                    raise ParamError(f"{key}.{shown(extra[0])} is not a parameter group; allowed: "
                                      f"{', '.join(s for s, _ in cls._SUBS[key])}")
                 parts = {s: t.from_dict(sub.get(s, {}), f"{key}.{s}") for s, t in cls._SUBS[key]}
                 kw[key] = (RemoteMemory if key == "remote" else CxlMemory)(**parts)
@@ -495,7 +506,7 @@ class System:
     def get(self, path: str) -> Any:
         params = self.parameters()
         if path not in params:
-            raise ParamError(f"{path} is not a parameter of this {self.kind} system")
+            raise ParamError(f"{shown(path)} is not a parameter of this {self.kind} system")
         return params[path]
 
     def replace(self, **overrides: Any) -> "System":

@@ -25,6 +25,8 @@ def load_file(path: Union[str, Path]) -> System:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ParamError(f"preset file {path} line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise ParamError(f"preset file {path}: nested too deeply to be a preset") from None
     try:
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, presets
-from .params import ParamError, System, read_text
+from .params import ParamError, System, read_text, shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -92,16 +92,21 @@ class Sweep:
             raise ParamError(f"sweep spec {e}") from None
         except tomllib.TOMLDecodeError as e:
             raise ParamError(f"sweep spec {path}: {e}") from None
+        except RecursionError:
+            raise ParamError(f"sweep spec {path}: nested too deeply to be a sweep spec") from None
         return cls.from_dict(raw, path.parent)
 
     @classmethod
     def from_dict(cls, raw: Dict[str, Any], folder: Optional[Path] = None) -> "Sweep":
         known = {"name", "base", "engine", "seed", "workload", "axes", "sampling", "metrics"}
+        if not isinstance(raw, dict):
+            raise ParamError(f"sweep: a spec must be a table; allowed keys: {', '.join(sorted(known))}")
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ParamError(f"sweep: {unknown[0]} is not a sweep key; allowed: {', '.join(sorted(known))}")
+            raise ParamError(f"sweep: {shown(unknown[0])} is not a sweep key; allowed: {', '.join(sorted(known))}")
         if "base" not in raw:
             raise ParamError("sweep: base is missing (a preset name or preset file)")
+        _check_shape(raw)
         axes = []
         for i, a in enumerate(raw.get("axes", [])):
             if not isinstance(a, dict) or "param" not in a:
@@ -114,7 +119,7 @@ class Sweep:
         samp = raw.get("sampling", {})
         extra = sorted(set(samp) - {"method", "points"}) if isinstance(samp, dict) else ["(not a table)"]
         if extra:
-            raise ParamError(f"sweep: sampling.{extra[0]} is not a sampling key; allowed: method, points "
+            raise ParamError(f"sweep: sampling.{shown(extra[0])} is not a sampling key; allowed: method, points "
                              "(top-level keys such as metrics go before the first [table])")
         s = cls(base=str(raw["base"]), workload=dict(raw.get("workload", {"kind": "traffic"})), axes=axes,
                 method=samp.get("method", "grid"), points=int(samp.get("points", 0)), seed=int(raw.get("seed", 1)),
@@ -155,23 +160,39 @@ class Sweep:
         if self.method != "grid" and not 1 <= self.points <= 10_000_000:
             raise ParamError(f"sweep: sampling.points = {self.points} is out of range for {self.method}; "
                              "allowed: 1 to 10000000")
-        base = self.base_system()
+        try:
+            base = self.base_system()
+        except ParamError as e:
+            raise ParamError(f"sweep: base = {self.base!r} is not allowed ({e}); allowed: a preset name or a "
+                             "preset file") from None
         known = base.parameters()
+        cores = getattr(getattr(base, "host", None), "cores", None)
+        if "threads" in self.workload and cores and _is_number(self.workload["threads"]) \
+                and self.workload["threads"] > cores:
+            raise ParamError(f"sweep: workload.threads = {self.workload['threads']} is out of range; allowed: 1 to "
+                             f"{base.name}'s host.cores ({cores})")
         for a in self.axes:
-            where = f"axis {a.param}"
+            where = f"axis {shown(a.param)}"
             if a.values is None and (a.lo is None or self.method == "grid"):
-                raise ParamError(f"{where}: give values = [...]" + ("" if self.method == "grid" else
-                                                                  " or range = [low, high]"))
+                raise ParamError(f"{where}: values is missing; allowed: values = [...]"
+                                 + ("" if self.method == "grid" else " or range = [low, high]"))
             if a.values is not None and not a.values:
-                raise ParamError(f"{where}: values is empty")
+                raise ParamError(f"{where}: values is empty; allowed: a list of one or more values")
             if a.param.startswith("workload."):
                 name = a.param.split(".", 1)[1]
                 for v in a.values or [a.lo, a.hi]:
                     _check_workload(kind, name, v, where)
+                    if name == "threads" and cores and v > cores:
+                        raise ParamError(f"{where}: {v} is out of range; allowed: 1 to {base.name}'s host.cores "
+                                         f"({cores})")
                 continue
             if a.param not in known:
-                raise ParamError(f"{where}: {a.param} is not a parameter of {base.name} ({base.kind}); "
+                raise ParamError(f"{where}: {shown(a.param)} is not a parameter of {base.name} ({base.kind}); "
                                  f"e.g. {', '.join(list(known)[:6])}, ...")
+            choices = _choices(base, a.param)
+            if a.values is None and choices:
+                raise ParamError(f"{where}: range is not allowed for a parameter with fixed values; allowed: "
+                                 f"values = a list of {', '.join(map(str, choices))}")
             for v in a.values or [a.lo, a.hi]:
                 try:
                     base.replace(**{a.param: v})
@@ -208,7 +229,8 @@ class Sweep:
         if a.param.startswith("workload."):
             spec = WORKLOADS[self.workload.get("kind", "traffic")][a.param.split(".", 1)[1]]
             return len(spec) == 3 and spec[2] is int
-        return isinstance(self.base_system().get(a.param), int)
+        # The declared type: a preset may store a float parameter as a whole number (tREFI_ns = 3900)
+        return _field(self.base_system(), a.param).type in ("int", int)
 
     def metric_names(self) -> List[str]:
         return self.metrics or DEFAULT_METRICS[self.workload.get("kind", "traffic")]
@@ -217,15 +239,84 @@ class Sweep:
 def _from_unit(a: Axis, u: float, integer: bool) -> Any:
     if a.values is not None:
         return a.values[min(int(u * len(a.values)), len(a.values) - 1)]
-    lo, hi = float(a.lo), float(a.hi)
-    v = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if a.log and lo > 0 else lo + u * (hi - lo)
-    return int(round(v)) if integer else v
+    lo, hi = sorted((float(a.lo), float(a.hi)))
+    v = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if a.log else lo + u * (hi - lo)
+    # exp(log(x)) and rounding may step just outside the range
+    return min(max(int(round(v)), math.ceil(lo)), math.floor(hi)) if integer else min(max(v, lo), hi)
+
+
+def _field(base, path: str):
+    """The schema field of a dotted parameter (its type, range and choices)."""
+    *groups, leaf = path.split(".")
+    obj = base
+    for g in groups:
+        obj = getattr(obj, g)
+    return next(f for f in fields(obj) if f.name == leaf)
+
+
+def _choices(base, path: str) -> Optional[tuple]:
+    """The allowed values of a parameter that has a fixed set (link lanes, flit size, ...)."""
+    return _field(base, path).metadata["choices"]
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_shape(raw: Dict[str, Any]) -> None:
+    """The types of a spec's keys (TOML gives any), before their values are read."""
+    def bad(key, value, allowed):
+        raise ParamError(f"sweep: {key} = {value!r} is not allowed; allowed: {allowed}")
+
+    for key in ("name", "base", "engine"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key]):
+            bad(key, raw[key], "a string" if key != "base" else "a preset name or a preset file")
+    seed = raw.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 53:
+        bad("seed", seed, f"a whole number from 0 to {2 ** 53 - 1}")
+    wl = raw.get("workload", {})
+    if not isinstance(wl, dict):
+        bad("workload", wl, 'a table such as { kind = "traffic" }')
+    if not isinstance(wl.get("kind", ""), str):
+        bad("workload.kind", wl["kind"], ", ".join(WORKLOADS))
+    metrics = raw.get("metrics", [])
+    if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+        bad("metrics", metrics, "a list of metric names")
+    axes = raw.get("axes", [])
+    if not isinstance(axes, list):
+        bad("axes", axes, "a list of [[axes]] tables")
+    for i, a in enumerate(axes):
+        if not isinstance(a, dict) or not isinstance(a.get("param"), str):
+            bad(f"axes[{i}]", a, "a table with a param (a parameter name)")
+        where = f"axis {shown(a['param'])}:"
+        if any(b.get("param") == a["param"] for b in axes[:i] if isinstance(b, dict)):
+            raise ParamError(f"sweep: {where} a second axis over the same parameter; allowed: one axis per "
+                             "parameter")
+        extra = sorted(set(a) - {"param", "values", "range", "log"})
+        if extra:
+            raise ParamError(f"sweep: {where} {shown(extra[0])} is not an axis key; allowed: param, values, range, log")
+        if "values" in a and not isinstance(a["values"], list):
+            bad(f"{where} values", a["values"], "a list")
+        rng = a.get("range", [0, 1])
+        if not isinstance(rng, list) or len(rng) != 2 or not all(_is_number(v) for v in rng):
+            bad(f"{where} range", rng, "[low, high], two numbers")
+        if not isinstance(a.get("log", False), bool):
+            bad(f"{where} log", a["log"], "true, false")
+        if a.get("log") and "range" in a and min(rng) <= 0:
+            bad(f"{where} range", rng, "a range above 0 when log = true")
+    samp = raw.get("sampling", {})
+    if isinstance(samp, dict):
+        if not isinstance(samp.get("method", ""), str):
+            bad("sampling.method", samp["method"], ", ".join(METHODS))
+        points = samp.get("points", 0)
+        if isinstance(points, bool) or not isinstance(points, int):
+            bad("sampling.points", points, "a whole number from 1 to 10000000")
 
 
 def _check_workload(kind: str, name: str, value: Any, where: str) -> None:
     spec = WORKLOADS[kind].get(name)
     if spec is None:
-        raise ParamError(f"{where}: {name} is not a parameter of the {kind} workload; allowed: "
+        raise ParamError(f"{where}: {shown(name)} is not a parameter of the {kind} workload; allowed: "
                          f"{', '.join(WORKLOADS[kind])}")
     if len(spec) == 1:
         if value not in spec[0]:

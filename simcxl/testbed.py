@@ -17,7 +17,7 @@ import csv
 import io
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -26,9 +26,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .params import KINDS, STORES, ParamError, read_text
+from .params import KINDS, STORES, LinkParams, ParamError, read_text, shown
 
 KERNELS = ("copy", "scale", "add", "triad")
+# What a memory's `link` table may set, and to what (params.LinkParams).
+LINK_CHOICES = {f.name: f.metadata["choices"] for f in fields(LinkParams) if f.name in ("gen", "lanes")}
+# Ranges of the measured columns that are not "any positive number".
+LIMITS = {"working_set_bytes": (64, 1 << 40), "threads": (1, 1024), "read_fraction": (0, 1)}
 
 # Columns of each file: name -> (required, type)
 FILES = {
@@ -126,6 +130,8 @@ def load(folder) -> Testbed:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TestbedError(f"{toml_path}: {e}") from None
+    except RecursionError:
+        raise TestbedError(f"{toml_path}: nested too deeply to be a testbed") from None
     memories: Dict[str, Memory] = {}
     declared_fit: Dict[str, Tuple[Dict[str, Any], int]] = {}
     mems = raw.get("memories")
@@ -136,32 +142,48 @@ def load(folder) -> Testbed:
         line = _line_of(text, f"[memories.{name}]")
         loc = f"{toml_path}:{line}" if line else str(toml_path)
         if not isinstance(m, dict):
-            problems.append(f"{loc}: memories.{name} must be a table")
+            problems.append(f"{loc}: memories.{shown(name)} must be a table")
             continue
         kind = m.get("kind")
         if kind not in KINDS:
-            problems.append(f"{loc}: memories.{name}.kind = {kind!r} is not a memory kind; allowed: {', '.join(KINDS)}")
+            problems.append(f"{loc}: memories.{shown(name)}.kind = {kind!r} is not a memory kind; allowed: {', '.join(KINDS)}")
             continue
         link = m.get("link", {})
+        if not isinstance(link, dict):
+            problems.append(f"{loc}: memories.{shown(name)}.link must be a table; allowed keys: gen, lanes")
+            link = {}
         if kind == "cxl-type3" and link:
             for k in link:
-                if k not in ("gen", "lanes"):
-                    problems.append(f"{loc}: memories.{name}.link.{k} is not allowed; allowed: gen, lanes")
+                if k not in LINK_CHOICES:
+                    problems.append(f"{loc}: memories.{shown(name)}.link.{k} is not allowed; allowed: gen, lanes")
+                elif link[k] not in LINK_CHOICES[k] or isinstance(link[k], bool):
+                    problems.append(f"{loc}: memories.{shown(name)}.link.{k} = {link[k]!r} is not allowed; allowed values: "
+                                    f"{', '.join(map(str, LINK_CHOICES[k]))}")
+        if not isinstance(m.get("base", ""), str):
+            problems.append(f"{loc}: memories.{shown(name)}.base = {m['base']!r} is not allowed; allowed: a preset name "
+                            "or preset file")
         params = m.get("params", {})
         if not isinstance(params, dict):
-            problems.append(f"{loc}: memories.{name}.params must be a table of dotted parameter names")
+            problems.append(f"{loc}: memories.{shown(name)}.params must be a table of dotted parameter names")
             params = {}
         memories[name] = Memory(name, kind, str(m.get("description", "")), m.get("base"), dict(link), dict(params))
         fit = m.get("fit", {})
         if not isinstance(fit, dict):
-            problems.append(f"{loc}: memories.{name}.fit must be a table; keys: {', '.join(FIT_KEYS)}")
+            problems.append(f"{loc}: memories.{shown(name)}.fit must be a table; keys: {', '.join(FIT_KEYS)}")
             fit = {}
         declared_fit[name] = (fit, _line_of(text, "fit", after=line) or line)
 
     points: List[Point] = []
+    files = raw.get("files", {})
+    if not isinstance(files, dict):
+        problems.append(f"{toml_path}: files must be a table; allowed keys: {', '.join(FILES)}")
+        files = {}
     for key, (fname, cols) in FILES.items():
-        files = raw.get("files", {})
-        path = folder / (files.get(key, {}).get("path", fname) if isinstance(files.get(key), dict) else fname)
+        path = files.get(key, {}).get("path", fname) if isinstance(files.get(key), dict) else fname
+        if not isinstance(path, str):
+            problems.append(f"{toml_path}: files.{key}.path = {path!r} is not allowed; allowed: a file name")
+            continue
+        path = folder / path
         if path.exists():
             points += _read_csv(path, key, cols, memories, problems)
     if not problems and not points:
@@ -204,7 +226,7 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
     """The points a memory's `fit` table names, by experiment (None: fit none)."""
     out: Dict[str, Optional[Point]] = {}
     for key, want in fit.items():
-        where = f"{loc}: memories.{name}.fit.{key}"
+        where = f"{loc}: memories.{shown(name)}.fit.{key}"
         if key not in FIT_KEYS:
             problems.append(f"{where} is not allowed; allowed: {', '.join(FIT_KEYS)}")
             continue
@@ -239,7 +261,7 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
             continue
         out[key] = match[0]
     if out.get("lat_mem_rd") and out.get("loaded_latency"):
-        problems.append(f"{loc}: memories.{name}.fit names both lat_mem_rd and loaded_latency; both fit the "
+        problems.append(f"{loc}: memories.{shown(name)}.fit names both lat_mem_rd and loaded_latency; both fit the "
                         "latency knobs, which take one point: set the other to false")
     return out
 
@@ -247,9 +269,13 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
 def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems: List[str]) -> List[Point]:
     out: List[Point] = []
     try:
-        rows = list(csv.reader(io.StringIO(read_text(path), newline="")))
+        reader = csv.reader(io.StringIO(read_text(path), newline=""))
+        rows = list(reader)
     except ParamError as e:
         problems.append(str(e))
+        return out
+    except csv.Error as e:  # a field past the csv module's limit, say
+        problems.append(f"{path}:{reader.line_num}: {e}")
         return out
     if not rows:
         problems.append(f"{path}:1: empty file; expected a header: {', '.join(cols)}")
@@ -258,6 +284,10 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
     missing = [c for c, (req, _) in cols.items() if req and c not in header]
     if missing:
         problems.append(f"{path}:1: missing column(s) {', '.join(missing)}; expected: {', '.join(cols)}")
+        return out
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        problems.append(f"{path}:1: column {twice[0]!r} appears twice; expected each of {', '.join(cols)} once")
         return out
     unknown = [h for h in header if h not in cols]
     if unknown:
@@ -287,15 +317,17 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
                 val = typ(float(v)) if typ is int else typ(v)
                 if typ is int and float(v) != int(float(v)):
                     raise ValueError
-            except ValueError:
+            except (ValueError, OverflowError):  # int('inf') overflows
                 problems.append(f"{path}:{n} column {ci}: {h} = {v!r} is not a{'n integer' if typ is int else ' number'}")
                 ok = False
                 continue
-            if typ is float and (math.isnan(val) or val <= 0):
-                problems.append(f"{path}:{n} column {ci}: {h} = {v} must be positive")
-                ok = False
-            if typ is int and val <= 0:
-                problems.append(f"{path}:{n} column {ci}: {h} = {v} must be a positive integer")
+            if h in LIMITS:
+                lo, hi = LIMITS[h]
+                if not lo <= val <= hi:  # NaN too
+                    problems.append(f"{path}:{n} column {ci}: {h} = {v} is out of range; allowed: {lo} to {hi}")
+                    ok = False
+            elif typ is float and not (0 < val < math.inf):
+                problems.append(f"{path}:{n} column {ci}: {h} = {v} must be positive and finite")
                 ok = False
             rec[h] = val
         if not ok:
@@ -319,10 +351,6 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
             x = rec["kernel"]
             measured = rec["bandwidth_gbps"]
         else:
-            if not 0 <= rec["read_fraction"] <= 1:
-                problems.append(f"{path}:{n} column {header.index('read_fraction') + 1}: read_fraction = "
-                                f"{rec['read_fraction']} is out of range; allowed: 0 to 1")
-                continue
             x = (rec["threads"], rec["read_fraction"])
             measured = rec["latency_ns"]
         dup = (rec["memory"], x, rec.get("threads"), rec.get("stores") or STORES[0])

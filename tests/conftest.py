@@ -1,15 +1,48 @@
 """Shared helpers. Tests import the installed package (run `.venv/bin/pytest`)."""
 
+import faulthandler
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import simcxl
 from simcxl.params import CxlMemory, DeviceParams, DramParams, HostParams, LinkParams, BridgeParams, System
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Fuzz tests (tests/test_fuzz_*.py). "ci", the default, replays the same
+# examples every run (derandomized, no example database) and stays within
+# about a minute in all; SIMCXL_FUZZ=soak draws fresh random examples,
+# SIMCXL_FUZZ_SCALE (default 20) times as many (README: Testing); "sanitize"
+# replays a fifth of CI's examples, for the run under the sanitizers
+# (tests/test_sanitizers.py), which is several times slower.
+FUZZ = os.environ.get("SIMCXL_FUZZ", "ci")
+FUZZ_SCALE = {"soak": float(os.environ.get("SIMCXL_FUZZ_SCALE", "20")), "sanitize": 0.2}.get(FUZZ, 1.0)
+# The deadline flags an example that runs for seconds where milliseconds are
+# expected; it is far above a slow shared core so that CI does not flake.
+settings.register_profile("ci", derandomize=True, database=None, deadline=10_000, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("soak", derandomize=False, database=None, deadline=10_000, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile("soak" if FUZZ == "soak" else "ci")
+
+
+def fuzz(cases: int):
+    """Hypothesis settings for a fuzz test of `cases` examples in CI (more in a soak)."""
+    return settings(max_examples=max(1, int(cases * FUZZ_SCALE)))
+
+
+@pytest.fixture
+def hang_guard():
+    """A fuzz test that does not finish in time (a hang: every example is tiny)
+    ends the run with every thread's stack, rather than stalling CI."""
+    faulthandler.dump_traceback_later(300 * max(FUZZ_SCALE, 1.0), exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 TESTBED = REPO / "calibration" / "testbeds" / "spr-cxl-dmsim"
 
 
@@ -61,3 +94,19 @@ def link_bound_cxl(lanes: int = 16, **link) -> System:
 @pytest.fixture(scope="session")
 def presets():
     return {n: simcxl.load_preset(n) for n in simcxl.preset_names()}
+
+
+def assert_one_line_rejection(exc: BaseException, *names: str, says_allowed: bool = True) -> str:
+    """A rejection as the fuzz tests require it: a ParamError or ConfigError,
+    one line, naming each of `names` and saying what is allowed (a file that
+    does not parse says where instead)."""
+    from simcxl import _core
+    from simcxl.params import ParamError
+    assert isinstance(exc, (ParamError, _core.ConfigError)), f"{type(exc).__name__}: {exc}"
+    msg = str(exc)
+    assert msg.strip() and "\n" not in msg, f"not one line: {msg!r}"
+    for n in names:
+        assert n in msg, f"{n!r} not named in: {msg}"
+    assert not says_allowed or any(w in msg for w in ("allowed", "must", "expected", "needs", "presets:", "e.g.")), \
+        f"does not say what is allowed: {msg}"
+    return msg

@@ -188,6 +188,14 @@ void DramChannel::unblock() {
 }
 
 void DramChannel::refreshRank(Rank& r, Tick t) {
+    // After an idle gap only the latest refresh leaves a trace in the banks
+    // (each sets later limits than the one before): count the others at once,
+    // so a gap of seconds costs no more than one interval.
+    if (r.nextRefresh + c_.tREFI_ <= t) {
+        const uint64_t skipped = (t - r.nextRefresh) / c_.tREFI_;
+        r.nextRefresh += skipped * c_.tREFI_;
+        c_.stats_.refreshes += skipped;
+    }
     while (r.nextRefresh <= t) {
         // All-bank refresh: rows close and the rank is busy for tRP + tRFC.
         Tick start = r.nextRefresh;

@@ -6,6 +6,8 @@
 namespace cxlcore {
 
 std::string fmtNum(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     std::ostringstream os;
     if (v == std::floor(v) && std::fabs(v) < 9.2e18)
         os << static_cast<long long>(v);

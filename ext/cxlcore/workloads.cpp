@@ -734,14 +734,28 @@ class TraceDriver : public Driver {
     }
 
   private:
+    // The line's own bytes are shown escaped where they are not printable
+    // ASCII: the message must be one line of text whatever the file holds.
     [[noreturn]] void bad(const std::string& what) {
-        throw ConfigError("trace " + path_ + " line " + std::to_string(line_) + ": " + what);
+        std::string shown;
+        for (unsigned char ch : what) {
+            if (ch >= 0x20 && ch < 0x7f) {
+                shown += char(ch);
+            } else {
+                static const char* hex = "0123456789abcdef";
+                shown += "\\x";
+                shown += hex[ch >> 4];
+                shown += hex[ch & 15];
+            }
+        }
+        throw ConfigError("trace " + path_ + " line " + std::to_string(line_) + ": " + shown);
     }
     void readNext() {
         have_ = false;
         std::string s;
         while (std::getline(in_, s)) {
             ++line_;
+            if (s.find('\0') != std::string::npos) bad("holds a NUL byte; a trace is a text file");
             auto hash = s.find('#');
             if (hash != std::string::npos) s.resize(hash);
             for (char& ch : s)
@@ -773,7 +787,7 @@ class TraceDriver : public Driver {
                 if (*end || size[0] == '-' || b < 1 || b > (1u << 20)) bad("size '" + size + "' is out of range; allowed: 1 to 1048576");
                 bytes = b;
             }
-            if (a > ~0ull - bytes) bad("address '" + addr + "' plus size runs past the end of the address space");
+            if (bytes - 1 > ~0ull - a) bad("address '" + addr + "' plus size runs past the end of the address space");
             // Whole cache lines: the request covers every line the access touches.
             uint64_t first = a / kLineBytes * kLineBytes, lastL = (a + bytes - 1) / kLineBytes * kLineBytes;
             nextAddr_ = first;

@@ -125,27 +125,31 @@ Tick CoherentSystem::stallWindow() const {
 }
 
 void CoherentSystem::run() {
+    // Checked once per window of simulated time: stalled when no event is left,
+    // when nothing completed for a window, or when the oldest request has
+    // waited four windows while others complete (starvation).
     const Tick window = stallWindow();
     watch.lastProgress = loop.now();
-    for (;;) {
-        const Tick until = watch.lastProgress + window;
+    for (Tick until = loop.now() + window;; until += window) {
         loop.run(until);
         const bool drained = loop.idle();
         if (drained && !watch.outstanding) return;
-        if (!drained && watch.lastProgress + window > until) continue;  // progress meanwhile
-        if (!drained && !watch.outstanding) {
-            watch.lastProgress = until;  // only background work left
-            continue;
-        }
+        if (!watch.outstanding) continue;  // only background work left
+        const Tick t = drained ? loop.now() : until;
         Oldest o;
         for (auto& d : devices) d->oldest(o);
         home->oldest(o);
-        const Tick t = drained ? loop.now() : until;
+        std::string why;
+        if (drained)
+            why = "no event left to complete them";
+        else if (t - watch.lastProgress >= window)
+            why = "none completed for " + ns(t - watch.lastProgress) + " ns while events kept firing";
+        else if (o.issued != kNever && t - o.issued >= 4 * window)
+            why = "the oldest waited over " + ns(4 * window) + " ns while others completed";
+        else
+            continue;
         std::string msg = "CXL.cache run stalled at " + ns(t) + " ns with " + std::to_string(watch.outstanding) +
-                          " requests outstanding: " +
-                          (drained ? std::string("no event left to complete them")
-                                   : "none completed for " + ns(window) + " ns while events kept firing") +
-                          "; the oldest waits in ";
+                          " requests outstanding: " + why + "; the oldest waits in ";
         if (o.issued != kNever)
             msg += o.where + ", age " + ns(t - o.issued) + " ns";
         else
@@ -234,7 +238,8 @@ void CoherentSystem::report(Report& r, Tick end) const {
     r.emplace_back("max_queued_up", double(maxUp));
     r.emplace_back("max_queued_down", double(maxDown));
     for (int c = 0; c < kNumCClasses; ++c) {
-        const bool isUp = c == kCD2HReq || c == kCD2HRsp || c == kCD2HData || c == kCS2M || c == kCIoD2H;
+        const bool isUp =
+            c == kCD2HReq || c == kCD2HRsp || c == kCD2HData || c == kCS2M || c == kCS2MBISnp || c == kCIoD2H;
         r.emplace_back(std::string("messages_") + className(CClass(c)), double(isUp ? up[c] : down[c]));
     }
     r.emplace_back("link_up_utilization", end ? upBusy / n / double(end) : 0.0);

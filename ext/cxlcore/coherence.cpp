@@ -410,7 +410,9 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
         }
         if (way->st != MState::I) evict = way;
     }
-    if (mshrs_.size() + (evict ? 2 : 1) > cp_.mshrs) {
+    // A miss that must evict needs two MSHRs; with fewer, an idle cache still
+    // lets it go, or it would wait forever.
+    if (!mshrs_.empty() && mshrs_.size() + (evict ? 2 : 1) > cp_.mshrs) {
         stalled_.push_back(a);
         ++stats_.mshrFull;
         return false;
@@ -424,6 +426,10 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
         e.value = evict->value;
         e.op = evict->st == MState::M ? Opc::DirtyEvict : Opc::CleanEvict;
         (evict->st == MState::M ? stats_.dirtyEvicts : stats_.cleanEvicts)++;
+        // A clean victim is gone from the cache now: the home may hand the line
+        // to another agent before its GO comes back (the copy kept for snoops
+        // is never read). A dirty one is held until its data is pulled.
+        if (evict->st != MState::M && checker_) checker_->state(evict->line, index_, MState::I, now());
         const bool ownLine = ownsMemory(evict->line);
         if (ownLine && (ap_.hdm_db || deviceBias(evict->line))) {
             // Device memory the host does not track: write back locally.
@@ -596,18 +602,22 @@ std::string Accelerator::describe() const {
 void Accelerator::oldest(Oldest& o) const {
     for (auto& kv : mshrs_)
         for (const Access* a : kv.second.waiting)
-            o.see(a->issued, name_ + " MSHR of line " + hex(kv.first) + " (" + opName(kv.second.op) +
-                                 (kv.second.biPending ? ", waiting for a bias flip or BIRsp" : "") +
-                                 (kv.second.gotGo ? ", GO received" : ", waiting for GO") +
-                                 (kv.second.gotData ? ", data received)" : ", waiting for data)"));
-    for (const Access* a : stalled_) o.see(a->issued, name_ + " queue for an MSHR or cache way");
+            o.see(a->issued, [&] {
+                const Mshr& m = kv.second;
+                return name_ + " MSHR of line " + hex(kv.first) + " (" + opName(m.op) +
+                       (m.biPending ? ", waiting for a bias flip or BIRsp" : "") +
+                       (m.gotGo ? ", GO received" : ", waiting for GO") +
+                       (m.gotData ? ", data received)" : ", waiting for data)");
+            });
+    for (const Access* a : stalled_) o.see(a->issued, [&] { return name_ + " queue for an MSHR or cache way"; });
     up_.each([&](const Msg* m) {
-        if (m->acc) o.see(m->acc->issued, name_ + " link-up queue " + className(m->cls) + " (no credit)");
+        if (m->acc)
+            o.see(m->acc->issued, [&] { return name_ + " link-up queue " + className(m->cls) + " (no credit)"; });
     });
     for (auto& kv : memBlocked_)
         for (const Msg* m : kv.second)
-            if (m->acc) o.see(m->acc->issued, name_ + " device-memory queue of line " + hex(kv.first));
-    for (const Msg* m : doorbells_) o.see(m->job->start, name_ + " DMA doorbell queue");
+            if (m->acc)
+                o.see(m->acc->issued, [&] { return name_ + " device-memory queue of line " + hex(kv.first); });
 }
 
 void Accelerator::snoop(Msg* m) {
@@ -1070,11 +1080,12 @@ void HomeAgent::oldest(Oldest& o) const {
     for (auto& kv : lines_) {
         auto see = [&](const HTxn* t, const char* where) {
             const Tick at = t->acc ? t->acc->issued : t->op == Opc::IoMemRd ? t->issued : kNever;
-            if (at >= o.issued) return;
-            o.see(at, std::string("home ") + where + " of line " + hex(kv.first) + " (" + opName(t->op) + " from " +
-                          (t->dev < 0 ? std::string("a host core") : "accel[" + std::to_string(t->dev) + "]") +
-                          ", " + std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
-                          " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")"));
+            o.see(at, [&] {
+                return std::string("home ") + where + " of line " + hex(kv.first) + " (" + opName(t->op) + " from " +
+                       (t->dev < 0 ? std::string("a host core") : "accel[" + std::to_string(t->dev) + "]") + ", " +
+                       std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
+                       " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")");
+            });
         };
         if (kv.second.active) see(kv.second.active, "transaction");
         for (const HTxn* t : kv.second.wait) see(t, "line queue");
@@ -1082,8 +1093,10 @@ void HomeAgent::oldest(Oldest& o) const {
     for (size_t i = 0; i < ports_.size(); ++i)
         ports_[i].down.each([&](const Msg* m) {
             if (m->acc)
-                o.see(m->acc->issued, "home link-down queue to accel[" + std::to_string(i) + "] " +
-                                          className(m->cls) + " (no credit)");
+                o.see(m->acc->issued, [&] {
+                    return "home link-down queue to accel[" + std::to_string(i) + "] " + className(m->cls) +
+                           " (no credit)";
+                });
         });
 }
 
@@ -1337,7 +1350,7 @@ void HomeAgent::start(HTxn* t) {
         // lines one by one. Only lines with an entry can be resident.
         ++stats_.biasFlips;
         lockedPages_[L] = t;
-        auto host = std::make_shared<std::vector<uint64_t>>();
+        std::vector<uint64_t> host;
         auto pl = pageLines_.find(L);
         if (pl != pageLines_.end()) {
             std::vector<uint64_t> xs(pl->second.begin(), pl->second.end());
@@ -1345,7 +1358,7 @@ void HomeAgent::start(HTxn* t) {
             for (uint64_t x : xs) {
                 HLine& h = lines_.at(x);
                 h.active = t;
-                if (h.host != MState::I) host->push_back(x);
+                if (h.host != MState::I) host.push_back(x);
                 for (uint32_t k = 0; k < numDevs_; ++k)
                     if (int(k) != d && (h.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, x);
                 // The device keeps what it holds; the host stops tracking it.
@@ -1353,8 +1366,7 @@ void HomeAgent::start(HTxn* t) {
                 if (h.owner == d) h.owner = -1;
             }
         }
-        ++t->dataOut;
-        flush(t, host, 0);
+        flush(t, host);
         return;
     }
     HLine& l = line(L);
@@ -1448,23 +1460,21 @@ void HomeAgent::start(HTxn* t) {
     maybeFinish(t);
 }
 
-void HomeAgent::flush(HTxn* t, std::shared_ptr<std::vector<uint64_t>> lines, size_t i) {
-    // One host-cache access per resident line; a dirty line's write-back
-    // (MemWr) must be acknowledged before the flip completes.
-    if (i == lines->size()) {
+void HomeAgent::flush(HTxn* t, const std::vector<uint64_t>& lines) {
+    // The host's caches give up the page's resident lines at once (dirty ones
+    // written back, each acknowledged by the device's Cmp before the flip
+    // completes); the home is occupied one host-cache access per line.
+    for (uint64_t x : lines) {
+        HLine& h = lines_.at(x);
+        if (h.host == MState::M) memWrite(x, h.value, t);
+        setHost(h, x, MState::I);
+    }
+    stats_.flushedLines += lines.size();
+    const Tick at = now() + Tick(lines.size()) * hostHit_;
+    ++t->dataOut;
+    later_.push(at, [this, t] {
         --t->dataOut;
         maybeFinish(t);
-        return;
-    }
-    const Tick at = now() + hostHit_;
-    later_.push(at, [this, t, lines, i] {
-        const uint64_t x = (*lines)[i];
-        HLine& h = lines_.at(x);
-        ++stats_.flushedLines;
-        if (h.host == MState::M) memWrite(x, h.value, t);
-        if (h.host != MState::I) setHost(h, x, MState::I);
-        if (watch_) watch_->progress(now());
-        flush(t, lines, i + 1);
     });
     requestWake(at);
 }
@@ -1778,7 +1788,10 @@ void HomeAgent::handle(Msg* m) {
                 pool_.put(m);
                 return;
             }
-            if (t->op == Opc::DirtyEvict || t->op == Opc::ItoMWr || t->op == Opc::WrInv) {
+            // Snoop data names its transaction; write-pull data does not. (With
+            // few D2H Rsp credits a snooped line's data can overtake its response.)
+            const bool pulled = !m->txn;
+            if (pulled && (t->op == Opc::DirtyEvict || t->op == Opc::ItoMWr || t->op == Opc::WrInv)) {
                 HLine& l = line(t->line);
                 if (t->op == Opc::DirtyEvict) {
                     if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value);
@@ -1797,6 +1810,10 @@ void HomeAgent::handle(Msg* m) {
                 // A peer gave up a dirty line of the page: it goes back to device memory.
                 memWrite(m->line, m->value, t);
                 --t->dataOut;
+            } else if (t->op == Opc::ItoMWr || t->op == Opc::WrInv) {
+                // A snooped dirty copy is superseded by the full-line write.
+                --t->dataOut;
+                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kASnoop, now());
             } else {
                 // Forwarded dirty data from a snooped cache: newer than memory.
                 t->value = m->value;

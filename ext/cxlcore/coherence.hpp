@@ -91,10 +91,11 @@ struct Watch {
 struct Oldest {
     Tick issued = kNever;
     std::string where;
-    void see(Tick t, const std::string& w) {
+    template <typename F>
+    void see(Tick t, F&& describe) {
         if (t < issued) {
             issued = t;
-            where = w;
+            where = describe();
         }
     }
 };
@@ -439,7 +440,7 @@ class HomeAgent : public Endpoint {
     void forget(LineMap::iterator it);
     uint64_t pageOf(uint64_t x) const { return x & ~(pageBytes_ - 1); }
     void hostEvict();
-    void flush(HTxn* t, std::shared_ptr<std::vector<uint64_t>> lines, size_t i);
+    void flush(HTxn* t, const std::vector<uint64_t>& lines);
     void finishAccess(Access* a);
     void jobNoticed(DmaJob* job);
     void enqueue(HTxn* t);

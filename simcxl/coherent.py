@@ -175,6 +175,20 @@ def stress(system: Union[str, AccelSystem], ops: int = 1_000_000, lines: int = 8
                             uncached_fraction, device_memory_fraction, inject, progress)
 
 
+def script(system: Union[str, AccelSystem], steps: Sequence[Dict[str, Any]], check: bool = True,
+           inject: str = "") -> "tuple[pd.DataFrame, Dict[str, Any]]":
+    """Directed run: each step is issued when the previous one has completed.
+
+    A step is a dict with ``agent`` (-1 a host core, else a device index),
+    ``op`` (one of :data:`OPS`, or ``"dma"``: the device reads a host buffer of
+    ``bytes`` over CXL.io), ``target`` (``"host"`` or ``"device"``: device 0's
+    memory) and ``offset`` (bytes). Returns one row per step (latency, stages or
+    DMA phases, the data version read or written) and the system's counters."""
+    s = load(system)
+    rows, counters = _core.run_script(s.to_core(), [dict(x) for x in steps], check, inject)
+    return _frame(rows, s, "script", steps=[dict(x) for x in steps]), counters
+
+
 def dma_vs_cache(system: Union[str, AccelSystem], sizes: Sequence[Union[int, str]] = DMA_SIZES,
                  cache_op: str = "load", stream_bytes: Union[int, str] = "1m", min_transfers: int = 4,
                  progress: Progress = None) -> pd.DataFrame:

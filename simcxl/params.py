@@ -313,6 +313,8 @@ class DCacheParams(ParamGroup):
     credits_h2d_req: int = param(32, 1, 65536, "", "H2D Req credits: the device's snoop buffer")
     credits_h2d_rsp: int = param(64, 1, 65536, "", "H2D Rsp credits (GO, write pulls)")
     credits_h2d_data: int = param(64, 1, 65536, "", "H2D Data credits")
+    credits_bisnp: int = param(64, 1, 65536, "", "S2M BISnp credits (CXL 3.x HDM-DB: host buffers for back-invalidates)")
+    credits_birsp: int = param(64, 1, 65536, "", "M2S BIRsp credits (CXL 3.x HDM-DB: device buffers for their answers)")
 
     def _check(self, where: str) -> None:
         if self.bytes % (64 * self.assoc):
@@ -328,6 +330,13 @@ class HomeParams(ParamGroup):
     snoop_filter_lines: int = param(0, 0, 1 << 26, "",
                                     "device-cached lines the snoop filter tracks (0: unlimited); a full filter "
                                     "evicts a line by invalidating it in the devices")
+    host_cache_bytes: int = param(102236160, 4096, 1 << 36, "B",
+                                  "capacity of the host's caches for coherent lines (default: the host LLC, "
+                                  "HostParams.llc_bytes); LRU, a dirty victim is written back")
+
+    def _check(self, where: str) -> None:
+        if self.host_cache_bytes % 64:
+            raise ParamError(f"{where}.host_cache_bytes = {self.host_cache_bytes} must be a multiple of 64")
 
 
 @dataclass

@@ -400,6 +400,34 @@ PYBIND11_MODULE(_core, m) {
           py::arg("device_memory_fraction") = 0.5, py::arg("inject") = "", py::arg("progress") = py::none(),
           "Randomised coherence stress test under the checker (optionally with an injected protocol bug).");
 
+    m.def("run_script",
+          [](py::dict sys, py::list steps, bool check, std::string inject) {
+              CoherentParams p = readCoherent(sys);
+              std::vector<ScriptStep> st;
+              for (size_t i = 0; i < steps.size(); ++i) {
+                  py::dict d = steps[i].cast<py::dict>();
+                  const std::string at = "script step " + std::to_string(i);
+                  onlyKeys(d, {"agent", "op", "target", "offset", "bytes"}, at, "key");
+                  ScriptStep s;
+                  if (d.contains("agent")) s.agent = field<int>(d["agent"], at, "agent", -1, 15);
+                  if (d.contains("op")) s.op = d["op"].cast<std::string>();
+                  if (d.contains("target")) s.target = d["target"].cast<std::string>();
+                  if (d.contains("offset")) s.offset = field<uint64_t>(d["offset"], at, "offset", 0, 1099511627776.0);
+                  if (d.contains("bytes")) s.bytes = field<uint64_t>(d["bytes"], at, "bytes", 1, 1073741824.0);
+                  st.push_back(s);
+              }
+              ScriptResult r;
+              {
+                  py::gil_scoped_release nogil;
+                  r = runScript(p, st, check, inject);
+              }
+              py::list rows;
+              for (auto& x : r.steps) rows.append(toDict(x));
+              return py::make_tuple(rows, toDict(r.system));
+          },
+          py::arg("system"), py::arg("steps"), py::arg("check") = true, py::arg("inject") = "",
+          "Directed run: each step (agent, op, target, offset, bytes) issued when the previous one completed.");
+
     m.def("run_dma_vs_cache",
           [](py::dict sys, std::vector<uint64_t> sizes, std::string cacheOp, uint64_t streamBytes,
              uint32_t minTransfers, py::object cb) {

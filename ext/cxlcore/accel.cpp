@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <sstream>
 
 namespace cxlcore {
 
@@ -25,6 +26,25 @@ Access::Kind kindOf(const std::string& op, const char* where) {
 }
 
 bool writes(Access::Kind k) { return k == Access::Store || k == Access::StoreNoAlloc || k == Access::StoreWrInv; }
+
+Accelerator::Bug bugOf(const std::string& inject, const char* where) {
+    if (inject == "snpinv-keeps-copy") return Accelerator::SnpInvKeepsCopy;
+    if (inject == "drop-dirty-data") return Accelerator::DropDirtyData;
+    if (inject == "drop-snoops") return Accelerator::DropSnoops;
+    if (inject == "defer-snoops") return Accelerator::DeferSnoops;
+    need(inject.empty(), std::string(where) + " = '" + inject +
+                             "' is not allowed; allowed values: '' (none), snpinv-keeps-copy, drop-dirty-data, "
+                             "drop-snoops, defer-snoops");
+    return Accelerator::None;
+}
+
+std::string ns(Tick t) {
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(1);
+    os << ticksToNs(t);
+    return os.str();
+}
 
 // The callback is dropped on return so an access holds no stale captures.
 class AccessPool : public ObjectPool<Access> {
@@ -89,6 +109,52 @@ CoherentSystem::CoherentSystem(const CoherentParams& p, bool check) : p_(p) {
         devices.emplace_back(new Accelerator(loop, uint16_t(i), p_.cache, p_.accel, p_.dma, p_.device_dram,
                                              *links.back(), *home, pool, checker.get(), where));
         home->addDevice(devices.back().get(), links.back().get(), p_.cache, p_.dma);
+        devices.back()->setWatch(&watch);
+    }
+    home->setWatch(&watch);
+}
+
+Tick CoherentSystem::stallWindow() const {
+    // Longer than any single delay the parameters allow, so only a real stall trips it.
+    const double longest = p_.home.latency_ns + p_.home.host_hit_ns + p_.cache.latency_ns +
+                           p_.cache.snoop_latency_ns + p_.accel.bias_flip_ns + p_.accel.memory_latency_ns +
+                           p_.dma.setup_ns + p_.dma.engine_latency_ns + p_.dma.poll_interval_ns +
+                           p_.dma.interrupt_ns + p_.link.phy_latency_ns + p_.link.replay_latency_ns +
+                           p_.host_dram.tRFC_ns + p_.device_dram.tRFC_ns;
+    return nsToTicks(100000.0 + 4.0 * longest);
+}
+
+void CoherentSystem::run() {
+    // Checked once per window of simulated time: stalled when no event is left,
+    // when nothing completed for a window, or when the oldest request has
+    // waited four windows while others complete (starvation).
+    const Tick window = stallWindow();
+    watch.lastProgress = loop.now();
+    for (Tick until = loop.now() + window;; until += window) {
+        loop.run(until);
+        const bool drained = loop.idle();
+        if (drained && !watch.outstanding) return;
+        if (!watch.outstanding) continue;  // only background work left
+        const Tick t = drained ? loop.now() : until;
+        Oldest o;
+        for (auto& d : devices) d->oldest(o);
+        home->oldest(o);
+        std::string why;
+        if (drained)
+            why = "no event left to complete them";
+        else if (t - watch.lastProgress >= window)
+            why = "none completed for " + ns(t - watch.lastProgress) + " ns while events kept firing";
+        else if (o.issued != kNever && t - o.issued >= 4 * window)
+            why = "the oldest waited over " + ns(4 * window) + " ns while others completed";
+        else
+            continue;
+        std::string msg = "CXL.cache run stalled at " + ns(t) + " ns with " + std::to_string(watch.outstanding) +
+                          " requests outstanding: " + why + "; the oldest waits in ";
+        if (o.issued != kNever)
+            msg += o.where + ", age " + ns(t - o.issued) + " ns";
+        else
+            msg += "an unknown place (" + home->describe() + ")";
+        throw StallError(msg);
     }
 }
 
@@ -121,6 +187,7 @@ void CoherentSystem::report(Report& r, Tick end) const {
         sum.localMemReads += s.localMemReads;
         sum.fwdReads += s.fwdReads;
         sum.dmaTransfers += s.dmaTransfers;
+        sum.flushedLines += s.flushedLines;
         for (int k = 0; k < 4; ++k) sum.grants[k] += s.grants[k];
         maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
         maxUp = std::max(maxUp, devices[i]->up().maxQueued());
@@ -171,12 +238,25 @@ void CoherentSystem::report(Report& r, Tick end) const {
     r.emplace_back("max_queued_up", double(maxUp));
     r.emplace_back("max_queued_down", double(maxDown));
     for (int c = 0; c < kNumCClasses; ++c) {
-        const bool isUp = c == kCD2HReq || c == kCD2HRsp || c == kCD2HData || c == kCS2M || c == kCIoD2H;
+        const bool isUp =
+            c == kCD2HReq || c == kCD2HRsp || c == kCD2HData || c == kCS2M || c == kCS2MBISnp || c == kCIoD2H;
         r.emplace_back(std::string("messages_") + className(CClass(c)), double(isUp ? up[c] : down[c]));
     }
     r.emplace_back("link_up_utilization", end ? upBusy / n / double(end) : 0.0);
     r.emplace_back("link_down_utilization", end ? downBusy / n / double(end) : 0.0);
     r.emplace_back("messages_allocated", double(pool.allocated()));
+    r.emplace_back("home_line_states_max", double(h.maxLineStates));
+    r.emplace_back("home_line_states_at_end", double(home->lineStates()));
+    r.emplace_back("host_cache_lines_max", double(h.maxHostLines));
+    r.emplace_back("host_cache_lines_at_end", double(home->hostLines()));
+    r.emplace_back("host_cache_dirty_at_end", double(home->hostDirtyLines()));
+    r.emplace_back("host_cache_dirtied", double(h.hostDirtied));
+    r.emplace_back("host_cache_evictions", double(h.hostEvictions));
+    r.emplace_back("host_cache_writebacks", double(h.hostWritebacks));
+    r.emplace_back("host_dram_reads", double(home->dramStats().reads));
+    r.emplace_back("host_dram_writes", double(home->dramStats().writes));
+    r.emplace_back("bias_flip_host_lines_flushed", double(h.flushedLines));
+    r.emplace_back("bias_flip_device_lines_flushed", double(sum.flushedLines));
     r.emplace_back("quiet_at_end", quiet() ? 1.0 : 0.0);
     if (checker) {
         r.emplace_back("checker_checks", double(checker->checks()));
@@ -282,7 +362,7 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
         }
     };
     for (auto& s : streams) issue(s);
-    sys.loop.run();
+    sys.run();
     need(remaining == 0, "internal: the accelerator run stopped with " + std::to_string(remaining) +
                              " accesses outstanding (protocol deadlock)");
     Report r;
@@ -368,7 +448,7 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c) {
         };
         spin(dev, 0);
         spin(host, 1);
-        sys.loop.run();
+        sys.run();
         need(handoffs >= c.rounds, "internal: ping-pong stopped after " + std::to_string(handoffs) + " handoffs");
         const double ns = ticksToNs(sys.loop.now());
         r.emplace_back("handoffs", double(handoffs));
@@ -449,7 +529,7 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c) {
         };
         produce();
         spinFlag();
-        sys.loop.run();
+        sys.run();
         need(readDone == c.lines, "internal: producer-consumer stopped early");
         const Tick end = sys.loop.now();
         const double consNs = ticksToNs(end - flagSeen);
@@ -477,11 +557,7 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     for (double f : {c.store_fraction, c.uncached_fraction, c.device_memory_fraction})
         need(f >= 0 && f <= 1, "stress fractions (store_fraction, uncached_fraction, device_memory_fraction) = " +
                                    fmtNum(f) + " is out of range; allowed: 0 to 1");
-    Accelerator::Bug bug = Accelerator::None;
-    if (c.inject == "snpinv-keeps-copy") bug = Accelerator::SnpInvKeepsCopy;
-    else if (c.inject == "drop-dirty-data") bug = Accelerator::DropDirtyData;
-    else need(c.inject.empty(), "stress.inject = '" + c.inject +
-                                    "' is not allowed; allowed values: '' (none), snpinv-keeps-copy, drop-dirty-data");
+    const Accelerator::Bug bug = bugOf(c.inject, "stress.inject");
     CoherentSystem sys(p, true);
     for (auto& d : sys.devices) d->inject(bug);
     AccessPool pool;
@@ -537,7 +613,7 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
             sys.devices[size_t(q.dev)]->access(a);
     };
     for (auto& q : reqs) next(q);
-    sys.loop.run();
+    sys.run();
     Report r;
     if (detail) {
         if (sys.checker->violations())
@@ -555,6 +631,81 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     r.emplace_back("events", double(sys.loop.events()));
     sys.report(r, sys.loop.now());
     return r;
+}
+
+// ---------------------------------------------------------------- scripts
+
+ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& steps, bool check,
+                       const std::string& inject) {
+    const Accelerator::Bug bug = bugOf(inject, "script.inject");
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const ScriptStep& st = steps[i];
+        const std::string at = "script step " + std::to_string(i);
+        need(st.agent >= -1 && st.agent < int(p.accel.devices),
+             at + ": agent = " + std::to_string(st.agent) + " is out of range; allowed: -1 (a host core) to " +
+                 std::to_string(int(p.accel.devices) - 1));
+        if (st.op == "dma") {
+            need(st.agent >= 0, at + ": agent = -1 is not allowed with op = 'dma'; allowed: a device index");
+            need(st.target == "host", at + ": target = '" + st.target + "' is not allowed with op = 'dma'; allowed values: host");
+            need(st.bytes >= 1 && st.bytes <= (1ull << 30),
+                 at + ": bytes = " + fmtNum(double(st.bytes)) + " is out of range; allowed: 1 to 1073741824");
+        } else {
+            kindOf(st.op, (at + ": op").c_str());
+        }
+        need(st.target == "host" || st.target == "device",
+             at + ": target = '" + st.target + "' is not allowed; allowed values: host, device");
+        need(st.target == "host" || p.accel.type == 2,
+             at + ": target = 'device' is not allowed with accel.type = 1 (no device memory); allowed values: host");
+        const uint64_t limit = st.target == "host" ? (1ull << 40) : p.accel.memory_bytes;
+        need(st.offset < limit, at + ": offset = " + fmtNum(double(st.offset)) + " is out of range; allowed: 0 to " +
+                                    fmtNum(double(limit - 1)));
+    }
+    CoherentSystem sys(p, check);
+    for (auto& d : sys.devices) d->inject(bug);
+    AccessPool pool;
+    ScriptResult out;
+    uint64_t storeSeq = 0;
+    for (const ScriptStep& st : steps) {
+        Report r;
+        const Tick t0 = sys.loop.now();
+        if (st.op == "dma") {
+            DmaJob job;
+            job.addr = kHostBase + st.offset;
+            job.bytes = st.bytes;
+            sys.home->doorbell(uint16_t(st.agent), &job);
+            sys.run();
+            r.emplace_back("latency_ns", ticksToNs(job.noticedAt - job.start));
+            r.emplace_back("phase_doorbell_ns", ticksToNs(job.doorbellAt - job.start));
+            r.emplace_back("phase_descriptor_ns", ticksToNs(job.descriptorAt - job.doorbellAt));
+            r.emplace_back("phase_data_ns", ticksToNs(job.dataAt - job.descriptorAt));
+            r.emplace_back("phase_completion_ns", ticksToNs(job.noticedAt - job.dataAt));
+            r.emplace_back("cached_lines", double(job.cachedLines));
+            r.emplace_back("value", double(job.firstValue));
+        } else {
+            Access* a = pool.get();
+            a->kind = kindOf(st.op, "script.op");
+            a->line = (st.target == "host" ? kHostBase : sys.devices[0]->memBase()) + (st.offset & ~uint64_t(kLineBytes - 1));
+            if (writes(a->kind)) a->value = ++storeSeq;
+            a->issued = t0;
+            Tick done = 0;
+            a->onDone = [&done](Access* x) { done = x->done; };
+            if (st.agent < 0)
+                sys.home->hostAccess(a);
+            else
+                sys.devices[size_t(st.agent)]->access(a);
+            sys.run();
+            r.emplace_back("latency_ns", ticksToNs(done - t0));
+            for (int s = 0; s < kNumAStages; ++s)
+                r.emplace_back(std::string("stage_") + stageName(AStage(s)) + "_ns", ticksToNs(a->stage[s]));
+            r.emplace_back("hit", a->hit ? 1.0 : 0.0);
+            r.emplace_back("value", double(a->value));
+            pool.put(a);
+        }
+        r.emplace_back("start_ns", ticksToNs(t0));
+        out.steps.push_back(r);
+    }
+    sys.report(out.system, sys.loop.now());
+    return out;
 }
 
 // ---------------------------------------------------------------- DMA vs CXL.cache
@@ -600,7 +751,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
                 // The driver prepares and rings descriptors one after another.
                 sys.home->doorbell(0, j, Tick(i) * nsToTicks(p.dma.setup_ns));
             }
-            sys.loop.run();
+            sys.run();
             need(finished == n, "internal: DMA run stopped with transfers outstanding");
             Report r;
             if (!bw) {
@@ -651,7 +802,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
                 }
             };
             pump();
-            sys.loop.run();
+            sys.run();
             need(done == total, "internal: CXL.cache run stopped with loads outstanding");
             if (!bw) {
                 Report r;

@@ -30,6 +30,7 @@ class CoherentSystem {
   public:
     CoherentSystem(const CoherentParams& p, bool check);
     EventLoop loop;
+    CoherentProgress watch;
     MsgPool pool;
     std::unique_ptr<CoherenceChecker> checker;
     std::unique_ptr<HomeAgent> home;
@@ -39,6 +40,11 @@ class CoherentSystem {
     // Counters and bounds every coherent run reports.
     void report(Report& r, Tick end) const;
     bool quiet() const;
+    // Runs until no work is left. A watchdog raises StallError, naming where
+    // the oldest request waits, when requests are outstanding and none has
+    // completed for a while (or no event is left to complete them).
+    void run();
+    Tick stallWindow() const;
 
   private:
     CoherentParams p_;
@@ -73,7 +79,7 @@ struct StressConfig {
     double store_fraction = 0.4;
     double uncached_fraction = 0.1;  // RdCurr / ItoMWr / WrInv among device accesses
     double device_memory_fraction = 0.5;  // Type-2: share of lines in device memory
-    std::string inject;              // "", "snpinv-keeps-copy", "drop-dirty-data"
+    std::string inject;              // "", "snpinv-keeps-copy", "drop-dirty-data", "drop-snoops", "defer-snoops"
 };
 
 struct DmaVsCacheConfig {
@@ -82,6 +88,22 @@ struct DmaVsCacheConfig {
     uint64_t stream_bytes = 1ull << 20;  // at least this much moves in the bandwidth runs
     uint32_t min_transfers = 4;
 };
+
+// One request at a time, each issued when the previous one completed: for
+// directed tests whose expected timing is worked out by hand.
+struct ScriptStep {
+    int agent = -1;               // -1: a host core; otherwise the device index
+    std::string op = "load";      // an AccelConfig op, or "dma" (the device reads a host buffer over CXL.io)
+    std::string target = "host";  // host memory or device 0's memory
+    uint64_t offset = 0;          // bytes into the target
+    uint64_t bytes = 64;          // dma: transfer size
+};
+struct ScriptResult {
+    std::vector<Report> steps;
+    Report system;
+};
+ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& steps, bool check,
+                       const std::string& inject = "");
 
 Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& progress);
 Report runSharing(const CoherentParams& p, const SharingConfig& c);

@@ -27,7 +27,7 @@ const char* opName(Opc o) {
 
 const char* className(CClass c) {
     static const char* n[] = {"d2h_req", "d2h_rsp", "d2h_data", "h2d_req", "h2d_rsp", "h2d_data",
-                              "m2s_req", "m2s_rwd", "m2s_birsp", "s2m", "io_up", "io_down"};
+                              "m2s_req", "m2s_rwd", "m2s_birsp", "s2m", "s2m_bisnp", "io_up", "io_down"};
     return n[c];
 }
 
@@ -55,6 +55,15 @@ uint64_t valueOf(const Values& v, uint64_t line) {
 constexpr uint64_t lineOf(uint64_t a) { return a & ~uint64_t(kLineBytes - 1); }
 bool isWrite(Access::Kind k) {
     return k == Access::Store || k == Access::StoreNoAlloc || k == Access::StoreWrInv;
+}
+// Credits of each class on one device's link, the same both ways.
+void channelCredits(const DCacheParams& cp, const LinkParams& lp, const DmaParams& dp, uint32_t* cr) {
+    const uint32_t c[kNumCClasses] = {cp.credits_d2h_req, cp.credits_d2h_rsp, cp.credits_d2h_data,
+                                      cp.credits_h2d_req, cp.credits_h2d_rsp, cp.credits_h2d_data,
+                                      lp.credits_req,     lp.credits_rwd,     cp.credits_birsp,
+                                      lp.credits_drs,     cp.credits_bisnp,   dp.read_tags + 2,
+                                      dp.read_tags + 2};
+    std::copy(c, c + kNumCClasses, cr);
 }
 }  // namespace
 
@@ -199,7 +208,8 @@ uint32_t Wire::units(const Msg* m) const {
         case kCM2SReq: return 2;
         case kCM2SRwD: return 10;
         case kCM2SBIRsp: return 1;
-        case kCS2M: return m->op == Opc::MemData ? 9 : m->op == Opc::Cmp ? 1 : 2;
+        case kCS2M: return m->op == Opc::MemData ? 9 : 1;  // DRS with data, NDR
+        case kCS2MBISnp: return 2;
         case kCIoD2H:
         case kCIoH2D: {
             const uint32_t payload = (m->op == Opc::IoMemRd) ? 0 : m->bytes;
@@ -258,7 +268,7 @@ size_t Wire::queued() const {
 Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap,
                          const DmaParams& dp, const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool,
                          CoherenceChecker* checker, const std::string& where)
-    : Endpoint(host), index_(index), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
+    : Endpoint(host), index_(index), name_(where), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
       checker_(checker) {
     sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
     ways_.resize(size_t(sets_) * cp_.assoc);
@@ -271,11 +281,8 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
         memBytes_ = ap_.memory_bytes;
         mem_.reset(new MemPort(host, media, where + ".media"));
     }
-    const LinkParams& lp = link.params();
-    uint32_t cr[kNumCClasses] = {cp_.credits_d2h_req, cp_.credits_d2h_rsp, cp_.credits_d2h_data,
-                                 cp_.credits_h2d_req, cp_.credits_h2d_rsp, cp_.credits_h2d_data,
-                                 lp.credits_req,      lp.credits_rwd,      lp.credits_req,
-                                 lp.credits_drs,      dp_.read_tags + 2,   dp_.read_tags + 2};
+    uint32_t cr[kNumCClasses];
+    channelCredits(cp_, link.params(), dp_, cr);
     up_.init(&link.s2m_, this, &home, false, cr, link.s2m_.flitTime() + link.s2m_.latency(), dp_.tlp_overhead_bytes);
 }
 
@@ -325,6 +332,7 @@ void Accelerator::setState(CLine& l, MState s) {
 void Accelerator::access(Access* a) {
     a->mark = now();
     a->agent = index_;
+    if (watch_) ++watch_->outstanding;
     (isWrite(a->kind) ? stats_.stores : stats_.loads)++;
     pipe_.push(now() + lat_, a);
     requestWake(now() + lat_);
@@ -333,6 +341,10 @@ void Accelerator::access(Access* a) {
 void Accelerator::complete(Access* a) {
     a->done = now();
     a->leave(kAQueue, now());
+    if (watch_) {
+        --watch_->outstanding;
+        watch_->progress(now());
+    }
     finishAccess(a);
 }
 
@@ -398,7 +410,9 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
         }
         if (way->st != MState::I) evict = way;
     }
-    if (mshrs_.size() + (evict ? 2 : 1) > cp_.mshrs) {
+    // A miss that must evict needs two MSHRs; with fewer, an idle cache still
+    // lets it go, or it would wait forever.
+    if (!mshrs_.empty() && mshrs_.size() + (evict ? 2 : 1) > cp_.mshrs) {
         stalled_.push_back(a);
         ++stats_.mshrFull;
         return false;
@@ -412,6 +426,10 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
         e.value = evict->value;
         e.op = evict->st == MState::M ? Opc::DirtyEvict : Opc::CleanEvict;
         (evict->st == MState::M ? stats_.dirtyEvicts : stats_.cleanEvicts)++;
+        // A clean victim is gone from the cache now: the home may hand the line
+        // to another agent before its GO comes back (the copy kept for snoops
+        // is never read). A dirty one is held until its data is pulled.
+        if (evict->st != MState::M && checker_) checker_->state(evict->line, index_, MState::I, now());
         const bool ownLine = ownsMemory(evict->line);
         if (ownLine && (ap_.hdm_db || deviceBias(evict->line))) {
             // Device memory the host does not track: write back locally.
@@ -454,7 +472,7 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
             ms.biPending = true;
             ms.biInv = write || hc->second != MState::S;
             ++stats_.biSnps;
-            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, kCS2M, L));
+            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, kCS2MBISnp, L));
             return true;
         }
     } else if (!deviceBias(L)) {
@@ -581,6 +599,27 @@ std::string Accelerator::describe() const {
     return s;
 }
 
+void Accelerator::oldest(Oldest& o) const {
+    for (auto& kv : mshrs_)
+        for (const Access* a : kv.second.waiting)
+            o.see(a->issued, [&] {
+                const Mshr& m = kv.second;
+                return name_ + " MSHR of line " + hex(kv.first) + " (" + opName(m.op) +
+                       (m.biPending ? ", waiting for a bias flip or BIRsp" : "") +
+                       (m.gotGo ? ", GO received" : ", waiting for GO") +
+                       (m.gotData ? ", data received)" : ", waiting for data)");
+            });
+    for (const Access* a : stalled_) o.see(a->issued, [&] { return name_ + " queue for an MSHR or cache way"; });
+    up_.each([&](const Msg* m) {
+        if (m->acc)
+            o.see(m->acc->issued, [&] { return name_ + " link-up queue " + className(m->cls) + " (no credit)"; });
+    });
+    for (auto& kv : memBlocked_)
+        for (const Msg* m : kv.second)
+            if (m->acc)
+                o.see(m->acc->issued, [&] { return name_ + " device-memory queue of line " + hex(kv.first); });
+}
+
 void Accelerator::snoop(Msg* m) {
     const uint64_t L = m->line;
     const int kind = m->op == Opc::SnpData ? 0 : m->op == Opc::SnpInv ? 1 : 2;
@@ -641,22 +680,39 @@ void Accelerator::snoop(Msg* m) {
     }
 }
 
-void Accelerator::flipToHostBias(uint64_t page, Access* cause) {
-    // Flush the page from the device cache, then serve the host in host bias.
+Tick Accelerator::flipToHostBias(uint64_t page, Access* cause) {
+    // Flush the page's resident lines from the device cache (one cache access
+    // each, dirty ones written back), then serve the host in host bias. The
+    // walk visits the page's lines or the cache's ways, whichever are fewer.
     ++stats_.hostBiasFlips;
     const uint64_t base = page * ap_.bias_page_bytes;
-    for (uint64_t l = base; l < base + ap_.bias_page_bytes; l += kLineBytes) {
-        CLine* c = find(l);
-        if (c && c->st != MState::I) {
-            if (c->st == MState::M) {
-                memVals_[l] = c->value;
-                mem_->write(l - memBase_);
-            }
-            setState(*c, MState::I);
+    uint64_t n = 0;
+    auto flush = [&](CLine& c) {
+        if (c.st == MState::M) {
+            memVals_[c.line] = c.value;
+            mem_->write(c.line - memBase_);
         }
+        setState(c, MState::I);
+        ++n;
+    };
+    if (ap_.bias_page_bytes / kLineBytes <= ways_.size()) {
+        for (uint64_t l = base; l < base + ap_.bias_page_bytes; l += kLineBytes) {
+            CLine* c = find(l);
+            if (c && c->st != MState::I) flush(*c);
+        }
+    } else {
+        for (CLine& c : ways_)
+            if (c.st != MState::I && c.line >= base && c.line < base + ap_.bias_page_bytes) flush(c);
     }
+    stats_.flushedLines += n;
     bias_[page] = false;
-    if (cause) cause->stage[kABiasFlip] += flipLat_;
+    const Tick cost = flipLat_ + Tick(n) * lat_;
+    if (cause) {
+        // Charged to the flip stage; the access's clock moves past it.
+        cause->stage[kABiasFlip] += cost;
+        cause->mark += cost;
+    }
+    return cost;
 }
 
 void Accelerator::hostMemAccess(Msg* m) {
@@ -677,8 +733,7 @@ void Accelerator::hostMemAccess(Msg* m) {
                     memBlocked_[kv.first].push_back(m);
                     return;
                 }
-            flipToHostBias(page, m->acc);
-            extra = flipLat_;
+            extra = flipToHostBias(page, m->acc);
         }
         if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && ms->second.biPending) ms->second.hostReacquired = true;
     }
@@ -710,6 +765,7 @@ void Accelerator::hostMemAccess(Msg* m) {
         memVals_[L] = m->value;
         mem_->write(L - memBase_);
         Msg* r = msg(Opc::Cmp, kCS2M, L);
+        r->txn = m->txn;  // a bias flip waits for its write-backs
         pool_.put(m);
         sendUp(r);
         return;
@@ -830,7 +886,7 @@ void Accelerator::handle(Msg* m) {
                 ms.hostReacquired = false;
                 ms.biInv = true;
                 ++stats_.biSnps;
-                sendUp(msg(Opc::BISnpInv, kCS2M, L));
+                sendUp(msg(Opc::BISnpInv, kCS2MBISnp, L));
                 break;
             }
             localFill(L, a, ms);
@@ -850,6 +906,7 @@ void Accelerator::handle(Msg* m) {
             return;
         case Opc::IoCplD: {
             home_.down(index_).giveCredit(m->cls, now());
+            if (watch_) watch_->progress(now());
             DmaJob& j = *m->job;
             if (!j.haveDescriptor) {
                 j.haveDescriptor = true;
@@ -924,6 +981,14 @@ void Accelerator::process() {
     while (inbox_.headReady() <= now) handle(inbox_.pop());
     while (snoopQ_.headReady() <= now) {
         Msg* m = snoopQ_.pop();
+        if (bug_ == DropSnoops) {  // never answered, its credit never returned
+            pool_.put(m);
+            continue;
+        }
+        if (bug_ == DeferSnoops) {  // put off again and again
+            snoopQ_.push(now + std::max<Tick>(snoopLat_, 1000), m);
+            continue;
+        }
         auto it = mshrs_.find(m->line);
         if (it != mshrs_.end() && it->second.gotGo && it->second.kind != Mshr::Evict) {
             // The host already ordered our request first: answer after the fill.
@@ -952,16 +1017,15 @@ HomeAgent::HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, Ms
     ports_.reserve(16);
     lat_ = nsToTicks(p_.latency_ns);
     hostHit_ = nsToTicks(p_.host_hit_ns);
+    hostCap_ = size_t(p_.host_cache_bytes / kLineBytes);
 }
 
 void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DCacheParams& cp, const DmaParams& dp) {
     ports_.push_back(Port{d, link, Wire(), dp});
     numDevs_ = uint32_t(ports_.size());
-    const LinkParams& lp = link->params();
-    uint32_t cr[kNumCClasses] = {cp.credits_d2h_req, cp.credits_d2h_rsp, cp.credits_d2h_data,
-                                 cp.credits_h2d_req, cp.credits_h2d_rsp, cp.credits_h2d_data,
-                                 lp.credits_req,     lp.credits_rwd,     lp.credits_req,
-                                 lp.credits_drs,     dp.read_tags + 2,   dp.read_tags + 2};
+    pageBytes_ = d->ap_.bias_page_bytes;
+    uint32_t cr[kNumCClasses];
+    channelCredits(cp, link->params(), dp, cr);
     // Host-to-device traffic leaves in order: a snoop never passes a GO.
     for (auto& p : ports_)
         p.down.init(&p.link->m2s_, this, p.dev, true, cr, link->m2s_.flitTime() + link->m2s_.latency(),
@@ -977,6 +1041,64 @@ Msg* HomeAgent::msg(Opc op, CClass c, uint64_t line) {
 }
 
 void HomeAgent::sendDown(uint16_t dev, Msg* m) { ports_[dev].down.send(m); }
+
+HomeAgent::HLine& HomeAgent::line(uint64_t x) {
+    auto r = lines_.try_emplace(x);
+    if (r.second) {
+        if (memOwner(x)) pageLines_[pageOf(x)].insert(x);
+        stats_.maxLineStates = std::max(stats_.maxLineStates, lines_.size());
+    }
+    return r.first->second;
+}
+
+void HomeAgent::forget(LineMap::iterator it) {
+    const uint64_t x = it->first;
+    if (memOwner(x)) {
+        auto p = pageLines_.find(pageOf(x));
+        p->second.erase(x);
+        if (p->second.empty()) pageLines_.erase(p);
+    }
+    lines_.erase(it);
+}
+
+void HomeAgent::finishAccess(Access* a) {
+    a->done = now();
+    if (watch_) {
+        --watch_->outstanding;
+        watch_->progress(now());
+    }
+    cxlcore::finishAccess(a);
+}
+
+uint64_t HomeAgent::hostDirtyLines() const {
+    uint64_t n = 0;
+    for (uint64_t x : hostLru_) n += lines_.at(x).host == MState::M;
+    return n;
+}
+
+void HomeAgent::oldest(Oldest& o) const {
+    for (auto& kv : lines_) {
+        auto see = [&](const HTxn* t, const char* where) {
+            const Tick at = t->acc ? t->acc->issued : t->op == Opc::IoMemRd ? t->issued : kNever;
+            o.see(at, [&] {
+                return std::string("home ") + where + " of line " + hex(kv.first) + " (" + opName(t->op) + " from " +
+                       (t->dev < 0 ? std::string("a host core") : "accel[" + std::to_string(t->dev) + "]") + ", " +
+                       std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
+                       " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")");
+            });
+        };
+        if (kv.second.active) see(kv.second.active, "transaction");
+        for (const HTxn* t : kv.second.wait) see(t, "line queue");
+    }
+    for (size_t i = 0; i < ports_.size(); ++i)
+        ports_[i].down.each([&](const Msg* m) {
+            if (m->acc)
+                o.see(m->acc->issued, [&] {
+                    return "home link-down queue to accel[" + std::to_string(i) + "] " + className(m->cls) +
+                           " (no credit)";
+                });
+        });
+}
 
 bool HomeAgent::quiet() const {
     for (auto& p : ports_)
@@ -1042,8 +1164,36 @@ void HomeAgent::sfMakeRoom(uint64_t except) {
 }
 
 void HomeAgent::setHost(HLine& l, uint64_t line, MState s) {
+    const MState was = l.host;
     l.host = s;
+    if (s == MState::M && was != MState::M) ++stats_.hostDirtied;
     if (checker_) checker_->state(line, numDevs_, s, now());
+    if (was == MState::I && s != MState::I) {
+        l.lru = hostLru_.insert(hostLru_.end(), line);
+        if (hostLru_.size() > hostCap_) hostEvict();
+        stats_.maxHostLines = std::max(stats_.maxHostLines, hostLru_.size());
+    } else if (was != MState::I && s == MState::I) {
+        hostLru_.erase(l.lru);
+    }
+}
+
+void HomeAgent::hostEvict() {
+    // The least recently used line no request is at leaves the host's caches;
+    // a dirty one is written back through the home.
+    for (auto v = hostLru_.begin(); v != hostLru_.end(); ++v) {
+        auto it = lines_.find(*v);
+        HLine& h = it->second;
+        if (h.active || !h.wait.empty()) continue;
+        const uint64_t x = *v;
+        ++stats_.hostEvictions;
+        if (h.host == MState::M) {
+            ++stats_.hostWritebacks;
+            memWrite(x, h.value);
+        }
+        setHost(h, x, MState::I);
+        if (!h.sharers && h.owner < 0) forget(it);
+        return;
+    }
 }
 
 Accelerator* HomeAgent::memOwner(uint64_t line) const {
@@ -1055,11 +1205,13 @@ Accelerator* HomeAgent::memOwner(uint64_t line) const {
 void HomeAgent::hostAccess(Access* a) {
     a->mark = now();
     a->agent = numDevs_;
+    if (watch_) ++watch_->outstanding;
     auto it = lines_.find(a->line);
     const MState hs = it == lines_.end() ? MState::I : it->second.host;
     const bool write = isWrite(a->kind);
     if ((!write && hs != MState::I) || (write && hs == MState::M)) {
         HLine& l = it->second;
+        hostLru_.splice(hostLru_.end(), hostLru_, l.lru);
         if (write) {
             l.value = a->value;
             if (checker_) checker_->write(a->line, numDevs_, a->value, now());
@@ -1071,7 +1223,6 @@ void HomeAgent::hostAccess(Access* a) {
         ++stats_.hostHits;
         later_.push(now() + hostHit_, [this, a] {
             a->leave(kACache, now());
-            a->done = now();
             finishAccess(a);
         });
         requestWake(now() + hostHit_);
@@ -1093,6 +1244,7 @@ void HomeAgent::hostAccess(Access* a) {
 void HomeAgent::doorbell(uint16_t dev, DmaJob* job, Tick delay) {
     job->start = now() + delay;
     job->dev = dev;
+    if (watch_) ++watch_->outstanding;
     const Tick t = job->start + nsToTicks(ports_[dev].dp.setup_ns);
     later_.push(t, [this, dev, job] {
         Msg* m = msg(Opc::IoMemWr, kCIoH2D, job->addr);
@@ -1113,7 +1265,12 @@ void HomeAgent::enqueue(HTxn* t) {
         start(t);
         return;
     }
-    HLine& l = lines_[t->line];
+    HLine& l = line(t->line);
+    if (!l.active && !lockedPages_.empty()) {
+        // A line of a page being flipped waits for the flip.
+        auto lp = lockedPages_.find(pageOf(t->line));
+        if (lp != lockedPages_.end()) l.active = lp->second;
+    }
     if (l.active) {
         l.wait.push_back(t);
         ++stats_.conflicts;
@@ -1124,10 +1281,11 @@ void HomeAgent::enqueue(HTxn* t) {
 }
 
 bool HomeAgent::pageBusy(HTxn* flip) {
-    const uint64_t bytes = ports_[flip->dev].dev->ap_.bias_page_bytes;
-    for (uint64_t x = flip->line; x < flip->line + bytes; x += kLineBytes) {
-        auto it = lines_.find(x);
-        if (it != lines_.end() && (it->second.active || !it->second.wait.empty())) return true;
+    auto pl = pageLines_.find(flip->line);
+    if (pl == pageLines_.end()) return false;
+    for (uint64_t x : pl->second) {
+        const HLine& h = lines_.at(x);
+        if (h.active || !h.wait.empty()) return true;
     }
     return false;
 }
@@ -1163,12 +1321,17 @@ void HomeAgent::memRead(HTxn* t) {
     });
 }
 
-void HomeAgent::memWrite(uint64_t line, uint64_t value, Access*) {
+void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
     ++stats_.memWrites;
     Accelerator* owner = memOwner(line);
     if (owner) {
         Msg* m = msg(Opc::MemWr, kCM2SRwD, line);
         m->value = value;
+        if (waiter) {
+            // The waiter completes when the device's Cmp is back.
+            m->txn = waiter;
+            ++waiter->dataOut;
+        }
         sendDown(owner->index(), m);
         return;
     }
@@ -1182,24 +1345,31 @@ void HomeAgent::start(HTxn* t) {
     if (t->acc) t->acc->leave(kAQueue, now());
     ++stats_.requests[int(t->op)];
     if (t->op == Opc::BiasFlipReq) {
-        // Lock the page, then take back every copy the host side holds.
+        // Lock the page, then take back every copy the host side holds: peer
+        // devices are snooped, and the host's caches flush the page's resident
+        // lines one by one. Only lines with an entry can be resident.
         ++stats_.biasFlips;
-        const uint64_t bytes = ports_[d].dev->ap_.bias_page_bytes;
-        for (uint64_t x = L; x < L + bytes; x += kLineBytes) {
-            HLine& h = lines_[x];
-            h.active = t;
-            if (h.host == MState::M) memWrite(x, h.value, nullptr);
-            if (h.host != MState::I) setHost(h, x, MState::I);
-            for (uint32_t k = 0; k < numDevs_; ++k)
-                if (int(k) != d && (h.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, x);
-            // The device keeps what it holds; the host stops tracking it.
-            setSharers(h, x, h.sharers & ~(1u << d));
-            if (h.owner == d) h.owner = -1;
+        lockedPages_[L] = t;
+        std::vector<uint64_t> host;
+        auto pl = pageLines_.find(L);
+        if (pl != pageLines_.end()) {
+            std::vector<uint64_t> xs(pl->second.begin(), pl->second.end());
+            std::sort(xs.begin(), xs.end());
+            for (uint64_t x : xs) {
+                HLine& h = lines_.at(x);
+                h.active = t;
+                if (h.host != MState::I) host.push_back(x);
+                for (uint32_t k = 0; k < numDevs_; ++k)
+                    if (int(k) != d && (h.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, x);
+                // The device keeps what it holds; the host stops tracking it.
+                setSharers(h, x, h.sharers & ~(1u << d));
+                if (h.owner == d) h.owner = -1;
+            }
         }
-        maybeFinish(t);
+        flush(t, host);
         return;
     }
-    HLine& l = lines_[L];
+    HLine& l = line(L);
     l.active = t;
     Accelerator* owner = memOwner(L);
     const bool fwd = d >= 0 && owner == ports_[d].dev;  // a Type-2 device's own memory in host bias
@@ -1215,7 +1385,7 @@ void HomeAgent::start(HTxn* t) {
                 t->value = l.value;
                 t->haveData = true;
                 if (l.host == MState::M && t->op != Opc::RdCurr && d >= 0) {
-                    memWrite(L, l.value, t->acc);
+                    memWrite(L, l.value);
                     setHost(l, L, MState::S);
                 }
             } else if (!fwd || t->op == Opc::RdCurr) {
@@ -1241,6 +1411,27 @@ void HomeAgent::start(HTxn* t) {
             if (!fwd && ((t->op == Opc::RdOwn && !t->haveData) || owner)) memRead(t);
             break;
         }
+        case Opc::IoMemRd:
+            // CXL.io reads are coherent: a device holding the line E or M (the
+            // reader's own cache too) is snooped, and the host's caches supply
+            // a copy they hold (an LLC access) before memory would.
+            if (l.owner >= 0) {
+                snoop(t, uint16_t(l.owner), Opc::SnpCur, L);
+                t->snoopedCur = true;
+            }
+            if (l.host != MState::I) {
+                t->value = l.value;
+                t->haveData = true;
+                ++t->dataOut;
+                later_.push(now() + hostHit_, [this, t] {
+                    --t->dataOut;
+                    maybeFinish(t);
+                });
+                requestWake(now() + hostHit_);
+            } else {
+                memRead(t);
+            }
+            break;
         case Opc::SFEvict:
             ++stats_.sfEvictions;
             for (uint32_t k = 0; k < numDevs_; ++k)
@@ -1259,7 +1450,7 @@ void HomeAgent::start(HTxn* t) {
             for (uint32_t k = 0; k < numDevs_; ++k)
                 if (int(k) != d && (l.sharers >> k & 1))
                     snoop(t, uint16_t(k), t->op == Opc::BISnpInv ? Opc::SnpInv : Opc::SnpData, L);
-            if (l.host == MState::M) memWrite(L, l.value, nullptr);
+            if (l.host == MState::M) memWrite(L, l.value);
             if (l.host != MState::I) setHost(l, L, t->op == Opc::BISnpInv ? MState::I : MState::S);
             break;
         }
@@ -1267,6 +1458,25 @@ void HomeAgent::start(HTxn* t) {
             break;
     }
     maybeFinish(t);
+}
+
+void HomeAgent::flush(HTxn* t, const std::vector<uint64_t>& lines) {
+    // The host's caches give up the page's resident lines at once (dirty ones
+    // written back, each acknowledged by the device's Cmp before the flip
+    // completes); the home is occupied one host-cache access per line.
+    for (uint64_t x : lines) {
+        HLine& h = lines_.at(x);
+        if (h.host == MState::M) memWrite(x, h.value, t);
+        setHost(h, x, MState::I);
+    }
+    stats_.flushedLines += lines.size();
+    const Tick at = now() + Tick(lines.size()) * hostHit_;
+    ++t->dataOut;
+    later_.push(at, [this, t] {
+        --t->dataOut;
+        maybeFinish(t);
+    });
+    requestWake(at);
 }
 
 void HomeAgent::maybeFinish(HTxn* t) {
@@ -1307,7 +1517,7 @@ void HomeAgent::release(uint64_t line) {
         l.wait.pop_front();
         start(n);
     } else if (l.sharers == 0 && l.owner < 0 && l.host == MState::I) {
-        lines_.erase(it);
+        forget(it);
     }
 }
 
@@ -1323,11 +1533,11 @@ void HomeAgent::finish(HTxn* t) {
         // snapshot is as of the snoop, so later writes do not make it stale.
         if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
     }
-    HLine& l = lines_[L];
-    const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr;
+    HLine& l = line(L);
+    const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr && op != Opc::IoMemRd;
     // Dirty data handed to a new holder is written back first, so a later
-    // clean eviction loses nothing.
-    if (t->dirty && op != Opc::RdCurr && op != Opc::DirtyEvict) memWrite(L, t->value, t->acc);
+    // clean eviction loses nothing. (A snapshot read leaves the owner dirty.)
+    if (t->dirty && op != Opc::RdCurr && op != Opc::DirtyEvict && op != Opc::IoMemRd) memWrite(L, t->value);
     auto grant = [&](MState s) {
         if (fwd) {
             Msg* m = msg(Opc::MemRdFwd, kCM2SReq, L);
@@ -1397,7 +1607,10 @@ void HomeAgent::finish(HTxn* t) {
         case Opc::BISnpInv:
             // Shared if anything on the host side (its caches or peer devices) kept a copy.
             sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, kCM2SBIRsp, L));
-            ports_[d].dev->up().giveCredit(kCS2M, now());
+            ports_[d].dev->up().giveCredit(kCS2MBISnp, now());
+            break;
+        case Opc::IoMemRd:
+            if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
             break;
         case Opc::BiasFlipReq:
             sendDown(uint16_t(d), msg(Opc::BiasFlipDone, kCH2DRsp, L));
@@ -1413,13 +1626,22 @@ void HomeAgent::finish(HTxn* t) {
         --tracker_;
     }
     Access* hostAcc = d < 0 ? t->acc : nullptr;
+    if (t->onDone) {
+        auto f = std::move(t->onDone);
+        t->onDone = nullptr;
+        f(t);
+    }
     txns_.put(t);
+    if (watch_) watch_->progress(now());
     if (op == Opc::BiasFlipReq) {
-        const uint64_t bytes = ports_[d].dev->ap_.bias_page_bytes;
-        for (uint64_t x = L; x < L + bytes; x += kLineBytes) {
-            auto it = lines_.find(x);
-            if (it != lines_.end() && it->second.active == t) release(x);
-        }
+        lockedPages_.erase(L);
+        std::vector<uint64_t> held;
+        auto pl = pageLines_.find(L);
+        if (pl != pageLines_.end())
+            for (uint64_t x : pl->second)
+                if (lines_.at(x).active == t) held.push_back(x);
+        std::sort(held.begin(), held.end());
+        for (uint64_t x : held) release(x);
     } else {
         release(L);
     }
@@ -1428,14 +1650,12 @@ void HomeAgent::finish(HTxn* t) {
         q.swap(deferredFlips_);
         for (HTxn* f : q) enqueue(f);
     }
-    if (hostAcc) {
-        hostAcc->done = now();
-        finishAccess(hostAcc);
-    }
+    if (hostAcc) finishAccess(hostAcc);
 }
 
 void HomeAgent::ioRead(Msg* m) {
-    // A DMA read: the lines it covers come from memory, then completions of
+    // A DMA read: each line it covers is ordered and resolved at the home
+    // like any read (snooping the caches that hold it), then completions of
     // at most max_payload bytes each go back down.
     ++stats_.ioReads;
     const uint64_t first = lineOf(m->line);
@@ -1447,7 +1667,16 @@ void HomeAgent::ioRead(Msg* m) {
     const bool data = m->tag != 0;
     pool_.put(m);
     for (uint64_t x = first; x < end; x += kLineBytes) {
-        dram_.read(x, [this, left, dev, job, bytes, data] {
+        HTxn* t = txns_.get();
+        t->op = Opc::IoMemRd;
+        t->dev = dev;
+        t->line = x;
+        t->issued = now();
+        t->onDone = [this, left, dev, job, bytes, data, first](HTxn* r) {
+            if (data) {
+                if (r->line == first) job->firstValue = r->value;
+                job->cachedLines += !r->memHave || r->dirty;
+            }
             if (--*left) return;
             const uint32_t mps = ports_[dev].dp.max_payload;
             uint32_t sent = 0;
@@ -1460,8 +1689,18 @@ void HomeAgent::ioRead(Msg* m) {
                 c->tag = (data && sent >= bytes) ? 1 : 0;
                 sendDown(dev, c);
             } while (sent < bytes);
-        });
+        };
+        enqueue(t);
     }
+}
+
+void HomeAgent::jobNoticed(DmaJob* job) {
+    job->noticedAt = now();
+    if (watch_) {
+        --watch_->outstanding;
+        watch_->progress(now());
+    }
+    if (job->onDone) job->onDone(job);
 }
 
 void HomeAgent::ioWrite(Msg* m) {
@@ -1479,17 +1718,11 @@ void HomeAgent::ioWrite(Msg* m) {
         const Tick iv = nsToTicks(dp.poll_interval_ns);
         const Tick since = now() + lat_ - job->start;
         const Tick seen = job->start + (since + iv - 1) / iv * iv + hostHit_;
-        later_.push(seen, [this, job] {
-            job->noticedAt = now();
-            if (job->onDone) job->onDone(job);
-        });
+        later_.push(seen, [this, job] { jobNoticed(job); });
         requestWake(seen);
     } else if (tag == 3) {
         const Tick seen = now() + nsToTicks(dp.interrupt_ns);
-        later_.push(seen, [this, job] {
-            job->noticedAt = now();
-            if (job->onDone) job->onDone(job);
-        });
+        later_.push(seen, [this, job] { jobNoticed(job); });
         requestWake(seen);
     }
 }
@@ -1520,7 +1753,7 @@ void HomeAgent::handle(Msg* m) {
             up.giveCredit(m->cls, now());
             HTxn* t = m->txn;
             if (!t) protocolError("snoop response without a transaction");
-            HLine& l = lines_[m->line];
+            HLine& l = line(m->line);
             const uint32_t bit = 1u << dev;
             switch (m->op) {
                 case Opc::RspIHitI:
@@ -1555,10 +1788,13 @@ void HomeAgent::handle(Msg* m) {
                 pool_.put(m);
                 return;
             }
-            if (t->op == Opc::DirtyEvict || t->op == Opc::ItoMWr || t->op == Opc::WrInv) {
-                HLine& l = lines_[t->line];
+            // Snoop data names its transaction; write-pull data does not. (With
+            // few D2H Rsp credits a snooped line's data can overtake its response.)
+            const bool pulled = !m->txn;
+            if (pulled && (t->op == Opc::DirtyEvict || t->op == Opc::ItoMWr || t->op == Opc::WrInv)) {
+                HLine& l = line(t->line);
                 if (t->op == Opc::DirtyEvict) {
-                    if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value, nullptr);
+                    if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value);
                 } else {
                     // The write is performed at the home: into the host's cache (ItoMWr) or memory (WrInv).
                     if (checker_) checker_->write(t->line, numDevs_ + 1, m->value, now());
@@ -1566,14 +1802,18 @@ void HomeAgent::handle(Msg* m) {
                         l.value = m->value;
                         setHost(l, t->line, MState::M);
                     } else {
-                        memWrite(t->line, m->value, nullptr);
+                        memWrite(t->line, m->value);
                     }
                 }
                 t->dataOut = 0;
             } else if (t->op == Opc::BiasFlipReq) {
                 // A peer gave up a dirty line of the page: it goes back to device memory.
-                memWrite(m->line, m->value, nullptr);
+                memWrite(m->line, m->value, t);
                 --t->dataOut;
+            } else if (t->op == Opc::ItoMWr || t->op == Opc::WrInv) {
+                // A snooped dirty copy is superseded by the full-line write.
+                --t->dataOut;
+                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kASnoop, now());
             } else {
                 // Forwarded dirty data from a snooped cache: newer than memory.
                 t->value = m->value;
@@ -1587,10 +1827,10 @@ void HomeAgent::handle(Msg* m) {
             return;
         }
         case kCS2M: {
-            // A BISnp holds its buffer until answered; data and completions free theirs now.
-            if (m->op == Opc::MemData || m->op == Opc::Cmp) up.giveCredit(m->cls, now());
+            // Data and completions free their buffers at once.
+            up.giveCredit(m->cls, now());
+            HTxn* t = m->txn;
             if (m->op == Opc::MemData) {
-                HTxn* t = m->txn;
                 if (!t) protocolError("memory data without a transaction");
                 t->memOut = false;
                 t->memValue = m->value;
@@ -1600,11 +1840,16 @@ void HomeAgent::handle(Msg* m) {
                 maybeFinish(t);
                 return;
             }
-            if (m->op == Opc::Cmp) {
-                pool_.put(m);
-                return;
+            pool_.put(m);
+            if (t) {  // a write-back a bias flip waits for
+                --t->dataOut;
+                maybeFinish(t);
             }
-            // BISnp: ordered with the host's other requests to the line.
+            return;
+        }
+        case kCS2MBISnp: {
+            // A BISnp holds its buffer until answered, ordered with the host's
+            // other requests to the line.
             HTxn* t = txns_.get();
             t->op = m->op;
             t->dev = dev;

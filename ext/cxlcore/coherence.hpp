@@ -12,9 +12,11 @@
 #include <array>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "dram.hpp"
@@ -46,10 +48,13 @@ enum class Opc : uint8_t {
 };
 const char* opName(Opc o);
 
-// Message classes: credits and flit slots are per class.
+// Message classes: credits and flit slots are per class. CXL 3.x gives
+// back-invalidate snoops (S2M BISnp) and their answers (M2S BIRsp) channels of
+// their own: a BISnp holds its credit until the home answers, and the home may
+// first need MemData (S2M DRS), so sharing one class can deadlock.
 enum CClass : uint8_t {
     kCD2HReq, kCD2HRsp, kCD2HData, kCH2DReq, kCH2DRsp, kCH2DData,
-    kCM2SReq, kCM2SRwD, kCM2SBIRsp, kCS2M, kCIoD2H, kCIoH2D, kNumCClasses
+    kCM2SReq, kCM2SRwD, kCM2SBIRsp, kCS2M, kCS2MBISnp, kCIoD2H, kCIoH2D, kNumCClasses
 };
 const char* className(CClass c);
 
@@ -73,6 +78,27 @@ constexpr uint64_t kDevMemBase = 1ull << 44;  // device memory above all host me
 struct Access;
 struct HTxn;
 struct DmaJob;
+
+// Progress of a coherent run, for the watchdog: requests (accesses and DMA
+// transfers) outstanding and the last time anything completed.
+struct CoherentProgress {
+    uint64_t outstanding = 0;
+    Tick lastProgress = 0;
+    void progress(Tick now) { lastProgress = now; }
+};
+
+// The oldest outstanding request found in a system, and where it waits.
+struct Oldest {
+    Tick issued = kNever;
+    std::string where;
+    template <typename F>
+    void see(Tick t, F&& describe) {
+        if (t < issued) {
+            issued = t;
+            where = describe();
+        }
+    }
+};
 
 struct Msg {
     Opc op = Opc::Data;
@@ -148,6 +174,7 @@ class MemPort : public Requester {
     bool tryResp(Txn* t) override;
     void retryReq() override;
     DramController& dram() { return dram_; }
+    const DramController& dram() const { return dram_; }
     size_t pending() const { return waiting_.size() + refused_.size(); }
 
   private:
@@ -174,6 +201,11 @@ class Wire {
     size_t maxQueued() const { return maxQueued_; }
     uint64_t sent(CClass c) const { return sent_[c]; }
     uint32_t units(const Msg* m) const;
+    template <typename F>
+    void each(F f) const {
+        for (auto& q : q_)
+            for (const Msg* m : q) f(m);
+    }
 
   private:
     FlitChannel* ch_ = nullptr;
@@ -209,7 +241,7 @@ struct AccelStats {
     uint64_t cleanEvicts = 0, dirtyEvicts = 0, bogusData = 0, hostBiasFlips = 0, deviceBiasFlips = 0;
     uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
     uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
-    uint64_t dmaTransfers = 0;
+    uint64_t dmaTransfers = 0, flushedLines = 0;
 };
 
 // One DMA read of host memory into the device, with the time of each phase.
@@ -220,6 +252,7 @@ struct DmaJob {
     bool haveDescriptor = false;
     uint64_t received = 0, nextRead = 0;
     uint32_t readsInFlight = 0;
+    uint64_t cachedLines = 0, firstValue = 0;  // lines a cache supplied; the first line's version
     std::function<void(DmaJob*)> onDone;
 };
 
@@ -240,11 +273,15 @@ class Accelerator : public Endpoint {
     uint64_t memBase() const { return memBase_; }
     size_t mshrsInUse() const { return mshrs_.size(); }
     size_t maxMshrs() const { return maxMshrs_; }
-    // Test hook: deliberately break the protocol.
-    enum Bug : uint8_t { None, SnpInvKeepsCopy, DropDirtyData };
+    // Test hook: deliberately break the protocol (or stop answering snoops,
+    // silently or by deferring them forever, to exercise the watchdog).
+    enum Bug : uint8_t { None, SnpInvKeepsCopy, DropDirtyData, DropSnoops, DeferSnoops };
     void inject(Bug b) { bug_ = b; }
+    void setWatch(CoherentProgress* w) { watch_ = w; }
     bool quiet() const;
     std::string describe() const;  // outstanding work, for deadlock reports
+    void oldest(Oldest& o) const;
+    const std::string& name() const { return name_; }
 
   protected:
     void process() override;
@@ -285,12 +322,14 @@ class Accelerator : public Endpoint {
     bool deviceBias(uint64_t line) const;
     void localFill(uint64_t line, Access* a, Mshr& ms);
     void hostMemAccess(Msg* m);
-    void flipToHostBias(uint64_t page, Access* cause);
+    Tick flipToHostBias(uint64_t page, Access* cause);
     // DMA
     void dmaStart();
     void dmaPump(DmaJob& j);
 
     uint16_t index_;
+    std::string name_;
+    CoherentProgress* watch_ = nullptr;
     DCacheParams cp_;
     AccelParams ap_;
     DmaParams dp_;
@@ -331,7 +370,8 @@ struct HomeStats {
     uint64_t snoops[3] = {0, 0, 0};
     uint64_t hostHits = 0, hostMisses = 0, memReads = 0, memWrites = 0, biSnps = 0, biasFlips = 0;
     uint64_t ioReads = 0, ioWrites = 0, conflicts = 0, sfEvictions = 0;
-    size_t maxTracker = 0, maxLineQueue = 0;
+    uint64_t hostEvictions = 0, hostWritebacks = 0, hostDirtied = 0, flushedLines = 0;
+    size_t maxTracker = 0, maxLineQueue = 0, maxLineStates = 0, maxHostLines = 0;
 };
 
 // A home transaction: one request being ordered and resolved for one line.
@@ -344,6 +384,8 @@ struct HTxn {
     uint32_t snoopsOut = 0, dataOut = 0;
     bool memOut = false, haveData = false, dirty = false, memHave = false, snoopedCur = false;
     uint64_t value = 0, memValue = 0;
+    Tick issued = 0;                    // CXL.io reads: when the read reached the home
+    std::function<void(HTxn*)> onDone;  // CXL.io reads: the line's data is resolved
 };
 
 // The host side: home agent with a snoop filter, the host's own caches as
@@ -358,11 +400,18 @@ class HomeAgent : public Endpoint {
     // Rings a device's DMA doorbell for a read of [addr, addr + bytes).
     void doorbell(uint16_t dev, DmaJob* job, Tick delay = 0);
     const HomeStats& stats() const { return stats_; }
+    const DramStats& dramStats() const { return dram_.dram().stats(); }
     Wire& down(uint16_t dev) { return ports_[dev].down; }
     Values& memory() { return mem_; }
     const DmaParams& dma(uint16_t dev) const { return ports_[dev].dp; }
     bool quiet() const;
     std::string describe() const;
+    void oldest(Oldest& o) const;
+    void setWatch(CoherentProgress* w) { watch_ = w; }
+    // Line-state entries held now (lines some cache holds or a request is at).
+    size_t lineStates() const { return lines_.size(); }
+    size_t hostLines() const { return hostLru_.size(); }
+    uint64_t hostDirtyLines() const;
 
   protected:
     void process() override;
@@ -375,7 +424,9 @@ class HomeAgent : public Endpoint {
         uint64_t value = 0;    // host copy
         HTxn* active = nullptr;
         std::deque<HTxn*> wait;
+        std::list<uint64_t>::iterator lru;  // place in the host cache's LRU order, while host != I
     };
+    using LineMap = std::unordered_map<uint64_t, HLine>;
     struct Port {
         Accelerator* dev;
         CxlLink* link;
@@ -383,6 +434,15 @@ class HomeAgent : public Endpoint {
         DmaParams dp;
     };
     void handle(Msg* m);
+    // The line's state entry, made (and indexed by page) if it has none.
+    HLine& line(uint64_t x);
+    // Drops the entry of a line nothing holds or waits for.
+    void forget(LineMap::iterator it);
+    uint64_t pageOf(uint64_t x) const { return x & ~(pageBytes_ - 1); }
+    void hostEvict();
+    void flush(HTxn* t, const std::vector<uint64_t>& lines);
+    void finishAccess(Access* a);
+    void jobNoticed(DmaJob* job);
     void enqueue(HTxn* t);
     void start(HTxn* t);
     void maybeFinish(HTxn* t);
@@ -391,7 +451,7 @@ class HomeAgent : public Endpoint {
     bool pageBusy(HTxn* flip);
     void release(uint64_t line);
     void memRead(HTxn* t);
-    void memWrite(uint64_t line, uint64_t value, Access* a);
+    void memWrite(uint64_t line, uint64_t value, HTxn* waiter = nullptr);
     Accelerator* memOwner(uint64_t line) const;
     void sendDown(uint16_t dev, Msg* m);
     Msg* msg(Opc op, CClass c, uint64_t line);
@@ -409,7 +469,14 @@ class HomeAgent : public Endpoint {
     CoherenceChecker* checker_;
     MemPort dram_;
     std::vector<Port> ports_;
-    std::unordered_map<uint64_t, HLine> lines_;
+    LineMap lines_;
+    // Device-memory lines with an entry, by bias page: a flip visits only these.
+    std::unordered_map<uint64_t, std::unordered_set<uint64_t>> pageLines_;
+    std::unordered_map<uint64_t, HTxn*> lockedPages_;  // pages a bias flip holds
+    uint64_t pageBytes_ = 0;
+    std::list<uint64_t> hostLru_;  // lines the host caches hold, least recent first
+    size_t hostCap_ = 0;
+    CoherentProgress* watch_ = nullptr;
     Values mem_;
     Tick lat_, hostHit_;
     size_t tracker_ = 0;

@@ -118,7 +118,11 @@ void DCacheParams::validate(const std::string& where) const {
                                                              " must be a multiple of 64 x assoc (" + fmtNum(assoc) + ")");
 }
 
-void HomeParams::validate(const std::string& where) const { CXL_HOME_FIELDS(CXL_CHECK_FIELD) }
+void HomeParams::validate(const std::string& where) const {
+    CXL_HOME_FIELDS(CXL_CHECK_FIELD)
+    require(host_cache_bytes % kLineBytes == 0,
+            where + ".host_cache_bytes = " + fmtNum(double(host_cache_bytes)) + " must be a multiple of 64");
+}
 
 void AccelParams::validate(const std::string& where) const {
     CXL_ACCEL_FIELDS(CXL_CHECK_FIELD)

@@ -108,7 +108,8 @@ namespace cxlcore {
     X(double, devload_moderate, 0.75, 0, 1)                 \
     X(double, devload_severe, 0.95, 0, 1)
 
-// CXL.cache: the device's coherent cache and its six channels' credits.
+// CXL.cache: the device's coherent cache, its six channels' credits, and the
+// CXL 3.x back-invalidate channels (S2M BISnp, M2S BIRsp) of HDM-DB.
 #define CXL_DCACHE_FIELDS(X)                                \
     X(uint64_t, bytes, 131072, 1024, 1ull << 30)            \
     X(uint32_t, assoc, 8, 1, 64)                            \
@@ -120,14 +121,17 @@ namespace cxlcore {
     X(uint32_t, credits_d2h_data, 64, 1, 65536)             \
     X(uint32_t, credits_h2d_req, 32, 1, 65536)              \
     X(uint32_t, credits_h2d_rsp, 64, 1, 65536)              \
-    X(uint32_t, credits_h2d_data, 64, 1, 65536)
+    X(uint32_t, credits_h2d_data, 64, 1, 65536)             \
+    X(uint32_t, credits_bisnp, 64, 1, 65536)                \
+    X(uint32_t, credits_birsp, 64, 1, 65536)
 
 // The host's home agent for CXL.cache: ordering point and snoop filter.
 #define CXL_HOME_FIELDS(X)                                  \
     X(double, latency_ns, 20.0, 0, 10000)                   \
     X(double, host_hit_ns, 36.0, 0, 10000)                  \
     X(uint32_t, tracker, 128, 1, 65536)                     \
-    X(uint32_t, snoop_filter_lines, 0, 0, 1u << 26)
+    X(uint32_t, snoop_filter_lines, 0, 0, 1u << 26)         \
+    X(uint64_t, host_cache_bytes, 102236160, 4096, 1ull << 36)
 
 // The accelerator: Type-1 (cache only) or Type-2 (cache plus device memory).
 #define CXL_ACCEL_FIELDS(X)                                 \

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import click
 import pandas as pd
@@ -16,28 +20,126 @@ from . import _core, engine, presets
 from .gem5_engine import Gem5RunError
 from .params import ParamError, System
 
+#: Seconds between progress lines when stderr is not a terminal (a log or a pipe).
+PROGRESS_SECONDS = float(os.environ.get("SIMCXL_PROGRESS_SECONDS", "15"))
+_log = {"last": time.monotonic(), "command": "simcxl"}
+# What an interruption leaves behind, as the running command last said it.
+_kept: List[Callable[[], str]] = [lambda: "nothing was written"]
+
+
+def kept(note: Callable[[], str]) -> None:
+    """Says what an interruption from now on keeps (shown on Ctrl-C)."""
+    _kept[0] = note
+
 
 class UserError(click.ClickException):
     """One line on stderr, exit status 2, no traceback."""
     exit_code = 2
 
-    def show(self, file=None):
-        click.echo(f"simcxl: error: {self.format_message()}", err=True)
+
+def _one_line(e: click.ClickException) -> str:
+    msg = " ".join(e.format_message().split())
+    if isinstance(e, click.UsageError) and not isinstance(e, click.BadParameter) and e.ctx is not None:
+        msg += f" (see '{e.ctx.command_path} -h')"
+    return msg
+
+
+class Main(click.Group):
+    """Runs the command in a worker thread so that Ctrl-C stops it at once
+    (the C++ core does not look at signals during every call), and prints
+    every error as one line."""
+
+    def main(self, args=None, prog_name=None, **extra):
+        extra.pop("standalone_mode", None)
+        try:
+            rv = super().main(args, prog_name, standalone_mode=False, **extra)
+        except click.ClickException as e:
+            click.echo(f"simcxl: error: {_one_line(e)}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:  # Ctrl-C while click itself reads input
+            _interrupted()
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def invoke(self, ctx):
+        _log["command"] = " ".join(["simcxl", *sys.argv[1:3]]) if ctx.protected_args else "simcxl"
+        box = {}
+
+        def work():
+            try:
+                box["result"] = click.Group.invoke(self, ctx)
+            except BaseException as e:  # handed to the main thread
+                box["error"] = e
+        t = threading.Thread(target=work, name="simcxl", daemon=True)
+        t.start()
+        try:
+            while t.is_alive():
+                t.join(1.0)
+                _heartbeat()
+        except KeyboardInterrupt:
+            _interrupted()
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+
+def _interrupted() -> None:
+    try:
+        note = _kept[0]()
+    except Exception:  # what was kept cannot be told; say so rather than fail
+        note = "see the output folder for what was written"
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    lead = "\n" if sys.stderr.isatty() else ""
+    click.echo(f"{lead}simcxl: interrupted; {note}", err=True)
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def _heartbeat() -> None:
+    """A line now and then on a log, so that a long run is seen to be alive."""
+    now = time.monotonic()
+    if not sys.stderr.isatty() and now - _log["last"] >= max(PROGRESS_SECONDS, 1.0):
+        log_line(f"{_log['command']}: still running")
+
+
+def log_line(text: str) -> None:
+    _log["last"] = time.monotonic()
+    click.echo(f"simcxl: {text} ({time.monotonic() - _log['start']:.0f} s)", err=True)
+
+
+_log["start"] = time.monotonic()
 
 
 @contextmanager
 def user_errors():
     try:
         yield
-    except (ParamError, _core.ConfigError, FileNotFoundError, Gem5RunError) as e:
-        raise UserError(str(e)) from None
+    except (ParamError, _core.ConfigError, Gem5RunError) as e:
+        raise UserError(_trace_error(e)) from None
+    except OSError as e:
+        raise UserError(f"{e.filename}: {e.strerror}" if e.filename else str(e)) from None
 
 
 @contextmanager
 def progress_bar(label: str, enabled: bool = True):
-    """A progress bar on stderr when it is a terminal; yields a callback taking a fraction."""
-    if not enabled or not sys.stderr.isatty():
+    """A progress bar on stderr when it is a terminal, else a line every
+    PROGRESS_SECONDS; yields a callback taking a fraction."""
+    if not enabled:
         yield None
+        return
+    if not sys.stderr.isatty():
+        state = {"pct": -1}
+
+        def log(f: float):
+            pct = int(min(max(f, 0.0), 1.0) * 100)
+            if pct > state["pct"] and time.monotonic() - _log["last"] >= PROGRESS_SECONDS:
+                state["pct"] = pct
+                log_line(f"{label}: {pct}%")
+            return True
+        yield log
         return
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=True) as bar:
         state = {"done": 0}
@@ -52,11 +154,32 @@ def progress_bar(label: str, enabled: bool = True):
         yield update
 
 
+def label(spec: str, kv: dict, shipped: List[str]) -> str:
+    """The name rows carry: a preset's name, a file's name (its path where
+    that would pass for a shipped preset), and the --set overrides."""
+    text = str(spec)
+    if text not in shipped:
+        p = Path(text)
+        text = p.stem if p.stem not in shipped else str(p.with_suffix(""))
+    if kv:
+        text += " [" + ", ".join(f"{k}={v}" for k, v in kv.items()) + "]"
+    return text
+
+
 def load_memories(memories: List[str], overrides: List[str], load=presets.load,
-                  example: str = "cxl.link.lanes=8") -> List[System]:
-    """Each preset (name or file) with the --set overrides applied."""
+                  example: str = "cxl.link.lanes=8", shipped: Optional[List[str]] = None) -> List[System]:
+    """Each preset (name or file) with the --set overrides applied, named as its rows will be."""
     kv = _kv(overrides, example) if overrides else {}
-    return [load(m).replace(**kv) if kv else load(m) for m in memories]
+    out = []
+    for m in memories:
+        s = load(m).replace(**kv) if kv else load(m)
+        s.name = label(m, kv, presets.load_names() if shipped is None else shipped)
+        out.append(s)
+    _overrides[:] = [kv]
+    return out
+
+
+_overrides: List[dict] = [{}]
 
 
 def run_each(systems: List[System], label: str, fn) -> pd.DataFrame:
@@ -65,8 +188,13 @@ def run_each(systems: List[System], label: str, fn) -> pd.DataFrame:
     for s in systems:
         with progress_bar(f"{label} {s.name}") as cb:
             frames.append(fn(s, cb))
+    return concat(frames)
+
+
+def concat(frames: List[pd.DataFrame]) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
-    df.attrs = frames[0].attrs
+    df.attrs = dict(frames[0].attrs)
+    df.attrs["overrides"] = dict(_overrides[0])
     return df
 
 
@@ -80,8 +208,18 @@ def emit_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2))
 
 
+# Columns that count things (requests, flips, threads, bytes): printed as whole numbers.
+_COUNT = re.compile(r"(^|_)(requests|ops|flips|invalidates|violations|checks|threads|rounds|lines|bytes|"
+                    r"transfers|count|evictions)(_|$)")
+
+
 def table(df: pd.DataFrame, cols: List[str]) -> str:
-    return df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+    t = df[cols].copy()
+    for c in cols:
+        if _COUNT.search(c) and pd.api.types.is_numeric_dtype(t[c]) and t[c].notna().all() \
+                and (t[c] == t[c].round()).all():
+            t[c] = t[c].astype("int64").map(lambda v: f"{v:,}")
+    return t.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
 memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=["cxl-asic"], show_default=True,
@@ -92,31 +230,57 @@ json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-r
 
 
 def _writable(ctx, param, value):
-    """An output file's folder, made now, so that a path that cannot be written
-    fails before the simulation rather than after it."""
+    """An output file whose folder is made, and which is tried, now: a path
+    that cannot be written fails before the simulation rather than after it."""
     if value is None or value == "-":
         return value
-    parent = Path(value).parent
-    for up in (parent, *parent.parents):
+    path = Path(value)
+    for up in (path.parent, *path.parent.parents):
         if up.exists():
             if not up.is_dir():
                 raise click.BadParameter(f"cannot write {value}: {up} is a file, not a folder")
             break
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise click.BadParameter(f"cannot write {value}: {e.strerror} ({e.filename})") from None
-    if Path(value).is_dir():
+    if path.is_dir():
         raise click.BadParameter(f"{value} is a folder; give a file name")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise click.BadParameter(f"cannot write {value}: {e.strerror}") from None
+    if not existed:
+        path.unlink()
     return value
 
 
-plot_opt = click.option("--plot", type=click.Path(dir_okay=False), callback=_writable, help="Write a PNG plot here.")
+PLOT_FORMATS = ("png", "pdf", "svg", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+
+
+def _plot_path(ctx, param, value):
+    """A plot file: its format from the extension (PNG without one), checked now."""
+    if value is None:
+        return value
+    ext = Path(value).suffix.lower().lstrip(".")
+    if not ext:
+        value += ".png"
+    elif ext not in PLOT_FORMATS:
+        raise click.BadParameter(f"{value}: format {ext!r} is not supported; allowed: {', '.join(PLOT_FORMATS)}")
+    return _writable(ctx, param, value)
+
+
+plot_opt = click.option("--plot", type=click.Path(dir_okay=False), callback=_plot_path,
+                        help="Write a plot here (PNG, or PDF/SVG/... by extension).")
 csv_opt = click.option("--csv", "csv_path", type=click.Path(dir_okay=False), callback=_writable,
                        help="Write every statistic as CSV.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def count(lo: int, hi: int = 1 << 40):
+    """A whole-number option with the bounds the engine takes."""
+    return click.IntRange(lo, hi)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(engine._version(), prog_name="simcxl")
 def main():
     """SimCXL: simulate CXL memory systems (standalone engine; gem5 optional)."""
@@ -141,8 +305,8 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
     """Load-to-use latency over working-set sizes (LMbench lat_mem_rd)."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        if sizes:
-            ws = [engine.parse_size(s) for s in sizes.split(",") if s.strip()]
+        if sizes is not None:
+            ws = _sizes(sizes, "--sizes", 64, 1 << 40)
         else:
             top = engine.parse_size(max_size) if max_size else 1 << 30
             ws = [s for s in engine.LMBENCH_SIZES if s <= top]
@@ -189,6 +353,32 @@ def run_stream(memories, overrides, kernels, threads, lines, placement, stores, 
         click.echo(table(df, ["memory", "kernel", "threads", "stream_gbps", "read_gbps", "write_gbps",
                               "read_latency_ns_mean"]))
     _outputs(df, plot, csv_path, "stream")
+
+
+def _sizes(text: str, name: str, lo: int, hi: int) -> List[int]:
+    """A comma-separated list of sizes, each within [lo, hi] bytes."""
+    out = []
+    for part in text.split(","):
+        if part.strip():
+            try:
+                v = engine.parse_size(part)
+            except ParamError:
+                raise ParamError(f"{name} {part.strip()!r} is not a size; allowed: a byte count or a number with "
+                                 "k, m, g or t (e.g. 4k,1m,1g)") from None
+            if not lo <= v <= hi:
+                raise ParamError(f"{name} {part.strip()!r} is out of range; allowed: {plots_size(lo)} to "
+                                 f"{plots_size(hi)}")
+            out.append(v)
+    if not out:
+        raise ParamError(f"{name} {text!r} names no size; give a comma-separated list, e.g. 4k,1m,1g")
+    return out
+
+
+def plots_size(b: int) -> str:
+    for unit, s in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= s and b % s == 0:
+            return f"{b // s} {unit}"
+    return f"{b} B"
 
 
 def _floats(text: str, name: str) -> List[float]:
@@ -262,7 +452,11 @@ def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_pat
     """Replay a memory trace (lines: time_ns op address [size])."""
     with user_errors():
         systems = load_memories(memories, overrides)
+        _check_trace(trace_file)
         df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb))
+        if not (df["requests"] > 0).all():
+            raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); "
+                             "lines: time_ns op address [size]")
     cols = ["memory", "requests", "read_gbps", "write_gbps", "read_latency_ns_mean", "read_latency_ns_p99",
             "write_latency_ns_mean"]
     if as_json:
@@ -270,6 +464,32 @@ def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_pat
     else:
         click.echo(table(df, cols))
     _outputs(df, None, csv_path, "trace")
+
+
+def _check_trace(path: str) -> None:
+    """What the engine's parser cannot say well: a missing, special or binary file."""
+    p = Path(path)
+    if not p.exists():
+        raise ParamError(f"trace file {path} does not exist")
+    if not p.is_file():
+        raise ParamError(f"trace file {path} is not a regular file (a trace is a text file of lines "
+                         "'time_ns op address [size]')")
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise ParamError(f"trace file {path} is binary (a NUL byte at offset {nul}); a trace is "
+                         "a text file of lines 'time_ns op address [size]'")
+
+
+def _trace_error(e: Exception) -> str:
+    """The parser's message, plainer for an address too wide for 64 bits."""
+    msg = str(e)
+    m = re.search(r"address '(0[xX][0-9a-fA-F]+|\d+)' is not a hex", msg)
+    if m and int(m.group(1), 0) >= 1 << 64:
+        return msg[:m.start()] + (f"address {m.group(1)} is wider than 64 bits; allowed: 0 to "
+                                  "0xffffffffffffffff")
+    return msg
 
 
 accel_opt = click.option("--accel", "-a", "systems", multiple=True, default=["type1-asic"], show_default=True,
@@ -303,11 +523,14 @@ def _kv(overrides: List[str], example: str) -> dict:
               show_default=True)
 @click.option("--target", type=click.Choice(["host", "device"]), default="host", show_default=True,
               help="Host memory, or the Type-2 device's own memory.")
-@click.option("--requesters", default=4, show_default=True, help="Concurrent requesters per device.")
-@click.option("--depth", default=8, show_default=True, help="Accesses each requester keeps in flight.")
+@click.option("--requesters", type=count(1, 1024), default=4, show_default=True,
+              help="Concurrent requesters per device.")
+@click.option("--depth", type=count(1, 4096), default=8, show_default=True,
+              help="Accesses each requester keeps in flight.")
 @click.option("--footprint", default="4m", show_default=True, help="Bytes the accesses spread over.")
-@click.option("--requests", default=100000, show_default=True, help="Accesses per device.")
-@click.option("--host-threads", default=0, show_default=True, help="Host cores touching the same footprint.")
+@click.option("--requests", type=count(1), default=100000, show_default=True, help="Accesses per device.")
+@click.option("--host-threads", type=count(0, 1024), default=0, show_default=True,
+              help="Host cores touching the same footprint.")
 @click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
 @json_opt
 @plot_opt
@@ -351,7 +574,7 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
     """The device reads host buffers by DMA and by CXL.cache: latency and bandwidth."""
     from . import coherent
     with user_errors():
-        sz = [engine.parse_size(x) for x in sizes.split(",") if x.strip()] if sizes else list(coherent.DMA_SIZES)
+        sz = _sizes(sizes, "--sizes", 1, 1 << 30) if sizes is not None else list(coherent.DMA_SIZES)
         frames = []
         for s in load_accels(systems, overrides):
             with progress_bar(f"dma-vs-cache {s.name}") as cb:
@@ -377,8 +600,9 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
 @accel_opt
 @set_opt
 @click.option("--mode", type=click.Choice(["pingpong", "producer-consumer"]), default="pingpong", show_default=True)
-@click.option("--rounds", default=1000, show_default=True, help="Ping-pong handoffs.")
-@click.option("--lines", default=1024, show_default=True, help="Producer-consumer buffer lines.")
+@click.option("--rounds", type=count(1, 1 << 32), default=1000, show_default=True, help="Ping-pong handoffs.")
+@click.option("--lines", type=count(1, 1 << 32), default=1024, show_default=True,
+              help="Producer-consumer buffer lines.")
 @json_opt
 def run_sharing(systems, overrides, mode, rounds, lines, as_json):
     """Host-device sharing of cache lines: ping-pong or producer-consumer."""
@@ -401,10 +625,11 @@ def run_sharing(systems, overrides, mode, rounds, lines, as_json):
 @run.command("coherence-stress")
 @accel_opt
 @set_opt
-@click.option("--ops", default=1_000_000, show_default=True)
-@click.option("--lines", default=8, show_default=True, help="Lines shared by every requester.")
-@click.option("--host-threads", default=4, show_default=True)
-@click.option("--device-requesters", default=4, show_default=True, help="Requesters per device.")
+@click.option("--ops", type=count(1), default=1_000_000, show_default=True)
+@click.option("--lines", type=count(1, 1 << 32), default=8, show_default=True, help="Lines shared by every requester.")
+@click.option("--host-threads", type=count(0, 1024), default=4, show_default=True)
+@click.option("--device-requesters", type=count(0, 1024), default=4, show_default=True,
+              help="Requesters per device.")
 @click.option("--inject", type=click.Choice(["", "snpinv-keeps-copy", "drop-dirty-data"]), default="",
               help="Deliberately break the protocol (the checker must catch it).")
 @json_opt

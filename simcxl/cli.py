@@ -61,7 +61,8 @@ class Main(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
-        _log["command"] = " ".join(["simcxl", *sys.argv[1:3]]) if ctx.protected_args else "simcxl"
+        words = [a for a in sys.argv[1:3] if not a.startswith("-")]
+        _log["command"] = " ".join(words[:2] if words[:1] in (["run"], ["presets"]) else words[:1]) or "simcxl"
         box = {}
 
         def work():
@@ -102,7 +103,7 @@ def _heartbeat() -> None:
     """A line now and then on a log, so that a long run is seen to be alive."""
     now = time.monotonic()
     if not sys.stderr.isatty() and now - _log["last"] >= max(PROGRESS_SECONDS, 1.0):
-        log_line(f"{_log['command']}: still running")
+        log_line(f"{_log['command']} still running")
 
 
 def log_line(text: str) -> None:
@@ -497,8 +498,7 @@ accel_opt = click.option("--accel", "-a", "systems", multiple=True, default=["ty
 
 
 def load_accels(names: List[str], overrides: List[str]):
-    from . import coherent
-    return load_memories(names, overrides, coherent.load, "accel.type=2")
+    return load_memories(names, overrides, load_accel, "accel.type=2")
 
 
 def _kv(overrides: List[str], example: str) -> dict:
@@ -672,10 +672,49 @@ def presets_group():
     """List and show the shipped presets."""
 
 
+ACCEL_KIND = {1: "cxl-type1", 2: "cxl-type2"}
+
+
+def load_accel(spec):
+    """An accelerator preset by name, or a preset file (complete, or with a base)."""
+    from . import coherent
+    if not isinstance(spec, (str, Path)) or str(spec) in coherent.preset_names():
+        return coherent.load(spec)
+    path = Path(spec)
+    if not path.exists() and path.suffix != ".json":
+        return coherent.load(spec)  # its message lists the presets
+    data = presets.read_json(path)
+    groups = [g for g, _ in coherent._GROUPS]
+    try:
+        data = presets.complete(data, path, lambda d: coherent.AccelSystem(name="-").to_dict(), load_accel, groups)
+        return coherent.AccelSystem.from_dict(data, str(path))
+    except (ParamError, TypeError) as e:
+        raise ParamError(presets._in_file(path, str(e))) from None
+
+
+def _is_accel(spec: str) -> bool:
+    from . import coherent
+    if spec in coherent.preset_names():
+        return True
+    if spec in presets.names() or not Path(spec).is_file():
+        return False
+    try:
+        data = presets.read_json(spec)
+    except ParamError:
+        return False
+    return isinstance(data, dict) and "kind" not in data and any(g in data for g, _ in coherent._GROUPS)
+
+
 @presets_group.command("list")
 @json_opt
 def presets_list(as_json):
-    rows = presets.summary()
+    """The shipped presets: memories (-m) and CXL.cache accelerators (-a)."""
+    from . import coherent
+    with user_errors():
+        rows = presets.summary()
+        for n in coherent.preset_names():
+            s = coherent.load(n)
+            rows.append({"name": n, "kind": ACCEL_KIND[s.accel.type], "description": s.description})
     if as_json:
         emit_json(rows)
     else:
@@ -683,20 +722,43 @@ def presets_list(as_json):
             click.echo(f"{r['name']:12s} {r['kind']:12s} {r['description']}")
 
 
+def _origins(s) -> dict:
+    """Where each parameter's value came from: fitted, set by the preset, or the schema default."""
+    from . import coherent
+    fitted = (getattr(s, "provenance", None) or {}).get("fitted", {})
+    if isinstance(s, System):
+        blank = System(name="-", kind=s.kind, remote=type(s.remote)() if s.remote else None,
+                       cxl=type(s.cxl)() if s.cxl else None)
+    else:
+        blank = coherent.AccelSystem(name="-")
+    defaults = blank.parameters()
+    return {k: "fitted" if k in fitted else ("default" if defaults.get(k) == v else "preset")
+            for k, v in s.parameters().items()}
+
+
 @presets_group.command("show")
 @click.argument("memory")
 @json_opt
 def presets_show(memory, as_json):
-    """Every parameter of a preset (name or file)."""
+    """Every parameter of a preset (name or file), and where each came from."""
     with user_errors():
-        s = presets.load(memory)
+        s = load_accel(memory) if _is_accel(memory) else presets.load(memory)
     if as_json:
         click.echo(json.dumps(s.to_dict(), indent=2))
         return
-    click.echo(f"{s.name} ({s.kind}): {s.description}")
-    click.echo(f"source: {s.source}")
+    kind = ACCEL_KIND[s.accel.type] + " accelerator" if s.kind == "accel" else s.kind
+    click.echo(f"{s.name} ({kind}): {s.description}")
+    click.echo(f"preset: {s.source}")
+    prov = getattr(s, "provenance", None) or {}
+    if prov.get("fitted"):
+        click.echo(f"fitted: by simcxl calibrate ({prov.get('engine', 'standalone')} engine, {prov.get('date', '?')}) "
+                   f"to the {prov.get('testbed', '?')} testbed: {prov.get('citation', '')}")
+    if prov.get("base"):
+        click.echo(f"base: every parameter the file leaves out comes from {prov['base']}")
+    click.echo("default: the schema default (simcxl/params.py, with its reason)")
+    origins = _origins(s)
     for k, v in s.parameters().items():
-        click.echo(f"  {k:42s} {v}")
+        click.echo(f"  {k:42s} {str(v):>14s}  {origins[k]}")
 
 
 @main.command("bench")

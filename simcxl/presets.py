@@ -66,7 +66,13 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
         b.pop("provenance", None)  # the base's fit says nothing of the changed parameters
         own = {k: v for k, v in data.items() if k != "base"}
         merged = _merge(b, own)
-        merged["provenance"] = {**own.get("provenance", {}), "base": name}
+        if hasattr(base, "provenance"):
+            merged["provenance"] = {**own.get("provenance", {}), "base": name}
+        changed = [k for k in _leaves({g: own[g] for g in groups if isinstance(own.get(g), dict)})]
+        if "name" not in own:
+            merged["name"] = path.stem
+        if "description" not in own:
+            merged["description"] = f"{name} with {', '.join(changed) or 'nothing'} changed ({path.name})"
         return merged
     template = full(data)
     given = set(_leaves({k: v for k, v in data.items() if k in groups}))
@@ -95,7 +101,8 @@ def load_file(path: Union[str, Path]) -> System:
     path = Path(path)
     data = read_json(path)
     try:
-        data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
+        if isinstance(data, dict) and ("kind" in data or "base" in data):
+            data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape
         raise ParamError(f"preset file {path}: {e}") from None

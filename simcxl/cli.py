@@ -22,7 +22,7 @@ from .params import ParamError, System
 
 #: Seconds between progress lines when stderr is not a terminal (a log or a pipe).
 PROGRESS_SECONDS = float(os.environ.get("SIMCXL_PROGRESS_SECONDS", "15"))
-_log = {"last": time.monotonic(), "command": "simcxl"}
+_log = {"last": time.monotonic(), "command": "simcxl", "bars": 0}
 # What an interruption leaves behind, as the running command last said it.
 _kept: List[Callable[[], str]] = [lambda: "nothing was written"]
 
@@ -102,7 +102,7 @@ def _interrupted() -> None:
 def _heartbeat() -> None:
     """A line now and then on a log, so that a long run is seen to be alive."""
     now = time.monotonic()
-    if not sys.stderr.isatty() and now - _log["last"] >= max(PROGRESS_SECONDS, 1.0):
+    if not sys.stderr.isatty() and not _log["bars"] and now - _log["last"] >= max(PROGRESS_SECONDS, 1.0):
         log_line(f"{_log['command']} still running")
 
 
@@ -131,6 +131,16 @@ def progress_bar(label: str, enabled: bool = True):
     if not enabled:
         yield None
         return
+    _log["bars"] += 1
+    try:
+        with _bar(label) as cb:
+            yield cb
+    finally:
+        _log["bars"] -= 1
+
+
+@contextmanager
+def _bar(label: str):
     if not sys.stderr.isatty():
         state = {"pct": -1}
 
@@ -789,6 +799,14 @@ def bench(requests, memory, as_json):
 def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
     """Fit presets to a testbed's measurements and report the errors."""
     from . import calibrate
+    start = time.time()
+
+    def note():
+        done = sorted(p.stem for p in (Path(out) / "presets").glob("*.json") if p.stat().st_mtime >= start)
+        return (f"the presets of {', '.join(done)} are written in {Path(out) / 'presets'}" if done
+                else "no memory had finished, no preset was written") + \
+            ("; gem5's finished runs are kept, and a rerun resumes from them" if engine == "gem5" else "")
+    kept(note)
     with user_errors():
         mems = [m.strip() for m in memories.split(",") if m.strip()] if memories else None
         try:
@@ -796,9 +814,10 @@ def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
         except KeyboardInterrupt:
             sys.exit(130)  # the calibration has said what it kept
     if json_path != "-":
+        click.echo("memory        fit MAE  validation MAE: at/after the LLC + other STREAM kernels | all points")
         for m, v in s["memories"].items():
-            click.echo(f"{m:12s} fit MAE {_pct(v['fit_mae_pct'])}  validation MAE {_pct(v['validation_mae_pct'])}"
-                       f"  (at/after LLC + other kernels {_pct(v['validation_llc_and_beyond_mae_pct'])})")
+            click.echo(f"{m:12s} {_pct(v['fit_mae_pct'])}  {'':16s}{_pct(v['validation_llc_and_beyond_mae_pct'])}"
+                       f"{'':37s}| {_pct(v['validation_mae_pct'])}")
         click.echo(f"wrote {Path(out) / 'report.md'}, {Path(out) / 'summary.json'} and presets in "
                    f"{Path(out) / 'presets'}")
 
@@ -819,16 +838,23 @@ def sweep_cmd(spec, out, executor, workers, address):
     with user_errors():
         s = sw.Sweep.from_toml(spec)
         n = len(s.grid())
-        with click.progressbar(length=n, label=f"sweep {s.name}", file=sys.stderr, show_eta=True) as bar:
-            state = {"last": 0}
+        jsonl = Path(out) / "results.jsonl"
 
-            def tick(done, total):
-                bar.update(done - state["last"])
-                state["last"] = done
-            df = sw.run(s, out, executor=executor, workers=workers, address=address, progress=tick)
+        def note():
+            have = len(sw.load_results(Path(out))) if jsonl.exists() else 0
+            return (f"{have} of {n} points are kept in {jsonl}; run the same command again to run the rest"
+                    if have else "no point had finished")
+        kept(note)
+        with progress_bar(f"sweep {s.name} ({n} points)") as cb:
+            df = sw.run(s, out, executor=executor, workers=workers, address=address,
+                        progress=None if cb is None else (lambda done, total: cb(done / max(total, 1))))
     ok = int((df["status"] == "ok").sum()) if len(df) else 0
     click.echo(f"{len(df)} points ({ok} ok, {len(df) - ok} failed) in {Path(out) / 'results.parquet'} and "
                f"{Path(out) / 'results.csv'}")
+
+
+def _slug(col: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", col.replace("param.", "").replace("workload.", "")).strip("-")
 
 
 @main.command("plot")
@@ -837,9 +863,10 @@ def sweep_cmd(spec, out, executor, workers, address):
 @click.option("--y", "y", required=True, help="Column on the y axis (a metric, or a parameter for heatmaps).")
 @click.option("--hue", default=None, help="One line per value of this column.")
 @click.option("--z", "z", default=None, help="Heatmap colour (a metric); makes the plot a heatmap.")
-@click.option("--out", "png", default=None, callback=_writable, help="PNG to write (default FOLDER/plot.png).")
+@click.option("--out", "png", default=None, callback=_plot_path,
+              help="Plot to write (default FOLDER/<y>-vs-<x>[-by-<hue>].png, named by what it plots).")
 def plot_cmd(folder, x, y, hue, z, png):
-    """Line plot or heatmap from a sweep's results table."""
+    """Line plot or heatmap from a sweep's results table; axes not on the plot are averaged, and the plot says so."""
     from . import plots
     from . import sweep as sw
     with user_errors():
@@ -852,21 +879,45 @@ def plot_cmd(folder, x, y, hue, z, png):
                 short = [k for k in df.columns if k.endswith("." + c) or k == f"param.{c}"]
                 raise ParamError(f"column {c!r} is not in the results" + (f"; did you mean {short[0]}?" if short else
                                  f"; columns: {', '.join(df.columns)}"))
-        path = png or str(Path(folder) / "plot.png")
-        plots.sweep(df[df["status"] == "ok"], path, x, y, hue, z, title=Path(folder).name)
+        ok = df[df["status"] == "ok"] if "status" in df.columns else df
+        if not len(ok):
+            raise ParamError(f"{folder} has no successful points to plot")
+        opt, c = ("--z", z) if z else ("--y", y)
+        if not pd.api.types.is_numeric_dtype(ok[c]):
+            nums = [k for k in ok.columns if pd.api.types.is_numeric_dtype(ok[k]) and not k.startswith("param.")
+                    and k not in ("wall_seconds", "seed")]
+            raise ParamError(f"{opt} {c} is not a number column and cannot be plotted; numeric metrics: "
+                             f"{', '.join(nums)}")
+        name = f"{_slug(z)}-over-{_slug(x)}-and-{_slug(y)}" if z else \
+            f"{_slug(y)}-vs-{_slug(x)}" + (f"-by-{_slug(hue)}" if hue else "")
+        path = png or str(Path(folder) / f"{name}.png")
+        title = sw_name(Path(folder))
+        plots.sweep(ok, path, x, y, hue, z, title=title)
     click.echo(f"wrote {path}")
+
+
+def sw_name(folder: Path) -> str:
+    """The sweep's name from its spec.json, else the folder's."""
+    try:
+        return json.loads((folder / "spec.json").read_text())["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return folder.name
 
 
 @main.command("demo")
 @click.option("--out", default="simcxl-out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the table (CSV) and plot (PNG).")
-@click.option("--testbed", default="calibration/testbeds/spr-cxl-dmsim", show_default=True,
-              type=click.Path(), help="Measurements to compare with (skipped if absent).")
-def demo(out, testbed):
+              help="Folder for the table (CSV) and plots (PNG).")
+@click.option("--testbed", default=None, type=click.Path(file_okay=False),
+              help="Measurements to compare with (default: the spr-cxl-dmsim testbed shipped with simcxl).")
+@click.option("--quick", is_flag=True, help="A few working sets and one small STREAM run: checks the set-up in "
+              "seconds (its figures are not the demo's).")
+def demo(out, testbed, quick):
     """LMbench + STREAM on the four presets, with the published measurements."""
     from . import demo as demo_mod
     with user_errors():
-        demo_mod.run(Path(out), Path(testbed))
+        if testbed is not None and not (Path(testbed) / "lat_mem_rd.csv").is_file():
+            raise ParamError(f"--testbed {testbed}: no testbed there (lat_mem_rd.csv and stream.csv)")
+        demo_mod.run(Path(out), Path(testbed) if testbed else demo_mod.TESTBED, quick=quick)
 
 
 if __name__ == "__main__":

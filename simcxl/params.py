@@ -76,7 +76,9 @@ class ParamGroup:
             m = f.metadata
             name = f"{where}.{f.name}"
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ParamError(f"{name} = {v!r} is not a number; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
+                allowed = (f"allowed values: {', '.join(_fmt(c) for c in m['choices'])}" if m["choices"] is not None
+                           else f"allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
+                raise ParamError(f"{name} = {v!r} is not a number; {allowed}")
             if f.type in ("int", int) and not float(v).is_integer():
                 raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "
                                  f"{_fmt(m['lo'])} to {_fmt(m['hi'])}")

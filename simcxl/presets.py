@@ -101,7 +101,7 @@ def load_file(path: Union[str, Path]) -> System:
     path = Path(path)
     data = read_json(path)
     try:
-        if isinstance(data, dict) and ("kind" in data or "base" in data):
+        if isinstance(data, dict) and ({"name", "kind"} <= set(data) or "base" in data):
             data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape

@@ -893,6 +893,12 @@ def plot_cmd(folder, x, y, hue, z, png):
         path = png or str(Path(folder) / f"{name}.png")
         title = sw_name(Path(folder))
         plots.sweep(ok, path, x, y, hue, z, title=title)
+        hidden = plots.averaged_axes(ok, (x, y, hue, z))
+    if hidden:
+        n = math.prod(k for _, k in hidden)
+        click.echo(f"simcxl: note: each {'cell' if z else 'point'} averages {n} points over "
+                   + ", ".join(f"{c[len('param.'):]} ({k} values)" for c, k in hidden)
+                   + "; give them as --hue, or plot a filtered folder, to see them", err=True)
     click.echo(f"wrote {path}")
 
 

@@ -61,6 +61,7 @@ class Main(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
+        _log["start"] = _log["last"] = time.monotonic()
         words = [a for a in sys.argv[1:3] if not a.startswith("-")]
         _log["command"] = " ".join(words[:2] if words[:1] in (["run"], ["presets"]) else words[:1]) or "simcxl"
         box = {}
@@ -245,6 +246,8 @@ def _writable(ctx, param, value):
     that cannot be written fails before the simulation rather than after it."""
     if value is None or value == "-":
         return value
+    if not value.strip():
+        raise click.BadParameter(f"{value!r} is not a file name")
     path = Path(value)
     for up in (path.parent, *path.parent.parents):
         if up.exists():
@@ -270,8 +273,8 @@ PLOT_FORMATS = ("png", "pdf", "svg", "eps", "ps", "jpg", "jpeg", "tif", "tiff", 
 
 def _plot_path(ctx, param, value):
     """A plot file: its format from the extension (PNG without one), checked now."""
-    if value is None:
-        return value
+    if value is None or not value.strip():
+        return _writable(ctx, param, value)
     ext = Path(value).suffix.lower().lstrip(".")
     if not ext:
         value += ".png"
@@ -394,9 +397,20 @@ def plots_size(b: int) -> str:
 
 def _floats(text: str, name: str) -> List[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UserError(f"{name} {text!r} is not a comma-separated list of numbers") from None
+    if not out:
+        raise UserError(f"{name} {text!r} names no value; give a comma-separated list, e.g. 1,2,4")
+    return out
+
+
+def _counts(text: str, name: str, lo: int, hi: int) -> List[int]:
+    out = _floats(text, name)
+    bad = [v for v in out if not (math.isfinite(v) and v.is_integer() and lo <= v <= hi)]
+    if bad:
+        raise UserError(f"{name} {bad[0]:g} is not allowed; allowed: whole numbers from {lo} to {hi}")
+    return [int(v) for v in out]
 
 
 @run.command("loaded-latency")
@@ -414,7 +428,7 @@ def run_loaded(memories, overrides, threads, rfs, requests, delay, as_json, plot
     """MLC-style loaded latency: probe latency under traffic."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        ts = [int(t) for t in _floats(threads, "--threads")]
+        ts = _counts(threads, "--threads", 1, max(s.host.cores for s in systems))
         fractions = _floats(rfs, "--read-fraction")
         df = run_each(systems, "loaded-latency", lambda s, cb: engine.loaded_latency(
             s, ts, fractions, requests=requests, inject_delay_ns=delay, progress=cb))

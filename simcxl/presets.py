@@ -42,6 +42,9 @@ def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+_BASES: List[Path] = []  # the files whose base is being loaded, to catch a loop
+
+
 def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, Any]],
              load_base: Callable[[str], Any], groups: Sequence[str]) -> Dict[str, Any]:
     """A preset file's contents with nothing left to a schema default.
@@ -58,10 +61,16 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
         if not isinstance(name, str):
             raise ParamError(f"preset file {path}: base = {name!r} is not a preset name or file")
         ref = name if name in load_names() or Path(name).is_absolute() else str(path.parent / name)
+        me = path.resolve()
+        if me in _BASES:
+            raise ParamError(f"preset file {path}: base {name!r} leads back to this file")
+        _BASES.append(me)
         try:
             base = load_base(name if name in load_names() else ref)
         except ParamError as e:
             raise ParamError(f"preset file {path}: base: {e}") from None
+        finally:
+            _BASES.pop()
         b = base.to_dict()
         b.pop("provenance", None)  # the base's fit says nothing of the changed parameters
         own = {k: v for k, v in data.items() if k != "base"}

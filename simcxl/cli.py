@@ -375,12 +375,11 @@ def _sizes(text: str, name: str, lo: int, hi: int) -> List[int]:
     for part in text.split(","):
         if part.strip():
             try:
-                v = engine.parse_size(part)
-            except ParamError:
-                raise ParamError(f"{name} {part.strip()!r} is not a size; allowed: a byte count or a number with "
-                                 "k, m, g or t (e.g. 4k,1m,1g)") from None
+                v = engine.parse_size(part.strip())
+            except ParamError as e:
+                raise ParamError(f"{name}: {e} (e.g. 4k,1m,1g)") from None
             if not lo <= v <= hi:
-                raise ParamError(f"{name} {part.strip()!r} is out of range; allowed: {plots_size(lo)} to "
+                raise ParamError(f"{name}: size {part.strip()!r} is out of range; allowed: {plots_size(lo)} to "
                                  f"{plots_size(hi)}")
             out.append(v)
     if not out:

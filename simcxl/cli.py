@@ -97,6 +97,10 @@ def _interrupted() -> None:
     lead = "\n" if sys.stderr.isatty() else ""
     click.echo(f"{lead}simcxl: interrupted; {note}", err=True)
     sys.stderr.flush()
+    # Worker processes deep in a core call would look at Ctrl-C only when it returns.
+    import multiprocessing
+    for child in multiprocessing.active_children():
+        child.kill()
     os._exit(130)
 
 

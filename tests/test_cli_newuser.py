@@ -214,6 +214,13 @@ def test_ctrl_c_stops_at_once_says_what_was_kept_and_exits_130(tmp_path):
     assert (rc, err) == (130, "simcxl: interrupted; nothing was written\n") and took < 2, (rc, err, took)
     assert not (tmp_path / "o").exists()
 
+    # calibrate while its worker processes walk the host caches: they are stopped too.
+    started = time.time()
+    rc, err, took = _interrupt(["calibrate", "--testbed", TESTBED, "--out", "cal"], tmp_path,
+                               lambda: time.time() - started > 4)
+    assert rc == 130 and took < 2, (rc, err, took)
+    assert err.splitlines()[-1] == "simcxl: interrupted; no memory had finished, no preset was written", err
+
     spec = tmp_path / "s.toml"
     spec.write_text('name = "long"\nbase = "cxl-asic"\n[workload]\nkind = "traffic"\nrequests = 20000\n'
                     '[[axes]]\nparam = "workload.threads"\nvalues = [' + ", ".join(map(str, range(1, 101))) + "]\n")

@@ -211,14 +211,14 @@ def test_ctrl_c_stops_at_once_says_what_was_kept_and_exits_130(tmp_path):
     started = time.time()
     # The demo in the middle of a long lmbench call (the core does not look at signals inside it).
     rc, err, took = _interrupt(["demo", "--out", "o"], tmp_path, lambda: time.time() - started > 3)
-    assert (rc, err) == (130, "simcxl: interrupted; nothing was written\n") and took < 2, (rc, err, took)
+    assert (rc, err) == (130, "simcxl: interrupted; nothing was written\n") and took < 5, (rc, err, took)
     assert not (tmp_path / "o").exists()
 
     # calibrate while its worker processes walk the host caches: they are stopped too.
     started = time.time()
     rc, err, took = _interrupt(["calibrate", "--testbed", TESTBED, "--out", "cal"], tmp_path,
                                lambda: time.time() - started > 4)
-    assert rc == 130 and took < 2, (rc, err, took)
+    assert rc == 130 and took < 5, (rc, err, took)
     assert err.splitlines()[-1] == "simcxl: interrupted; no memory had finished, no preset was written", err
 
     spec = tmp_path / "s.toml"
@@ -227,7 +227,7 @@ def test_ctrl_c_stops_at_once_says_what_was_kept_and_exits_130(tmp_path):
     jsonl = tmp_path / "sw" / "results.jsonl"
     rc, err, took = _interrupt(["sweep", spec, "--out", "sw", "--workers", "2"], tmp_path,
                                lambda: jsonl.exists() and len(jsonl.read_text().splitlines()) >= 3)
-    assert rc == 130 and took < 2 and "Traceback" not in err, (rc, err, took)
+    assert rc == 130 and took < 5 and "Traceback" not in err, (rc, err, took)
     kept = len(jsonl.read_text().splitlines())
     assert err.splitlines() == [f"simcxl: interrupted; {kept} of 100 points are kept in sw/results.jsonl; "
                                 "run the same command again to run the rest"]

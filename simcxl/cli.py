@@ -572,8 +572,7 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
             with progress_bar(f"accel {s.name}") as cb:
                 frames.append(coherent.accel(s, op, pattern, target, requesters, depth, footprint, requests,
                                              host_threads, check=check, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        df = concat(frames)
     cols = ["system", "bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate", "bias_flips_to_device",
             "bias_flips_to_host", "back_invalidates"]
     if as_json:
@@ -606,8 +605,7 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
         for s in load_accels(systems, overrides):
             with progress_bar(f"dma-vs-cache {s.name}") as cb:
                 frames.append(coherent.dma_vs_cache(s, sz, cache_op, stream_bytes, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        df = concat(frames)
     cols = ["transfer_bytes", "mechanism", "latency_ns", "bandwidth_gbps"]
     if as_json:
         emit_json(df[(["system"] if len(frames) > 1 else []) + cols].to_dict("records"))

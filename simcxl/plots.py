@@ -25,8 +25,9 @@ def caption(df: pd.DataFrame) -> str:
         mems = ", ".join(dict.fromkeys(df["system"]))
     else:
         mems = a.get("memory", "")
+    over = ", ".join(f"{k}={v}" for k, v in a.get("overrides", {}).items())
     return f"Simulated: SimCXL {a.get('simcxl', _version())} standalone engine; {a.get('workload', '')} on {mems}" \
-           + (f" ({cfg})" if cfg else "")
+           + (f" ({cfg})" if cfg else "") + (f"; --set {over}" if over else "")
 
 
 def _finish(fig, ax, df, path, measured_note: Optional[str] = None) -> Path:

@@ -78,3 +78,13 @@ def test_sweep_line_plot_averages_hidden_axes_and_says_so(tmp_path, figures):
     assert ax.get_title() == "t: m (GB/s) vs a"
     caption = " ".join(t.get_text() for t in figures[0].texts)
     assert "mean of up to 2 points over the axes not shown: c (2 values)" in caption
+
+
+def test_set_overrides_are_in_the_labels_attrs_and_caption():
+    import simcxl
+    from simcxl import cli
+    systems = cli.load_memories(["cxl-asic"], ["cxl.link.lanes=4"])
+    df = cli.run_each(systems, "lmbench", lambda s, cb: simcxl.lmbench(s, ["4k"], accesses=10))
+    assert df["memory"].tolist() == ["cxl-asic [cxl.link.lanes=4]"]
+    assert df.attrs["overrides"] == {"cxl.link.lanes": 4}
+    assert plots.caption(df).endswith("; --set cxl.link.lanes=4")

@@ -345,7 +345,8 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
 @click.option("--kernel", "kernels", multiple=True, type=click.Choice(engine.KERNELS),
               help="Kernel(s) to run; default all four.")
 @click.option("--threads", type=int, default=None, help="Threads (default: min(16, host cores)).")
-@click.option("--lines", "lines", default=8000, show_default=True, help="Cache lines per array per thread.")
+@click.option("--lines", "lines", type=count(1, 1 << 34), default=8000, show_default=True,
+              help="Cache lines per array per thread.")
 @click.option("--placement", type=click.Choice(engine.PLACEMENTS), default="first-touch", show_default=True,
               help="Physical pages of the arrays: as the initialisation loop faults them, or each array in one piece.")
 @click.option("--stores", type=click.Choice(engine.STORES), default="write-allocate", show_default=True,
@@ -888,7 +889,10 @@ def plot_cmd(folder, x, y, hue, z, png):
         df = sw.load_results(Path(folder))
         if not len(df):
             raise ParamError(f"{folder} has no results (results.jsonl)")
-        cols = [c for c in (x, y, hue, z) if c]
+        cols = [c for c in (x, y, hue, z) if c is not None]
+        if len(set(cols)) < len(cols):
+            raise ParamError(f"--x, --y, --hue and --z name the same column twice ({', '.join(cols)}); "
+                             "give each a different one")
         for c in cols:
             if c not in df.columns:
                 short = [k for k in df.columns if k.endswith("." + c) or k == f"param.{c}"]

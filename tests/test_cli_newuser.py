@@ -90,6 +90,8 @@ def test_negative_counts_of_the_cxl_cache_commands():
         (("run", "coherence-stress", "--device-requesters", "-1"), ["--device-requesters", "-1"]),
         # Past what the bindings' integers hold: still the option's bounds, not a pybind TypeError.
         (ACC + ("--depth", str(1 << 64)), ["--depth"]),
+        # Found by the fuzz soak: STREAM's --lines reached the bindings too.
+        (("run", "stream", "--lines", "-1"), ["--lines", "-1"]),
     ])
 
 
@@ -168,6 +170,8 @@ def test_plot_of_a_text_column_is_an_error(tmp_path):
     msg, = errors_at_once([(("plot", f, "--x", "param.cxl.link.lanes", "--y", "status"),
                             ["--y status", "not a number", "total_gbps"])])
     assert "param." not in msg.split("numeric metrics:")[1]
+    errors_at_once([(("plot", f, "--x", "param.cxl.link.lanes", "--y", "total_gbps", "--z", "total_gbps"),
+                     ["same column twice"])])  # found by the fuzz soak
 
 
 def test_sweep_plots_are_named_by_what_they_plot_and_say_what_they_average(tmp_path):

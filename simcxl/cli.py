@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import click
 import pandas as pd
@@ -16,28 +20,144 @@ from . import _core, engine, presets
 from .gem5_engine import Gem5RunError
 from .params import ParamError, System
 
+#: Seconds between progress lines when stderr is not a terminal (a log or a pipe).
+PROGRESS_SECONDS = float(os.environ.get("SIMCXL_PROGRESS_SECONDS", "15"))
+_log = {"last": time.monotonic(), "command": "simcxl", "bars": 0}
+# What an interruption leaves behind, as the running command last said it.
+_kept: List[Callable[[], str]] = [lambda: "nothing was written"]
+
+
+def kept(note: Callable[[], str]) -> None:
+    """Says what an interruption from now on keeps (shown on Ctrl-C)."""
+    _kept[0] = note
+
 
 class UserError(click.ClickException):
     """One line on stderr, exit status 2, no traceback."""
     exit_code = 2
 
-    def show(self, file=None):
-        click.echo(f"simcxl: error: {self.format_message()}", err=True)
+
+def _one_line(e: click.ClickException) -> str:
+    msg = " ".join(e.format_message().split())
+    if isinstance(e, click.UsageError) and not isinstance(e, click.BadParameter) and e.ctx is not None:
+        msg += f" (see '{e.ctx.command_path} -h')"
+    return msg
+
+
+class Main(click.Group):
+    """Runs the command in a worker thread so that Ctrl-C stops it at once
+    (the C++ core does not look at signals during every call), and prints
+    every error as one line."""
+
+    def main(self, args=None, prog_name=None, **extra):
+        extra.pop("standalone_mode", None)
+        try:
+            rv = super().main(args, prog_name, standalone_mode=False, **extra)
+        except click.ClickException as e:
+            click.echo(f"simcxl: error: {_one_line(e)}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:  # Ctrl-C while click itself reads input
+            _interrupted()
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def invoke(self, ctx):
+        _log["start"] = _log["last"] = time.monotonic()
+        words = [a for a in sys.argv[1:3] if not a.startswith("-")]
+        _log["command"] = " ".join(words[:2] if words[:1] in (["run"], ["presets"]) else words[:1]) or "simcxl"
+        box = {}
+
+        def work():
+            try:
+                box["result"] = click.Group.invoke(self, ctx)
+            except BaseException as e:  # handed to the main thread
+                box["error"] = e
+        t = threading.Thread(target=work, name="simcxl", daemon=True)
+        t.start()
+        try:
+            while t.is_alive():
+                t.join(1.0)
+                _heartbeat()
+        except KeyboardInterrupt:
+            _interrupted()
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+
+def _interrupted() -> None:
+    try:
+        note = _kept[0]()
+    except Exception:  # what was kept cannot be told; say so rather than fail
+        note = "see the output folder for what was written"
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    lead = "\n" if sys.stderr.isatty() else ""
+    click.echo(f"{lead}simcxl: interrupted; {note}", err=True)
+    sys.stderr.flush()
+    # Worker processes deep in a core call would look at Ctrl-C only when it returns.
+    import multiprocessing
+    for child in multiprocessing.active_children():
+        child.kill()
+    os._exit(130)
+
+
+def _heartbeat() -> None:
+    """A line now and then on a log, so that a long run is seen to be alive."""
+    now = time.monotonic()
+    if not sys.stderr.isatty() and not _log["bars"] and now - _log["last"] >= max(PROGRESS_SECONDS, 1.0):
+        log_line(f"{_log['command']} still running")
+
+
+def log_line(text: str) -> None:
+    _log["last"] = time.monotonic()
+    click.echo(f"simcxl: {text} ({time.monotonic() - _log['start']:.0f} s)", err=True)
+
+
+_log["start"] = time.monotonic()
 
 
 @contextmanager
 def user_errors():
     try:
         yield
-    except (ParamError, _core.ConfigError, FileNotFoundError, Gem5RunError) as e:
+    except (ParamError, _core.ConfigError, Gem5RunError) as e:
+        raise UserError(_trace_error(e)) from None
+    except _core.StallError as e:  # the watchdog's one line: where the oldest request waits
         raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"{e.filename}: {e.strerror}" if e.filename else str(e)) from None
 
 
 @contextmanager
 def progress_bar(label: str, enabled: bool = True):
-    """A progress bar on stderr when it is a terminal; yields a callback taking a fraction."""
-    if not enabled or not sys.stderr.isatty():
+    """A progress bar on stderr when it is a terminal, else a line every
+    PROGRESS_SECONDS; yields a callback taking a fraction."""
+    if not enabled:
         yield None
+        return
+    _log["bars"] += 1
+    try:
+        with _bar(label) as cb:
+            yield cb
+    finally:
+        _log["bars"] -= 1
+
+
+@contextmanager
+def _bar(label: str):
+    if not sys.stderr.isatty():
+        state = {"pct": -1}
+
+        def log(f: float):
+            pct = int(min(max(f, 0.0), 1.0) * 100)
+            if pct > state["pct"] and time.monotonic() - _log["last"] >= PROGRESS_SECONDS:
+                state["pct"] = pct
+                log_line(f"{label}: {pct}%")
+            return True
+        yield log
         return
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=True) as bar:
         state = {"done": 0}
@@ -52,11 +172,32 @@ def progress_bar(label: str, enabled: bool = True):
         yield update
 
 
+def label(spec: str, kv: dict, shipped: List[str]) -> str:
+    """The name rows carry: a preset's name, a file's name (its path where
+    that would pass for a shipped preset), and the --set overrides."""
+    text = str(spec)
+    if text not in shipped:
+        p = Path(text)
+        text = p.stem if p.stem not in shipped else str(p.with_suffix(""))
+    if kv:
+        text += " [" + ", ".join(f"{k}={v}" for k, v in kv.items()) + "]"
+    return text
+
+
 def load_memories(memories: List[str], overrides: List[str], load=presets.load,
-                  example: str = "cxl.link.lanes=8") -> List[System]:
-    """Each preset (name or file) with the --set overrides applied."""
+                  example: str = "cxl.link.lanes=8", shipped: Optional[List[str]] = None) -> List[System]:
+    """Each preset (name or file) with the --set overrides applied, named as its rows will be."""
     kv = _kv(overrides, example) if overrides else {}
-    return [load(m).replace(**kv) if kv else load(m) for m in memories]
+    out = []
+    for m in memories:
+        s = load(m).replace(**kv) if kv else load(m)
+        s.name = label(m, kv, presets.load_names() if shipped is None else shipped)
+        out.append(s)
+    _overrides[:] = [kv]
+    return out
+
+
+_overrides: List[dict] = [{}]
 
 
 def run_each(systems: List[System], label: str, fn) -> pd.DataFrame:
@@ -65,8 +206,13 @@ def run_each(systems: List[System], label: str, fn) -> pd.DataFrame:
     for s in systems:
         with progress_bar(f"{label} {s.name}") as cb:
             frames.append(fn(s, cb))
+    return concat(frames)
+
+
+def concat(frames: List[pd.DataFrame]) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
-    df.attrs = frames[0].attrs
+    df.attrs = dict(frames[0].attrs)
+    df.attrs["overrides"] = dict(_overrides[0])
     return df
 
 
@@ -80,8 +226,18 @@ def emit_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2))
 
 
+# Columns that count things (requests, flips, threads, bytes): printed as whole numbers.
+_COUNT = re.compile(r"(^|_)(requests|ops|flips|invalidates|violations|checks|threads|rounds|lines|bytes|"
+                    r"transfers|count|evictions)(_|$)")
+
+
 def table(df: pd.DataFrame, cols: List[str]) -> str:
-    return df[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+    t = df[cols].copy()
+    for c in cols:
+        if _COUNT.search(c) and pd.api.types.is_numeric_dtype(t[c]) and t[c].notna().all() \
+                and (t[c] == t[c].round()).all():
+            t[c] = t[c].astype("int64").map(lambda v: f"{v:,}")
+    return t.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
 memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=["cxl-asic"], show_default=True,
@@ -92,31 +248,59 @@ json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-r
 
 
 def _writable(ctx, param, value):
-    """An output file's folder, made now, so that a path that cannot be written
-    fails before the simulation rather than after it."""
+    """An output file whose folder is made, and which is tried, now: a path
+    that cannot be written fails before the simulation rather than after it."""
     if value is None or value == "-":
         return value
-    parent = Path(value).parent
-    for up in (parent, *parent.parents):
+    if not value.strip():
+        raise click.BadParameter(f"{value!r} is not a file name")
+    path = Path(value)
+    for up in (path.parent, *path.parent.parents):
         if up.exists():
             if not up.is_dir():
                 raise click.BadParameter(f"cannot write {value}: {up} is a file, not a folder")
             break
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise click.BadParameter(f"cannot write {value}: {e.strerror} ({e.filename})") from None
-    if Path(value).is_dir():
+    if path.is_dir():
         raise click.BadParameter(f"{value} is a folder; give a file name")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise click.BadParameter(f"cannot write {value}: {e.strerror}") from None
+    if not existed:
+        path.unlink()
     return value
 
 
-plot_opt = click.option("--plot", type=click.Path(dir_okay=False), callback=_writable, help="Write a PNG plot here.")
+PLOT_FORMATS = ("png", "pdf", "svg", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+
+
+def _plot_path(ctx, param, value):
+    """A plot file: its format from the extension (PNG without one), checked now."""
+    if value is None or not value.strip():
+        return _writable(ctx, param, value)
+    ext = Path(value).suffix.lower().lstrip(".")
+    if not ext:
+        value += ".png"
+    elif ext not in PLOT_FORMATS:
+        raise click.BadParameter(f"{value}: format {ext!r} is not supported; allowed: {', '.join(PLOT_FORMATS)}")
+    return _writable(ctx, param, value)
+
+
+plot_opt = click.option("--plot", type=click.Path(dir_okay=False), callback=_plot_path,
+                        help="Write a plot here (PNG, or PDF/SVG/... by extension).")
 csv_opt = click.option("--csv", "csv_path", type=click.Path(dir_okay=False), callback=_writable,
                        help="Write every statistic as CSV.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def count(lo: int, hi: int = 1 << 40):
+    """A whole-number option with the bounds the engine takes."""
+    return click.IntRange(lo, hi)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(engine._version(), prog_name="simcxl")
 def main():
     """SimCXL: simulate CXL memory systems (standalone engine; gem5 optional)."""
@@ -141,8 +325,8 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
     """Load-to-use latency over working-set sizes (LMbench lat_mem_rd)."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        if sizes:
-            ws = [engine.parse_size(s) for s in sizes.split(",") if s.strip()]
+        if sizes is not None:
+            ws = _sizes(sizes, "--sizes", 64, 1 << 40)
         else:
             top = engine.parse_size(max_size) if max_size else 1 << 30
             ws = [s for s in engine.LMBENCH_SIZES if s <= top]
@@ -163,7 +347,8 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
 @click.option("--kernel", "kernels", multiple=True, type=click.Choice(engine.KERNELS),
               help="Kernel(s) to run; default all four.")
 @click.option("--threads", type=int, default=None, help="Threads (default: min(16, host cores)).")
-@click.option("--lines", "lines", default=8000, show_default=True, help="Cache lines per array per thread.")
+@click.option("--lines", "lines", type=count(1, 1 << 34), default=8000, show_default=True,
+              help="Cache lines per array per thread.")
 @click.option("--placement", type=click.Choice(engine.PLACEMENTS), default="first-touch", show_default=True,
               help="Physical pages of the arrays: as the initialisation loop faults them, or each array in one piece.")
 @click.option("--stores", type=click.Choice(engine.STORES), default="write-allocate", show_default=True,
@@ -191,11 +376,47 @@ def run_stream(memories, overrides, kernels, threads, lines, placement, stores, 
     _outputs(df, plot, csv_path, "stream")
 
 
+def _sizes(text: str, name: str, lo: int, hi: int) -> List[int]:
+    """A comma-separated list of sizes, each within [lo, hi] bytes."""
+    out = []
+    for part in text.split(","):
+        if part.strip():
+            try:
+                v = engine.parse_size(part.strip())
+            except ParamError as e:
+                raise ParamError(f"{name}: {e} (e.g. 4k,1m,1g)") from None
+            if not lo <= v <= hi:
+                raise ParamError(f"{name}: size {part.strip()!r} is out of range; allowed: {plots_size(lo)} to "
+                                 f"{plots_size(hi)}")
+            out.append(v)
+    if not out:
+        raise ParamError(f"{name} {text!r} names no size; give a comma-separated list, e.g. 4k,1m,1g")
+    return out
+
+
+def plots_size(b: int) -> str:
+    for unit, s in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= s and b % s == 0:
+            return f"{b // s} {unit}"
+    return f"{b} B"
+
+
 def _floats(text: str, name: str) -> List[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UserError(f"{name} {text!r} is not a comma-separated list of numbers") from None
+    if not out:
+        raise UserError(f"{name} {text!r} names no value; give a comma-separated list, e.g. 1,2,4")
+    return out
+
+
+def _counts(text: str, name: str, lo: int, hi: int) -> List[int]:
+    out = _floats(text, name)
+    bad = [v for v in out if not (math.isfinite(v) and v.is_integer() and lo <= v <= hi)]
+    if bad:
+        raise UserError(f"{name} {bad[0]:g} is not allowed; allowed: whole numbers from {lo} to {hi}")
+    return [int(v) for v in out]
 
 
 @run.command("loaded-latency")
@@ -213,7 +434,7 @@ def run_loaded(memories, overrides, threads, rfs, requests, delay, as_json, plot
     """MLC-style loaded latency: probe latency under traffic."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        ts = [int(t) for t in _floats(threads, "--threads")]
+        ts = _counts(threads, "--threads", 1, max(s.host.cores for s in systems))
         fractions = _floats(rfs, "--read-fraction")
         df = run_each(systems, "loaded-latency", lambda s, cb: engine.loaded_latency(
             s, ts, fractions, requests=requests, inject_delay_ns=delay, progress=cb))
@@ -262,7 +483,11 @@ def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_pat
     """Replay a memory trace (lines: time_ns op address [size])."""
     with user_errors():
         systems = load_memories(memories, overrides)
+        _check_trace(trace_file)
         df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb))
+        if not (df["requests"] > 0).all():
+            raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); "
+                             "lines: time_ns op address [size]")
     cols = ["memory", "requests", "read_gbps", "write_gbps", "read_latency_ns_mean", "read_latency_ns_p99",
             "write_latency_ns_mean"]
     if as_json:
@@ -272,13 +497,38 @@ def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_pat
     _outputs(df, None, csv_path, "trace")
 
 
+def _check_trace(path: str) -> None:
+    """What the engine's parser cannot say well: a missing, special or binary file."""
+    p = Path(path)
+    if not p.exists():
+        raise ParamError(f"trace file {path} does not exist")
+    if not p.is_file():
+        raise ParamError(f"trace file {path} is not a regular file (a trace is a text file of lines "
+                         "'time_ns op address [size]')")
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise ParamError(f"trace file {path} is binary (a NUL byte at offset {nul}); a trace is "
+                         "a text file of lines 'time_ns op address [size]'")
+
+
+def _trace_error(e: Exception) -> str:
+    """The parser's message, plainer for an address too wide for 64 bits."""
+    msg = str(e)
+    m = re.search(r"address '(0[xX][0-9a-fA-F]+|\d+)' is not a hex", msg)
+    if m and int(m.group(1), 0) >= 1 << 64:
+        return msg[:m.start()] + (f"address {m.group(1)} is wider than 64 bits; allowed: 0 to "
+                                  "0xffffffffffffffff")
+    return msg
+
+
 accel_opt = click.option("--accel", "-a", "systems", multiple=True, default=["type1-asic"], show_default=True,
                          help="Accelerator preset name or preset file (JSON); repeat to compare.")
 
 
 def load_accels(names: List[str], overrides: List[str]):
-    from . import coherent
-    return load_memories(names, overrides, coherent.load, "accel.type=2")
+    return load_memories(names, overrides, load_accel, "accel.type=2")
 
 
 def _kv(overrides: List[str], example: str) -> dict:
@@ -303,11 +553,14 @@ def _kv(overrides: List[str], example: str) -> dict:
               show_default=True)
 @click.option("--target", type=click.Choice(["host", "device"]), default="host", show_default=True,
               help="Host memory, or the Type-2 device's own memory.")
-@click.option("--requesters", default=4, show_default=True, help="Concurrent requesters per device.")
-@click.option("--depth", default=8, show_default=True, help="Accesses each requester keeps in flight.")
+@click.option("--requesters", type=count(1, 1024), default=4, show_default=True,
+              help="Concurrent requesters per device.")
+@click.option("--depth", type=count(1, 4096), default=8, show_default=True,
+              help="Accesses each requester keeps in flight.")
 @click.option("--footprint", default="4m", show_default=True, help="Bytes the accesses spread over.")
-@click.option("--requests", default=100000, show_default=True, help="Accesses per device.")
-@click.option("--host-threads", default=0, show_default=True, help="Host cores touching the same footprint.")
+@click.option("--requests", type=count(1), default=100000, show_default=True, help="Accesses per device.")
+@click.option("--host-threads", type=count(0, 1024), default=0, show_default=True,
+              help="Host cores touching the same footprint.")
 @click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
 @json_opt
 @plot_opt
@@ -322,8 +575,7 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
             with progress_bar(f"accel {s.name}") as cb:
                 frames.append(coherent.accel(s, op, pattern, target, requesters, depth, footprint, requests,
                                              host_threads, check=check, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        df = concat(frames)
     cols = ["system", "bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate", "bias_flips_to_device",
             "bias_flips_to_host", "back_invalidates"]
     if as_json:
@@ -351,13 +603,12 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
     """The device reads host buffers by DMA and by CXL.cache: latency and bandwidth."""
     from . import coherent
     with user_errors():
-        sz = [engine.parse_size(x) for x in sizes.split(",") if x.strip()] if sizes else list(coherent.DMA_SIZES)
+        sz = _sizes(sizes, "--sizes", 1, 1 << 30) if sizes is not None else list(coherent.DMA_SIZES)
         frames = []
         for s in load_accels(systems, overrides):
             with progress_bar(f"dma-vs-cache {s.name}") as cb:
                 frames.append(coherent.dma_vs_cache(s, sz, cache_op, stream_bytes, progress=cb))
-        df = pd.concat(frames, ignore_index=True)
-        df.attrs = frames[0].attrs
+        df = concat(frames)
     cols = ["transfer_bytes", "mechanism", "latency_ns", "bandwidth_gbps"]
     if as_json:
         emit_json(df[(["system"] if len(frames) > 1 else []) + cols].to_dict("records"))
@@ -377,8 +628,9 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
 @accel_opt
 @set_opt
 @click.option("--mode", type=click.Choice(["pingpong", "producer-consumer"]), default="pingpong", show_default=True)
-@click.option("--rounds", default=1000, show_default=True, help="Ping-pong handoffs.")
-@click.option("--lines", default=1024, show_default=True, help="Producer-consumer buffer lines.")
+@click.option("--rounds", type=count(1, 1 << 32), default=1000, show_default=True, help="Ping-pong handoffs.")
+@click.option("--lines", type=count(1, 1 << 32), default=1024, show_default=True,
+              help="Producer-consumer buffer lines.")
 @json_opt
 def run_sharing(systems, overrides, mode, rounds, lines, as_json):
     """Host-device sharing of cache lines: ping-pong or producer-consumer."""
@@ -401,12 +653,14 @@ def run_sharing(systems, overrides, mode, rounds, lines, as_json):
 @run.command("coherence-stress")
 @accel_opt
 @set_opt
-@click.option("--ops", default=1_000_000, show_default=True)
-@click.option("--lines", default=8, show_default=True, help="Lines shared by every requester.")
-@click.option("--host-threads", default=4, show_default=True)
-@click.option("--device-requesters", default=4, show_default=True, help="Requesters per device.")
-@click.option("--inject", type=click.Choice(["", "snpinv-keeps-copy", "drop-dirty-data"]), default="",
-              help="Deliberately break the protocol (the checker must catch it).")
+@click.option("--ops", type=count(1), default=1_000_000, show_default=True)
+@click.option("--lines", type=count(1, 1 << 32), default=8, show_default=True, help="Lines shared by every requester.")
+@click.option("--host-threads", type=count(0, 1024), default=4, show_default=True)
+@click.option("--device-requesters", type=count(0, 1024), default=4, show_default=True,
+              help="Requesters per device.")
+@click.option("--inject", type=click.Choice(["", "snpinv-keeps-copy", "drop-dirty-data", "drop-snoops",
+                                            "defer-snoops"]), default="",
+              help="Deliberately break the protocol (the checker or the watchdog must catch it).")
 @json_opt
 def run_stress(systems, overrides, ops, lines, host_threads, device_requesters, inject, as_json):
     """Random loads and stores from host and devices on few lines, under the checker."""
@@ -447,10 +701,49 @@ def presets_group():
     """List and show the shipped presets."""
 
 
+ACCEL_KIND = {1: "cxl-type1", 2: "cxl-type2"}
+
+
+def load_accel(spec):
+    """An accelerator preset by name, or a preset file (complete, or with a base)."""
+    from . import coherent
+    if not isinstance(spec, (str, Path)) or str(spec) in coherent.preset_names():
+        return coherent.load(spec)
+    path = Path(spec)
+    if not path.exists() and path.suffix != ".json":
+        return coherent.load(spec)  # its message lists the presets
+    data = presets.read_json(path)
+    groups = [g for g, _ in coherent._GROUPS]
+    try:
+        data = presets.complete(data, path, lambda d: coherent.AccelSystem(name="-").to_dict(), load_accel, groups)
+        return coherent.AccelSystem.from_dict(data, str(path))
+    except (ParamError, TypeError) as e:
+        raise ParamError(presets._in_file(path, str(e))) from None
+
+
+def _is_accel(spec: str) -> bool:
+    from . import coherent
+    if spec in coherent.preset_names():
+        return True
+    if spec in presets.names() or not Path(spec).is_file():
+        return False
+    try:
+        data = presets.read_json(spec)
+    except ParamError:
+        return False
+    return isinstance(data, dict) and "kind" not in data and any(g in data for g, _ in coherent._GROUPS)
+
+
 @presets_group.command("list")
 @json_opt
 def presets_list(as_json):
-    rows = presets.summary()
+    """The shipped presets: memories (-m) and CXL.cache accelerators (-a)."""
+    from . import coherent
+    with user_errors():
+        rows = presets.summary()
+        for n in coherent.preset_names():
+            s = coherent.load(n)
+            rows.append({"name": n, "kind": ACCEL_KIND[s.accel.type], "description": s.description})
     if as_json:
         emit_json(rows)
     else:
@@ -458,20 +751,43 @@ def presets_list(as_json):
             click.echo(f"{r['name']:12s} {r['kind']:12s} {r['description']}")
 
 
+def _origins(s) -> dict:
+    """Where each parameter's value came from: fitted, set by the preset, or the schema default."""
+    from . import coherent
+    fitted = (getattr(s, "provenance", None) or {}).get("fitted", {})
+    if isinstance(s, System):
+        blank = System(name="-", kind=s.kind, remote=type(s.remote)() if s.remote else None,
+                       cxl=type(s.cxl)() if s.cxl else None)
+    else:
+        blank = coherent.AccelSystem(name="-")
+    defaults = blank.parameters()
+    return {k: "fitted" if k in fitted else ("default" if defaults.get(k) == v else "preset")
+            for k, v in s.parameters().items()}
+
+
 @presets_group.command("show")
 @click.argument("memory")
 @json_opt
 def presets_show(memory, as_json):
-    """Every parameter of a preset (name or file)."""
+    """Every parameter of a preset (name or file), and where each came from."""
     with user_errors():
-        s = presets.load(memory)
+        s = load_accel(memory) if _is_accel(memory) else presets.load(memory)
     if as_json:
         click.echo(json.dumps(s.to_dict(), indent=2))
         return
-    click.echo(f"{s.name} ({s.kind}): {s.description}")
-    click.echo(f"source: {s.source}")
+    kind = ACCEL_KIND[s.accel.type] + " accelerator" if s.kind == "accel" else s.kind
+    click.echo(f"{s.name} ({kind}): {s.description}")
+    click.echo(f"preset: {s.source}")
+    prov = getattr(s, "provenance", None) or {}
+    if prov.get("fitted"):
+        click.echo(f"fitted: by simcxl calibrate ({prov.get('engine', 'standalone')} engine, {prov.get('date', '?')}) "
+                   f"to the {prov.get('testbed', '?')} testbed: {prov.get('citation', '')}")
+    if prov.get("base"):
+        click.echo(f"base: every parameter the file leaves out comes from {prov['base']}")
+    click.echo("default: the schema default (simcxl/params.py, with its reason)")
+    origins = _origins(s)
     for k, v in s.parameters().items():
-        click.echo(f"  {k:42s} {v}")
+        click.echo(f"  {k:42s} {str(v):>14s}  {origins[k]}")
 
 
 @main.command("bench")
@@ -502,6 +818,14 @@ def bench(requests, memory, as_json):
 def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
     """Fit presets to a testbed's measurements and report the errors."""
     from . import calibrate
+    start = time.time()
+
+    def note():
+        done = sorted(p.stem for p in (Path(out) / "presets").glob("*.json") if p.stat().st_mtime >= start)
+        return (f"the presets of {', '.join(done)} are written in {Path(out) / 'presets'}" if done
+                else "no memory had finished, no preset was written") + \
+            ("; gem5's finished runs are kept, and a rerun resumes from them" if engine == "gem5" else "")
+    kept(note)
     with user_errors():
         mems = [m.strip() for m in memories.split(",") if m.strip()] if memories else None
         try:
@@ -509,9 +833,10 @@ def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
         except KeyboardInterrupt:
             sys.exit(130)  # the calibration has said what it kept
     if json_path != "-":
+        click.echo("memory        fit MAE  validation MAE: at/after the LLC + other STREAM kernels | all points")
         for m, v in s["memories"].items():
-            click.echo(f"{m:12s} fit MAE {_pct(v['fit_mae_pct'])}  validation MAE {_pct(v['validation_mae_pct'])}"
-                       f"  (at/after LLC + other kernels {_pct(v['validation_llc_and_beyond_mae_pct'])})")
+            click.echo(f"{m:12s} {_pct(v['fit_mae_pct'])}  {'':16s}{_pct(v['validation_llc_and_beyond_mae_pct'])}"
+                       f"{'':37s}| {_pct(v['validation_mae_pct'])}")
         click.echo(f"wrote {Path(out) / 'report.md'}, {Path(out) / 'summary.json'} and presets in "
                    f"{Path(out) / 'presets'}")
 
@@ -532,16 +857,23 @@ def sweep_cmd(spec, out, executor, workers, address):
     with user_errors():
         s = sw.Sweep.from_toml(spec)
         n = len(s.grid())
-        with click.progressbar(length=n, label=f"sweep {s.name}", file=sys.stderr, show_eta=True) as bar:
-            state = {"last": 0}
+        jsonl = Path(out) / "results.jsonl"
 
-            def tick(done, total):
-                bar.update(done - state["last"])
-                state["last"] = done
-            df = sw.run(s, out, executor=executor, workers=workers, address=address, progress=tick)
+        def note():
+            have = len(sw.load_results(Path(out))) if jsonl.exists() else 0
+            return (f"{have} of {n} points are kept in {jsonl}; run the same command again to run the rest"
+                    if have else "no point had finished")
+        kept(note)
+        with progress_bar(f"sweep {s.name} ({n} points)") as cb:
+            df = sw.run(s, out, executor=executor, workers=workers, address=address,
+                        progress=None if cb is None else (lambda done, total: cb(done / max(total, 1))))
     ok = int((df["status"] == "ok").sum()) if len(df) else 0
     click.echo(f"{len(df)} points ({ok} ok, {len(df) - ok} failed) in {Path(out) / 'results.parquet'} and "
                f"{Path(out) / 'results.csv'}")
+
+
+def _slug(col: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", col.replace("param.", "").replace("workload.", "")).strip("-")
 
 
 @main.command("plot")
@@ -550,36 +882,70 @@ def sweep_cmd(spec, out, executor, workers, address):
 @click.option("--y", "y", required=True, help="Column on the y axis (a metric, or a parameter for heatmaps).")
 @click.option("--hue", default=None, help="One line per value of this column.")
 @click.option("--z", "z", default=None, help="Heatmap colour (a metric); makes the plot a heatmap.")
-@click.option("--out", "png", default=None, callback=_writable, help="PNG to write (default FOLDER/plot.png).")
+@click.option("--out", "png", default=None, callback=_plot_path,
+              help="Plot to write (default FOLDER/<y>-vs-<x>[-by-<hue>].png, named by what it plots).")
 def plot_cmd(folder, x, y, hue, z, png):
-    """Line plot or heatmap from a sweep's results table."""
+    """Line plot or heatmap from a sweep's results table; axes not on the plot are averaged, and the plot says so."""
     from . import plots
     from . import sweep as sw
     with user_errors():
         df = sw.load_results(Path(folder))
         if not len(df):
             raise ParamError(f"{folder} has no results (results.jsonl)")
-        cols = [c for c in (x, y, hue, z) if c]
+        cols = [c for c in (x, y, hue, z) if c is not None]
+        if len(set(cols)) < len(cols):
+            raise ParamError(f"--x, --y, --hue and --z name the same column twice ({', '.join(cols)}); "
+                             "give each a different one")
         for c in cols:
             if c not in df.columns:
                 short = [k for k in df.columns if k.endswith("." + c) or k == f"param.{c}"]
                 raise ParamError(f"column {c!r} is not in the results" + (f"; did you mean {short[0]}?" if short else
                                  f"; columns: {', '.join(df.columns)}"))
-        path = png or str(Path(folder) / "plot.png")
-        plots.sweep(df[df["status"] == "ok"], path, x, y, hue, z, title=Path(folder).name)
+        ok = df[df["status"] == "ok"] if "status" in df.columns else df
+        if not len(ok):
+            raise ParamError(f"{folder} has no successful points to plot")
+        opt, c = ("--z", z) if z else ("--y", y)
+        if not pd.api.types.is_numeric_dtype(ok[c]):
+            nums = [k for k in ok.columns if pd.api.types.is_numeric_dtype(ok[k]) and not k.startswith("param.")
+                    and k not in ("wall_seconds", "seed")]
+            raise ParamError(f"{opt} {c} is not a number column and cannot be plotted; numeric metrics: "
+                             f"{', '.join(nums)}")
+        name = f"{_slug(z)}-over-{_slug(x)}-and-{_slug(y)}" if z else \
+            f"{_slug(y)}-vs-{_slug(x)}" + (f"-by-{_slug(hue)}" if hue else "")
+        path = png or str(Path(folder) / f"{name}.png")
+        title = sw_name(Path(folder))
+        plots.sweep(ok, path, x, y, hue, z, title=title)
+        hidden = plots.averaged_axes(ok, (x, y, hue, z))
+    if hidden:
+        n = math.prod(k for _, k in hidden)
+        click.echo(f"simcxl: note: each {'cell' if z else 'point'} averages {n} points over "
+                   + ", ".join(f"{c[len('param.'):]} ({k} values)" for c, k in hidden)
+                   + "; give them as --hue, or plot a filtered folder, to see them", err=True)
     click.echo(f"wrote {path}")
+
+
+def sw_name(folder: Path) -> str:
+    """The sweep's name from its spec.json, else the folder's."""
+    try:
+        return json.loads((folder / "spec.json").read_text())["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return folder.name
 
 
 @main.command("demo")
 @click.option("--out", default="simcxl-out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the table (CSV) and plot (PNG).")
-@click.option("--testbed", default="calibration/testbeds/spr-cxl-dmsim", show_default=True,
-              type=click.Path(), help="Measurements to compare with (skipped if absent).")
-def demo(out, testbed):
+              help="Folder for the table (CSV) and plots (PNG).")
+@click.option("--testbed", default=None, type=click.Path(file_okay=False),
+              help="Measurements to compare with (default: the spr-cxl-dmsim testbed shipped with simcxl).")
+@click.option("--quick", is_flag=True, help="A few working sets and one small STREAM run: checks the set-up in "
+              "seconds (its figures are not the demo's).")
+def demo(out, testbed, quick):
     """LMbench + STREAM on the four presets, with the published measurements."""
     from . import demo as demo_mod
     with user_errors():
-        demo_mod.run(Path(out), Path(testbed))
+        if testbed is not None and not (Path(testbed) / "lat_mem_rd.csv").is_file():
+            raise ParamError(f"--testbed {testbed}: no testbed there (lat_mem_rd.csv and stream.csv)")
+        demo_mod.run(Path(out), Path(testbed) if testbed else demo_mod.TESTBED, quick=quick)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import Optional, Tuple
 
 import click
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -24,6 +25,9 @@ SIZES = (16 << 10, 32 << 10, 128 << 10, 512 << 10, 768 << 10, 2 << 20, 4 << 20, 
          256 << 20, 1 << 30)
 TABLE_SIZES = (32 << 10, 768 << 10, 16 << 20, 128 << 20, 1 << 30)
 KERNELS = ("copy", "triad")
+#: The testbed the presets are calibrated on, shipped inside the package (not the working directory).
+TESTBED = Path(__file__).with_name("testbeds") / "spr-cxl-dmsim"
+QUICK_SIZES = (32 << 10, 128 << 20)
 
 
 def read_testbed(folder: Path) -> Tuple[Optional[pd.DataFrame], Optional[pd.DataFrame], str]:
@@ -45,27 +49,34 @@ def read_testbed(folder: Path) -> Tuple[Optional[pd.DataFrame], Optional[pd.Data
     return pd.read_csv(lat), pd.read_csv(st), cite
 
 
-def run(out: Path, testbed: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+def run(out: Path, testbed: Path = TESTBED, quick: bool = False) -> None:
+    """``quick``: two working sets, 500 loads and a small STREAM, to check a set-up in seconds."""
+    from .cli import kept, progress_bar
     meas_lat, meas_st, cite = read_testbed(testbed)
+    sizes, accesses, lines = (QUICK_SIZES, 500, 500) if quick else (SIZES, 5000, 8000)
+    table_sizes = [s for s in TABLE_SIZES if s in sizes]
     lat_frames, st_frames = [], []
-    total = len(MEMORIES) * 2
-    with click.progressbar(length=total, label="simulating", file=sys.stderr) as bar:
+    steps = len(MEMORIES) * (len(sizes) + len(KERNELS))
+    with progress_bar("demo: simulating") as cb:
+        done = 0
         for m in MEMORIES:
-            lat_frames.append(engine.lmbench(m, SIZES, accesses=5000))
-            bar.update(1)
+            lat_frames.append(engine.lmbench(m, sizes, accesses=accesses,
+                                             progress=lambda f, d=done: cb((d + f * len(sizes)) / steps)))
+            done += len(sizes)
             # Each kernel with the stores its measurement was taken with (the testbed's stores column).
             for k in KERNELS:
                 stores = _stores(meas_st, m, k)
-                st_frames.append(engine.stream(m, [k], threads=16, stores=stores).assign(stores=stores))
-            bar.update(1)
+                st_frames.append(engine.stream(m, [k], threads=16, lines_per_thread=lines, stores=stores)
+                                 .assign(stores=stores))
+                done += 1
+                cb(done / steps)
     lat = pd.concat(lat_frames, ignore_index=True)
     lat.attrs = lat_frames[0].attrs
     st = pd.concat(st_frames, ignore_index=True)
     st.attrs = st_frames[0].attrs
 
     rows = []
-    for _, r in lat[lat["working_set_bytes"].isin(TABLE_SIZES)].iterrows():
+    for _, r in lat[lat["working_set_bytes"].isin(table_sizes)].iterrows():
         rows.append({"memory": r["memory"], "metric": f"latency {plots._size_label(r['working_set_bytes'])} (ns)",
                      "simulated": r["latency_ns"],
                      "measured": _lookup(meas_lat, r["memory"], "working_set_bytes", r["working_set_bytes"],
@@ -75,12 +86,18 @@ def run(out: Path, testbed: Path) -> None:
                      "measured": _lookup(meas_st, r["memory"], "kernel", r["kernel"], "bandwidth_gbps")})
     tab = pd.DataFrame(rows)
     tab["error_%"] = (tab["simulated"] - tab["measured"]) / tab["measured"] * 100
+    out.mkdir(parents=True, exist_ok=True)
     tab.to_csv(out / "demo.csv", index=False)
+    kept(lambda: f"kept {out / 'demo.csv'}")
 
     wide = tab.pivot_table(index="metric", columns="memory", values=["simulated", "measured"], sort=False)
     wide = wide.reindex(columns=MEMORIES, level=1)
-    click.echo("\nSimCXL standalone engine, presets calibrated on the spr-cxl-dmsim testbed "
-               "(fitted: the 1 GiB latency and STREAM copy; every other figure is a prediction)")
+    click.echo(f"\nSimCXL standalone engine, presets calibrated on the spr-cxl-dmsim testbed "
+               "(fitted: the 1 GiB latency and STREAM copy; every other figure is a prediction)"
+               + (f"\ncompared with: {testbed if testbed != TESTBED else 'spr-cxl-dmsim (shipped with simcxl)'}"
+                  if meas_lat is not None else "\nno measurements to compare with")
+               + ("\n--quick: 2 working sets (32K, 128M), 500 loads each, STREAM 500 lines per thread; not the demo's figures"
+                  if quick else ""))
     click.echo(wide["simulated"].to_string(float_format=lambda v: f"{v:8.1f}"))
     if meas_lat is not None:
         click.echo(f"\nMeasured on silicon ({cite or testbed}):")
@@ -93,32 +110,37 @@ def run(out: Path, testbed: Path) -> None:
         click.echo(f"({r['memory']} STREAM {r['kernel']}: simulated with {r['stores']} stores, as the testbed marks "
                    "its measurement)")
 
-    bd = engine.breakdown(lat[lat["working_set_bytes"] == max(SIZES)])
+    bd = engine.breakdown(lat[lat["working_set_bytes"] == max(sizes)])
     piv = bd.pivot_table(index="memory", columns="stage", values="ns", sort=False)[list(engine.STAGES)]
-    click.echo(f"\nWhere a {plots._size_label(max(SIZES))}-working-set miss spends its time (ns, mean per request):")
+    click.echo(f"\nWhere a {plots._size_label(max(sizes))}-working-set miss spends its time (ns, mean per request):")
     click.echo(piv.reindex(MEMORIES).to_string(float_format=lambda v: f"{v:7.1f}"))
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.4), gridspec_kw={"width_ratios": [1.25, 1]})
+    markers = "os^D"
     for i, (mem, g) in enumerate(lat.groupby("memory", sort=False)):
-        axes[0].plot(g["working_set_bytes"], g["latency_ns"], "o-", ms=4, color=f"C{i}", label=f"{mem} sim")
+        axes[0].plot(g["working_set_bytes"], g["latency_ns"], "-", marker=markers[i % 4], ms=4, color=f"C{i}",
+                     label=f"{mem} simulated")
         if meas_lat is not None:
             mm = meas_lat[meas_lat["memory"] == mem]
-            axes[0].plot(mm["working_set_bytes"], mm["latency_ns"], "--", color=f"C{i}", alpha=0.6,
-                         label=f"{mem} measured")
+            axes[0].plot(mm["working_set_bytes"], mm["latency_ns"], "--", marker="x", ms=4, color=f"C{i}",
+                         alpha=0.7, label=f"{mem} measured")
     axes[0].set_xscale("log", base=2)
+    axes[0].set_yscale("log")
     ticks = [1 << k for k in range(10, 31, 2)]
     axes[0].set_xticks(ticks)
     axes[0].set_xticklabels([plots._size_label(t) for t in ticks], fontsize=8)
+    axes[0].yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     axes[0].set_xlabel("working set (bytes)")
-    axes[0].set_ylabel("load-to-use latency (ns)")
-    axes[0].set_title("lat_mem_rd (random)")
-    axes[0].grid(True, alpha=0.3)
-    axes[0].legend(fontsize=7)
+    axes[0].set_ylabel("load-to-use latency (ns, log scale)")
+    axes[0].set_title("lat_mem_rd (random): the memories share one host, so they\ncoincide until the working set "
+                      "leaves the LLC", fontsize=9)
+    axes[0].grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8, ncol=2, loc="upper left")
     width = 0.2
     for i, mem in enumerate(MEMORIES):
         g = st[st["memory"] == mem].set_index("kernel").reindex(KERNELS)
         xs = [k + i * width for k in range(len(KERNELS))]
-        axes[1].bar(xs, g["stream_gbps"], width * 0.6, color=f"C{i}", label=f"{mem} sim")
+        axes[1].bar(xs, g["stream_gbps"], width * 0.6, color=f"C{i}", label=f"{mem} simulated")
         if meas_st is not None:
             mm = meas_st[meas_st["memory"] == mem].set_index("kernel").reindex(KERNELS)
             axes[1].bar([x + width * 0.55 for x in xs], mm["bandwidth_gbps"], width * 0.35, color=f"C{i}",
@@ -126,17 +148,17 @@ def run(out: Path, testbed: Path) -> None:
     axes[1].set_xticks([k + 1.5 * width for k in range(len(KERNELS))])
     axes[1].set_xticklabels(KERNELS)
     axes[1].set_ylabel("GB/s (STREAM counting)")
-    axes[1].set_title("STREAM, 16 threads")
+    axes[1].set_title("STREAM, 16 threads", fontsize=9)
     axes[1].grid(True, axis="y", alpha=0.3)
     axes[1].set_ylim(0, max(st["stream_gbps"].max(), meas_st["bandwidth_gbps"].max() if meas_st is not None else 0)
-                     * 1.45)
-    axes[1].legend(fontsize=6, ncol=4, loc="upper center")
+                     * 1.5)
+    axes[1].legend(fontsize=8, ncol=2, loc="upper center")
     note = (f"Simulated: SimCXL {engine._version()} standalone engine, presets {', '.join(MEMORIES)} "
-            f"(lmbench 5000 timed loads per size; STREAM 16 threads, 8000 lines per thread).")
+            f"(lmbench {accesses} timed loads per size; STREAM 16 threads, {lines} lines per thread).")
     if meas_lat is not None:
-        note += f" Measured (dashed/hatched): {cite or testbed}"
-    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(note, 210)), fontsize=6.5, color="0.3", va="bottom")
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
+        note += f" Measured (dashed with x / hatched): {cite or testbed}"
+    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(note, 200)), fontsize=7, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     png = out / "demo.png"
     fig.savefig(png, dpi=130)
     plt.close(fig)

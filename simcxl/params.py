@@ -81,7 +81,9 @@ class ParamGroup:
             m = f.metadata
             name = f"{where}.{f.name}"
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ParamError(f"{name} = {v!r} is not a number; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
+                allowed = (f"allowed values: {', '.join(_fmt(c) for c in m['choices'])}" if m["choices"] is not None
+                           else f"allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
+                raise ParamError(f"{name} = {v!r} is not a number; {allowed}")
             # No float() of an int: one beyond 1e308 would overflow.
             if f.type in ("int", int) and isinstance(v, float) and not v.is_integer():
                 raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Union
+from typing import Any, Callable, Dict, List, Sequence, Union
 
-from .params import ParamError, System, read_text
+from .params import CxlMemory, ParamError, RemoteMemory, System, read_text
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -15,24 +15,119 @@ def names() -> List[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
 
 
-def load_file(path: Union[str, Path]) -> System:
+def read_json(path: Union[str, Path]) -> Any:
+    """A preset file's JSON; its errors name the file, line and column."""
     path = Path(path)
     try:
         text = read_text(path)
     except ParamError as e:
         raise ParamError(f"preset file {e}") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise ParamError(f"preset file {path} line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
         raise ParamError(f"preset file {path}: nested too deeply to be a preset") from None
+
+
+def _leaves(d: Dict[str, Any], prefix: str = "") -> List[str]:
+    out = []
+    for k, v in d.items():
+        out += _leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else [prefix + k]
+    return out
+
+
+def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return out
+
+
+_BASES: List[Path] = []  # the files whose base is being loaded, to catch a loop
+
+
+def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, Any]],
+             load_base: Callable[[str], Any], groups: Sequence[str]) -> Dict[str, Any]:
+    """A preset file's contents with nothing left to a schema default.
+
+    A file either gives every parameter (as ``presets show --json`` prints
+    them) or names the preset it changes with ``"base"``; the parameters it
+    leaves out then come from that preset, never silently from the schema.
+    ``full(data)`` is a complete description of the same shape (defaults).
+    """
+    if not isinstance(data, dict):
+        return data
+    if "base" in data:
+        name = data["base"]
+        if not isinstance(name, str):
+            raise ParamError(f"preset file {path}: base = {name!r} is not a preset name or file")
+        ref = name if name in load_names() or Path(name).is_absolute() else str(path.parent / name)
+        me = path.resolve()
+        if me in _BASES:
+            raise ParamError(f"preset file {path}: base {name!r} leads back to this file")
+        _BASES.append(me)
+        try:
+            base = load_base(name if name in load_names() else ref)
+        except ParamError as e:
+            raise ParamError(f"preset file {path}: base: {e}") from None
+        finally:
+            _BASES.pop()
+        b = base.to_dict()
+        b.pop("provenance", None)  # the base's fit says nothing of the changed parameters
+        own = {k: v for k, v in data.items() if k != "base"}
+        merged = _merge(b, own)
+        if hasattr(base, "provenance"):
+            merged["provenance"] = {**own.get("provenance", {}), "base": name}
+        changed = [k for k in _leaves({g: own[g] for g in groups if isinstance(own.get(g), dict)})]
+        if "name" not in own:
+            merged["name"] = path.stem
+        if "description" not in own:
+            merged["description"] = f"{name} with {', '.join(changed) or 'nothing'} changed ({path.name})"
+        return merged
+    template = full(data)
+    given = set(_leaves({k: v for k, v in data.items() if k in groups}))
+    missing = [p for p in _leaves({k: v for k, v in template.items() if k in groups}) if p not in given]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ParamError(f"preset file {path}: {missing[0]} is missing{more}; a preset file gives every "
+                         "parameter, as 'simcxl presets show NAME --json' prints them, or names the preset it "
+                         "changes with \"base\": \"NAME\"")
+    return data
+
+
+def load_names() -> List[str]:
+    """Every shipped preset, memories and accelerators."""
+    from .coherent import preset_names
+    return names() + preset_names()
+
+
+def _full_memory(data: Dict[str, Any]) -> Dict[str, Any]:
+    kind = data.get("kind")
+    return System(name="-", kind=str(kind), remote=RemoteMemory() if "remote" in data or kind == "remote-numa"
+                  else None, cxl=CxlMemory() if "cxl" in data or kind == "cxl-type3" else None).to_dict()
+
+
+def load_file(path: Union[str, Path]) -> System:
+    path = Path(path)
+    data = read_json(path)
     try:
+        if isinstance(data, dict) and ({"name", "kind"} <= set(data) or "base" in data):
+            data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape
         raise ParamError(f"preset file {path}: {e}") from None
     except ParamError as e:
-        raise ParamError(f"preset file {path}: {e}") from None
+        raise ParamError(_in_file(path, str(e))) from None
+
+
+def _in_file(path: Path, msg: str) -> str:
+    """An error of a preset file, naming the file once."""
+    if msg.startswith(f"preset file {path}"):
+        return msg
+    if msg.startswith(f"{path}: "):
+        msg = msg[len(str(path)) + 2:]
+    return f"preset file {path}: {msg}"
 
 
 def load(memory: Union[str, Path, System]) -> System:

@@ -188,7 +188,7 @@ class Sweep:
                 continue
             if a.param not in known:
                 raise ParamError(f"{where}: {shown(a.param)} is not a parameter of {base.name} ({base.kind}); "
-                                 f"e.g. {', '.join(list(known)[:6])}, ...")
+                                 + _suggest(a.param, list(known)))
             choices = _choices(base, a.param)
             if a.values is None and choices:
                 raise ParamError(f"{where}: range is not allowed for a parameter with fixed values; allowed: "
@@ -234,6 +234,18 @@ class Sweep:
 
     def metric_names(self) -> List[str]:
         return self.metrics or DEFAULT_METRICS[self.workload.get("kind", "traffic")]
+
+
+def _suggest(name: str, known: List[str]) -> str:
+    """The parameters a typo most likely meant: same leaf or same tail, else the closest names."""
+    import difflib
+    leaf = name.rsplit(".", 1)[-1]
+    near = [k for k in known if k.endswith("." + name)] or [k for k in known if k.rsplit(".", 1)[-1] == leaf]
+    near = near or difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if near:
+        return f"did you mean {' or '.join(near[:3])}?"
+    groups = sorted({k.rsplit(".", 1)[0] for k in known})
+    return f"parameter groups: {', '.join(groups)} (simcxl presets show NAME lists every parameter)"
 
 
 def _from_unit(a: Axis, u: float, integer: bool) -> Any:
@@ -469,6 +481,13 @@ def run(sweep: Sweep, out, executor: str = "local", workers: Optional[int] = Non
     return df
 
 
+def _quiet_worker() -> None:
+    # Ctrl-C reaches the workers too: they leave at once, without a traceback
+    # each, and the parent says what was kept.
+    import signal
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
 def _execute(todo, executor: str, workers: Optional[int], address: Optional[str]) -> Iterable[Dict[str, Any]]:
     if not todo:
         return
@@ -479,7 +498,7 @@ def _execute(todo, executor: str, workers: Optional[int], address: Optional[str]
                 yield _task(t)
             return
         import concurrent.futures as cf
-        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        with cf.ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
             # Submit in chunks so memory stays bounded for very large sweeps.
             it = iter(todo)
             pending = set()

@@ -210,17 +210,21 @@ def test_trace_json_two_memories_and_max_outstanding(tmp_path):
 # ---------------------------------------------------------------- presets
 
 
+ACCELS = {"type1-asic": "cxl-type1", "type1-fpga": "cxl-type1", "type2-bias": "cxl-type2",
+          "type2-hdmdb": "cxl-type2"}
+
+
 def test_presets_list_text():
     p = cli("presets", "list")
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
-    assert len(lines) == 4
+    assert len(lines) == 8
     got = {ln.split()[0]: ln.split()[1] for ln in lines}
-    assert got == PRESETS
+    assert got == {**PRESETS, **ACCELS}
 
 
 def test_presets_list_json():
     rows = cli_json("presets", "list")
-    assert {r["name"]: r["kind"] for r in rows} == PRESETS
+    assert {r["name"]: r["kind"] for r in rows} == {**PRESETS, **ACCELS}
     for r in rows:
         assert set(r) == {"name", "kind", "description"}
         assert r["description"]
@@ -245,19 +249,21 @@ def test_presets_show_json_round_trips(tmp_path, name):
     # The file describes the same system ...
     assert cli_json("presets", "show", f) == shown
     # ... and simulates the same: lmbench (host caches) and traffic (the memory itself), each run once with
-    # the preset name and once with the file (the file keeps the preset's name).
+    # the preset name and once with the file (whose rows carry the file's name).
     lm, tr = cli_parallel([*LM_SMALL, "--memory", name, "--memory", f],
                           [*TRAFFIC_SMALL, "--memory", name, "--memory", f])
-    assert len(lm) == 4 and [r["memory"] for r in lm] == [name] * 4
-    assert lm[:2] == lm[2:]
-    assert len(tr) == 2 and tr[0] == tr[1] and tr[0]["memory"] == name
+    assert len(lm) == 4 and [r["memory"] for r in lm] == [name] * 2 + [f.stem] * 2
+    assert [{**r, "memory": 0} for r in lm[:2]] == [{**r, "memory": 0} for r in lm[2:]]
+    assert len(tr) == 2 and {**tr[0], "memory": 0} == {**tr[1], "memory": 0}
+    assert [r["memory"] for r in tr] == [name, f.stem]
 
 
 def test_presets_show_round_trip_lmbench_past_llc(tmp_path):
     """At 64 MiB the chase reaches memory, so the lmbench result depends on the memory parameters."""
     _, f = _preset_copy(tmp_path, "cxl-fpga")
     rows = cli_json("run", "lmbench", "--sizes", "64m", "--accesses", "2000", "--memory", "cxl-fpga", "--memory", f)
-    assert len(rows) == 2 and rows[0] == rows[1]
+    assert len(rows) == 2 and rows[0]["latency_ns"] == rows[1]["latency_ns"]
+    assert [r["memory"] for r in rows] == ["cxl-fpga", "copy-of-cxl-fpga"]
     assert rows[0]["latency_ns"] > simcxl.load_preset("cxl-fpga").host.llc_latency_ns
 
 
@@ -299,9 +305,9 @@ def test_lmbench_plot_and_csv(tmp_path):
 def test_an_output_that_cannot_be_written_fails_before_the_run(tmp_path):
     (tmp_path / "file").write_text("")
     for opt in ("--plot", "--csv"):
-        p = cli("run", "stream", "--threads", "16", opt, tmp_path / "file" / "x", ok=False)
+        p = cli("run", "stream", "--threads", "16", opt, tmp_path / "file" / "x.png", ok=False)
         assert p.returncode == 2 and p.stdout == ""  # nothing simulated
-        assert f"Invalid value for '{opt}': cannot write {tmp_path / 'file' / 'x'}: {tmp_path / 'file'} is a file, " \
+        assert f"Invalid value for '{opt}': cannot write {tmp_path / 'file' / 'x.png'}: {tmp_path / 'file'} is a file, " \
                "not a folder" in p.stderr
 
 

@@ -243,9 +243,10 @@ def _suggest(name: str, known: List[str]) -> str:
     near = [k for k in known if k.endswith("." + name)] or [k for k in known if k.rsplit(".", 1)[-1] == leaf]
     near = near or difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     if near:
-        return f"did you mean {' or '.join(near[:3])}?"
+        return f"did you mean {' or '.join(near[:3])}? (simcxl presets show NAME lists the allowed parameters)"
     groups = sorted({k.rsplit(".", 1)[0] for k in known})
-    return f"parameter groups: {', '.join(groups)} (simcxl presets show NAME lists every parameter)"
+    return (f"allowed: a parameter of {', '.join(groups)} (simcxl presets show NAME lists every one), "
+            "or workload.FIELD")
 
 
 def _from_unit(a: Axis, u: float, integer: bool) -> Any:

@@ -808,9 +808,15 @@ def _report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> 
         ax.set_xticklabels([" ".join([k] + ([f"{t} threads"] if t else []) + (["NT" if s == "non-temporal" else "WA"]
                                                                              if s else [])) for k, t, s in groups])
         ax.set_ylabel("GB/s (STREAM counting)")
-        ax.set_title("STREAM: measured vs simulated (outlined: fitted points)")
+        counts = sorted(set(st["threads"]))
+        shown = (f"{counts[0]} threads" if counts != [0] and len(counts) == 1 else
+                 "threads as labelled" if 0 not in counts else "threads as measured, count not stated")
+        ax.set_title(f"STREAM: measured vs simulated ({shown}); outlined: fitted", fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+        # Headroom above the tallest bar for the legend, so it covers none.
+        top = max(float(st["measured"].max()), float(st["simulated"].max()))
+        ax.set_ylim(0, top * 1.3)
+        ax.legend(fontsize=7, ncol=4, loc="upper center")
         figs.append(("stream.png", fig))
     for name, fig in figs:
         fig.text(0.01, 0.005, caption, fontsize=6, color="0.3", wrap=True)

@@ -173,12 +173,8 @@ py::list bridgeBehindBlockedHost(const py::dict& sys, uint32_t reads, double unb
         TxnPool* pool;
         Tick unblock;
         py::list done;
-        uint64_t refused = 0;
         bool tryResp(Txn* t) override {
-            if (loop->now() < unblock) {
-                ++refused;
-                return false;
-            }
+            if (loop->now() < unblock) return false;
             done.append(py::make_tuple(t->id, t->addr, ticksToNs(std::max(t->mark, loop->now()))));
             pool->put(t);
             return true;
@@ -190,32 +186,21 @@ py::list bridgeBehindBlockedHost(const py::dict& sys, uint32_t reads, double unb
         Unblocker(Host& h, HostBridge& br) : Component(h), b(br) {}
         void process() override { b.retryResp(); }
     };
-    EventLoop loop;
-    TxnPool pool;
-    HostBridge bridge(loop, sp.bridge, "cxl.bridge");
-    std::vector<std::unique_ptr<CxlLink>> links;
-    std::vector<std::unique_ptr<Type3Device>> devs;
-    for (uint32_t i = 0; i < sp.bridge.root_ports; ++i) {
-        links.push_back(std::make_unique<CxlLink>(sp.link, "cxl.link", sp.seed + 17 * i));
-        devs.push_back(std::make_unique<Type3Device>(loop, sp.device, sp.device_dram, *links.back(), "cxl"));
-        bridge.addPort(links.back().get(), devs.back().get());
-    }
+    // The system's own bridge, links and devices, with this host in place of its uncore.
+    System s(sp);
     Up up;
-    up.loop = &loop;
-    up.pool = &pool;
+    up.loop = &s.loop;
+    up.pool = &s.pool;
     up.unblock = nsToTicks(unblockNs);
-    bridge.setRequester(&up);
-    Unblocker unblocker(loop, bridge);
+    s.bridge->setRequester(&up);
+    Unblocker unblocker(s.loop, *s.bridge);
     unblocker.requestWake(up.unblock);
     for (uint32_t i = 0; i < reads; ++i) {
-        Txn* t = pool.get();
+        Txn* t = s.pool.get();
         t->addr = t->hostAddr = uint64_t(i) * kLineBytes;
-        if (!bridge.tryReq(t)) throw ConfigError("probe: the bridge's tracker (cxl.bridge.req_queue) is below reads");
+        if (!s.bridge->tryReq(t)) throw ConfigError("probe: the bridge's tracker (cxl.bridge.req_queue) is below reads");
     }
-    Watchdog w(pool);
-    loop.watch(&w);
-    loop.run();
-    w.drained(loop.now());
+    s.run();
     return up.done;
 }
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "cxlcore/workloads.hpp"
+#include "cxlcore/workloads/memory.hpp"
 
 int main(int argc, char** argv) {
     using namespace cxlcore;

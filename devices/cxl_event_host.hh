@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ext/cxlcore/sim.hpp"
+#include "cxlcore/kernel/sim.hpp"
 #include "sim/eventq.hh"
 #include "sim/serialize.hh"
 

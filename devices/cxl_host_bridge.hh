@@ -17,7 +17,7 @@
 #include "base/statistics.hh"
 #include "devices/cxl_event_host.hh"
 #include "devices/cxl_type3_expander.hh"
-#include "ext/cxlcore/cxl.hpp"
+#include "cxlcore/fabric/host_bridge.hpp"
 #include "mem/abstract_mem.hh"
 #include "mem/port.hh"
 #include "params/CXLHostBridge.hh"

@@ -1,6 +1,6 @@
 """Parameter schema: the single source of truth for names, units, defaults and ranges.
 
-The C++ structs in ``ext/cxlcore/params.hpp`` and the gem5 SimObjects mirror these
+The C++ structs in ``ext/cxlcore/config/params.hpp`` and the gem5 SimObjects mirror these
 dataclasses field for field; ``tests/test_schema.py`` keeps them in sync.
 """
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <set>
 
-#include "cxlcore/accel.hpp"
-#include "cxlcore/workloads.hpp"
+#include "cxlcore/workloads/accel.hpp"
+#include "cxlcore/workloads/memory.hpp"
 
 namespace py = pybind11;
 using namespace cxlcore;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "coherence.hpp"
-#include "system.hpp"
-#include "workloads.hpp"
+#include "cxlcore/coherence/coherence.hpp"
+#include "cxlcore/system/system.hpp"
+#include "cxlcore/workloads/memory.hpp"
 
 namespace cxlcore {
 

@@ -19,8 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dram.hpp"
-#include "link.hpp"
+#include "cxlcore/mem/dram.hpp"
+#include "cxlcore/link/link.hpp"
 
 namespace cxlcore {
 

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "params.hpp"
-#include "sim.hpp"
+#include "cxlcore/config/params.hpp"
+#include "cxlcore/kernel/sim.hpp"
 
 namespace cxlcore {
 

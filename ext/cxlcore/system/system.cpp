@@ -1,4 +1,4 @@
-#include "system.hpp"
+#include "cxlcore/system/system.hpp"
 
 namespace cxlcore {
 

@@ -1,4 +1,4 @@
-#include "workloads.hpp"
+#include "cxlcore/workloads/memory.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -6,8 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "cxl.hpp"
-#include "host.hpp"
+#include "cxlcore/fabric/host_bridge.hpp"
+#include "cxlcore/host/remote_socket.hpp"
+#include "cxlcore/host/uncore.hpp"
 
 namespace cxlcore {
 

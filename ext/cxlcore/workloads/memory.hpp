@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "system.hpp"
+#include "cxlcore/host/cache_hierarchy.hpp"
+#include "cxlcore/system/system.hpp"
 
 namespace cxlcore {
 

@@ -1,4 +1,4 @@
-#include "coherence.hpp"
+#include "cxlcore/coherence/coherence.hpp"
 
 #include <algorithm>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "dram.hpp"
+#include "cxlcore/mem/dram.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "params.hpp"
+#include "cxlcore/config/params.hpp"
 
 #include <algorithm>
 #include <type_traits>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "params.hpp"
-#include "sim.hpp"
+#include "cxlcore/config/params.hpp"
+#include "cxlcore/kernel/sim.hpp"
 
 namespace cxlcore {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim.hpp"
+#include "cxlcore/kernel/sim.hpp"
 
 namespace cxlcore {
 

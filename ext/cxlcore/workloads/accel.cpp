@@ -1,4 +1,4 @@
-#include "accel.hpp"
+#include "cxlcore/workloads/accel.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,129 @@
+#include "cxlcore/devices/type3.hpp"
+
+#include "cxlcore/fabric/host_bridge.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace cxlcore {
+
+Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link,
+                         const std::string& where)
+    : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media") {
+    p_.validate(where + ".device");
+    rx_.reset(link.params().credits_req + link.params().credits_rwd);
+    for (auto& c : ctrl_) c.reset(p_.req_queue);
+    tx_.reset(p_.resp_queue);
+    reqLat_ = nsToTicks(p_.req_latency_ns);
+    respLat_ = nsToTicks(p_.resp_latency_ns);
+    // DevLoad thresholds as queue fills (the fraction times the queue size).
+    for (int i = 0; i < 3; ++i) {
+        const double f = i == 0 ? p_.devload_optimal : i == 1 ? p_.devload_moderate : p_.devload_severe;
+        loadAt_[i] = uint32_t(std::ceil(f * p_.req_queue));
+    }
+    media_.setRequester(this);
+    name(where);
+}
+
+void Type3Device::name(const std::string& n) {
+    rx_.name(n + ".device.rx (M2S link and receive buffer)");
+    ctrl_[0].name(n + ".device.pipeline (reads)");
+    ctrl_[1].name(n + ".device.pipeline (writes)");
+    tx_.name(n + ".device.tx (S2M responses waiting for credits)");
+    media_.name(n + ".media");
+}
+
+void Type3Device::deliver(Txn* t, Tick arrival) {
+    rx_.push(arrival, t);
+    requestWake(arrival);
+}
+
+uint8_t Type3Device::devLoad() const {
+    return outstanding_ >= loadAt_[2] ? 3 : outstanding_ >= loadAt_[1] ? 2 : outstanding_ >= loadAt_[0] ? 1 : 0;
+}
+
+bool Type3Device::tryResp(Txn* t) {
+    if (tx_.full()) {
+        respRefused_ = true;
+        return false;
+    }
+    tx_.push(now() + respLat_, t);
+    requestWake(now() + respLat_);
+    return true;
+}
+
+void Type3Device::retryReq() {
+    mediaBlocked_[0] = mediaBlocked_[1] = false;
+    requestWake(now());
+}
+
+void Type3Device::process() {
+    const Tick t = now();
+    // Responses first: each one sent frees a controller slot for the intake below.
+    while (tx_.headReady() <= t) {
+        Txn* x = tx_.front();
+        const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+        if (stopAfter_ && sent_ >= stopAfter_) break;  // a device that stopped answering
+        if (!link_.respBuffer_.available(t)) {
+            link_.respBuffer_.wait(this);
+            break;
+        }
+        if (!link_.credits_[c].take(t)) {
+            link_.credits_[c].wait(this);
+            break;
+        }
+        link_.respBuffer_.take(t);
+        tx_.pop();
+        ++sent_;
+        x->devLoad = devLoad();
+        ++stats_.devLoad[x->devLoad];
+        ++(x->op == Op::Read ? stats_.reads : stats_.writes);
+        x->leave(kStageDevice, t);
+        const Tick arr = link_.s2m_.send(t, kMsgUnits[c], x->op == Op::Read ? x->size : 0);
+        x->leave(kStageLinkResp, arr);
+        --outstanding_;
+        bridge_->deliverResp(port_, x, arr);
+    }
+    if (respRefused_ && !tx_.full()) {
+        respRefused_ = false;
+        media_.retryResp();
+    }
+    // Link receive buffers -> controller; a freed buffer returns its credit.
+    while (rx_.headReady() <= t && outstanding_ < p_.req_queue) {
+        Txn* x = rx_.pop();
+        link_.credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].give(t);
+        ++outstanding_;
+        const Tick at = t + reqLat_;
+        const int k = x->op == Op::Write;
+        if (ctrl_[k].empty() && !mediaBlocked_[k]) {
+            // The pipeline takes a media queue entry on entry, so the request
+            // reaches the media stamped with its arrival there.
+            const Tick mark = x->mark, dev = x->stage[kStageDevice];
+            x->leave(kStageDevice, at);
+            if (media_.tryReq(x)) continue;
+            x->mark = mark;
+            x->stage[kStageDevice] = dev;
+            mediaBlocked_[k] = true;
+            ++stats_.mediaRetries;
+        }
+        ctrl_[k].push(at, x);
+    }
+    occ_.set(t, outstanding_);
+    Tick w = std::min(due(rx_.headReady(), t), due(tx_.headReady(), t));
+    for (int k = 0; k < 2; ++k) {
+        while (!mediaBlocked_[k] && ctrl_[k].headReady() <= t) {
+            Txn* x = ctrl_[k].front();
+            x->leave(kStageDevice, t);
+            if (!media_.tryReq(x)) {
+                mediaBlocked_[k] = true;
+                ++stats_.mediaRetries;
+                break;
+            }
+            ctrl_[k].pop();
+        }
+        if (!mediaBlocked_[k]) w = std::min(w, due(ctrl_[k].headReady(), t));
+    }
+    if (w != kNever) requestWake(w);
+}
+
+}  // namespace cxlcore

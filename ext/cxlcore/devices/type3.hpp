@@ -1,0 +1,74 @@
+// A Type-3 memory expander: controller pipeline, DevLoad, DRAM media.
+#pragma once
+
+#include <string>
+
+#include "cxlcore/link/link.hpp"
+#include "cxlcore/mem/dram.hpp"
+
+namespace cxlcore {
+
+class HostBridge;
+
+struct DeviceStats {
+    uint64_t reads = 0, writes = 0, mediaRetries = 0;
+    uint64_t devLoad[4] = {0, 0, 0, 0};
+};
+
+class Type3Device : public Component, public Requester {
+  public:
+    Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link, const std::string& where);
+    // Names its queues (and its media's) in stall reports.
+    void name(const std::string& n);
+    // Fault injection (tests of the watchdog): no response after n (0: off).
+    void stopAfter(uint64_t n) { stopAfter_ = n; }
+    void attach(HostBridge* bridge, uint32_t port) {
+        bridge_ = bridge;
+        port_ = port;
+    }
+    // A message from the link, fully received at `arrival`.
+    void deliver(Txn* t, Tick arrival);
+
+    bool tryResp(Txn* t) override;
+    void retryReq() override;
+
+    DramController& media() { return media_; }
+    const DeviceStats& stats() const { return stats_; }
+    void resetStats(Tick now) {
+        stats_ = DeviceStats();
+        occ_.reset(now);
+        media_.resetStats(now);
+    }
+    double meanOccupancy(Tick s, Tick e) const { return occ_.mean(s, e); }
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        v(n + ".outstanding", outstanding_);
+        v(n + ".mediaBlocked", mediaBlocked_[0]);
+        v(n + ".mediaBlockedWrite", mediaBlocked_[1]);
+        v(n + ".respRefused", respRefused_);
+        media_.checkpoint(v, n + ".media");
+    }
+
+  protected:
+    void process() override;
+
+  private:
+    uint8_t devLoad() const;
+
+    DeviceParams p_;
+    CxlLink& link_;
+    DramController media_;
+    HostBridge* bridge_ = nullptr;
+    uint32_t port_ = 0;
+    // The controller pipeline, one per M2S class (0: Req reads, 1: RwD
+    // writes): the classes have their own channels and credits, so a write
+    // waiting for a full media write queue does not hold up the reads.
+    TimedFifo<Txn*> rx_, ctrl_[2], tx_;
+    Tick reqLat_, respLat_;
+    uint32_t outstanding_ = 0, loadAt_[3] = {0, 0, 0};
+    bool mediaBlocked_[2] = {false, false}, respRefused_ = false;
+    DeviceStats stats_;
+    Occupancy occ_;
+    uint64_t stopAfter_ = 0, sent_ = 0;
+};
+
+}  // namespace cxlcore

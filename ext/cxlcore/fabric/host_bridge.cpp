@@ -1,0 +1,127 @@
+#include "cxlcore/fabric/host_bridge.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace cxlcore {
+
+HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase,
+                       uint64_t windowSize)
+    : Component(host), p_((p.validate(where), p)),
+      hdm_(windowBase, windowSize, p.interleave_ways, p.interleave_bytes), where_(where) {
+    reqLat_ = nsToTicks(p_.req_latency_ns);
+    respLat_ = nsToTicks(p_.resp_latency_ns);
+    tracker_.init(p_.req_queue, 0);
+}
+
+void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
+    auto port = std::make_unique<Port>();
+    port->link = link;
+    port->dev = dev;
+    port->out.reset(p_.req_queue);
+    port->in.reset(p_.resp_queue);
+    port->targetPortIndex = uint32_t(ports_.size());
+    const std::string n = where_ + ".port" + std::to_string(port->targetPortIndex);
+    port->out.name(n + ".out (requests waiting for M2S credits)");
+    port->in.name(n + ".in (responses the host has not taken)");
+    // In flight on S2M or waiting here: never more than the buffer holds.
+    link->respBuffer_.init(p_.resp_queue, link->creditReturn());
+    dev->attach(this, port->targetPortIndex);
+    ports_.push_back(std::move(port));
+}
+
+bool HostBridge::tryReq(Txn* t) {
+    if (!tracker_.take(now())) {
+        needRetry_ = true;
+        tracker_.wait(this);
+        ++stats_.refused;
+        return false;
+    }
+    HdmDecoder::Target tg = hdm_.decode(t->addr);
+    t->addr = tg.dpa;
+    ++(t->op == Op::Read ? stats_.reads : stats_.writes);
+    Port& p = *ports_[tg.port];
+    const Tick at = now() + reqLat_;
+    // With nothing queued ahead and a credit landed by then, the flit's send
+    // time is already known: the port is this link's only sender.
+    if (p.out.empty() && send(p, t, at)) return true;
+    p.out.push(at, t);
+    requestWake(at);
+    return true;
+}
+
+bool HostBridge::send(Port& p, Txn* x, Tick at) {
+    const MsgClass c = x->op == Op::Read ? kM2SReq : kM2SRwD;
+    if (!p.link->credits_[c].take(at)) return false;
+    x->leave(kStageHostPort, at);
+    const Tick arr = p.link->m2s_.send(at, kMsgUnits[c], x->op == Op::Write ? x->size : 0);
+    x->leave(kStageLinkReq, arr);
+    p.dev->deliver(x, arr);
+    return true;
+}
+
+void HostBridge::deliverResp(uint32_t port, Txn* t, Tick arrival) {
+    Port& p = *ports_[port];
+    // The response clears the bridge at `ready`: its S2M buffer and its tracker
+    // entry are free from then on. A requester that takes responses at once
+    // gets it directly, stamped with that time; no event is needed.
+    const Tick ready = arrival + respLat_;
+    if (p.in.empty() && !respBlocked_ && respond(p, t, ready)) return;
+    p.in.push(ready, t);
+    requestWake(ready);
+}
+
+bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
+    const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+    const uint64_t dpa = x->addr;
+    const Tick mark = x->mark;
+    const Tick host = x->stage[kStageHostPort];
+    x->leave(kStageHostPort, ready);
+    x->addr = hdm_.encode(p.targetPortIndex, dpa);
+    if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
+        x->addr = dpa;
+        x->mark = mark;
+        x->stage[kStageHostPort] = host;
+        return false;
+    }
+    p.link->credits_[c].give(ready);
+    p.link->respBuffer_.give(ready);
+    tracker_.giveAt(ready);
+    return true;
+}
+
+void HostBridge::retryResp() {
+    respBlocked_ = false;
+    requestWake(now());
+}
+
+void HostBridge::process() {
+    const Tick t = now();
+    if (needRetry_) {
+        needRetry_ = false;
+        up_->retryReq();
+    }
+    Tick w = kNever;
+    for (auto& pp : ports_) {
+        Port& p = *pp;
+        while (p.out.headReady() <= t) {
+            Txn* x = p.out.front();
+            if (!send(p, x, t)) {
+                p.link->credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].wait(this);
+                break;
+            }
+            p.out.pop();
+        }
+        while (!respBlocked_ && p.in.headReady() <= t) {
+            if (!respond(p, p.in.front(), t)) {
+                respBlocked_ = true;
+                break;
+            }
+            p.in.pop();
+        }
+        w = std::min({w, due(p.out.headReady(), t), respBlocked_ ? kNever : due(p.in.headReady(), t)});
+    }
+    if (w != kNever) requestWake(w);
+}
+
+}  // namespace cxlcore

@@ -1,0 +1,66 @@
+// The CXL host bridge: HDM decoding over root ports, the request tracker and
+// each port's response buffer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cxlcore/devices/type3.hpp"
+#include "cxlcore/fabric/hdm_decoder.hpp"
+#include "cxlcore/link/link.hpp"
+
+namespace cxlcore {
+
+struct BridgeStats {
+    uint64_t reads = 0, writes = 0, refused = 0;
+};
+
+class HostBridge : public Component, public Target {
+  public:
+    // The host window it decodes; by default [0, HdmDecoder::kMaxWindow).
+    HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase = 0,
+               uint64_t windowSize = HdmDecoder::kMaxWindow);
+    // One root port with its link and device; the bridge does not own them.
+    // Its response buffer (resp_queue entries) is a credit the device takes
+    // for each response it sends, returned when the host takes the response.
+    void addPort(CxlLink* link, Type3Device* dev);
+
+    bool tryReq(Txn* t) override;
+    void retryResp() override;
+    // A response from port `port`, fully received at `arrival`.
+    void deliverResp(uint32_t port, Txn* t, Tick arrival);
+
+    const HdmDecoder& decoder() const { return hdm_; }
+    const BridgeStats& stats() const { return stats_; }
+    void resetStats() { stats_ = BridgeStats(); }
+    void checkpoint(StateVisitor& v, const std::string& n) {
+        tracker_.checkpoint(v, n + ".tracker");
+        v(n + ".needRetry", needRetry_);
+        v(n + ".respBlocked", respBlocked_);
+    }
+
+  protected:
+    void process() override;
+
+  private:
+    struct Port {
+        CxlLink* link;
+        Type3Device* dev;
+        TimedFifo<Txn*> out, in;
+        uint32_t targetPortIndex;
+    };
+    bool respond(Port& p, Txn* x, Tick ready);
+    bool send(Port& p, Txn* x, Tick at);
+
+    BridgeParams p_;
+    HdmDecoder hdm_;
+    std::vector<std::unique_ptr<Port>> ports_;
+    std::string where_;
+    Tick reqLat_, respLat_;
+    CreditPool tracker_;  // requests outstanding to CXL
+    bool needRetry_ = false, respBlocked_ = false;
+    BridgeStats stats_;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,140 @@
+#include "cxlcore/host/cache_hierarchy.hpp"
+
+#include <algorithm>
+
+namespace cxlcore {
+
+namespace {
+inline uint64_t mix(uint64_t x) {  // murmur3 finaliser
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+}  // namespace
+
+TagArray::TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, bool hashedIndex, uint64_t seed)
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), rrip_(bimodalProb >= 0), hashed_(hashedIndex),
+      bimodal_(uint64_t(std::min(1.0, std::max(0.0, bimodalProb)) * 4294967296.0)), rng_(seed) {
+    if (rrip_)
+        fp_.assign(sets_ * assoc_, 0);
+    else {
+        tags_.assign(sets_ * assoc_, 0);
+        stamp_.assign(sets_ * assoc_, 0);
+    }
+    pow2_ = (sets_ & (sets_ - 1)) == 0;
+}
+
+void TagArray::clear() {
+    std::fill(fp_.begin(), fp_.end(), 0);
+    std::fill(tags_.begin(), tags_.end(), 0);
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    psel_ = 512;
+}
+
+namespace {
+inline uint64_t rripSet(uint64_t key, bool hashed, bool pow2, uint64_t sets) {
+    // 4 KiB pages land on random physical frames: lines of a page fill
+    // consecutive sets, pages scatter (hashedIndex: every line scatters).
+    const uint64_t frame = hashed ? key : (mix(key >> 6) << 6) | (key & 63);
+    return pow2 ? frame & (sets - 1) : frame % sets;
+}
+}  // namespace
+
+void TagArray::prefetch(uint64_t key) const {
+    if (rrip_) __builtin_prefetch(&fp_[rripSet(key, hashed_, pow2_, sets_) * assoc_]);
+}
+
+bool TagArray::access(uint64_t key) {
+    if (rrip_) {
+        // Large arrays keep a 30-bit fingerprint of a 64-bit hash next to the
+        // 2-bit RRPV: a third of the memory of full tags and stamps; a false
+        // match has odds ~assoc/2^30.
+        const uint64_t h = mix(key);
+        const uint64_t set = rripSet(key, hashed_, pow2_, sets_);
+        const uint32_t f = (uint32_t(h >> 32) | 4u) & ~3u;
+        uint32_t* t = &fp_[set * assoc_];
+        uint32_t w = 0;
+        for (; w < assoc_; ++w) {
+            if ((t[w] & ~3u) == f) {
+                t[w] = f;  // a hit: near-immediate re-reference (RRPV 0)
+                return true;
+            }
+            if (t[w] == 0) break;  // ways fill in order, so the rest are empty too
+        }
+        // Set dueling: 1/64 of the sets always use SRRIP, 1/64 always BRRIP;
+        // their misses steer the policy of the other sets.
+        const uint64_t leader = set & 63;
+        bool brrip;
+        if (leader == 0) {
+            psel_ = std::min<uint32_t>(1023, psel_ + 1);
+            brrip = false;
+        } else if (leader == 1) {
+            psel_ = psel_ ? psel_ - 1 : 0;
+            brrip = true;
+        } else {
+            brrip = psel_ >= 512;
+        }
+        if (w == assoc_) {  // full: the first way predicted for distant re-reference, ageing all until one is
+            uint32_t oldest = 0;
+            for (uint32_t v = 0; v < assoc_; ++v) oldest = std::max(oldest, t[v] & 3u);
+            const uint32_t age = 3 - oldest;
+            w = assoc_;
+            for (uint32_t v = 0; v < assoc_; ++v) {
+                t[v] += age;
+                if (w == assoc_ && (t[v] & 3u) == 3) w = v;
+            }
+        }
+        const bool distant = brrip && (rng_.next() >> 32) >= bimodal_;
+        t[w] = f | (distant ? 3u : 2u);
+        return false;
+    }
+    const uint64_t hk = hashed_ ? mix(key) : key;
+    const uint64_t set = pow2_ ? (hk & (sets_ - 1)) : hk % sets_;
+    uint64_t* t = &tags_[set * assoc_];
+    uint64_t* s = &stamp_[set * assoc_];
+    const uint64_t k = key + 1;
+    ++clock_;
+    // One pass: a hit, or the least recent way (invalid ways have stamp 0).
+    uint32_t victim = 0;
+    for (uint32_t w = 0; w < assoc_; ++w) {
+        if (t[w] == k) {
+            s[w] = clock_;
+            return true;
+        }
+        if (s[w] < s[victim]) victim = w;
+    }
+    t[victim] = k;
+    s[victim] = clock_;
+    return false;
+}
+
+CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
+    : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, -1, false, seed),
+      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, 1.0, false, seed + 1),  // SRRIP: every insertion "long"
+      // Indexed by physical line address (pages on random frames); DRRIP.
+      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, p.llc_bimodal_insert_prob, false, seed + 2),
+      dtlb_(p.dtlb_entries, p.dtlb_assoc, -1, false, seed + 3),
+      stlb_(p.stlb_entries, p.stlb_assoc, -1, false, seed + 4) {
+    pageShift_ = 0;
+    while ((1ull << pageShift_) < p.page_bytes) ++pageShift_;
+}
+
+CacheHierarchy::Level CacheHierarchy::access(uint64_t addr) {
+    const uint64_t line = addr / kLineBytes;
+    if (l1_.access(line)) return kL1;
+    if (l2_.access(line)) return kL2;
+    if (llc_.access(line)) return kLLC;
+    return kMem;
+}
+
+int CacheHierarchy::translate(uint64_t vaddr) {
+    const uint64_t vpn = vaddr >> pageShift_;
+    if (dtlb_.access(vpn)) return 0;
+    if (stlb_.access(vpn)) return 1;
+    return 2;
+}
+
+}  // namespace cxlcore

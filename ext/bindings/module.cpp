@@ -234,6 +234,8 @@ uint64_t attachDuringRun(uint32_t spawn) {
 
 }  // namespace
 
+void bindAcpi(py::module_& parent);  // acpi.cpp
+
 PYBIND11_MODULE(_core, m) {
     m.doc() = "SimCXL standalone engine (C++ timing core)";
     static py::exception<ConfigError> configError(m, "ConfigError", PyExc_ValueError);
@@ -432,6 +434,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("min_transfers") = 4, py::arg("progress") = py::none(),
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
+    bindAcpi(m);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
     testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),
                 py::arg("unblock_ns"),

@@ -1,0 +1,63 @@
+// simcxl._core.acpi: the ACPI table builders of ext/cxlcore/platform, for the
+// gem5 board's Python side and for the tests that read the tables back.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "cxlcore/platform/acpi.hpp"
+
+namespace py = pybind11;
+using namespace cxlcore;
+
+namespace {
+py::bytes asBytes(const std::vector<uint8_t>& v) { return py::bytes(reinterpret_cast<const char*>(v.data()), v.size()); }
+}  // namespace
+
+void bindAcpi(py::module_& parent) {
+    py::module_ m = parent.def_submodule("acpi", "ACPI SRAT, SLIT, HMAT and CEDT bodies (bytes after the 36-byte header).");
+    m.attr("HEADER_BYTES") = acpi::kHeaderBytes;
+    m.attr("REVISIONS") = py::dict(py::arg("SRAT") = acpi::kSratRevision, py::arg("SLIT") = acpi::kSlitRevision,
+                                   py::arg("HMAT") = acpi::kHmatRevision, py::arg("CEDT") = acpi::kCedtRevision);
+    m.def("srat", [](const std::vector<std::pair<uint32_t, uint32_t>>& cpus,
+                     const std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>>& memory) {
+        std::vector<acpi::CpuAffinity> c;
+        for (auto& [apic, dom] : cpus) c.push_back({apic, dom});
+        std::vector<acpi::MemoryAffinity> mem;
+        for (auto& [base, size, dom, hot] : memory) mem.push_back({base, size, dom, hot});
+        return asBytes(acpi::sratBody(c, mem));
+    }, py::arg("cpus"), py::arg("memory"), "cpus: [(apic_id, domain)]; memory: [(base, size, domain, hot_pluggable)].");
+    m.def("slit", [](uint32_t n, const std::vector<uint8_t>& d) { return asBytes(acpi::slitBody(n, d)); },
+          py::arg("localities"), py::arg("distances"), "distances: localities^2 entries, row-major.");
+    m.def("hmat", [](const std::vector<uint32_t>& doms, const std::vector<int64_t>& attached, const std::vector<py::dict>& locs) {
+        std::vector<acpi::Locality> l;
+        for (const py::dict& d : locs)
+            l.push_back({d["initiator"].cast<uint32_t>(), d["target"].cast<uint32_t>(), d["read_latency_ns"].cast<double>(),
+                         d["write_latency_ns"].cast<double>(), d["read_bandwidth_gbps"].cast<double>(),
+                         d["write_bandwidth_gbps"].cast<double>()});
+        return asBytes(acpi::hmatBody(doms, attached, l));
+    }, py::arg("memory_domains"), py::arg("attached_initiator"), py::arg("localities"),
+       "localities: dicts of initiator, target, read/write_latency_ns, read/write_bandwidth_gbps (GB/s = 1000 MB/s).");
+    m.def("cedt", [](const std::vector<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>>& bridges,
+                     const std::vector<py::dict>& windows) {
+        std::vector<acpi::HostBridgeStructure> b;
+        for (auto& [uid, ver, base, len] : bridges) b.push_back({uid, ver, base, len});
+        std::vector<acpi::FixedMemoryWindow> w;
+        for (const py::dict& d : windows) {
+            acpi::FixedMemoryWindow x;
+            x.base = d["base"].cast<uint64_t>();
+            x.size = d["size"].cast<uint64_t>();
+            x.ways = d["ways"].cast<uint32_t>();
+            x.granularity = d["granularity"].cast<uint32_t>();
+            x.targets = d["targets"].cast<std::vector<uint32_t>>();
+            if (d.contains("restrictions")) x.restrictions = d["restrictions"].cast<uint16_t>();
+            if (d.contains("qtg_id")) x.qtgId = d["qtg_id"].cast<uint16_t>();
+            w.push_back(x);
+        }
+        return asBytes(acpi::cedtBody(b, w));
+    }, py::arg("bridges"), py::arg("windows"),
+       "bridges: [(uid, cxl_version, base, length)]; windows: dicts of base, size, ways, granularity, targets "
+       "(bridge UIDs), restrictions, qtg_id.");
+    m.def("table", [](const std::string& sig, uint8_t rev, py::bytes body) {
+        std::string s = body;
+        return asBytes(acpi::table(sig, rev, std::vector<uint8_t>(s.begin(), s.end())));
+    }, py::arg("signature"), py::arg("revision"), py::arg("body"), "The whole table: header, checksum and body.");
+}

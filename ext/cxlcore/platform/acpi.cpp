@@ -1,0 +1,256 @@
+#include "cxlcore/platform/acpi.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "cxlcore/config/params.hpp"
+
+namespace cxlcore {
+namespace acpi {
+
+namespace {
+
+// Little-endian appends: ACPI tables are little-endian whatever the host.
+struct Bytes {
+    std::vector<uint8_t> b;
+    void u8(uint64_t v) { b.push_back(uint8_t(v)); }
+    void u16(uint64_t v) { for (int i = 0; i < 2; ++i) u8(v >> (8 * i)); }
+    void u32(uint64_t v) { for (int i = 0; i < 4; ++i) u8(v >> (8 * i)); }
+    void u64(uint64_t v) { for (int i = 0; i < 8; ++i) u8(v >> (8 * i)); }
+};
+
+[[noreturn]] void bad(const std::string& what) { throw ConfigError(what); }
+
+// HMAT entries are 16-bit multiples of a 64-bit base unit. The smallest power
+// of ten that fits every value keeps the figures readable in a dump (and
+// within 0.01 % for the magnitudes a memory has); 0 means "not given".
+uint64_t baseUnit(const std::vector<double>& v) {
+    double mx = 0;
+    for (double x : v) mx = std::max(mx, x);
+    uint64_t base = 1;
+    while (mx / double(base) > 65534.0) base *= 10;
+    return base;
+}
+
+}  // namespace
+
+std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::vector<MemoryAffinity>& memory) {
+    Bytes o;
+    o.u32(1);  // reserved, 1 for compatibility with ACPI 1.0 parsers
+    o.u64(0);
+    std::set<uint32_t> apics;
+    for (const CpuAffinity& c : cpus) {
+        if (!apics.insert(c.apicId).second)
+            bad("srat.cpus: APIC ID " + std::to_string(c.apicId) + " appears twice; each CPU has its own");
+        if (c.apicId < 255) {  // Processor Local APIC Affinity (type 0)
+            o.u8(0);
+            o.u8(16);
+            o.u8(c.domain & 0xff);
+            o.u8(c.apicId);
+            o.u32(1);  // enabled
+            o.u8(0);   // local SAPIC EID
+            o.u8(c.domain >> 8);
+            o.u8(c.domain >> 16);
+            o.u8(c.domain >> 24);
+            o.u32(0);  // clock domain
+        } else {  // Processor Local x2APIC Affinity (type 2)
+            o.u8(2);
+            o.u8(24);
+            o.u16(0);
+            o.u32(c.domain);
+            o.u32(c.apicId);
+            o.u32(1);
+            o.u32(0);
+            o.u32(0);
+        }
+    }
+    std::vector<MemoryAffinity> sorted = memory;
+    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.base < b.base; });
+    for (size_t i = 0; i < sorted.size(); ++i) {
+        const MemoryAffinity& m = sorted[i];
+        if (m.size == 0) bad("srat.memory: a memory range of size 0 at " + std::to_string(m.base) + "; allowed: size > 0");
+        if (m.base + m.size < m.base) bad("srat.memory: the range at " + std::to_string(m.base) + " ends past 2^64");
+        if (i && sorted[i - 1].base + sorted[i - 1].size > m.base)
+            bad("srat.memory: the ranges at " + std::to_string(sorted[i - 1].base) + " and " + std::to_string(m.base) +
+                " overlap; allowed: disjoint ranges");
+    }
+    for (const MemoryAffinity& m : memory) {  // Memory Affinity (type 1), in the caller's order
+        o.u8(1);
+        o.u8(40);
+        o.u32(m.domain);
+        o.u16(0);
+        o.u32(m.base & 0xffffffffu);
+        o.u32(m.base >> 32);
+        o.u32(m.size & 0xffffffffu);
+        o.u32(m.size >> 32);
+        o.u32(0);
+        o.u32(1u | (m.hotPluggable ? 2u : 0u));  // enabled, hot-pluggable
+        o.u64(0);
+    }
+    return o.b;
+}
+
+std::vector<uint8_t> slitBody(uint32_t n, const std::vector<uint8_t>& d) {
+    if (n == 0 || n > 64) bad("slit.localities = " + std::to_string(n) + " is not allowed; allowed: 1 to 64");
+    if (d.size() != size_t(n) * n)
+        bad("slit.distances has " + std::to_string(d.size()) + " entries; allowed: localities^2 = " +
+            std::to_string(size_t(n) * n));
+    for (uint32_t i = 0; i < n; ++i)
+        for (uint32_t j = 0; j < n; ++j) {
+            const unsigned v = d[size_t(i) * n + j];
+            if (i == j && v != 10)
+                bad("slit.distances[" + std::to_string(i) + "][" + std::to_string(i) + "] = " + std::to_string(v) +
+                    " is not allowed; a locality's distance to itself is 10");
+            if (i != j && (v <= 10 || v == 255))
+                bad("slit.distances[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(v) +
+                    " is not allowed; allowed between localities: 11 to 254");
+        }
+    Bytes o;
+    o.u64(n);
+    o.b.insert(o.b.end(), d.begin(), d.end());
+    return o.b;
+}
+
+std::vector<uint8_t> hmatBody(const std::vector<uint32_t>& memoryDomains, const std::vector<int64_t>& attached,
+                              const std::vector<Locality>& localities) {
+    if (attached.size() != memoryDomains.size())
+        bad("hmat: attached_initiator has " + std::to_string(attached.size()) + " entries; allowed: one per memory domain (" +
+            std::to_string(memoryDomains.size()) + ")");
+    Bytes o;
+    o.u32(0);  // reserved
+    for (size_t i = 0; i < memoryDomains.size(); ++i) {  // Memory Proximity Domain Attributes (type 0)
+        o.u16(0);
+        o.u16(0);
+        o.u32(40);
+        o.u16(attached[i] >= 0 ? 1 : 0);  // the initiator domain field is valid
+        o.u16(0);
+        o.u32(attached[i] >= 0 ? uint32_t(attached[i]) : 0);
+        o.u32(memoryDomains[i]);
+        o.u32(0);
+        o.u64(0);
+        o.u64(0);
+    }
+    if (localities.empty()) return o.b;
+    std::vector<uint32_t> ini, tgt;
+    for (const Locality& l : localities) {
+        if (std::find(ini.begin(), ini.end(), l.initiator) == ini.end()) ini.push_back(l.initiator);
+        if (std::find(tgt.begin(), tgt.end(), l.target) == tgt.end()) tgt.push_back(l.target);
+        for (double v : {l.readLatencyNs, l.writeLatencyNs, l.readBandwidthGBps, l.writeBandwidthGBps})
+            if (!(v > 0) || !std::isfinite(v))
+                bad("hmat: a locality's latency or bandwidth is " + fmtNum(v) + "; allowed: a finite value above 0");
+    }
+    const size_t m = ini.size(), n = tgt.size();
+    auto idx = [](const std::vector<uint32_t>& v, uint32_t x) { return size_t(std::find(v.begin(), v.end(), x) - v.begin()); };
+    // System Locality Latency and Bandwidth Information (type 1): read and
+    // write latency in picoseconds, read and write bandwidth in MB/s.
+    for (uint8_t type : {uint8_t(1), uint8_t(2), uint8_t(4), uint8_t(5)}) {
+        std::vector<double> val(m * n, 0.0);
+        for (const Locality& l : localities) {
+            const double v = type == 1 ? l.readLatencyNs * 1000 : type == 2 ? l.writeLatencyNs * 1000
+                           : type == 4 ? l.readBandwidthGBps * 1000 : l.writeBandwidthGBps * 1000;
+            val[idx(ini, l.initiator) * n + idx(tgt, l.target)] = v;
+        }
+        const uint64_t base = baseUnit(val);
+        o.u16(1);
+        o.u16(0);
+        o.u32(32 + 4 * m + 4 * n + 2 * m * n);
+        o.u8(0);  // memory hierarchy: the memory itself
+        o.u8(type);
+        o.u8(0);  // minimum transfer size: not given
+        o.u8(0);
+        o.u32(m);
+        o.u32(n);
+        o.u32(0);
+        o.u64(base);
+        for (uint32_t x : ini) o.u32(x);
+        for (uint32_t x : tgt) o.u32(x);
+        for (double v : val) o.u16(uint64_t(std::llround(v / double(base))));
+    }
+    return o.b;
+}
+
+std::vector<uint8_t> cedtBody(const std::vector<HostBridgeStructure>& bridges,
+                              const std::vector<FixedMemoryWindow>& windows) {
+    Bytes o;
+    std::set<uint32_t> uids;
+    for (const HostBridgeStructure& h : bridges) {  // CHBS (type 0)
+        if (!uids.insert(h.uid).second) bad("cedt.chbs: UID " + std::to_string(h.uid) + " appears twice");
+        if (h.cxlVersion > 1) bad("cedt.chbs.cxl_version = " + std::to_string(h.cxlVersion) + " is not allowed; allowed: 0 (CXL 1.1), 1 (CXL 2.0 or later)");
+        o.u8(0);
+        o.u8(0);
+        o.u16(32);
+        o.u32(h.uid);
+        o.u32(h.cxlVersion);
+        o.u32(0);
+        o.u64(h.base);
+        o.u64(h.length);
+    }
+    constexpr uint64_t k256M = 256ull << 20;
+    for (const FixedMemoryWindow& w : windows) {  // CFMWS (type 1)
+        int eniw = -1;
+        switch (w.ways) {
+            case 1: eniw = 0; break;
+            case 2: eniw = 1; break;
+            case 4: eniw = 2; break;
+            case 8: eniw = 3; break;
+            case 16: eniw = 4; break;
+            case 3: eniw = 8; break;
+            case 6: eniw = 9; break;
+            case 12: eniw = 10; break;
+            default: bad("cedt.cfmws.ways = " + std::to_string(w.ways) + " is not allowed; allowed values: 1, 2, 3, 4, 6, 8, 12, 16");
+        }
+        int hbig = -1;
+        for (int k = 0; k <= 6; ++k)
+            if (w.granularity == (256u << k)) hbig = k;
+        if (hbig < 0)
+            bad("cedt.cfmws.granularity = " + std::to_string(w.granularity) +
+                " is not allowed; allowed values: 256, 512, 1024, 2048, 4096, 8192, 16384");
+        if (w.base % k256M) bad("cedt.cfmws.base = " + std::to_string(w.base) + " is not allowed; allowed: a multiple of 256 MiB");
+        if (w.size == 0 || w.size % (k256M * w.ways))
+            bad("cedt.cfmws.size = " + std::to_string(w.size) + " is not allowed; allowed: a multiple of ways x 256 MiB = " +
+                std::to_string(k256M * w.ways));
+        if (w.targets.size() != w.ways)
+            bad("cedt.cfmws.targets has " + std::to_string(w.targets.size()) + " entries; allowed: one per way (" +
+                std::to_string(w.ways) + ")");
+        for (uint32_t t : w.targets)
+            if (!uids.count(t)) bad("cedt.cfmws.targets names host bridge UID " + std::to_string(t) + ", which no CHBS has");
+        o.u8(1);
+        o.u8(0);
+        o.u16(36 + 4 * w.ways);
+        o.u32(0);
+        o.u64(w.base);
+        o.u64(w.size);
+        o.u8(eniw);
+        o.u8(0);  // interleave arithmetic: standard modulo
+        o.u16(0);
+        o.u32(hbig);
+        o.u16(w.restrictions);
+        o.u16(w.qtgId);
+        for (uint32_t t : w.targets) o.u32(t);
+    }
+    return o.b;
+}
+
+std::vector<uint8_t> table(const std::string& sig, uint8_t revision, const std::vector<uint8_t>& body,
+                           const std::string& oemId, const std::string& oemTableId) {
+    if (sig.size() != 4) bad("acpi table signature '" + sig + "' is not allowed; allowed: 4 characters");
+    Bytes o;
+    for (char c : sig) o.u8(uint8_t(c));
+    o.u32(kHeaderBytes + body.size());
+    o.u8(revision);
+    o.u8(0);  // checksum, below
+    for (size_t i = 0; i < 6; ++i) o.u8(i < oemId.size() ? uint8_t(oemId[i]) : uint8_t(' '));
+    for (size_t i = 0; i < 8; ++i) o.u8(i < oemTableId.size() ? uint8_t(oemTableId[i]) : uint8_t(' '));
+    o.u32(1);  // OEM revision
+    o.u32(0);  // creator id
+    o.u32(0);  // creator revision
+    o.b.insert(o.b.end(), body.begin(), body.end());
+    uint8_t sum = 0;
+    for (uint8_t x : o.b) sum = uint8_t(sum + x);
+    o.b[9] = uint8_t(-sum);
+    return o.b;
+}
+
+}  // namespace acpi
+}  // namespace cxlcore

@@ -1,0 +1,69 @@
+// ACPI tables that describe a host's memory to its operating system: SRAT
+// (which proximity domain each CPU and memory range is in), SLIT (relative
+// distances), HMAT (latency and bandwidth between initiators and memories)
+// and CEDT (CXL host bridges and fixed memory windows). Each builder returns
+// the table's body, the bytes after the 36-byte common header; `table` adds
+// the header and checksum. Layouts: ACPI 6.5 sections 5.2.16 (SRAT), 5.2.17
+// (SLIT), 5.2.28 (HMAT); CXL 3.1 section 9.18 (CEDT).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cxlcore {
+namespace acpi {
+
+constexpr uint32_t kHeaderBytes = 36;
+
+struct CpuAffinity {
+    uint32_t apicId = 0;  // below 256: the Processor Local APIC structure
+    uint32_t domain = 0;
+};
+struct MemoryAffinity {
+    uint64_t base = 0, size = 0;
+    uint32_t domain = 0;
+    bool hotPluggable = false;
+};
+std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::vector<MemoryAffinity>& memory);
+
+// distances: n x n, row-major (from row to column); 10 on the diagonal.
+std::vector<uint8_t> slitBody(uint32_t n, const std::vector<uint8_t>& distances);
+
+// One memory domain as seen from one initiator domain.
+struct Locality {
+    uint32_t initiator = 0, target = 0;
+    double readLatencyNs = 0, writeLatencyNs = 0;
+    double readBandwidthGBps = 0, writeBandwidthGBps = 0;
+};
+// attachedInitiator[i]: the initiator domain memory domain `memoryDomains[i]`
+// is attached to, or -1 for none (a CPU-less node behind a link).
+std::vector<uint8_t> hmatBody(const std::vector<uint32_t>& memoryDomains, const std::vector<int64_t>& attachedInitiator,
+                              const std::vector<Locality>& localities);
+
+struct HostBridgeStructure {  // CHBS
+    uint32_t uid = 0;
+    uint32_t cxlVersion = 1;  // 0: CXL 1.1 (RCRB), 1: CXL 2.0 or later (component registers)
+    uint64_t base = 0, length = 0x10000;
+};
+struct FixedMemoryWindow {  // CFMWS
+    uint64_t base = 0, size = 0;
+    uint32_t ways = 1;             // 1, 2, 4, 8, 16, 3, 6, 12
+    uint32_t granularity = 4096;   // bytes: 256 to 16384, a power of two
+    std::vector<uint32_t> targets; // CHBS UIDs, one per way
+    uint16_t restrictions = 0x6;   // bit 1 host-only coherent (Type-3), bit 2 volatile
+    uint16_t qtgId = 0;
+};
+std::vector<uint8_t> cedtBody(const std::vector<HostBridgeStructure>& bridges,
+                              const std::vector<FixedMemoryWindow>& windows);
+
+// The whole table: header (signature, length, revision, checksum, OEM ids)
+// and body. The bytes sum to 0 modulo 256.
+std::vector<uint8_t> table(const std::string& signature, uint8_t revision, const std::vector<uint8_t>& body,
+                           const std::string& oemId = "SIMCXL", const std::string& oemTableId = "SIMCXL");
+
+// Revisions written by the table builders' callers.
+constexpr uint8_t kSratRevision = 3, kSlitRevision = 1, kHmatRevision = 2, kCedtRevision = 1;
+
+}  // namespace acpi
+}  // namespace cxlcore

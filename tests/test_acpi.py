@@ -1,0 +1,147 @@
+"""ACPI tables the gem5 board gives Linux (ext/cxlcore/platform/acpi.cpp).
+
+Two independent readers check the bytes: ACPICA's disassembler (`iasl -d`,
+Debian's acpica-tools: it knows SRAT, SLIT and HMAT) and, for CEDT (which the
+packaged ACPICA predates), a decoder written here from the field offsets of
+CXL 3.1 section 9.18. Expected values are the inputs, in the units the
+specifications define (HMAT: picoseconds and MB/s times the entry base unit)."""
+
+import re
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from simcxl import _core
+
+A = _core.acpi
+GiB = 1 << 30
+IASL = shutil.which("iasl")
+needs_iasl = pytest.mark.skipif(not IASL, reason="needs iasl (Debian: acpica-tools) to read the tables back")
+
+
+def dump(tmp_path, sig, body):
+    raw = A.table(sig, A.REVISIONS[sig], body)
+    f = tmp_path / f"{sig.lower()}.dat"
+    f.write_bytes(raw)
+    r = subprocess.run([IASL, "-d", str(f)], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return (tmp_path / f"{sig.lower()}.dsl").read_text()
+
+
+def fields(dsl, name):
+    """Every value of a field in iasl's dump, as integers (hex in the dump)."""
+    # Fields follow their "[offset length]" prefix; decoded flag bits stand alone on their line.
+    return [int(v, 16) for v in re.findall(rf"(?:\]|^)\s+{re.escape(name)} : ([0-9A-F]+)", dsl, re.M)]
+
+
+def test_every_table_sums_to_zero_and_says_its_length():
+    for sig, body in [("SRAT", A.srat([(0, 0)], [(0, GiB, 0, False)])), ("SLIT", A.slit(1, [10])),
+                      ("CEDT", A.cedt([(0, 1, 0xFED00000, 0x10000)], []))]:
+        raw = A.table(sig, A.REVISIONS[sig], body)
+        assert sum(raw) % 256 == 0
+        assert raw[:4] == sig.encode() and struct.unpack_from("<I", raw, 4)[0] == len(raw) == 36 + len(body)
+        assert raw[8] == A.REVISIONS[sig]
+
+
+@needs_iasl
+def test_srat_puts_cpus_on_node_0_and_a_cpuless_cxl_node_above_4_gib(tmp_path):
+    dsl = dump(tmp_path, "SRAT", A.srat([(0, 0), (1, 0), (2, 0), (3, 0)],
+                                        [(0, 3 * GiB, 0, False), (4 * GiB, 2 * GiB, 1, True)]))
+    assert "Processor Local APIC/SAPIC Affinity" in dsl and "Memory Affinity" in dsl
+    assert fields(dsl, "Apic ID") == [0, 1, 2, 3]
+    assert fields(dsl, "Proximity Domain Low(8)") == [0, 0, 0, 0]  # no CPU on node 1
+    assert fields(dsl, "Proximity Domain") == [0, 1]
+    assert fields(dsl, "Base Address") == [0, 4 * GiB]
+    assert fields(dsl, "Address Length") == [3 * GiB, 2 * GiB]
+    assert fields(dsl, "Hot Pluggable") == [0, 1]
+    assert fields(dsl, "Table Revision") == [1]
+
+
+@needs_iasl
+def test_srat_uses_x2apic_affinity_for_apic_ids_past_254(tmp_path):
+    dsl = dump(tmp_path, "SRAT", A.srat([(300, 2)], [(0, GiB, 2, False)]))
+    assert "Processor Local x2APIC Affinity" in dsl
+    assert fields(dsl, "Apic ID") == [300] and fields(dsl, "Proximity Domain")[0] == 2
+
+
+@needs_iasl
+def test_slit_distances_row_by_row(tmp_path):
+    d = [10, 21, 30, 21, 10, 35, 30, 35, 10]
+    dsl = dump(tmp_path, "SLIT", A.slit(3, d))
+    rows = re.findall(r"Locality\s+\d+ : ([0-9A-F ]+)", dsl)
+    assert [int(x, 16) for r in rows for x in r.split()] == d
+    assert fields(dsl, "Localities") == [3]
+
+
+@needs_iasl
+def test_hmat_latencies_in_picoseconds_and_bandwidths_in_mb_per_s(tmp_path):
+    loc = [dict(initiator=0, target=0, read_latency_ns=110.0, write_latency_ns=112.0,
+                read_bandwidth_gbps=60.5, write_bandwidth_gbps=50.0),
+           dict(initiator=0, target=1, read_latency_ns=250.5, write_latency_ns=260.0,
+                read_bandwidth_gbps=25.25, write_bandwidth_gbps=20.0)]
+    dsl = dump(tmp_path, "HMAT", A.hmat([0, 1], [0, -1], loc))
+    # Node 0's memory is attached to the CPUs' domain; the CXL node to none.
+    assert fields(dsl, "Processor Proximity Domain Valid") == [1, 0]
+    assert fields(dsl, "Memory Proximity Domain") == [0, 1]
+    assert fields(dsl, "Data Type") == [1, 2, 4, 5]  # read/write latency, read/write bandwidth
+    base = fields(dsl, "Entry Base Unit")
+    entries = fields(dsl, "Entry")
+    per = [[entries[2 * i] * base[i], entries[2 * i + 1] * base[i]] for i in range(4)]
+    assert per[0] == [110_000, 250_500] and per[1] == [112_000, 260_000]  # ps
+    assert per[2] == [60_500, 25_250] and per[3] == [50_000, 20_000]      # MB/s
+    assert max(entries) <= 0xFFFE  # 0xFFFF means "no connection"
+
+
+def decode_cedt(raw):
+    """CEDT structures, from CXL 3.1 Table 9-18 (CHBS) and 9-21 (CFMWS) offsets."""
+    out, off = [], 36
+    while off < len(raw):
+        typ, length = raw[off], struct.unpack_from("<H", raw, off + 2)[0]
+        if typ == 0:
+            uid, ver, _, base, size = struct.unpack_from("<IIIQQ", raw, off + 4)
+            out.append(("chbs", uid, ver, base, size))
+        elif typ == 1:
+            base, size, eniw, arith, hbig, restr, qtg = struct.unpack_from("<QQBBxxIHH", raw, off + 8)
+            ways = {0: 1, 1: 2, 2: 4, 3: 8, 4: 16, 8: 3, 9: 6, 10: 12}[eniw]
+            targets = list(struct.unpack_from(f"<{ways}I", raw, off + 36))
+            assert length == 36 + 4 * ways
+            out.append(("cfmws", base, size, ways, 256 << hbig, arith, restr, qtg, targets))
+        off += length
+    assert off == len(raw)
+    return out
+
+
+def test_cedt_describes_host_bridges_and_an_interleaved_window():
+    bridges = [(7, 1, 0xFED00000, 0x10000), (9, 1, 0xFED10000, 0x10000), (11, 1, 0xFED20000, 0x10000)]
+    win = dict(base=8 * GiB, size=3 * GiB, ways=3, granularity=256, targets=[7, 9, 11])
+    raw = A.table("CEDT", 1, A.cedt(bridges, [win]))
+    got = decode_cedt(raw)
+    assert got[:3] == [("chbs", *b) for b in bridges]
+    # Type-3 (host-only coherent), volatile; modulo arithmetic.
+    assert got[3] == ("cfmws", 8 * GiB, 3 * GiB, 3, 256, 0, 0x6, 0, [7, 9, 11])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: A.slit(2, [10, 20, 20, 12]), "slit.distances[1][1] = 12 is not allowed; a locality's distance to itself is 10"),
+    (lambda: A.slit(2, [10, 10, 20, 10]), "slit.distances[0][1] = 10 is not allowed; allowed between localities: 11 to 254"),
+    (lambda: A.slit(2, [10, 20, 20]), "slit.distances has 3 entries; allowed: localities^2 = 4"),
+    (lambda: A.srat([(0, 0), (0, 1)], []), "srat.cpus: APIC ID 0 appears twice"),
+    (lambda: A.srat([], [(0, 2 * GiB, 0, False), (GiB, GiB, 1, False)]), "overlap; allowed: disjoint ranges"),
+    (lambda: A.cedt([(0, 1, 0, 0x10000)], [dict(base=4 * GiB, size=GiB, ways=5, granularity=256, targets=[0] * 5)]),
+     "cedt.cfmws.ways = 5 is not allowed; allowed values: 1, 2, 3, 4, 6, 8, 12, 16"),
+    (lambda: A.cedt([(0, 1, 0, 0x10000)], [dict(base=4 * GiB, size=GiB, ways=1, granularity=300, targets=[0])]),
+     "cedt.cfmws.granularity = 300 is not allowed"),
+    (lambda: A.cedt([(0, 1, 0, 0x10000)], [dict(base=4 * GiB + 4096, size=GiB, ways=1, granularity=256, targets=[0])]),
+     "allowed: a multiple of 256 MiB"),
+    (lambda: A.cedt([(0, 1, 0, 0x10000)], [dict(base=4 * GiB, size=GiB, ways=3, granularity=256, targets=[0, 0, 0])]),
+     "allowed: a multiple of ways x 256 MiB"),
+    (lambda: A.cedt([(0, 1, 0, 0x10000)], [dict(base=4 * GiB, size=GiB, ways=1, granularity=256, targets=[4])]),
+     "names host bridge UID 4, which no CHBS has"),
+    (lambda: A.hmat([0], [0], [dict(initiator=0, target=0, read_latency_ns=0.0, write_latency_ns=1.0,
+                                    read_bandwidth_gbps=1.0, write_bandwidth_gbps=1.0)]), "allowed: a finite value above 0"),
+])
+def test_bad_tables_are_refused_by_field(call, message):
+    with pytest.raises(_core.ConfigError, match=re.escape(message)):
+        call()

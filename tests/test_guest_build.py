@@ -267,7 +267,9 @@ def test_a_second_run_finds_the_guest_in_the_cache(tmp_path):
     if bg.missing_packages() or not bg.KERNEL_TARBALL.is_file():
         pytest.skip(f"needs Debian packages {' '.join(bg.missing_packages()) or bg.KERNEL_PACKAGE}")
     kernel, initramfs = bg.kernel_dir(tmp_path), bg.initramfs_dir(tmp_path)
-    for f, size in ((kernel / "vmlinux", 3), (kernel / "bzImage", 5), (initramfs / "initramfs.cpio.gz", 7)):
+    embedded = kernel / f"vmlinux-{initramfs.name}"
+    for f, size in ((kernel / "vmlinux", 3), (kernel / "bzImage", 5), (initramfs / "initramfs.cpio.gz", 7),
+                    (embedded, 11)):
         f.parent.mkdir(exist_ok=True)
         f.write_bytes(b"x" * size)
     log = tmp_path / "log"
@@ -276,7 +278,8 @@ def test_a_second_run_finds_the_guest_in_the_cache(tmp_path):
     lines = log.read_text().splitlines()
     assert [l.split()[0] for l in lines] == ["step=total", f"vmlinux={kernel / 'vmlinux'}",
                                              f"bzimage={kernel / 'bzImage'}",
-                                             f"initramfs={initramfs / 'initramfs.cpio.gz'}"]
-    assert [l.split()[1] for l in lines[1:]] == ["bytes=3", "bytes=5", "bytes=7"]
+                                             f"initramfs={initramfs / 'initramfs.cpio.gz'}",
+                                             f"vmlinux_initramfs={embedded}"]
+    assert [l.split()[1] for l in lines[1:]] == ["bytes=3", "bytes=5", "bytes=7", "bytes=11"]
     assert paths == bg.built(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kernel.name, initramfs.name, "log"])

@@ -3,7 +3,7 @@
 
     python3 benchmarks/guest/build_guest.py [--cache DIR] [--install] [--base tinyconfig]
 
-The kernel comes from Debian's linux-source-6.12, configured as `make tinyconfig`
+The kernel comes from Debian's linux-source-6.12 (else bookworm's 6.1), configured as `make tinyconfig`
 plus kernel.config beside this file; the initramfs holds busybox-static, numactl
 (Debian's dynamic binary with the libraries ldd names: no deb-src is needed), the
 guest benchmarks built static from the C sources beside this file, m5exit (gem5's
@@ -19,7 +19,10 @@ else ~/.cache/simcxl/guest), one directory per input hash: kernel-<hash> from th
 fragment, the base config and the source package's version; initramfs-<hash>
 from the benchmark sources, the /init text and the busybox and numactl versions.
 A second run with the same inputs builds nothing. It prints `key=value` lines:
-one per step with its seconds, then vmlinux=, bzimage=, initramfs= paths.
+one per step with its seconds, then vmlinux=, bzimage=, initramfs= and
+vmlinux_initramfs= paths (the last: the kernel with the initramfs built in, for
+gem5, whose X86 loader takes no initrd; relinking it needs the kernel tree, kept
+unless the build ends cleanly without --keep-tree).
 
 Bad input (a missing package, kernel source tarball, option dropped by Kconfig)
 stops before any build with a one-line message and exit status 2.
@@ -27,6 +30,7 @@ stops before any build with a one-line message and exit status 2.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import os
 import re
@@ -39,8 +43,32 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FRAGMENT = HERE / "kernel.config"
-KERNEL_PACKAGE = "linux-source-6.12"
-KERNEL_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+#: Kernel source packages, preferred first: 6.12 (bookworm-backports, trixie) where
+#: the machine's package lists have it, else bookworm's 6.1 (its CXL, NUMA and HMAT
+#: support covers what the guest needs; the build checks every option it asks for).
+KERNEL_PACKAGES = ("linux-source-6.12", "linux-source-6.1")
+
+
+def _choose_kernel_package() -> str:
+    def installed(name):
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True, check=False)
+        return r.stdout.endswith(" installed")
+
+    def available(name):
+        r = subprocess.run(["apt-cache", "policy", name], capture_output=True, text=True, check=False)
+        return "Candidate:" in r.stdout and "Candidate: (none)" not in r.stdout
+    try:
+        for check in (installed, available):
+            for name in KERNEL_PACKAGES:
+                if check(name):
+                    return name
+    except FileNotFoundError:  # not a Debian machine: check_inputs says what is missing
+        pass
+    return KERNEL_PACKAGES[0]
+
+
+KERNEL_PACKAGE = _choose_kernel_package()
+KERNEL_TARBALL = Path(f"/usr/src/{KERNEL_PACKAGE}.tar.xz")
 #: Debian packages the build needs, and what for.
 PACKAGES = {
     KERNEL_PACKAGE: "the kernel source",
@@ -140,7 +168,10 @@ def check_inputs(tarball: Path = KERNEL_TARBALL, version=package_version, instal
     if missing and install:
         if os.geteuid() != 0:
             raise GuestBuildError(f"--install needs root; run as root: {install_line(missing)}")
-        subprocess.run(["apt-get", "install", "-y", *missing], check=True)
+        r = subprocess.run(["apt-get", "install", "-y", *missing], capture_output=True, text=True, check=False)
+        if r.returncode:
+            last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["no output"])[0]
+            raise GuestBuildError(f"`{install_line(missing)}` failed: {last}")
         missing = missing_packages(version)
     if missing:
         raise GuestBuildError(f"missing Debian packages: {' '.join(missing)}; run "
@@ -244,18 +275,35 @@ def built(cache: Path | None = None, base: str = "tinyconfig") -> dict[str, Path
 
 
 def outputs(kernel: Path, initramfs: Path) -> dict[str, Path]:
-    return {"vmlinux": kernel / "vmlinux", "bzimage": kernel / "bzImage", "initramfs": initramfs / "initramfs.cpio.gz"}
+    return {"vmlinux": kernel / "vmlinux", "bzimage": kernel / "bzImage", "initramfs": initramfs / "initramfs.cpio.gz",
+            "vmlinux_initramfs": kernel / f"vmlinux-{initramfs.name}"}
 
 
-def build_kernel(cache: Path, base: str, jobs: int, steps: Steps, keep_tree: bool, tarball: Path) -> Path:
+def embed_initramfs(tree: Path, initramfs: Path, out: Path, make: list[str], jobs: int, log: Path) -> None:
+    """Relink the kernel with the initramfs built in (CONFIG_INITRAMFS_SOURCE):
+    gem5's X86 loader takes an ELF kernel and no initrd, so its guest carries
+    the initramfs inside. Only usr/ and the final link are redone."""
+    cpio = tree.parent / "initramfs.cpio"
+    with gzip.open(initramfs / "initramfs.cpio.gz", "rb") as f:
+        cpio.write_bytes(f.read())
+    run(["scripts/config", "--set-str", "INITRAMFS_SOURCE", str(cpio)], log, tree)
+    run(make + ["olddefconfig"], log, tree)
+    run(make + [f"-j{jobs}", "vmlinux"], log, tree)
+    shutil.copy2(tree / "vmlinux", out)
+    run(["scripts/config", "--set-str", "INITRAMFS_SOURCE", ""], log, tree)
+
+
+def build_kernel(cache: Path, base: str, jobs: int, steps: Steps, keep_tree: bool, tarball: Path,
+                 initramfs: Path | None = None) -> Path:
     fragment = FRAGMENT.read_bytes()
     out = kernel_dir(cache, base, tarball)
-    if (out / "vmlinux").is_file() and (out / "bzImage").is_file():
+    embedded = out / f"vmlinux-{initramfs.name}" if initramfs else None
+    if (out / "vmlinux").is_file() and (out / "bzImage").is_file() and (embedded is None or embedded.is_file()):
         return out
     work = cache / (out.name + ".work")  # kept if a build stops, so a rerun resumes it
     work.mkdir(parents=True, exist_ok=True)
     log = work / "build.log"
-    tree = work / "linux-source-6.12"
+    tree = work / KERNEL_PACKAGE
     make = ["nice", "-n", "19", "make", "ARCH=x86_64"]
     if not (work / ".unpacked").is_file():
         shutil.rmtree(tree, ignore_errors=True)
@@ -266,18 +314,31 @@ def build_kernel(cache: Path, base: str, jobs: int, steps: Steps, keep_tree: boo
         run(make + [base], log, tree)
         run(["scripts/kconfig/merge_config.sh", "-m", ".config", str(FRAGMENT)], log, tree)
         run(make + ["olddefconfig"], log, tree)
-        lost = dropped_options(parse_fragment(fragment.decode()), (tree / ".config").read_text())
+        want = parse_fragment(fragment.decode())
+        # An option this kernel version does not have at all (6.1 predates
+        # DEV_DAX_CXL) is skipped by name; one it has but could not set fails.
+        known = set(re.findall(r"^\s*(?:menu)?config\s+(\w+)", "\n".join(
+            k.read_text(errors="replace") for k in tree.rglob("Kconfig*")), re.M))
+        absent = [k for k in want if k[len("CONFIG_"):] not in known]
+        if absent:
+            print(f"note: {KERNEL_PACKAGE} has no {', '.join(absent)}; the guest goes without", file=sys.stderr)
+        lost = dropped_options({k: v for k, v in want.items() if k not in absent}, (tree / ".config").read_text())
         if lost:
             raise GuestBuildError("kernel.config options dropped by Kconfig (unmet dependencies): " + ", ".join(lost))
 
-    steps("configure", configure)
-    steps("kernel", run, make + [f"-j{jobs}", "vmlinux", "bzImage"], log, tree)
-    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.name + ".tmp"))
-    shutil.copy2(tree / "vmlinux", tmp / "vmlinux")
-    shutil.copy2(tree / "arch/x86/boot/bzImage", tmp / "bzImage")
-    shutil.copy2(tree / ".config", tmp / "config")
-    shutil.copy2(log, tmp / "build.log")
-    tmp.rename(out)
+    if not (out / "vmlinux").is_file():
+        steps("configure", configure)
+        steps("kernel", run, make + [f"-j{jobs}", "vmlinux", "bzImage"], log, tree)
+        tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.name + ".tmp"))
+        shutil.copy2(tree / "vmlinux", tmp / "vmlinux")
+        shutil.copy2(tree / "arch/x86/boot/bzImage", tmp / "bzImage")
+        shutil.copy2(tree / ".config", tmp / "config")
+        shutil.copy2(log, tmp / "build.log")
+        tmp.rename(out)
+    elif not (tree / ".config").is_file():
+        steps("configure", configure)  # a new initramfs for a kernel whose tree is gone: rebuild it
+    if embedded is not None:
+        steps("embed-initramfs", embed_initramfs, tree, initramfs, embedded, make, jobs, log)
     if not keep_tree:
         shutil.rmtree(work)
     return out
@@ -357,8 +418,9 @@ def build(cache: Path | None = None, base: str = "tinyconfig", jobs: int = 2, in
     cache = (cache or default_cache()).expanduser()
     steps = Steps(out)
     t = time.monotonic()
-    kernel = build_kernel(cache, base, jobs, steps, keep_tree, tarball)
-    paths = outputs(kernel, build_initramfs(cache, steps))
+    initramfs = build_initramfs(cache, steps)
+    kernel = build_kernel(cache, base, jobs, steps, keep_tree, tarball, initramfs)
+    paths = outputs(kernel, initramfs)
     print(f"step=total seconds={time.monotonic() - t:.1f}", file=out)
     for k, p in paths.items():
         print(f"{k}={p} bytes={p.stat().st_size}", file=out)

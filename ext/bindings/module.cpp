@@ -8,7 +8,7 @@
 #include <cstring>
 #include <set>
 
-#include "cxlcore/workloads/accel.hpp"
+#include "cxlcore/workloads/accelerator.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace py = pybind11;

@@ -452,6 +452,21 @@ PYBIND11_MODULE(_core, m) {
         return d;
     }, "Derived link figures: raw rate, flit time, best-case data bandwidth per direction.");
 
+    m.def("message_sizes", [] {
+        py::dict d;
+        for (uint32_t c = 0; c < uint32_t(Channel::kCount); ++c) {
+            const MessageFormat& f = kMessageFormats[c];
+            py::dict e;
+            e["header_bits"] = f.headerBits;
+            e["data_bytes"] = f.dataBytes;
+            e["units"] = messageUnits(Channel(c));
+            d[f.name] = e;
+        }
+        return d;
+    }, "The link's message-size table: each CXL.cachemem channel's header bits, data bytes and half-slots.");
+    m.def("tlp_units", &tlpUnits, py::arg("overhead_bytes"), py::arg("payload_bytes"),
+          "Half-slots a CXL.io TLP takes on a link.");
+
     m.def("dram_info", [](py::dict dram, std::vector<uint64_t> addrs) {
         DramParams dp = readDramParams(dram, "dram");
         EventLoop loop;

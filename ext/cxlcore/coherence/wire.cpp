@@ -1,6 +1,7 @@
 #include "cxlcore/coherence/wire.hpp"
 
 #include <algorithm>
+#include <string>
 #ifdef CXL_TRACE
 #include <cstdio>
 #include <cstdlib>
@@ -27,26 +28,31 @@ void Wire::init(FlitChannel* ch, Component* sender, Endpoint* receiver, bool ord
     for (int c = 0; c < kNumCClasses; ++c) credits_[c].init(credits[c], creditReturn);
 }
 
-uint32_t Wire::units(const Msg* m) const {
+namespace {
+// The CXL channel a (non-CXL.io) message travels on, for its size.
+Channel channelOf(const Msg* m) {
     switch (m->cls) {
-        case kCD2HReq: return 2;    // 79-bit header
-        case kCD2HRsp: return 1;    // 20-bit header
-        case kCH2DReq: return 1;    // 64-bit snoop
-        case kCH2DRsp: return 1;    // 32-bit header
-        case kCD2HData:
-        case kCH2DData: return 9;   // header plus 64 B
-        case kCM2SReq: return 2;
-        case kCM2SRwD: return 10;
-        case kCM2SBIRsp: return 1;
-        case kCS2M: return m->op == Opc::MemData ? 9 : 1;  // DRS with data, NDR
-        case kCS2MBISnp: return 2;
-        case kCIoD2H:
-        case kCIoH2D: {
-            const uint32_t payload = (m->op == Opc::IoMemRd) ? 0 : m->bytes;
-            return (tlpOverhead_ + payload + 7) / 8;
-        }
-        default: return 1;
+        case kCD2HReq: return Channel::D2HReq;
+        case kCD2HRsp: return Channel::D2HRsp;
+        case kCD2HData: return Channel::D2HData;
+        case kCH2DReq: return Channel::H2DReq;
+        case kCH2DRsp: return Channel::H2DRsp;
+        case kCH2DData: return Channel::H2DData;
+        case kCM2SReq: return Channel::M2SReq;
+        case kCM2SRwD: return Channel::M2SRwD;
+        case kCM2SBIRsp: return Channel::M2SBIRsp;
+        case kCS2M: return m->op == Opc::MemData ? Channel::S2MDrs : Channel::S2MNdr;
+        case kCS2MBISnp: return Channel::S2MBISnp;
+        default: protocolError(std::string("no CXL.cachemem channel for class ") + className(m->cls));
     }
+}
+bool isIo(const Msg* m) { return m->cls == kCIoD2H || m->cls == kCIoH2D; }
+// A read request TLP carries no payload; writes and completions carry m->bytes.
+uint32_t tlpPayload(const Msg* m) { return m->op == Opc::IoMemRd ? 0 : m->bytes; }
+}  // namespace
+
+uint32_t Wire::units(const Msg* m) const {
+    return isIo(m) ? tlpUnits(tlpOverhead_, tlpPayload(m)) : messageUnits(channelOf(m));
 }
 
 void Wire::send(Msg* m) {
@@ -70,7 +76,7 @@ void Wire::pump() {
             }
             q.pop_front();
             const uint32_t u = units(m);
-            const uint32_t data = u >= 9 ? kLineBytes : (m->cls == kCIoD2H || m->cls == kCIoH2D) ? m->bytes : 0;
+            const uint32_t data = isIo(m) ? tlpPayload(m) : messageFormat(channelOf(m)).dataBytes;
             const Tick arr = ch_->send(now, u, data);
 #ifdef CXL_TRACE
             if (getenv("TRACE_LINE") && m->line == strtoull(getenv("TRACE_LINE"), nullptr, 16))

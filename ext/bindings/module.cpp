@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "cxlcore/kernel/stats.hpp"
 #include "cxlcore/workloads/accelerator.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
@@ -437,6 +438,34 @@ PYBIND11_MODULE(_core, m) {
                 py::arg("unblock_ns"),
                 "Reads at t=0 through a host bridge whose host refuses responses until unblock_ns: "
                 "[(txn id, host address, done ns)] in delivery order.");
+    testing.def("histogram", [](const std::vector<uint64_t>& values, const std::vector<double>& qs) {
+        LogHistogram h;
+        for (uint64_t v : values) h.add(v);
+        py::dict d;
+        d["count"] = h.count();
+        d["sum"] = h.sum();
+        d["min"] = h.min();
+        d["max"] = h.max();
+        d["mean"] = h.mean();
+        std::vector<double> p;
+        for (double q : qs) p.push_back(h.percentile(q));
+        d["percentiles"] = p;
+        d["bytes"] = h.bytes();
+        d["relative_error"] = LogHistogram::kRelativeError;
+        return d;
+    }, py::arg("values"), py::arg("quantiles"), "The statistics histogram (kernel/stats.hpp) of the values.");
+    testing.def("histogram_bytes", [](uint64_t n, uint64_t maxValue) {
+        // n pseudo-random values in [0, maxValue), without passing them through Python.
+        LogHistogram h;
+        uint64_t x = 88172645463325252ull;
+        for (uint64_t i = 0; i < n; ++i) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            h.add(x % maxValue);
+        }
+        return h.bytes();
+    }, py::arg("n"), py::arg("max_value"), "Memory the histogram holds after n values below max_value.");
     testing.def("attach_during_run", &attachDuringRun, py::arg("spawn"),
                 "A component that attaches `spawn` more while the loop runs; how many of them fired.");
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 
+#include "cxlcore/kernel/stats.hpp"
+
 namespace cxlcore {
 
 namespace {
@@ -44,32 +46,24 @@ class AccessPool : public ObjectPool<Access> {
     }
 };
 
-// Latency statistics of completed accesses, with the per-stage breakdown.
+// Latency statistics of completed accesses (a bounded histogram,
+// kernel/stats.hpp), with the per-stage breakdown.
 struct LatStats {
-    std::vector<double> lat;
+    LogHistogram lat;
     double stage[kNumAStages] = {};
     uint64_t hits = 0;
     void add(const Access* a) {
-        lat.push_back(ticksToNs(a->done - a->issued));
+        lat.add(a->done - a->issued);
         for (int s = 0; s < kNumAStages; ++s) stage[s] += ticksToNs(a->stage[s]);
         hits += a->hit;
     }
-    void report(Report& r, const std::string& prefix) {
-        const double n = lat.empty() ? 1.0 : double(lat.size());
-        double sum = 0;
-        for (double v : lat) sum += v;
-        r.emplace_back(prefix + "latency_mean_ns", lat.empty() ? 0.0 : sum / n);
-        std::vector<double> v = lat;
-        auto pct = [&](double q) {
-            if (v.empty()) return 0.0;
-            size_t k = std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5));
-            std::nth_element(v.begin(), v.begin() + long(k), v.end());
-            return v[k];
-        };
-        r.emplace_back(prefix + "latency_p50_ns", pct(0.5));
-        r.emplace_back(prefix + "latency_p99_ns", pct(0.99));
-        r.emplace_back(prefix + "latency_max_ns", v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
-        r.emplace_back(prefix + "hit_rate", lat.empty() ? 0.0 : double(hits) / n);
+    void report(Report& r, const std::string& prefix) const {
+        const double n = lat.count() ? double(lat.count()) : 1.0;
+        r.emplace_back(prefix + "latency_mean_ns", ticksToNs(lat.sum()) / n);
+        r.emplace_back(prefix + "latency_p50_ns", lat.percentile(0.5) / 1000.0);  // ticks to ns
+        r.emplace_back(prefix + "latency_p99_ns", lat.percentile(0.99) / 1000.0);
+        r.emplace_back(prefix + "latency_max_ns", ticksToNs(lat.max()));
+        r.emplace_back(prefix + "hit_rate", double(hits) / n);
         for (int s = 0; s < kNumAStages; ++s)
             r.emplace_back(prefix + "stage_" + stageName(AStage(s)) + "_ns", stage[s] / n);
     }

@@ -8,7 +8,8 @@
 #include <cstring>
 #include <set>
 
-#include "cxlcore/workloads/accel.hpp"
+#include "cxlcore/kernel/stats.hpp"
+#include "cxlcore/workloads/accelerator.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace py = pybind11;
@@ -440,6 +441,34 @@ PYBIND11_MODULE(_core, m) {
                 py::arg("unblock_ns"),
                 "Reads at t=0 through a host bridge whose host refuses responses until unblock_ns: "
                 "[(txn id, host address, done ns)] in delivery order.");
+    testing.def("histogram", [](const std::vector<uint64_t>& values, const std::vector<double>& qs) {
+        LogHistogram h;
+        for (uint64_t v : values) h.add(v);
+        py::dict d;
+        d["count"] = h.count();
+        d["sum"] = h.sum();
+        d["min"] = h.min();
+        d["max"] = h.max();
+        d["mean"] = h.mean();
+        std::vector<double> p;
+        for (double q : qs) p.push_back(h.percentile(q));
+        d["percentiles"] = p;
+        d["bytes"] = h.bytes();
+        d["relative_error"] = LogHistogram::kRelativeError;
+        return d;
+    }, py::arg("values"), py::arg("quantiles"), "The statistics histogram (kernel/stats.hpp) of the values.");
+    testing.def("histogram_bytes", [](uint64_t n, uint64_t maxValue) {
+        // n pseudo-random values in [0, maxValue), without passing them through Python.
+        LogHistogram h;
+        uint64_t x = 88172645463325252ull;
+        for (uint64_t i = 0; i < n; ++i) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            h.add(x % maxValue);
+        }
+        return h.bytes();
+    }, py::arg("n"), py::arg("max_value"), "Memory the histogram holds after n values below max_value.");
     testing.def("attach_during_run", &attachDuringRun, py::arg("spawn"),
                 "A component that attaches `spawn` more while the loop runs; how many of them fired.");
 
@@ -454,6 +483,21 @@ PYBIND11_MODULE(_core, m) {
         d["write_data_peak_gbps"] = l.peakDataBytesPerSec(kM2SRwD) / 1e9;
         return d;
     }, "Derived link figures: raw rate, flit time, best-case data bandwidth per direction.");
+
+    m.def("message_sizes", [] {
+        py::dict d;
+        for (uint32_t c = 0; c < uint32_t(Channel::kCount); ++c) {
+            const MessageFormat& f = kMessageFormats[c];
+            py::dict e;
+            e["header_bits"] = f.headerBits;
+            e["data_bytes"] = f.dataBytes;
+            e["units"] = messageUnits(Channel(c));
+            d[f.name] = e;
+        }
+        return d;
+    }, "The link's message-size table: each CXL.cachemem channel's header bits, data bytes and half-slots.");
+    m.def("tlp_units", &tlpUnits, py::arg("overhead_bytes"), py::arg("payload_bytes"),
+          "Half-slots a CXL.io TLP takes on a link.");
 
     m.def("dram_info", [](py::dict dram, std::vector<uint64_t> addrs) {
         DramParams dp = readDramParams(dram, "dram");

@@ -6,6 +6,7 @@
 
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/kernel/sim.hpp"
+#include "cxlcore/link/message_sizes.hpp"
 
 namespace cxlcore {
 
@@ -212,11 +213,11 @@ class CreditPool {
     Component* waiter_ = nullptr;
 };
 
-// CXL.mem message classes and their size in 8-byte half-slots. A header slot
-// holds one M2S Req or RwD header and two S2M NDR or DRS headers; 64 B of
-// data fills four slots.
+// The CXL.mem message classes of the host bridge and Type-3 device (each with
+// its credits), and their size in half-slots from the one table of message sizes.
 enum MsgClass : uint8_t { kM2SReq, kM2SRwD, kS2MNdr, kS2MDrs, kNumMsgClasses };
-constexpr uint32_t kMsgUnits[kNumMsgClasses] = {2, 2 + 8, 1, 1 + 8};
+constexpr uint32_t kMsgUnits[kNumMsgClasses] = {messageUnits(Channel::M2SReq), messageUnits(Channel::M2SRwD),
+                                                messageUnits(Channel::S2MNdr), messageUnits(Channel::S2MDrs)};
 
 // A CXL link: two independent directions (full duplex) and per-class credits.
 class CxlLink {

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "cxlcore/kernel/stats.hpp"
+
 namespace cxlcore {
 
 namespace {
@@ -16,57 +18,32 @@ namespace {
 const char* kStageNames[kNumStages] = {"host_uncore", "host_port",     "link_req", "device",
                                        "media_queue", "media_service", "link_resp"};
 
-// Read latencies: a log-linear histogram (32 steps per octave of ns) gives
+// Read latencies: a log-linear histogram (kernel/stats.hpp) gives
 // percentiles in bounded memory however many requests a run has.
 class LatencyStats {
   public:
     void add(const Txn& x, Tick done) {
-        const Tick lat = done - x.birth;
-        ++n_;
-        sum_ += lat;
-        max_ = std::max(max_, lat);
+        hist_.add(done - x.birth);
         for (int s = 0; s < kNumStages; ++s) stage_[s] += x.stage[s];
-        ++hist_[bucket(lat)];
     }
     void reset() { *this = LatencyStats(); }
-    uint64_t count() const { return n_; }
-    double meanNs() const { return n_ ? ticksToNs(sum_) / double(n_) : 0.0; }
-    double percentileNs(double q) const {
-        if (!n_) return 0;
-        uint64_t target = uint64_t(std::ceil(q * double(n_))), c = 0;
-        for (size_t i = 0; i < kBuckets; ++i) {
-            c += hist_[i];
-            if (c >= std::max<uint64_t>(target, 1)) return upper(i);
-        }
-        return ticksToNs(max_);
-    }
+    uint64_t count() const { return hist_.count(); }
+    double meanNs() const { return hist_.count() ? ticksToNs(hist_.sum()) / double(hist_.count()) : 0.0; }
+    double percentileNs(double q) const { return hist_.percentile(q) / 1000.0; }  // ticks to ns
     void report(Report& r, const std::string& k) const {
+        const uint64_t n = hist_.count();
         r.emplace_back(k + "_latency_ns_mean", meanNs());
         r.emplace_back(k + "_latency_ns_p50", percentileNs(0.5));
         r.emplace_back(k + "_latency_ns_p90", percentileNs(0.9));
         r.emplace_back(k + "_latency_ns_p99", percentileNs(0.99));
-        r.emplace_back(k + "_latency_ns_max", ticksToNs(max_));
+        r.emplace_back(k + "_latency_ns_max", ticksToNs(hist_.max()));
         for (int s = 0; s < kNumStages; ++s)
-            r.emplace_back(k + ".stage." + kStageNames[s] + "_ns", n_ ? ticksToNs(stage_[s]) / double(n_) : 0.0);
+            r.emplace_back(k + ".stage." + kStageNames[s] + "_ns", n ? ticksToNs(stage_[s]) / double(n) : 0.0);
     }
 
   private:
-    static constexpr size_t kSub = 32, kBuckets = 64 * kSub;
-    static size_t bucket(Tick ps) {
-        uint64_t ns = ps / 1000;
-        if (ns < kSub) return size_t(ns);
-        int e = 63 - __builtin_clzll(ns);  // ns in [2^e, 2^(e+1))
-        uint64_t m = (ns >> (e - 5)) & (kSub - 1);
-        return std::min(kBuckets - 1, size_t(e - 4) * kSub + size_t(m));
-    }
-    static double upper(size_t i) {
-        if (i < kSub) return double(i + 1);
-        size_t e = i / kSub + 4, m = i % kSub;
-        return double((kSub + m + 1) << (e - 5));
-    }
-    uint64_t n_ = 0;
-    Tick sum_ = 0, max_ = 0, stage_[kNumStages] = {};
-    uint64_t hist_[kBuckets] = {};
+    LogHistogram hist_;
+    Tick stage_[kNumStages] = {};
 };
 
 // Requests reach the memory system through the uncore; LLC miss detection

@@ -1,0 +1,752 @@
+#include "cxlcore/coherence/home_agent.hpp"
+
+#include <algorithm>
+
+namespace cxlcore {
+
+HomeAgent::HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, MsgPool& pool,
+                     CoherenceChecker* checker, const std::string& where)
+    : Endpoint(host), p_(p), pool_(pool), checker_(checker), dram_(host, dram, where + ".dram") {
+    ports_.reserve(16);
+    lat_ = nsToTicks(p_.latency_ns);
+    hostHit_ = nsToTicks(p_.host_hit_ns);
+    hostCap_ = size_t(p_.host_cache_bytes / kLineBytes);
+}
+
+void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DCacheParams& cp, const DmaParams& dp) {
+    ports_.push_back(Port{d, link, Wire(), dp});
+    numDevs_ = uint32_t(ports_.size());
+    pageBytes_ = d->ap_.bias_page_bytes;
+    uint32_t cr[kNumCClasses];
+    channelCredits(cp, link->params(), dp, cr);
+    // Host-to-device traffic leaves in order: a snoop never passes a GO.
+    for (auto& p : ports_)
+        p.down.init(&p.link->m2s_, this, p.dev, true, cr, link->m2s_.flitTime() + link->m2s_.latency(),
+                    dp.tlp_overhead_bytes);
+}
+
+Msg* HomeAgent::msg(Opc op, CClass c, uint64_t line) {
+    Msg* m = pool_.get();
+    m->op = op;
+    m->cls = c;
+    m->line = line;
+    return m;
+}
+
+void HomeAgent::sendDown(uint16_t dev, Msg* m) { ports_[dev].down.send(m); }
+
+HomeAgent::HLine& HomeAgent::line(uint64_t x) {
+    auto r = lines_.try_emplace(x);
+    if (r.second) {
+        if (memOwner(x)) pageLines_[pageOf(x)].insert(x);
+        stats_.maxLineStates = std::max(stats_.maxLineStates, lines_.size());
+    }
+    return r.first->second;
+}
+
+void HomeAgent::forget(LineMap::iterator it) {
+    const uint64_t x = it->first;
+    if (memOwner(x)) {
+        auto p = pageLines_.find(pageOf(x));
+        p->second.erase(x);
+        if (p->second.empty()) pageLines_.erase(p);
+    }
+    lines_.erase(it);
+}
+
+void HomeAgent::finishAccess(Access* a) {
+    a->done = now();
+    if (watch_) {
+        --watch_->outstanding;
+        watch_->progress(now());
+    }
+    cxlcore::finishAccess(a);
+}
+
+uint64_t HomeAgent::hostDirtyLines() const {
+    uint64_t n = 0;
+    for (uint64_t x : hostLru_) n += lines_.at(x).host == MState::M;
+    return n;
+}
+
+void HomeAgent::oldest(Oldest& o) const {
+    for (auto& kv : lines_) {
+        auto see = [&](const HTxn* t, const char* where) {
+            const Tick at = t->acc ? t->acc->issued : t->op == Opc::IoMemRd ? t->issued : kNever;
+            o.see(at, [&] {
+                return std::string("home ") + where + " of line " + hexAddr(kv.first) + " (" + opName(t->op) + " from " +
+                       (t->dev < 0 ? std::string("a host core") : "accel[" + std::to_string(t->dev) + "]") + ", " +
+                       std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
+                       " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")");
+            });
+        };
+        if (kv.second.active) see(kv.second.active, "transaction");
+        for (const HTxn* t : kv.second.wait) see(t, "line queue");
+    }
+    for (size_t i = 0; i < ports_.size(); ++i)
+        ports_[i].down.each([&](const Msg* m) {
+            if (m->acc)
+                o.see(m->acc->issued, [&] {
+                    return "home link-down queue to accel[" + std::to_string(i) + "] " + className(m->cls) +
+                           " (no credit)";
+                });
+        });
+}
+
+bool HomeAgent::quiet() const {
+    for (auto& p : ports_)
+        if (p.down.queued()) return false;
+    return tracker_ == 0 && later_.empty() && dram_.pending() == 0;
+}
+
+std::string HomeAgent::describe() const {
+    std::string s = "home: " + std::to_string(tracker_) + " tracker entries, " +
+                     std::to_string(deferredFlips_.size()) + " deferred flips";
+    int n = 0;
+    for (auto& kv : lines_) {
+        if (!kv.second.active) continue;
+        if (n++ == 6) break;
+        const HTxn* t = kv.second.active;
+        s += " [" + hexAddr(kv.first) + " " + opName(t->op) + " dev " + std::to_string(t->dev) + " snoops " +
+             std::to_string(t->snoopsOut) + " mem " + std::to_string(t->memOut) + " data " + std::to_string(t->dataOut) +
+             " waiting " + std::to_string(kv.second.wait.size()) + "]";
+    }
+    return s;
+}
+
+void HomeAgent::setHost(HLine& l, uint64_t line, MState s) {
+    const MState was = l.host;
+    l.host = s;
+    if (s == MState::M && was != MState::M) ++stats_.hostDirtied;
+    if (checker_) checker_->state(line, numDevs_, s, now());
+    if (was == MState::I && s != MState::I) {
+        l.lru = hostLru_.insert(hostLru_.end(), line);
+        if (hostLru_.size() > hostCap_) hostEvict();
+        stats_.maxHostLines = std::max(stats_.maxHostLines, hostLru_.size());
+    } else if (was != MState::I && s == MState::I) {
+        hostLru_.erase(l.lru);
+    }
+}
+
+void HomeAgent::hostEvict() {
+    // The least recently used line no request is at leaves the host's caches;
+    // a dirty one is written back through the home.
+    for (auto v = hostLru_.begin(); v != hostLru_.end(); ++v) {
+        auto it = lines_.find(*v);
+        HLine& h = it->second;
+        if (h.active || !h.wait.empty()) continue;
+        const uint64_t x = *v;
+        ++stats_.hostEvictions;
+        if (h.host == MState::M) {
+            ++stats_.hostWritebacks;
+            memWrite(x, h.value);
+        }
+        setHost(h, x, MState::I);
+        if (!h.sharers && h.owner < 0) forget(it);
+        return;
+    }
+}
+
+Accelerator* HomeAgent::memOwner(uint64_t line) const {
+    for (auto& p : ports_)
+        if (p.dev->ownsMemory(line)) return p.dev;
+    return nullptr;
+}
+
+void HomeAgent::hostAccess(Access* a) {
+    a->mark = now();
+    a->agent = numDevs_;
+    if (watch_) ++watch_->outstanding;
+    auto it = lines_.find(a->line);
+    const MState hs = it == lines_.end() ? MState::I : it->second.host;
+    const bool write = isWrite(a->kind);
+    if ((!write && hs != MState::I) || (write && hs == MState::M)) {
+        HLine& l = it->second;
+        hostLru_.splice(hostLru_.end(), hostLru_, l.lru);
+        if (write) {
+            l.value = a->value;
+            if (checker_) checker_->write(a->line, numDevs_, a->value, now());
+        } else {
+            a->value = l.value;
+            if (checker_) checker_->read(a->line, numDevs_, a->value, now());
+        }
+        a->hit = true;
+        ++stats_.hostHits;
+        later_.push(now() + hostHit_, [this, a] {
+            a->leave(kACache, now());
+            finishAccess(a);
+        });
+        requestWake(now() + hostHit_);
+        return;
+    }
+    ++stats_.hostMisses;
+    HTxn* t = txns_.get();
+    t->op = write ? Opc::RdOwn : Opc::RdShared;
+    t->dev = -1;
+    t->line = a->line;
+    t->acc = a;
+    later_.push(now() + hostHit_ + lat_, [this, t] {
+        t->acc->leave(kAHome, now());
+        enqueue(t);
+    });
+    requestWake(now() + hostHit_ + lat_);
+}
+
+void HomeAgent::enqueue(HTxn* t) {
+    if (t->op == Opc::BiasFlipReq) {
+        // A flip covers a whole page: it starts once no line of the page is busy.
+        if (pageBusy(t)) {
+            deferredFlips_.push_back(t);
+            return;
+        }
+        start(t);
+        return;
+    }
+    HLine& l = line(t->line);
+    if (!l.active && !lockedPages_.empty()) {
+        // A line of a page being flipped waits for the flip.
+        auto lp = lockedPages_.find(pageOf(t->line));
+        if (lp != lockedPages_.end()) l.active = lp->second;
+    }
+    if (l.active) {
+        l.wait.push_back(t);
+        ++stats_.conflicts;
+        stats_.maxLineQueue = std::max(stats_.maxLineQueue, l.wait.size());
+        return;
+    }
+    start(t);
+}
+
+bool HomeAgent::pageBusy(HTxn* flip) {
+    auto pl = pageLines_.find(flip->line);
+    if (pl == pageLines_.end()) return false;
+    for (uint64_t x : pl->second) {
+        const HLine& h = lines_.at(x);
+        if (h.active || !h.wait.empty()) return true;
+    }
+    return false;
+}
+
+void HomeAgent::snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line) {
+    Msg* m = msg(op, kCH2DReq, line);
+    m->txn = t;
+    ++t->snoopsOut;
+    ++stats_.snoops[op == Opc::SnpData ? 0 : op == Opc::SnpInv ? 1 : 2];
+    sendDown(dev, m);
+}
+
+void HomeAgent::memRead(HTxn* t) {
+    t->memOut = true;
+    ++stats_.memReads;
+    const uint64_t L = t->line;
+    Accelerator* owner = memOwner(L);
+    if (owner) {
+        Msg* m = msg(Opc::MemRd, kCM2SReq, L);
+        m->txn = t;
+        m->acc = t->acc;
+        // The host asks for an exclusive copy when it will write.
+        m->state = (t->op == Opc::RdOwn || t->op == Opc::ItoMWr || t->op == Opc::WrInv) ? MState::M : MState::S;
+        sendDown(owner->index(), m);
+        return;
+    }
+    dram_.read(L, [this, t] {
+        t->memOut = false;
+        t->memValue = valueOf(mem_, t->line);
+        t->memHave = true;
+        if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kAMemory, now());
+        maybeFinish(t);
+    });
+}
+
+void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
+    ++stats_.memWrites;
+    Accelerator* owner = memOwner(line);
+    if (owner) {
+        Msg* m = msg(Opc::MemWr, kCM2SRwD, line);
+        m->value = value;
+        if (waiter) {
+            // The waiter completes when the device's Cmp is back.
+            m->txn = waiter;
+            ++waiter->dataOut;
+        }
+        sendDown(owner->index(), m);
+        return;
+    }
+    mem_[line] = value;
+    dram_.write(line);
+}
+
+void HomeAgent::start(HTxn* t) {
+    const uint64_t L = t->line;
+    const int d = t->dev;
+    if (t->acc) t->acc->leave(kAQueue, now());
+    ++stats_.requests[int(t->op)];
+    if (t->op == Opc::BiasFlipReq) {
+        // Lock the page, then take back every copy the host side holds: peer
+        // devices are snooped, and the host's caches flush the page's resident
+        // lines one by one. Only lines with an entry can be resident.
+        ++stats_.biasFlips;
+        lockedPages_[L] = t;
+        std::vector<uint64_t> host;
+        auto pl = pageLines_.find(L);
+        if (pl != pageLines_.end()) {
+            std::vector<uint64_t> xs(pl->second.begin(), pl->second.end());
+            std::sort(xs.begin(), xs.end());
+            for (uint64_t x : xs) {
+                HLine& h = lines_.at(x);
+                h.active = t;
+                if (h.host != MState::I) host.push_back(x);
+                for (uint32_t k = 0; k < numDevs_; ++k)
+                    if (int(k) != d && (h.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, x);
+                // The device keeps what it holds; the host stops tracking it.
+                setSharers(h, x, h.sharers & ~(1u << d));
+                if (h.owner == d) h.owner = -1;
+            }
+        }
+        flush(t, host);
+        return;
+    }
+    HLine& l = line(L);
+    l.active = t;
+    Accelerator* owner = memOwner(L);
+    const bool fwd = d >= 0 && owner == ports_[d].dev;  // a Type-2 device's own memory in host bias
+    switch (t->op) {
+        case Opc::RdShared:
+        case Opc::RdAny:
+        case Opc::RdCurr: {
+            if (l.owner >= 0 && l.owner != d) {
+                snoop(t, uint16_t(l.owner), t->op == Opc::RdCurr ? Opc::SnpCur : Opc::SnpData, L);
+                t->snoopedCur = t->op == Opc::RdCurr;
+            }
+            if (l.host != MState::I) {
+                t->value = l.value;
+                t->haveData = true;
+                if (l.host == MState::M && t->op != Opc::RdCurr && d >= 0) {
+                    memWrite(L, l.value);
+                    setHost(l, L, MState::S);
+                }
+            } else if (!fwd || t->op == Opc::RdCurr) {
+                memRead(t);
+            }
+            break;
+        }
+        case Opc::RdOwn:
+        case Opc::ItoMWr:
+        case Opc::WrInv: {
+            for (uint32_t k = 0; k < numDevs_; ++k)
+                if (int(k) != d && (l.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, L);
+            if (l.host != MState::I) {
+                if (t->op == Opc::RdOwn) {
+                    t->value = l.value;
+                    t->haveData = true;
+                    t->dirty = l.host == MState::M && d >= 0;
+                }
+                if (d >= 0) setHost(l, L, MState::I);
+            }
+            // Device memory (HDM-DB directory or device-bias page) must hear of
+            // every new owner, even when the data comes from elsewhere.
+            if (!fwd && ((t->op == Opc::RdOwn && !t->haveData) || owner)) memRead(t);
+            break;
+        }
+        case Opc::IoMemRd:
+            // CXL.io reads are coherent: a device holding the line E or M (the
+            // reader's own cache too) is snooped, and the host's caches supply
+            // a copy they hold (an LLC access) before memory would.
+            if (l.owner >= 0) {
+                snoop(t, uint16_t(l.owner), Opc::SnpCur, L);
+                t->snoopedCur = true;
+            }
+            if (l.host != MState::I) {
+                t->value = l.value;
+                t->haveData = true;
+                ++t->dataOut;
+                later_.push(now() + hostHit_, [this, t] {
+                    --t->dataOut;
+                    maybeFinish(t);
+                });
+                requestWake(now() + hostHit_);
+            } else {
+                memRead(t);
+            }
+            break;
+        case Opc::SFEvict:
+            ++stats_.sfEvictions;
+            for (uint32_t k = 0; k < numDevs_; ++k)
+                if (l.sharers >> k & 1) snoop(t, uint16_t(k), Opc::SnpInv, L);
+            break;
+        case Opc::DirtyEvict: {
+            Msg* m = msg(Opc::GO_WritePull, kCH2DRsp, L);
+            m->txn = t;
+            sendDown(uint16_t(d), m);
+            t->dataOut = 1;
+            return;
+        }
+        case Opc::BISnpData:
+        case Opc::BISnpInv: {
+            ++stats_.biSnps;
+            for (uint32_t k = 0; k < numDevs_; ++k)
+                if (int(k) != d && (l.sharers >> k & 1))
+                    snoop(t, uint16_t(k), t->op == Opc::BISnpInv ? Opc::SnpInv : Opc::SnpData, L);
+            if (l.host == MState::M) memWrite(L, l.value);
+            if (l.host != MState::I) setHost(l, L, t->op == Opc::BISnpInv ? MState::I : MState::S);
+            break;
+        }
+        default:
+            break;
+    }
+    maybeFinish(t);
+}
+
+void HomeAgent::flush(HTxn* t, const std::vector<uint64_t>& lines) {
+    // The host's caches give up the page's resident lines at once (dirty ones
+    // written back, each acknowledged by the device's Cmp before the flip
+    // completes); the home is occupied one host-cache access per line.
+    for (uint64_t x : lines) {
+        HLine& h = lines_.at(x);
+        if (h.host == MState::M) memWrite(x, h.value, t);
+        setHost(h, x, MState::I);
+    }
+    stats_.flushedLines += lines.size();
+    const Tick at = now() + Tick(lines.size()) * hostHit_;
+    ++t->dataOut;
+    later_.push(at, [this, t] {
+        --t->dataOut;
+        maybeFinish(t);
+    });
+    requestWake(at);
+}
+
+void HomeAgent::maybeFinish(HTxn* t) {
+    if (t->snoopsOut || t->memOut || t->dataOut) return;
+    if (t->op == Opc::BiasFlipReq && !t->haveData) {
+        // The flip's own cost (bias table update and handshake), with the page still locked.
+        t->haveData = true;
+        t->dataOut = 1;
+        const Tick at = now() + ports_[t->dev].dev->flipLat_;
+        later_.push(at, [this, t] {
+            t->dataOut = 0;
+            maybeFinish(t);
+        });
+        requestWake(at);
+        return;
+    }
+    if ((t->op == Opc::ItoMWr || t->op == Opc::WrInv) && !t->haveData) {
+        // Snoops done: the write is ordered; pull its data.
+        if (t->acc) t->acc->leave(kASnoop, now());
+        Msg* m = msg(Opc::GO_WritePull, kCH2DRsp, t->line);
+        m->txn = t;
+        m->acc = t->acc;
+        sendDown(uint16_t(t->dev), m);
+        t->dataOut = 1;
+        t->haveData = true;
+        return;
+    }
+    finish(t);
+}
+
+void HomeAgent::release(uint64_t line) {
+    auto it = lines_.find(line);
+    if (it == lines_.end()) return;
+    HLine& l = it->second;
+    l.active = nullptr;
+    if (!l.wait.empty()) {
+        HTxn* n = l.wait.front();
+        l.wait.pop_front();
+        start(n);
+    } else if (l.sharers == 0 && l.owner < 0 && l.host == MState::I) {
+        forget(it);
+    }
+}
+
+void HomeAgent::finish(HTxn* t) {
+    const uint64_t L = t->line;
+    const int d = t->dev;
+    const Opc op = t->op;
+    // Data: a forwarded dirty copy or the host's copy beats memory.
+    if (!t->haveData && t->memHave) {
+        t->value = t->memValue;
+        t->haveData = true;
+        // After SnpCur a clean owner keeps E and may write at once: RdCurr's
+        // snapshot is as of the snoop, so later writes do not make it stale.
+        if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
+    }
+    HLine& l = line(L);
+    const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr && op != Opc::IoMemRd;
+    // Dirty data handed to a new holder is written back first, so a later
+    // clean eviction loses nothing. (A snapshot read leaves the owner dirty.)
+    if (t->dirty && op != Opc::RdCurr && op != Opc::DirtyEvict && op != Opc::IoMemRd) memWrite(L, t->value);
+    auto grant = [&](MState s) {
+        if (fwd) {
+            Msg* m = msg(Opc::MemRdFwd, kCM2SReq, L);
+            m->state = s;
+            m->acc = t->acc;
+            sendDown(uint16_t(d), m);
+            return;
+        }
+        Msg* g = msg(Opc::GO, kCH2DRsp, L);
+        g->state = s;
+        sendDown(uint16_t(d), g);
+        Msg* m = msg(Opc::Data, kCH2DData, L);
+        m->value = t->value;
+        m->acc = t->acc;
+        sendDown(uint16_t(d), m);
+    };
+    switch (op) {
+        case Opc::RdShared:
+        case Opc::RdAny:
+            if (d < 0) {
+                l.value = t->value;
+                if (l.host == MState::I) setHost(l, L, MState::S);
+                t->acc->value = t->value;
+                if (checker_) checker_->read(L, numDevs_, t->value, now());
+            } else {
+                // Device memory may be cached by its device out of the host's
+                // sight, so only host memory can be granted exclusive here.
+                const bool alone = (l.sharers & ~(1u << d)) == 0 && l.host == MState::I && l.owner < 0 && !memOwner(L);
+                const MState s = (op == Opc::RdAny && alone) ? MState::E : MState::S;
+                setSharers(l, L, l.sharers | 1u << d);
+                if (s == MState::E) l.owner = d;
+                grant(s);
+            }
+            break;
+        case Opc::RdCurr: {
+            Msg* m = msg(Opc::Data, kCH2DData, L);
+            m->value = t->value;
+            m->acc = t->acc;
+            sendDown(uint16_t(d), m);
+            break;
+        }
+        case Opc::RdOwn:
+            setSharers(l, L, d < 0 ? 0u : 1u << d);
+            l.owner = -1;
+            if (d < 0) {
+                l.value = t->acc->value;
+                setHost(l, L, MState::M);
+                if (checker_) checker_->write(L, numDevs_, t->acc->value, now());
+            } else {
+                l.owner = d;
+                grant(MState::E);
+            }
+            break;
+        case Opc::CleanEvict: {
+            setSharers(l, L, l.sharers & ~(1u << d));
+            if (l.owner == d) l.owner = -1;
+            Msg* g = msg(Opc::GO, kCH2DRsp, L);
+            g->state = MState::I;
+            sendDown(uint16_t(d), g);
+            break;
+        }
+        case Opc::DirtyEvict:
+            setSharers(l, L, l.sharers & ~(1u << d));
+            if (l.owner == d) l.owner = -1;
+            break;
+        case Opc::BISnpData:
+        case Opc::BISnpInv:
+            // Shared if anything on the host side (its caches or peer devices) kept a copy.
+            sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, kCM2SBIRsp, L));
+            ports_[d].dev->up().giveCredit(kCS2MBISnp, now());
+            break;
+        case Opc::IoMemRd:
+            if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
+            break;
+        case Opc::BiasFlipReq:
+            sendDown(uint16_t(d), msg(Opc::BiasFlipDone, kCH2DRsp, L));
+            break;
+        default:
+            break;
+    }
+    // Device requests hold a tracker entry (their D2H Req credit) until here.
+    if (t->req) {
+        ports_[t->req->dev].dev->up().giveCredit(kCD2HReq, now());
+        pool_.put(t->req);
+        t->req = nullptr;
+        --tracker_;
+    }
+    Access* hostAcc = d < 0 ? t->acc : nullptr;
+    if (t->onDone) {
+        auto f = std::move(t->onDone);
+        t->onDone = nullptr;
+        f(t);
+    }
+    txns_.put(t);
+    if (watch_) watch_->progress(now());
+    if (op == Opc::BiasFlipReq) {
+        lockedPages_.erase(L);
+        std::vector<uint64_t> held;
+        auto pl = pageLines_.find(L);
+        if (pl != pageLines_.end())
+            for (uint64_t x : pl->second)
+                if (lines_.at(x).active == t) held.push_back(x);
+        std::sort(held.begin(), held.end());
+        for (uint64_t x : held) release(x);
+    } else {
+        release(L);
+    }
+    if (!deferredFlips_.empty()) {
+        std::deque<HTxn*> q;
+        q.swap(deferredFlips_);
+        for (HTxn* f : q) enqueue(f);
+    }
+    if (hostAcc) finishAccess(hostAcc);
+}
+
+void HomeAgent::handle(Msg* m) {
+    const uint16_t dev = m->dev;
+    Wire& up = ports_[dev].dev->up();
+    if (m->acc) m->acc->leave(kALinkUp, now());
+    switch (m->cls) {
+        case kCD2HReq: {
+            // A tracker entry holds the request until it completes (its credit returns then).
+            HTxn* t = txns_.get();
+            t->op = m->op;
+            t->dev = dev;
+            t->line = m->line;
+            t->acc = m->acc;
+            t->req = m;
+            ++tracker_;
+            stats_.maxTracker = std::max(stats_.maxTracker, tracker_);
+            later_.push(now() + lat_, [this, t] {
+                if (t->acc) t->acc->leave(kAHome, now());
+                enqueue(t);
+            });
+            requestWake(now() + lat_);
+            return;
+        }
+        case kCD2HRsp: {
+            up.giveCredit(m->cls, now());
+            HTxn* t = m->txn;
+            if (!t) protocolError("snoop response without a transaction");
+            HLine& l = line(m->line);
+            const uint32_t bit = 1u << dev;
+            switch (m->op) {
+                case Opc::RspIHitI:
+                case Opc::RspIHitSE:
+                case Opc::RspIFwdM:
+                    setSharers(l, m->line, l.sharers & ~bit);
+                    if (l.owner == dev) l.owner = -1;
+                    break;
+                case Opc::RspSHitSE:
+                case Opc::RspSFwdM:
+                    if (l.owner == dev) l.owner = -1;
+                    break;
+                default:
+                    break;
+            }
+            if (m->op == Opc::RspIFwdM || m->op == Opc::RspSFwdM || m->op == Opc::RspVFwdV) ++t->dataOut;
+            --t->snoopsOut;
+            if (!t->snoopsOut && t->acc && !t->dataOut) t->acc->leave(kASnoop, now());
+            pool_.put(m);
+            maybeFinish(t);
+            return;
+        }
+        case kCD2HData: {
+            up.giveCredit(m->cls, now());
+            HTxn* t = m->txn;
+            if (!t) {
+                // Write data answering a GO_WritePull: the line's active transaction.
+                auto it = lines_.find(m->line);
+                t = it != lines_.end() ? it->second.active : nullptr;
+            }
+            if (!t) {
+                pool_.put(m);
+                return;
+            }
+            // Snoop data names its transaction; write-pull data does not. (With
+            // few D2H Rsp credits a snooped line's data can overtake its response.)
+            const bool pulled = !m->txn;
+            if (pulled && (t->op == Opc::DirtyEvict || t->op == Opc::ItoMWr || t->op == Opc::WrInv)) {
+                HLine& l = line(t->line);
+                if (t->op == Opc::DirtyEvict) {
+                    if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value);
+                } else {
+                    // The write is performed at the home: into the host's cache (ItoMWr) or memory (WrInv).
+                    if (checker_) checker_->write(t->line, numDevs_ + 1, m->value, now());
+                    if (t->op == Opc::ItoMWr) {
+                        l.value = m->value;
+                        setHost(l, t->line, MState::M);
+                    } else {
+                        memWrite(t->line, m->value);
+                    }
+                }
+                t->dataOut = 0;
+            } else if (t->op == Opc::BiasFlipReq) {
+                // A peer gave up a dirty line of the page: it goes back to device memory.
+                memWrite(m->line, m->value, t);
+                --t->dataOut;
+            } else if (t->op == Opc::ItoMWr || t->op == Opc::WrInv) {
+                // A snooped dirty copy is superseded by the full-line write.
+                --t->dataOut;
+                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kASnoop, now());
+            } else {
+                // Forwarded dirty data from a snooped cache: newer than memory.
+                t->value = m->value;
+                t->haveData = true;
+                t->dirty = true;
+                --t->dataOut;
+                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kASnoop, now());
+            }
+            pool_.put(m);
+            maybeFinish(t);
+            return;
+        }
+        case kCS2M: {
+            // Data and completions free their buffers at once.
+            up.giveCredit(m->cls, now());
+            HTxn* t = m->txn;
+            if (m->op == Opc::MemData) {
+                if (!t) protocolError("memory data without a transaction");
+                t->memOut = false;
+                t->memValue = m->value;
+                t->memHave = true;
+                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kAMemory, now());
+                pool_.put(m);
+                maybeFinish(t);
+                return;
+            }
+            pool_.put(m);
+            if (t) {  // a write-back a bias flip waits for
+                --t->dataOut;
+                maybeFinish(t);
+            }
+            return;
+        }
+        case kCS2MBISnp: {
+            // A BISnp holds its buffer until answered, ordered with the host's
+            // other requests to the line.
+            HTxn* t = txns_.get();
+            t->op = m->op;
+            t->dev = dev;
+            t->line = m->line;
+            pool_.put(m);
+            enqueue(t);
+            return;
+        }
+        case kCIoD2H:
+            up.giveCredit(m->cls, now());
+            if (m->op == Opc::IoMemRd) {
+                // The root complex orders (and snoops for) DMA reads like any request.
+                later_.push(now() + lat_, [this, m] { ioRead(m); });
+                requestWake(now() + lat_);
+            } else {
+                ioWrite(m);
+            }
+            return;
+        default:
+            pool_.put(m);
+            return;
+    }
+}
+
+void HomeAgent::process() {
+    const Tick now = this->now();
+    while (inbox_.headReady() <= now) handle(inbox_.pop());
+    while (later_.headReady() <= now) {
+        auto f = later_.pop();
+        f();
+    }
+    for (auto& p : ports_) p.down.pump();
+    Tick next = std::min(inbox_.headReady(), later_.headReady());
+    if (next != kNever) requestWake(next);
+}
+
+}  // namespace cxlcore

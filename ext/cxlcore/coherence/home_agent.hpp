@@ -1,0 +1,159 @@
+// The host side of CXL.cache: the home agent (the ordering point of every
+// line, with a snoop filter of the devices' copies), the host's own caches as
+// one coherent agent, host DRAM, and the CXL.io completer for DMA.
+//
+// Host-to-device messages leave the home in order (a snoop never passes an
+// earlier GO or write to the same line); device-to-host requests have their
+// own queue so responses never wait behind them.
+//
+// The class's concerns live in separate files: transactions, the host cache
+// and Type-2 bias/back-invalidate handling (coherence/home_agent.cpp), the
+// snoop filter's capacity (coherence/snoop_filter.cpp) and the CXL.io
+// completer (coherence/io_completer.cpp).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <list>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cxlcore/coherence/access.hpp"
+#include "cxlcore/coherence/checker.hpp"
+#include "cxlcore/coherence/messages.hpp"
+#include "cxlcore/coherence/wire.hpp"
+#include "cxlcore/devices/accelerator.hpp"
+#include "cxlcore/devices/dma_engine.hpp"
+#include "cxlcore/mem/mem_port.hpp"
+
+namespace cxlcore {
+
+struct HomeStats {
+    uint64_t requests[int(Opc::kCount)] = {};
+    uint64_t snoops[3] = {0, 0, 0};
+    uint64_t hostHits = 0, hostMisses = 0, memReads = 0, memWrites = 0, biSnps = 0, biasFlips = 0;
+    uint64_t ioReads = 0, ioWrites = 0, conflicts = 0, sfEvictions = 0;
+    uint64_t hostEvictions = 0, hostWritebacks = 0, hostDirtied = 0, flushedLines = 0;
+    size_t maxTracker = 0, maxLineQueue = 0, maxLineStates = 0, maxHostLines = 0;
+};
+
+// A home transaction: one request being ordered and resolved for one line.
+struct HTxn {
+    Opc op = Opc::RdShared;
+    int dev = -1;            // requesting device, -1 for a host core
+    uint64_t line = 0;
+    Access* acc = nullptr;
+    Msg* req = nullptr;
+    uint32_t snoopsOut = 0, dataOut = 0;
+    bool memOut = false, haveData = false, dirty = false, memHave = false, snoopedCur = false;
+    uint64_t value = 0, memValue = 0;
+    Tick issued = 0;                    // CXL.io reads: when the read reached the home
+    std::function<void(HTxn*)> onDone;  // CXL.io reads: the line's data is resolved
+};
+
+// The host side: home agent with a snoop filter, the host's own caches as
+// one coherent agent, host DRAM, and the CXL.io completer for DMA.
+class HomeAgent : public Endpoint {
+  public:
+    HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, MsgPool& pool, CoherenceChecker* checker,
+              const std::string& where);
+    void addDevice(Accelerator* d, CxlLink* link, const DCacheParams& cp, const DmaParams& dp);
+    // A host core's access to one line.
+    void hostAccess(Access* a);
+    // Rings a device's DMA doorbell for a read of [addr, addr + bytes).
+    void doorbell(uint16_t dev, DmaJob* job, Tick delay = 0);
+    const HomeStats& stats() const { return stats_; }
+    const DramStats& dramStats() const { return dram_.dram().stats(); }
+    Wire& down(uint16_t dev) { return ports_[dev].down; }
+    Values& memory() { return mem_; }
+    const DmaParams& dma(uint16_t dev) const { return ports_[dev].dp; }
+    bool quiet() const;
+    std::string describe() const;
+    void oldest(Oldest& o) const;
+    void setWatch(CoherentProgress* w) { watch_ = w; }
+    // Line-state entries held now (lines some cache holds or a request is at).
+    size_t lineStates() const { return lines_.size(); }
+    size_t hostLines() const { return hostLru_.size(); }
+    uint64_t hostDirtyLines() const;
+
+  protected:
+    void process() override;
+
+  private:
+    struct HLine {
+        uint32_t sharers = 0;  // devices holding the line (any valid state)
+        int owner = -1;        // device holding it E or M
+        MState host = MState::I;
+        uint64_t value = 0;    // host copy
+        HTxn* active = nullptr;
+        std::deque<HTxn*> wait;
+        std::list<uint64_t>::iterator lru;  // place in the host cache's LRU order, while host != I
+    };
+    using LineMap = std::unordered_map<uint64_t, HLine>;
+    struct Port {
+        Accelerator* dev;
+        CxlLink* link;
+        Wire down;
+        DmaParams dp;
+    };
+    void handle(Msg* m);
+    // The line's state entry, made (and indexed by page) if it has none.
+    HLine& line(uint64_t x);
+    // Drops the entry of a line nothing holds or waits for.
+    void forget(LineMap::iterator it);
+    uint64_t pageOf(uint64_t x) const { return x & ~(pageBytes_ - 1); }
+    void hostEvict();
+    void flush(HTxn* t, const std::vector<uint64_t>& lines);
+    void finishAccess(Access* a);
+    void jobNoticed(DmaJob* job);
+    void enqueue(HTxn* t);
+    void start(HTxn* t);
+    void maybeFinish(HTxn* t);
+    void finish(HTxn* t);
+    void snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line);
+    bool pageBusy(HTxn* flip);
+    void release(uint64_t line);
+    void memRead(HTxn* t);
+    void memWrite(uint64_t line, uint64_t value, HTxn* waiter = nullptr);
+    Accelerator* memOwner(uint64_t line) const;
+    void sendDown(uint16_t dev, Msg* m);
+    Msg* msg(Opc op, CClass c, uint64_t line);
+    void setHost(HLine& l, uint64_t line, MState s);
+    // Every change to a line's device copies goes here: it keeps the
+    // snoop filter's occupancy and evicts from it when it is full
+    // (coherence/snoop_filter.cpp).
+    void setSharers(HLine& l, uint64_t line, uint32_t sharers);
+    void sfMakeRoom(uint64_t except);
+    // CXL.io completer (coherence/io_completer.cpp)
+    void ioRead(Msg* m);
+    void ioWrite(Msg* m);
+
+    HomeParams p_;
+    MsgPool& pool_;
+    CoherenceChecker* checker_;
+    MemPort dram_;
+    std::vector<Port> ports_;
+    LineMap lines_;
+    // Device-memory lines with an entry, by bias page: a flip visits only these.
+    std::unordered_map<uint64_t, std::unordered_set<uint64_t>> pageLines_;
+    std::unordered_map<uint64_t, HTxn*> lockedPages_;  // pages a bias flip holds
+    uint64_t pageBytes_ = 0;
+    std::list<uint64_t> hostLru_;  // lines the host caches hold, least recent first
+    size_t hostCap_ = 0;
+    CoherentProgress* watch_ = nullptr;
+    Values mem_;
+    Tick lat_, hostHit_;
+    size_t tracker_ = 0;
+    ObjectPool<HTxn> txns_;
+    TimedQueue<std::function<void()>> later_;
+    std::deque<HTxn*> deferredFlips_;
+    size_t sfLines_ = 0;            // lines with at least one device copy
+    std::deque<uint64_t> sfOrder_;  // insertion order (stale entries skipped), for victims
+    uint32_t numDevs_ = 0;
+    HomeStats stats_;
+    friend class Accelerator;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,508 @@
+#include "cxlcore/devices/accelerator.hpp"
+
+#include <algorithm>
+
+#include "cxlcore/coherence/home_agent.hpp"
+
+namespace cxlcore {
+
+Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap,
+                         const DmaParams& dp, const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool,
+                         CoherenceChecker* checker, const std::string& where)
+    : Endpoint(host), index_(index), name_(where), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
+      checker_(checker) {
+    sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
+    ways_.resize(size_t(sets_) * cp_.assoc);
+    lat_ = nsToTicks(cp_.latency_ns);
+    snoopLat_ = nsToTicks(cp_.snoop_latency_ns);
+    memLat_ = nsToTicks(ap_.memory_latency_ns);
+    flipLat_ = nsToTicks(ap_.bias_flip_ns);
+    if (ap_.type == 2) {
+        memBase_ = kDevMemBase + uint64_t(index) * ap_.memory_bytes;
+        memBytes_ = ap_.memory_bytes;
+        mem_.reset(new MemPort(host, media, where + ".media"));
+    }
+    uint32_t cr[kNumCClasses];
+    channelCredits(cp_, link.params(), dp_, cr);
+    up_.init(&link.s2m_, this, &home, false, cr, link.s2m_.flitTime() + link.s2m_.latency(), dp_.tlp_overhead_bytes);
+}
+
+Msg* Accelerator::msg(Opc op, CClass c, uint64_t line) {
+    Msg* m = pool_.get();
+    m->op = op;
+    m->cls = c;
+    m->line = line;
+    m->dev = index_;
+    return m;
+}
+
+void Accelerator::sendUp(Msg* m, Access* a) {
+    if (a) {
+        a->leave(kAQueue, now());
+        m->acc = a;
+    }
+    up_.send(m);
+}
+
+Accelerator::CLine* Accelerator::find(uint64_t line) {
+    const uint32_t set = uint32_t((line / kLineBytes) % sets_);
+    for (uint32_t w = 0; w < cp_.assoc; ++w) {
+        CLine& c = ways_[size_t(set) * cp_.assoc + w];
+        if (c.line == line && (c.st != MState::I || c.reserved)) return &c;
+    }
+    return nullptr;
+}
+
+Accelerator::CLine* Accelerator::victim(uint64_t line) {
+    const uint32_t set = uint32_t((line / kLineBytes) % sets_);
+    CLine* best = nullptr;
+    for (uint32_t w = 0; w < cp_.assoc; ++w) {
+        CLine& c = ways_[size_t(set) * cp_.assoc + w];
+        if (c.reserved) continue;
+        if (c.st == MState::I) return &c;
+        if (!best || c.lru < best->lru) best = &c;
+    }
+    return best;  // null: every way waits for a fill
+}
+
+void Accelerator::setState(CLine& l, MState s) {
+    l.st = s;
+    if (checker_) checker_->state(l.line, index_, s, now());
+}
+
+void Accelerator::access(Access* a) {
+    a->mark = now();
+    a->agent = index_;
+    if (watch_) ++watch_->outstanding;
+    (isWrite(a->kind) ? stats_.stores : stats_.loads)++;
+    pipe_.push(now() + lat_, a);
+    requestWake(now() + lat_);
+}
+
+void Accelerator::complete(Access* a) {
+    a->done = now();
+    a->leave(kAQueue, now());
+    if (watch_) {
+        --watch_->outstanding;
+        watch_->progress(now());
+    }
+    finishAccess(a);
+}
+
+void Accelerator::lookup(Access* a) {
+    a->leave(kACache, now());
+    const uint64_t L = a->line;
+    auto mi = mshrs_.find(L);
+    if (mi != mshrs_.end()) {
+        a->missed = true;
+        mi->second.waiting.push_back(a);
+        return;
+    }
+    CLine* c = find(L);
+    const bool valid = c && c->st != MState::I;
+    if (valid && !isWrite(a->kind)) {
+        a->value = c->value;
+        a->hit = !a->missed;
+        c->lru = ++lruClock_;
+        if (checker_) checker_->read(L, index_, a->value, now());
+        stats_.hits += !a->missed;
+        complete(a);
+        return;
+    }
+    if (valid && (c->st == MState::M || c->st == MState::E)) {
+        if (c->st == MState::E) setState(*c, MState::M);
+        c->value = a->value;
+        c->lru = ++lruClock_;
+        a->hit = !a->missed;
+        if (checker_) checker_->write(L, index_, a->value, now());
+        stats_.hits += !a->missed;
+        complete(a);
+        return;
+    }
+    startMiss(a, valid ? c : nullptr);
+}
+
+bool Accelerator::startMiss(Access* a, CLine* present) {
+    const uint64_t L = a->line;
+    const bool write = isWrite(a->kind);
+    Opc op = a->kind == Access::LoadCurrent    ? Opc::RdCurr
+             : a->kind == Access::LoadAny      ? Opc::RdAny
+             : a->kind == Access::StoreNoAlloc ? Opc::ItoMWr
+             : a->kind == Access::StoreWrInv   ? Opc::WrInv
+             : write                           ? Opc::RdOwn
+                                               : Opc::RdShared;
+    if (present && (op == Opc::ItoMWr || op == Opc::WrInv)) op = Opc::RdOwn;  // upgrade the cached copy instead
+    const bool own = ownsMemory(L);
+    const bool local = own && (ap_.hdm_db || deviceBias(L) || ap_.auto_bias_flip);
+    const bool uncached = !local && (op == Opc::RdCurr || op == Opc::ItoMWr || op == Opc::WrInv);
+    CLine* way = present;
+    CLine* evict = nullptr;
+    if (!uncached && !way) {
+        way = victim(L);
+        if (!way) {
+            stalled_.push_back(a);
+            ++stats_.mshrFull;
+            return false;
+        }
+        if (way->st != MState::I) evict = way;
+    }
+    // A miss that must evict needs two MSHRs; with fewer, an idle cache still
+    // lets it go, or it would wait forever.
+    if (!mshrs_.empty() && mshrs_.size() + (evict ? 2 : 1) > cp_.mshrs) {
+        stalled_.push_back(a);
+        ++stats_.mshrFull;
+        return false;
+    }
+    ++stats_.misses;
+    a->missed = true;
+    if (evict) {
+        Mshr& e = mshrs_[evict->line];
+        e.kind = Mshr::Evict;
+        e.evictState = evict->st;
+        e.value = evict->value;
+        e.op = evict->st == MState::M ? Opc::DirtyEvict : Opc::CleanEvict;
+        (evict->st == MState::M ? stats_.dirtyEvicts : stats_.cleanEvicts)++;
+        // A clean victim is gone from the cache now: the home may hand the line
+        // to another agent before its GO comes back (the copy kept for snoops
+        // is never read). A dirty one is held until its data is pulled.
+        if (evict->st != MState::M && checker_) checker_->state(evict->line, index_, MState::I, now());
+        const bool ownLine = ownsMemory(evict->line);
+        if (ownLine && (ap_.hdm_db || deviceBias(evict->line))) {
+            // Device memory the host does not track: write back locally.
+            if (evict->st == MState::M) {
+                memVals_[evict->line] = evict->value;
+                mem_->write(evict->line - memBase_);
+            }
+            if (checker_) checker_->state(evict->line, index_, MState::I, now());
+            mshrs_.erase(evict->line);
+        } else {
+            Msg* m = msg(e.op, kCD2HReq, evict->line);
+            sendUp(m);
+        }
+        evict->st = MState::I;
+    }
+    Mshr& ms = mshrs_[L];
+    maxMshrs_ = std::max(maxMshrs_, mshrs_.size());
+    ms.op = op;
+    ms.kind = uncached ? Mshr::Uncached : local ? Mshr::Local : Mshr::Fill;
+    ms.way = way;
+    ms.waiting.push_back(a);
+    if (way) {
+        if (!present) {
+            way->line = L;
+            way->st = MState::I;
+        }
+        way->reserved = true;
+    }
+    if (!local) {
+        if (own) ++stats_.fwdReads;
+        Msg* m = msg(op, kCD2HReq, L);
+        if (op == Opc::ItoMWr || op == Opc::WrInv) m->value = a->value;
+        sendUp(m, a);
+        return true;
+    }
+    a->leave(kAQueue, now());
+    if (ap_.hdm_db) {
+        auto hc = hostCopy_.find(L);
+        if (hc != hostCopy_.end()) {
+            ms.biPending = true;
+            ms.biInv = write || hc->second != MState::S;
+            ++stats_.biSnps;
+            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, kCS2MBISnp, L));
+            return true;
+        }
+    } else if (!deviceBias(L)) {
+        // Host bias: ask the host to give up its copies of the page first
+        // (one request per page; later misses in the page wait for it).
+        ms.biPending = true;
+        const uint64_t page = L / ap_.bias_page_bytes;
+        if (!flipping_[page]) {
+            flipping_[page] = true;
+            ++stats_.deviceBiasFlips;
+            sendUp(msg(Opc::BiasFlipReq, kCD2HReq, page * ap_.bias_page_bytes));
+        }
+        return true;
+    }
+    localFill(L, a, ms);
+    return true;
+}
+
+void Accelerator::install(uint64_t line, Mshr& ms) {
+    if (ms.kind == Mshr::Uncached) {
+        if (ms.op == Opc::RdCurr) {
+            Access* a = ms.waiting.front();
+            a->value = ms.value;
+            // RdCurr returns a snapshot without joining the coherence domain.
+        }
+        finishMshr(line);
+        return;
+    }
+    CLine& w = *ms.way;
+    w.line = line;
+    w.value = ms.value;
+    w.reserved = false;
+    w.lru = ++lruClock_;
+    MState g = ms.granted == MState::M ? MState::E : ms.granted;
+    ++stats_.grants[int(g)];
+    setState(w, g);
+    finishMshr(line);
+}
+
+void Accelerator::finishMshr(uint64_t line) {
+    auto it = mshrs_.find(line);
+    std::deque<Access*> waiting = std::move(it->second.waiting);
+    std::deque<Msg*> snoops = std::move(it->second.snoops);
+    const bool uncached = it->second.kind == Mshr::Uncached;
+    const Opc op = it->second.op;
+    const uint64_t value = it->second.value;
+    mshrs_.erase(it);
+    bool first = true;
+    for (Access* a : waiting) {
+        if (first && uncached) {
+            first = false;
+            if (op == Opc::RdCurr) a->value = value;
+            complete(a);
+            continue;
+        }
+        first = false;
+        a->leave(kAQueue, now());
+        lookup(a);  // cached now: performs as a hit, or misses again (e.g. a store to an S line)
+    }
+    for (Msg* m : snoops) {
+        home_.down(index_).giveCredit(m->cls, now());
+        snoop(m);
+        pool_.put(m);
+    }
+    // Freed MSHRs let stalled accesses in.
+    while (!stalled_.empty() && mshrs_.size() < cp_.mshrs) {
+        Access* a = stalled_.front();
+        stalled_.pop_front();
+        const size_t before = stalled_.size();
+        a->leave(kAQueue, now());
+        lookup(a);
+        if (stalled_.size() > before) {
+            // Still no room: put it back at the head.
+            stalled_.pop_back();
+            stalled_.push_front(a);
+            break;
+        }
+    }
+    // Host requests that waited for this line.
+    auto bl = memBlocked_.find(line);
+    if (bl != memBlocked_.end()) {
+        std::deque<Msg*> q = std::move(bl->second);
+        memBlocked_.erase(bl);
+        for (Msg* m : q) hostMemAccess(m);
+    }
+}
+
+bool Accelerator::quiet() const {
+    return mshrs_.empty() && stalled_.empty() && snoopQ_.empty() && pipe_.empty() && up_.queued() == 0 &&
+           memBlocked_.empty() && later_.empty();
+}
+
+std::string Accelerator::describe() const {
+    std::string s = "device " + std::to_string(index_) + ": " + std::to_string(mshrs_.size()) + " MSHRs";
+    int n = 0;
+    for (auto& kv : mshrs_) {
+        if (n++ == 4) break;
+        s += " [" + hexAddr(kv.first) + " " + opName(kv.second.op) + (kv.second.biPending ? " waiting-bias/BI" : "") +
+             (kv.second.gotGo ? " GO" : "") + (kv.second.gotData ? " data" : "") + "]";
+    }
+    s += ", " + std::to_string(stalled_.size()) + " stalled, " + std::to_string(memBlocked_.size()) +
+         " host requests blocked;";
+    return s;
+}
+
+void Accelerator::oldest(Oldest& o) const {
+    for (auto& kv : mshrs_)
+        for (const Access* a : kv.second.waiting)
+            o.see(a->issued, [&] {
+                const Mshr& m = kv.second;
+                return name_ + " MSHR of line " + hexAddr(kv.first) + " (" + opName(m.op) +
+                       (m.biPending ? ", waiting for a bias flip or BIRsp" : "") +
+                       (m.gotGo ? ", GO received" : ", waiting for GO") +
+                       (m.gotData ? ", data received)" : ", waiting for data)");
+            });
+    for (const Access* a : stalled_) o.see(a->issued, [&] { return name_ + " queue for an MSHR or cache way"; });
+    up_.each([&](const Msg* m) {
+        if (m->acc)
+            o.see(m->acc->issued, [&] { return name_ + " link-up queue " + className(m->cls) + " (no credit)"; });
+    });
+    for (auto& kv : memBlocked_)
+        for (const Msg* m : kv.second)
+            if (m->acc)
+                o.see(m->acc->issued, [&] { return name_ + " device-memory queue of line " + hexAddr(kv.first); });
+}
+
+void Accelerator::snoop(Msg* m) {
+    const uint64_t L = m->line;
+    const int kind = m->op == Opc::SnpData ? 0 : m->op == Opc::SnpInv ? 1 : 2;
+    ++stats_.snoopsRecv[kind];
+    Opc rsp = Opc::RspIHitI;
+    bool data = false;
+    uint64_t value = 0;
+    CLine* c = find(L);
+    if (c && c->st != MState::I) {
+        const MState s = c->st;
+        value = c->value;
+        if (m->op == Opc::SnpCur) {
+            rsp = s == MState::M ? Opc::RspVFwdV : Opc::RspVHitV;
+            data = s == MState::M;
+        } else if (m->op == Opc::SnpData) {
+            rsp = s == MState::M ? Opc::RspSFwdM : Opc::RspSHitSE;
+            data = s == MState::M;
+            setState(*c, MState::S);
+        } else {
+            rsp = s == MState::M ? Opc::RspIFwdM : Opc::RspIHitSE;
+            data = s == MState::M;
+            if (bug_ == SnpInvKeepsCopy && s == MState::S) {
+                // deliberately wrong: acknowledge the invalidation but keep the line
+            } else {
+                setState(*c, MState::I);
+            }
+        }
+        if (bug_ == DropDirtyData && data) {
+            rsp = m->op == Opc::SnpInv ? Opc::RspIHitSE : m->op == Opc::SnpData ? Opc::RspSHitSE : Opc::RspVHitV;
+            data = false;
+        }
+    } else {
+        auto it = mshrs_.find(L);
+        if (it != mshrs_.end() && it->second.kind == Mshr::Evict && !it->second.snooped &&
+            it->second.evictState != MState::I) {
+            Mshr& e = it->second;
+            value = e.value;
+            if (m->op == Opc::SnpCur) {
+                data = e.evictState == MState::M;
+                rsp = data ? Opc::RspVFwdV : Opc::RspVHitV;
+            } else {
+                // An evicting line is read-only: give it up and mark the eviction's data bogus.
+                data = e.evictState == MState::M;
+                rsp = data ? Opc::RspIFwdM : Opc::RspIHitSE;
+                e.snooped = true;
+                if (checker_) checker_->state(L, index_, MState::I, now());
+            }
+        }
+    }
+    Msg* r = msg(rsp, kCD2HRsp, L);
+    r->txn = m->txn;
+    sendUp(r);
+    if (data) {
+        Msg* d = msg(Opc::Data, kCD2HData, L);
+        d->txn = m->txn;
+        d->value = value;
+        sendUp(d);
+    }
+}
+
+void Accelerator::handle(Msg* m) {
+    const uint64_t L = m->line;
+    if (m->acc) m->acc->leave(kALinkDown, now());
+    switch (m->op) {
+        case Opc::SnpData:
+        case Opc::SnpInv:
+        case Opc::SnpCur:
+            // Answered after the snoop pipeline; the H2D Req credit returns then.
+            snoopQ_.push(now() + snoopLat_, m);
+            return;
+        case Opc::GO:
+        case Opc::Data:
+        case Opc::GO_WritePull: {
+            home_.down(index_).giveCredit(m->cls, now());
+            auto it = mshrs_.find(L);
+            if (it == mshrs_.end()) break;
+            Mshr& ms = it->second;
+            if (ms.kind == Mshr::Evict) {
+                if (m->op == Opc::GO_WritePull) {
+                    Msg* d = msg(Opc::Data, kCD2HData, L);
+                    d->value = ms.value;
+                    d->bogus = ms.snooped;
+                    if (bug_ == DropDirtyData) d->bogus = true;
+                    if (ms.snooped) ++stats_.bogusData;
+                    sendUp(d);
+                }
+                if (!ms.snooped && checker_) checker_->state(L, index_, MState::I, now());
+                finishMshr(L);
+                break;
+            }
+            if (m->op == Opc::GO_WritePull) {
+                // ItoMWr / WrInv: push the data; the write completes at GO.
+                Msg* d = msg(Opc::Data, kCD2HData, L);
+                d->value = ms.waiting.front()->value;
+                sendUp(d);
+                finishMshr(L);
+                break;
+            }
+            if (m->op == Opc::GO) {
+                ms.gotGo = true;
+                ms.granted = m->state;
+            } else {
+                ms.gotData = true;
+                ms.value = m->value;
+            }
+            if (ms.kind == Mshr::Uncached && ms.gotData) {
+                install(L, ms);
+            } else if (ms.gotGo && ms.gotData) {
+                install(L, ms);
+            }
+            break;
+        }
+        case Opc::BiasFlipDone:
+            biasFlipDone(m);
+            break;
+        case Opc::BIRspI:
+        case Opc::BIRspS:
+            backInvalidateResponse(m);
+            break;
+        case Opc::MemRd:
+        case Opc::MemRdFwd:
+        case Opc::MemWr:
+            home_.down(index_).giveCredit(m->cls, now());
+            hostMemAccess(m);
+            return;
+        case Opc::IoMemWr:  // doorbell
+            dmaDoorbell(m);
+            return;
+        case Opc::IoCplD:
+            dmaCompletion(m);
+            break;
+        default:
+            break;
+    }
+    pool_.put(m);
+}
+
+void Accelerator::process() {
+    const Tick now = this->now();
+    while (inbox_.headReady() <= now) handle(inbox_.pop());
+    while (snoopQ_.headReady() <= now) {
+        Msg* m = snoopQ_.pop();
+        if (bug_ == DropSnoops) {  // never answered, its credit never returned
+            pool_.put(m);
+            continue;
+        }
+        if (bug_ == DeferSnoops) {  // put off again and again
+            snoopQ_.push(now + std::max<Tick>(snoopLat_, 1000), m);
+            continue;
+        }
+        auto it = mshrs_.find(m->line);
+        if (it != mshrs_.end() && it->second.gotGo && it->second.kind != Mshr::Evict) {
+            // The host already ordered our request first: answer after the fill.
+            it->second.snoops.push_back(m);
+            continue;
+        }
+        home_.down(index_).giveCredit(m->cls, now);
+        snoop(m);
+        pool_.put(m);
+    }
+    while (later_.headReady() <= now) {
+        auto f = later_.pop();
+        f();
+    }
+    while (pipe_.headReady() <= now) lookup(pipe_.pop());
+    up_.pump();
+    Tick next = std::min({inbox_.headReady(), snoopQ_.headReady(), later_.headReady(), pipe_.headReady()});
+    if (next != kNever) requestWake(next);
+}
+
+}  // namespace cxlcore

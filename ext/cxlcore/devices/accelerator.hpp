@@ -1,0 +1,148 @@
+// A CXL.cache accelerator: Type-1 (coherent cache) or Type-2 (cache plus
+// device memory in host/device bias or HDM-DB), with a DMA engine.
+//
+// The class's concerns live in separate files: the device cache, its MSHRs
+// and snoop handling (devices/accelerator.cpp), Type-2 device memory with
+// its bias table and back-invalidate (devices/accelerator_memory.cpp), and
+// the DMA engine (devices/dma_engine.cpp).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cxlcore/coherence/access.hpp"
+#include "cxlcore/coherence/checker.hpp"
+#include "cxlcore/coherence/messages.hpp"
+#include "cxlcore/coherence/wire.hpp"
+#include "cxlcore/devices/dma_engine.hpp"
+#include "cxlcore/link/link.hpp"
+#include "cxlcore/mem/mem_port.hpp"
+
+namespace cxlcore {
+
+class HomeAgent;
+
+struct AccelStats {
+    uint64_t loads = 0, stores = 0, hits = 0, misses = 0, mshrFull = 0;
+    uint64_t snoopsRecv[3] = {0, 0, 0};  // SnpData, SnpInv, SnpCur
+    uint64_t cleanEvicts = 0, dirtyEvicts = 0, bogusData = 0, hostBiasFlips = 0, deviceBiasFlips = 0;
+    uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
+    uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
+    uint64_t dmaTransfers = 0, flushedLines = 0;
+};
+
+class Accelerator : public Endpoint {
+  public:
+    Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap, const DmaParams& dp,
+                const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool, CoherenceChecker* checker,
+                const std::string& where);
+    // A requester's access, performed after the cache lookup; misses wait
+    // for an MSHR inside the device, so a device never refuses one.
+    void access(Access* a);
+    const AccelStats& stats() const { return stats_; }
+    Wire& up() { return up_; }
+    uint16_t index() const { return index_; }
+    bool ownsMemory(uint64_t line) const { return memBase_ && line >= memBase_ && line < memBase_ + memBytes_; }
+    uint64_t memBase() const { return memBase_; }
+    size_t mshrsInUse() const { return mshrs_.size(); }
+    size_t maxMshrs() const { return maxMshrs_; }
+    // Test hook: deliberately break the protocol (or stop answering snoops,
+    // silently or by deferring them forever, to exercise the watchdog).
+    enum Bug : uint8_t { None, SnpInvKeepsCopy, DropDirtyData, DropSnoops, DeferSnoops };
+    void inject(Bug b) { bug_ = b; }
+    void setWatch(CoherentProgress* w) { watch_ = w; }
+    bool quiet() const;
+    std::string describe() const;  // outstanding work, for deadlock reports
+    void oldest(Oldest& o) const;
+    const std::string& name() const { return name_; }
+
+  protected:
+    void process() override;
+
+  private:
+    struct CLine {
+        uint64_t line = 0;
+        MState st = MState::I;
+        uint64_t value = 0;
+        uint64_t lru = 0;
+        bool reserved = false;  // way held for an outstanding fill
+    };
+    struct Mshr {
+        enum Kind : uint8_t { Fill, Uncached, Evict, Local } kind = Fill;
+        Opc op = Opc::RdShared;
+        std::deque<Access*> waiting;  // first is the primary
+        bool gotGo = false, gotData = false, snooped = false;
+        MState granted = MState::I, evictState = MState::I;
+        uint64_t value = 0;
+        CLine* way = nullptr;
+        bool biPending = false, hostReacquired = false, biInv = false;
+        std::deque<Msg*> snoops;  // snoops that arrived after GO, answered once the fill lands
+    };
+
+    void handle(Msg* m);
+    void lookup(Access* a);
+    bool startMiss(Access* a, CLine* hitLine);
+    CLine* find(uint64_t line);
+    CLine* victim(uint64_t line);
+    void install(uint64_t line, Mshr& ms);
+    void finishMshr(uint64_t line);
+    void complete(Access* a);
+    void setState(CLine& l, MState s);
+    void snoop(Msg* m);
+    void sendUp(Msg* m, Access* a = nullptr);
+    Msg* msg(Opc op, CClass c, uint64_t line);
+    // Type-2 device memory (devices/accelerator_memory.cpp)
+    bool deviceBias(uint64_t line) const;
+    void localFill(uint64_t line, Access* a, Mshr& ms);
+    void hostMemAccess(Msg* m);
+    Tick flipToHostBias(uint64_t page, Access* cause);
+    void biasFlipDone(Msg* m);
+    void backInvalidateResponse(Msg* m);
+    // DMA (devices/dma_engine.cpp)
+    void dmaDoorbell(Msg* m);
+    void dmaCompletion(Msg* m);
+    void dmaStart();
+    void dmaPump(DmaJob& j);
+
+    uint16_t index_;
+    std::string name_;
+    CoherentProgress* watch_ = nullptr;
+    DCacheParams cp_;
+    AccelParams ap_;
+    DmaParams dp_;
+    CxlLink& link_;
+    HomeAgent& home_;
+    MsgPool& pool_;
+    CoherenceChecker* checker_;
+    Bug bug_ = None;
+    uint32_t sets_;
+    std::vector<CLine> ways_;
+    uint64_t lruClock_ = 0;
+    std::unordered_map<uint64_t, Mshr> mshrs_;
+    size_t maxMshrs_ = 0;
+    TimedQueue<Access*> pipe_;
+    std::deque<Access*> stalled_;
+    TimedQueue<Msg*> snoopQ_;   // snoops being answered
+    TimedQueue<std::function<void()>> later_;
+    Wire up_;
+    Tick lat_, snoopLat_, memLat_, flipLat_;
+    // Type-2 memory
+    uint64_t memBase_ = 0, memBytes_ = 0;
+    std::unique_ptr<MemPort> mem_;
+    Values memVals_;
+    std::unordered_map<uint64_t, bool> bias_;  // page -> device bias
+    std::unordered_map<uint64_t, bool> flipping_;  // pages with a flip to device bias in flight
+    std::unordered_map<uint64_t, MState> hostCopy_;  // HDM-DB: lines the host may hold
+    std::unordered_map<uint64_t, std::deque<Msg*>> memBlocked_;  // host requests waiting for a local op
+    // DMA
+    std::deque<Msg*> doorbells_;
+    uint32_t enginesBusy_ = 0;
+    AccelStats stats_;
+    friend class HomeAgent;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,199 @@
+// Type-2 device memory of an accelerator: the bias table (host or device
+// bias per page, with flips both ways), HDM-DB's back-invalidate snoops, and
+// the host's CXL.mem reads and writes of the device's memory.
+#include <algorithm>
+#include <vector>
+
+#include "cxlcore/coherence/home_agent.hpp"
+#include "cxlcore/devices/accelerator.hpp"
+
+namespace cxlcore {
+
+bool Accelerator::deviceBias(uint64_t line) const {
+    auto it = bias_.find(line / ap_.bias_page_bytes);
+    return it == bias_.end() ? ap_.device_bias != 0 : it->second;
+}
+
+void Accelerator::localFill(uint64_t line, Access* a, Mshr& ms) {
+    ++stats_.localMemReads;
+    ms.biPending = false;
+    const Tick start = now();
+    later_.push(start + memLat_, [this, line, a] {
+        mem_->read(line - memBase_, [this, line, a] {
+            auto it = mshrs_.find(line);
+            if (it == mshrs_.end()) protocolError("device memory fill without an MSHR");
+            Mshr& m = it->second;
+            a->leave(kAMemory, now());
+            m.value = valueOf(memVals_, line);
+            m.gotGo = m.gotData = true;
+            const bool sharedWithHost = ap_.hdm_db && hostCopy_.count(line);
+            m.granted = sharedWithHost ? MState::S : isWrite(a->kind) ? MState::M : MState::E;
+            if (checker_ && !sharedWithHost) checker_->memory(line, m.value, now());
+            install(line, m);
+        });
+    });
+    requestWake(start + memLat_);
+}
+
+Tick Accelerator::flipToHostBias(uint64_t page, Access* cause) {
+    // Flush the page's resident lines from the device cache (one cache access
+    // each, dirty ones written back), then serve the host in host bias. The
+    // walk visits the page's lines or the cache's ways, whichever are fewer.
+    ++stats_.hostBiasFlips;
+    const uint64_t base = page * ap_.bias_page_bytes;
+    uint64_t n = 0;
+    auto flush = [&](CLine& c) {
+        if (c.st == MState::M) {
+            memVals_[c.line] = c.value;
+            mem_->write(c.line - memBase_);
+        }
+        setState(c, MState::I);
+        ++n;
+    };
+    if (ap_.bias_page_bytes / kLineBytes <= ways_.size()) {
+        for (uint64_t l = base; l < base + ap_.bias_page_bytes; l += kLineBytes) {
+            CLine* c = find(l);
+            if (c && c->st != MState::I) flush(*c);
+        }
+    } else {
+        for (CLine& c : ways_)
+            if (c.st != MState::I && c.line >= base && c.line < base + ap_.bias_page_bytes) flush(c);
+    }
+    stats_.flushedLines += n;
+    bias_[page] = false;
+    const Tick cost = flipLat_ + Tick(n) * lat_;
+    if (cause) {
+        // Charged to the flip stage; the access's clock moves past it.
+        cause->stage[kABiasFlip] += cost;
+        cause->mark += cost;
+    }
+    return cost;
+}
+
+void Accelerator::hostMemAccess(Msg* m) {
+    // The host reads or writes device memory over CXL.mem.
+    const uint64_t L = m->line;
+    const uint64_t page = L / ap_.bias_page_bytes;
+    Tick extra = 0;
+    if (m->op == Opc::MemRd || m->op == Opc::MemRdFwd) {
+        auto ms = mshrs_.find(L);
+        if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && !ms->second.biPending) {
+            memBlocked_[L].push_back(m);  // a local fill is reading the line: serve after it
+            return;
+        }
+        if (!ap_.hdm_db && deviceBias(L)) {
+            // Device bias: wait for local fills of the page, then flip it to host bias.
+            for (auto& kv : mshrs_)
+                if (kv.second.kind == Mshr::Local && kv.first / ap_.bias_page_bytes == page && !kv.second.biPending) {
+                    memBlocked_[kv.first].push_back(m);
+                    return;
+                }
+            extra = flipToHostBias(page, m->acc);
+        }
+        if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && ms->second.biPending) ms->second.hostReacquired = true;
+    }
+    if (m->op == Opc::MemRdFwd) {
+        // Host bias: the host resolved coherence; read locally and fill.
+        auto it = mshrs_.find(L);
+        if (it == mshrs_.end() || it->second.waiting.empty()) protocolError("MemRdFwd without a pending request");
+        Mshr& ms = it->second;
+        ms.gotGo = true;
+        Access* a = ms.waiting.front();
+        const MState g = m->state;
+        pool_.put(m);
+        ++stats_.localMemReads;
+        later_.push(now() + memLat_ + extra, [this, L, a, g] {
+            mem_->read(L - memBase_, [this, L, a, g] {
+                auto it2 = mshrs_.find(L);
+                if (it2 == mshrs_.end()) protocolError("MemRdFwd fill without an MSHR");
+                a->leave(kAMemory, now());
+                it2->second.value = valueOf(memVals_, L);
+                it2->second.granted = g;
+                if (checker_) checker_->memory(L, it2->second.value, now());
+                install(L, it2->second);
+            });
+        });
+        requestWake(now() + memLat_ + extra);
+        return;
+    }
+    if (m->op == Opc::MemWr) {
+        memVals_[L] = m->value;
+        mem_->write(L - memBase_);
+        Msg* r = msg(Opc::Cmp, kCS2M, L);
+        r->txn = m->txn;  // a bias flip waits for its write-backs
+        pool_.put(m);
+        sendUp(r);
+        return;
+    }
+    // MemRd: in HDM-DB the device resolves its own cache first.
+    CLine* c = find(L);
+    if (ap_.hdm_db && c && c->st != MState::I) {
+        if (c->st == MState::M) memVals_[L] = c->value;
+        if (m->state == MState::S)
+            setState(*c, MState::S);
+        else
+            setState(*c, MState::I);
+    }
+    if (ap_.hdm_db) hostCopy_[L] = m->state;
+    Access* acc = m->acc;
+    HTxn* txn = m->txn;
+    pool_.put(m);
+    later_.push(now() + memLat_ + extra, [this, L, acc, txn] {
+        mem_->read(L - memBase_, [this, L, acc, txn] {
+            Msg* r = msg(Opc::MemData, kCS2M, L);
+            r->value = valueOf(memVals_, L);
+            r->acc = acc;
+            r->txn = txn;
+            up_.send(r);
+            requestWake(now());
+        });
+    });
+    requestWake(now() + memLat_ + extra);
+}
+
+void Accelerator::biasFlipDone(Msg* m) {
+    const uint64_t L = m->line;
+    home_.down(index_).giveCredit(m->cls, now());
+    const uint64_t page = L / ap_.bias_page_bytes;
+    bias_[page] = true;
+    flipping_.erase(page);
+    // Fills of this page that waited for the flip read locally now.
+    std::vector<uint64_t> ready;
+    for (auto& kv : mshrs_)
+        if (kv.second.kind == Mshr::Local && kv.second.biPending && kv.first / ap_.bias_page_bytes == page)
+            ready.push_back(kv.first);
+    std::sort(ready.begin(), ready.end());
+    for (uint64_t l : ready) {
+        Mshr& ms = mshrs_[l];
+        if (ms.waiting.empty()) protocolError("bias flip completion without a waiting access");
+        Access* a = ms.waiting.front();
+        a->leave(kABiasFlip, now());
+        localFill(l, a, ms);
+    }
+}
+
+void Accelerator::backInvalidateResponse(Msg* m) {
+    const uint64_t L = m->line;
+    home_.down(index_).giveCredit(m->cls, now());
+    auto it = mshrs_.find(L);
+    if (m->op == Opc::BIRspI)
+        hostCopy_.erase(L);
+    else
+        hostCopy_[L] = MState::S;
+    if (it == mshrs_.end()) return;
+    Mshr& ms = it->second;
+    if (ms.waiting.empty()) protocolError("BIRsp without a waiting access");
+    Access* a = ms.waiting.front();
+    a->leave(kABackInv, now());
+    if (ms.hostReacquired || (ms.biInv && hostCopy_.count(L))) {
+        // The host took the line again meanwhile: snoop it again.
+        ms.hostReacquired = false;
+        ms.biInv = true;
+        ++stats_.biSnps;
+        sendUp(msg(Opc::BISnpInv, kCS2MBISnp, L));
+        return;
+    }
+    localFill(L, a, ms);
+}
+
+}  // namespace cxlcore

@@ -1,0 +1,91 @@
+// Statistics shared by every workload: a bounded log-linear histogram of
+// non-negative integers (latencies in ticks), HdrHistogram-style.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace cxlcore {
+
+// Values below 2^kSubBits have a bucket each; above, every power of two
+// [2^e, 2^(e+1)) is cut into 2^kSubBits linear buckets of width 2^(e-kSubBits).
+// A percentile is reported as the middle of the bucket holding the exact
+// order statistic (clamped to [min, max]), so it is within half a bucket of
+// it: relative error < 2^-(kSubBits+1) = 1/128. Count, sum, mean, min and max
+// are exact (the sum while below 2^64: 213 days of picoseconds). Memory is
+// bounded by the largest value seen (at most kMaxBuckets counters, 30 KiB),
+// never by the number of values.
+class LogHistogram {
+  public:
+    static constexpr uint32_t kSubBits = 6;
+    static constexpr uint32_t kSub = 1u << kSubBits;
+    static constexpr size_t kMaxBuckets = size_t(64 - kSubBits + 1) * kSub;
+    static constexpr double kRelativeError = 1.0 / (2 * kSub);
+
+    void add(uint64_t v) {
+        const size_t i = bucket(v);
+        if (i >= counts_.size()) grow(i + 1);
+        ++counts_[i];
+        ++n_;
+        sum_ += v;
+        min_ = std::min(min_, v);
+        max_ = std::max(max_, v);
+    }
+    void merge(const LogHistogram& o) {
+        if (o.counts_.size() > counts_.size()) grow(o.counts_.size());
+        for (size_t i = 0; i < o.counts_.size(); ++i) counts_[i] += o.counts_[i];
+        n_ += o.n_;
+        sum_ += o.sum_;
+        min_ = std::min(min_, o.min_);
+        max_ = std::max(max_, o.max_);
+    }
+    void reset() { *this = LogHistogram(); }
+
+    uint64_t count() const { return n_; }
+    uint64_t sum() const { return sum_; }
+    uint64_t min() const { return n_ ? min_ : 0; }
+    uint64_t max() const { return max_; }
+    double mean() const { return n_ ? double(sum_) / double(n_) : 0.0; }
+    // The q-quantile (0 <= q <= 1) by nearest rank: the ceil(q * n)-th smallest
+    // value (at least the first), i.e. numpy's "inverted_cdf"; 0 when empty.
+    double percentile(double q) const {
+        if (!n_) return 0.0;
+        const double r = std::ceil(std::min(std::max(q, 0.0), 1.0) * double(n_));
+        const uint64_t rank = std::max<uint64_t>(1, std::min<uint64_t>(n_, uint64_t(r)));
+        uint64_t c = 0;
+        for (size_t i = 0; i < counts_.size(); ++i) {
+            c += counts_[i];
+            if (c >= rank) return std::min(std::max(middle(i), double(min_)), double(max_));
+        }
+        return double(max_);
+    }
+    // Memory held by the counters.
+    size_t bytes() const { return counts_.capacity() * sizeof(uint64_t); }
+
+    static size_t bucket(uint64_t v) {
+        if (v < kSub) return size_t(v);
+        const uint32_t e = 63 - uint32_t(__builtin_clzll(v));  // v in [2^e, 2^(e+1)), e >= kSubBits
+        const uint32_t shift = e - kSubBits;
+        return size_t(shift + 1) * kSub + size_t((v >> shift) - kSub);
+    }
+    // The bucket's lowest value and its width.
+    static uint64_t lower(size_t i) {
+        if (i < kSub) return i;
+        const uint32_t shift = uint32_t(i / kSub) - 1;
+        return (uint64_t(kSub) + i % kSub) << shift;
+    }
+    static uint64_t width(size_t i) { return i < kSub ? 1 : uint64_t(1) << (uint32_t(i / kSub) - 1); }
+    static double middle(size_t i) { return double(lower(i)) + double(width(i) - 1) / 2.0; }
+
+  private:
+    void grow(size_t n) {
+        if (n > counts_.capacity()) counts_.reserve(std::min(kMaxBuckets, std::max(n, 2 * counts_.capacity())));
+        counts_.resize(n, 0);
+    }
+    std::vector<uint64_t> counts_;
+    uint64_t n_ = 0, sum_ = 0, min_ = ~uint64_t(0), max_ = 0;
+};
+
+}  // namespace cxlcore

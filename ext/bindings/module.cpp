@@ -83,14 +83,67 @@ py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     return v.cast<py::dict>();
 }
 
+MemoryKind readKind(const py::dict& d, const std::string& where, bool map) {
+    std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
+    if (kind == "local-dram") return MemoryKind::LocalDram;
+    if (kind == "remote-numa") return MemoryKind::RemoteNuma;
+    if (kind == "cxl-type3") return MemoryKind::CxlType3;
+    throw ConfigError(where + ".kind = '" + kind + "' is not allowed; allowed values: local-dram, remote-numa, cxl-type3" +
+                      (map ? ", address-map" : ""));
+}
+
+// The memory groups of a remote or CXL memory, under `key` of d.
+void readMemory(const py::dict& d, MemoryKind kind, const std::string& where, InterSocketParams& is, DramParams& rd,
+                BridgeParams& br, LinkParams& ln, DeviceParams& dv, DramParams& md) {
+    const std::string pre = where.empty() ? "" : where + ".";
+    if (kind == MemoryKind::RemoteNuma) {
+        py::dict r = sub(d, "remote", where.empty() ? "system" : where);
+        onlyKeys(r, {"link", "dram"}, pre + "remote", "parameter group");
+        is = readInterSocketParams(sub(r, "link", pre + "remote"), pre.empty() ? "remote.link" : pre + "link");
+        rd = readDramParams(sub(r, "dram", pre + "remote"), pre.empty() ? "remote.dram" : pre + "dram");
+    } else if (kind == MemoryKind::CxlType3) {
+        py::dict c = sub(d, "cxl", where.empty() ? "system" : where);
+        onlyKeys(c, {"bridge", "link", "device", "media"}, pre + "cxl", "parameter group");
+        const std::string g = pre.empty() ? "cxl." : pre;
+        br = readBridgeParams(sub(c, "bridge", pre + "cxl"), g + "bridge");
+        ln = readLinkParams(sub(c, "link", pre + "cxl"), g + "link");
+        dv = readDeviceParams(sub(c, "device", pre + "cxl"), g + "device");
+        md = readDramParams(sub(c, "media", pre + "cxl"), g + "media");
+    }
+}
+
+// The host physical address map: a list of windows, each {name, kind, base,
+// size} and its memory's groups (remote or cxl; a local-dram window maps local_dram).
+std::vector<WindowParams> readMap(py::handle v) {
+    if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
+        throw ConfigError("system.map must be a list of windows");
+    std::vector<WindowParams> out;
+    const double space = double(1ull << kPhysAddrBits);
+    size_t i = 0;
+    for (py::handle item : v) {
+        const std::string at = "map[" + std::to_string(i++) + "]";
+        if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (name, kind, base, size, ...)");
+        py::dict d = item.cast<py::dict>();
+        onlyKeys(d, {"name", "kind", "base", "size", "remote", "cxl"}, at, "window key");
+        if (!d.contains("name") || !py::isinstance<py::str>(d["name"])) throw ConfigError(at + ".name is missing; allowed: a string");
+        WindowParams w;
+        w.name = d["name"].cast<std::string>();
+        w.kind = readKind(d, w.name, false);
+        w.base = d.contains("base") ? field<uint64_t>(d["base"], w.name, "base", 0, space) : 0;
+        if (!d.contains("size")) throw ConfigError(w.name + ".size is missing; allowed: 64 to 4503599627370496 bytes");
+        w.size = field<uint64_t>(d["size"], w.name, "size", 64, space);
+        readMemory(d, w.kind, w.name, w.intersocket, w.remote_dram, w.bridge, w.link, w.device, w.device_dram);
+        out.push_back(w);
+    }
+    if (out.empty()) throw ConfigError("system.map is empty; allowed: one or more windows");
+    return out;
+}
+
 SystemParams readSystem(const py::dict& d) {
     SystemParams p;
-    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl", "fault"}, "", "parameter group");
-    std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
-    if (kind == "local-dram") p.kind = MemoryKind::LocalDram;
-    else if (kind == "remote-numa") p.kind = MemoryKind::RemoteNuma;
-    else if (kind == "cxl-type3") p.kind = MemoryKind::CxlType3;
-    else throw ConfigError("system.kind = '" + kind + "' is not allowed; allowed values: local-dram, remote-numa, cxl-type3");
+    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl", "map", "fault"}, "", "parameter group");
+    const bool map = d.contains("kind") && std::string(py::str(d["kind"])) == "address-map";
+    if (!map) p.kind = readKind(d, "system", true);
     if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
     if (d.contains("fault")) {  // tests only: see SystemParams
         py::dict f = sub(d, "fault", "system");
@@ -101,21 +154,31 @@ SystemParams readSystem(const py::dict& d) {
     }
     p.host = readHostParams(sub(d, "host", "system"), "host");
     p.local_dram = readDramParams(sub(d, "local_dram", "system"), "local_dram");
-    if (p.kind == MemoryKind::RemoteNuma) {
-        py::dict r = sub(d, "remote", "system");
-        onlyKeys(r, {"link", "dram"}, "remote", "parameter group");
-        p.intersocket = readInterSocketParams(sub(r, "link", "remote"), "remote.link");
-        p.remote_dram = readDramParams(sub(r, "dram", "remote"), "remote.dram");
-    } else if (p.kind == MemoryKind::CxlType3) {
-        py::dict c = sub(d, "cxl", "system");
-        onlyKeys(c, {"bridge", "link", "device", "media"}, "cxl", "parameter group");
-        p.bridge = readBridgeParams(sub(c, "bridge", "cxl"), "cxl.bridge");
-        p.link = readLinkParams(sub(c, "link", "cxl"), "cxl.link");
-        p.device = readDeviceParams(sub(c, "device", "cxl"), "cxl.device");
-        p.device_dram = readDramParams(sub(c, "media", "cxl"), "cxl.media");
+    if (map) {
+        if (!d.contains("map")) throw ConfigError("system.map is missing: an address-map system needs its windows");
+        if (d.contains("remote") || d.contains("cxl"))
+            throw ConfigError("system: an address-map system gives its memories in map, not in remote or cxl");
+        p.windows = readMap(d["map"]);
+    } else {
+        if (d.contains("map")) throw ConfigError("system.map is not allowed with kind = '" +
+                                                 std::string(py::str(d["kind"])) + "'; allowed: kind = 'address-map'");
+        readMemory(d, p.kind, "", p.intersocket, p.remote_dram, p.bridge, p.link, p.device, p.device_dram);
     }
     p.validate();
     return p;
+}
+
+// A workload's target: [(window, weight), ...]; empty: the first window.
+MemTarget readTarget(py::handle v) {
+    MemTarget t;
+    if (v.is_none()) return t;
+    for (py::handle item : v) {
+        auto pair = item.cast<py::tuple>();
+        if (pair.size() != 2) throw ConfigError("target: each entry is (window, weight)");
+        t.windows.push_back(pair[0].cast<std::string>());
+        t.weights.push_back(field<uint32_t>(pair[1], "target", "weight", 1, 255));
+    }
+    return t;
 }
 
 // A CXL.cache system: host memory and home agent, accelerators and their link.
@@ -168,7 +231,8 @@ py::dict runReleased(F&& f) {
 // response buffer and deliver each once the host takes them.
 py::list bridgeBehindBlockedHost(const py::dict& sys, uint32_t reads, double unblockNs) {
     SystemParams sp = readSystem(sys);
-    if (sp.kind != MemoryKind::CxlType3) throw ConfigError("system.kind must be cxl-type3 for this probe");
+    if (sp.kind != MemoryKind::CxlType3 || !sp.windows.empty())
+        throw ConfigError("system.kind must be cxl-type3 for this probe");
     struct Up : Requester {
         EventLoop* loop;
         TxnPool* pool;
@@ -193,13 +257,14 @@ py::list bridgeBehindBlockedHost(const py::dict& sys, uint32_t reads, double unb
     up.loop = &s.loop;
     up.pool = &s.pool;
     up.unblock = nsToTicks(unblockNs);
-    s.bridge->setRequester(&up);
-    Unblocker unblocker(s.loop, *s.bridge);
+    HostBridge& bridge = *s.windows[0].bridge;
+    bridge.setRequester(&up);
+    Unblocker unblocker(s.loop, bridge);
     unblocker.requestWake(up.unblock);
     for (uint32_t i = 0; i < reads; ++i) {
         Txn* t = s.pool.get();
         t->addr = t->hostAddr = uint64_t(i) * kLineBytes;
-        if (!s.bridge->tryReq(t)) throw ConfigError("probe: the bridge's tracker (cxl.bridge.req_queue) is below reads");
+        if (!bridge.tryReq(t)) throw ConfigError("probe: the bridge's tracker (cxl.bridge.req_queue) is below reads");
     }
     s.run();
     return up.done;
@@ -297,48 +362,52 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_lmbench",
           [](py::dict sys, std::vector<uint64_t> ws, uint64_t stride, uint64_t accesses, uint64_t warmup,
-             size_t index, WarmCache* cache, uint64_t region) {
+             size_t index, WarmCache* cache, uint64_t region, py::object target) {
               SystemParams p = readSystem(sys);
-              ChaseConfig c{ws, stride, accesses, warmup, region};
+              ChaseConfig c{ws, stride, accesses, warmup, region, readTarget(target)};
               return runReleased([&] { return runChase(p, c, index, cache); });
           },
           py::arg("system"), py::arg("working_sets"), py::arg("stride"), py::arg("accesses"), py::arg("warmup"),
-          py::arg("index"), py::arg("cache") = nullptr, py::arg("region") = 0,
+          py::arg("index"), py::arg("cache") = nullptr, py::arg("region") = 0, py::arg("target") = py::none(),
           "Dependent pointer chase (lat_mem_rd) at working_sets[index]; a random chase draws its pages "
-          "from a buffer of `region` bytes (0: the largest working set).");
+          "from a buffer of `region` bytes (0: the largest working set). target: [(window, weight), ...] "
+          "of the address map (None: its first window).");
 
     m.def("run_stream",
           [](py::dict sys, std::string kernel, uint32_t threads, uint64_t lines, std::string placement,
-             std::string stores, py::object cb) {
+             std::string stores, py::object cb, py::object target) {
               SystemParams p = readSystem(sys);
-              StreamConfig c{kernel, threads, lines, placement, stores};
+              StreamConfig c{kernel, threads, lines, placement, stores, readTarget(target)};
               Progress pr = wrap(cb);
               return runReleased([&] { return runStream(p, c, pr); });
           },
           py::arg("system"), py::arg("kernel"), py::arg("threads"), py::arg("lines_per_thread"),
           py::arg("placement") = "first-touch", py::arg("stores") = "write-allocate",
-          py::arg("progress") = py::none());
+          py::arg("progress") = py::none(), py::arg("target") = py::none());
 
     m.def("run_traffic",
           [](py::dict sys, uint32_t threads, double readFraction, std::string pattern, uint64_t footprint,
-             uint64_t requests, double rate, double delay, bool probe, py::object cb) {
+             uint64_t requests, double rate, double delay, bool probe, py::object cb, py::object target) {
               SystemParams p = readSystem(sys);
-              TrafficConfig c{threads, readFraction, pattern, footprint, requests, rate, delay, probe};
+              TrafficConfig c{threads, readFraction, pattern, footprint, requests, rate, delay, probe, readTarget(target)};
               Progress pr = wrap(cb);
               return runReleased([&] { return runTraffic(p, c, pr); });
           },
           py::arg("system"), py::arg("threads"), py::arg("read_fraction"), py::arg("pattern"),
           py::arg("footprint_bytes"), py::arg("requests"), py::arg("rate_gbps") = 0.0,
-          py::arg("inject_delay_ns") = 0.0, py::arg("probe") = false, py::arg("progress") = py::none());
+          py::arg("inject_delay_ns") = 0.0, py::arg("probe") = false, py::arg("progress") = py::none(),
+          py::arg("target") = py::none());
 
     m.def("run_trace",
-          [](py::dict sys, std::string path, uint32_t maxOutstanding, py::object cb) {
+          [](py::dict sys, std::string path, uint32_t maxOutstanding, py::object cb, py::object target) {
               SystemParams p = readSystem(sys);
-              TraceConfig c{path, maxOutstanding};
+              TraceConfig c{path, maxOutstanding, readTarget(target)};
               Progress pr = wrap(cb);
               return runReleased([&] { return runTrace(p, c, pr); });
           },
-          py::arg("system"), py::arg("path"), py::arg("max_outstanding") = 64, py::arg("progress") = py::none());
+          py::arg("system"), py::arg("path"), py::arg("max_outstanding") = 64, py::arg("progress") = py::none(),
+          py::arg("target") = py::none(),
+          "Trace replay; target None: the addresses are host physical, else virtual, placed in the target.");
 
     m.def("validate_coherent", [](py::dict sys) { readCoherent(sys); },
           "Checks a CXL.cache system description; raises ConfigError.");

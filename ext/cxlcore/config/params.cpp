@@ -139,17 +139,73 @@ void DmaParams::validate(const std::string& where) const {
     checkChoice(where, "max_payload", max_payload, {128, 256, 512, 1024, 2048, 4096});
 }
 
+std::vector<WindowParams> SystemParams::addressMap() const {
+    if (!windows.empty()) return windows;
+    WindowParams w;
+    w.kind = kind;
+    w.name = kind == MemoryKind::RemoteNuma ? "remote" : kind == MemoryKind::CxlType3 ? "cxl" : "local_dram";
+    w.intersocket = intersocket;
+    w.remote_dram = remote_dram;
+    w.bridge = bridge;
+    w.link = link;
+    w.device = device;
+    w.device_dram = device_dram;
+    return {w};
+}
+
+namespace {
+std::string hexRange(const WindowParams& w) {
+    std::ostringstream os;
+    os << w.name << " [0x" << std::hex << w.base << ", 0x" << w.end() << ")";
+    return os.str();
+}
+
+void validateWindow(const WindowParams& w) {
+    const std::string& n = w.name;
+    if (w.kind == MemoryKind::RemoteNuma) {
+        w.intersocket.validate(n + ".link");
+        w.remote_dram.validate(n + ".dram");
+    } else if (w.kind == MemoryKind::CxlType3) {
+        w.bridge.validate(n + ".bridge");
+        w.link.validate(n + ".link");
+        w.device.validate(n + ".device");
+        w.device_dram.validate(n + ".media");
+    }
+}
+}  // namespace
+
 void SystemParams::validate() const {
     host.validate("host");
     local_dram.validate("local_dram");
-    if (kind == MemoryKind::RemoteNuma) {
-        intersocket.validate("remote.link");
-        remote_dram.validate("remote.dram");
-    } else if (kind == MemoryKind::CxlType3) {
-        bridge.validate("cxl.bridge");
-        link.validate("cxl.link");
-        device.validate("cxl.device");
-        device_dram.validate("cxl.media");
+    if (windows.empty()) {
+        validateWindow(addressMap()[0]);
+        return;
+    }
+    const uint64_t space = 1ull << kPhysAddrBits;
+    uint32_t locals = 0;
+    for (size_t i = 0; i < windows.size(); ++i) {
+        const WindowParams& w = windows[i];
+        const std::string at = "map[" + std::to_string(i) + "]";
+        require(!w.name.empty() && w.name.find_first_of(". =+:,") == std::string::npos,
+                at + ".name = '" + w.name + "' is not allowed; allowed: a non-empty name without . = + : , or spaces");
+        require(w.size > 0 && w.base < space && w.size <= space - w.base,
+                w.name + ".size = " + fmtNum(double(w.size)) + " with base " + fmtNum(double(w.base)) +
+                    " is not allowed; allowed: a non-empty window within the 52-bit physical address space");
+        require(w.base % kLineBytes == 0 && w.size % kLineBytes == 0,
+                w.name + ".base and .size must be multiples of 64 bytes");
+        locals += w.kind == MemoryKind::LocalDram;
+        require(locals <= 1, w.name + ".kind = local-dram is not allowed: the host has one local DRAM "
+                                      "(local_dram), which one window maps; allowed: one local-dram window");
+        for (size_t j = 0; j < i; ++j) {
+            require(windows[j].name != w.name, at + ".name = '" + w.name + "' names two windows; allowed: unique names");
+            require(w.base >= windows[j].end() || windows[j].base >= w.end(),
+                    "windows " + hexRange(windows[j]) + " and " + hexRange(w) +
+                        " overlap; allowed: windows that share no address");
+        }
+        require(w.kind != MemoryKind::CxlType3 || w.base % w.bridge.interleave_bytes == 0,
+                w.name + ".base = " + fmtNum(double(w.base)) + " is not allowed; allowed: a multiple of " + w.name +
+                    ".bridge.interleave_bytes (" + fmtNum(w.bridge.interleave_bytes) + ")");
+        validateWindow(w);
     }
 }
 

@@ -174,6 +174,28 @@ struct DmaParams { CXL_DMA_FIELDS(CXL_DECLARE_FIELD) void validate(const std::st
 
 enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 
+// One window of the host physical address map, [base, base + size), and the
+// memory behind it: the host's local DRAM (SystemParams::local_dram, where the
+// page tables live too), the remote socket, or a CXL host bridge with its root
+// ports, links and Type-3 devices (a CFMWS window decoded by an HDM decoder).
+// size 0 is the window of a description without a map: the rest of the address
+// space, checked by the memory itself as before.
+struct WindowParams {
+    std::string name;
+    MemoryKind kind = MemoryKind::LocalDram;
+    uint64_t base = 0, size = 0;
+    InterSocketParams intersocket;
+    DramParams remote_dram;
+    BridgeParams bridge;
+    LinkParams link;
+    DeviceParams device;
+    DramParams device_dram;
+    uint64_t end() const { return size ? base + size : ~0ull; }
+};
+
+// The largest physical address space a host decodes (52 bits, as CXL's HDM decoders).
+constexpr uint64_t kPhysAddrBits = 52;
+
 struct SystemParams {
     MemoryKind kind = MemoryKind::LocalDram;
     HostParams host;
@@ -188,6 +210,11 @@ struct SystemParams {
     // Fault injection for the watchdog's tests, never set by a preset: the
     // Type-3 device sends no response after this many (0: off).
     uint64_t fault_device_stops_after = 0;
+    // The host physical address map. Empty: one window, of `kind` and the groups
+    // above, named and reported as a single-memory system always was.
+    std::vector<WindowParams> windows;
+    // The map the system is built from: `windows`, or that one window.
+    std::vector<WindowParams> addressMap() const;
     void validate() const;
 };
 

@@ -1,26 +1,59 @@
 #include "cxlcore/host/uncore.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 namespace cxlcore {
 
-Uncore::Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTables) : Component(host) {
-    routes_[0].target = memory;
-    nRoutes_ = 1;
-    if (pageTables != memory) {
-        routes_[1].target = pageTables;
-        nRoutes_ = 2;
-    }
-    routes_[0].out.name("host.uncore (LLC miss path to memory)");
-    routes_[1].out.name("host.uncore (LLC miss path to the page tables)");
+Uncore::Uncore(Host& host, const HostParams& p) : Component(host) {
     // A miss leaves the core once the LLC lookup has failed.
     reqLat_ = nsToTicks(p.llc_latency_ns + p.uncore_req_latency_ns);
     respLat_ = nsToTicks(p.uncore_resp_latency_ns);
 }
 
+uint32_t Uncore::routeOf(Target* t) {
+    for (size_t i = 0; i < routes_.size(); ++i)
+        if (routes_[i].target == t) return uint32_t(i);
+    routes_.emplace_back();
+    routes_.back().target = t;
+    return uint32_t(routes_.size() - 1);
+}
+
+void Uncore::addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end,
+                       Target* target, bool rebase) {
+    const size_t before = routes_.size();
+    const uint32_t r = routeOf(target);
+    if (routes_.size() > before) routes_[r].out.name("host.uncore (LLC miss path to " + path + ")");
+    windows_.push_back(Window{base, end, rebase ? base : 0, r, uint32_t(windows_.size()), name});
+    stats_.emplace_back();
+}
+
+void Uncore::setPageTables(Target* target) {
+    const size_t before = routes_.size();
+    ptRoute_ = routeOf(target);
+    if (routes_.size() > before) routes_[ptRoute_].out.name("host.uncore (LLC miss path to the page tables)");
+}
+
+void Uncore::outside(uint64_t addr) const {
+    std::ostringstream os;
+    os << "address 0x" << std::hex << addr << " is outside every window of the host address map; windows:";
+    for (size_t i = 0; i < windows_.size(); ++i)
+        os << (i ? ", " : " ") << windows_[i].name << " [0x" << windows_[i].base << ", 0x" << windows_[i].end << ")";
+    throw ConfigError(os.str());
+}
+
 bool Uncore::tryReq(Txn* t) {
-    Route& r = routes_[(t->addr & kPageTableFlag) && nRoutes_ == 2 ? 1 : 0];
-    t->addr &= ~kPageTableFlag;
+    uint32_t route;
+    if (t->addr & kPageTableFlag) {
+        t->addr &= ~kPageTableFlag;
+        route = ptRoute_;
+    } else {
+        const Window& w = find(t->addr);
+        t->addr -= w.rebase;
+        route = w.route;
+        ++(t->op == Op::Read ? stats_[w.index].reads : stats_[w.index].writes);
+    }
+    Route& r = routes_[route];
     const Tick ready = std::max(t->birth, now()) + reqLat_;
     r.out.push(ready, t);
     if (!r.blocked) requestWake(ready);
@@ -38,15 +71,14 @@ void Uncore::retryReq() {
     // A target that had no room calls this when it has, often from inside its
     // own process(): drain on a wake-up of our own at the same tick rather than
     // re-enter it with a request.
-    for (int i = 0; i < nRoutes_; ++i) routes_[i].blocked = false;
+    for (Route& r : routes_) r.blocked = false;
     requestWake(now());
 }
 
 void Uncore::process() {
     const Tick t = now();
     Tick w = kNever;
-    for (int i = 0; i < nRoutes_; ++i) {
-        Route& r = routes_[i];
+    for (Route& r : routes_) {
         while (!r.blocked && r.out.headReady() <= t) {
             Txn* x = r.out.front();
             x->leave(kStageUncore, t);

@@ -1,23 +1,46 @@
 // The uncore: from a core's LLC miss to the memory port and back.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "cxlcore/kernel/sim.hpp"
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/host/page_tables.hpp"
 
 namespace cxlcore {
 
+// What the uncore counts for each window of the address map.
+struct WindowStats {
+    uint64_t reads = 0, writes = 0;
+};
+
 // From the cores' LLC misses to the memory targets and back: the LLC miss
 // and the mesh/home-agent latency each way. Bounded by the cores' own MSHRs.
 // Requests may be issued for a time in the future (a core reacting to a
 // response that lands then), so each route is ordered by ready time; the
 // response latency is added on the way through, without an event.
+//
+// The host physical address map: each request goes to the window holding its
+// address (a small table sorted by base; one window needs one compare), and
+// page-table reads (kPageTableFlag) to the local DRAM.
 class Uncore : public Component, public Target, public Requester {
   public:
-    Uncore(Host& host, const HostParams& p, Target* memory, Target* pageTables);
+    Uncore(Host& host, const HostParams& p);
+    // A window [base, end) served by `target`; `rebase`: the target sees
+    // addresses relative to the base (a DRAM controller), else host physical
+    // addresses (a host bridge decodes its own window). `path` names its
+    // queue in stall reports. The first window is looked up first.
+    void addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end, Target* target,
+                   bool rebase);
+    // Where page-table reads go (after the windows: a target of its own is the last route).
+    void setPageTables(Target* target);
     bool tryReq(Txn* t) override;  // t->birth: when the miss leaves the core (>= now)
     bool tryResp(Txn* t) override;
     void retryReq() override;
+
+    const std::vector<WindowStats>& windowStats() const { return stats_; }
+    void resetStats() { for (auto& s : stats_) s = WindowStats(); }
 
   protected:
     void process() override;
@@ -28,8 +51,24 @@ class Uncore : public Component, public Target, public Requester {
         TimedQueue<Txn*> out;
         bool blocked = false;
     };
-    Route routes_[2];
-    int nRoutes_;
+    struct Window {
+        uint64_t base, end, rebase;  // rebase: subtracted from the address (0 or base)
+        uint32_t route, index;
+        std::string name;
+    };
+    uint32_t routeOf(Target* t);
+    [[noreturn]] void outside(uint64_t addr) const;
+    const Window& find(uint64_t addr) const {
+        // The common case first: one window, or the address in the first.
+        if (addr - windows_[0].base < windows_[0].end - windows_[0].base) return windows_[0];
+        for (size_t i = 1; i < windows_.size(); ++i)
+            if (addr - windows_[i].base < windows_[i].end - windows_[i].base) return windows_[i];
+        outside(addr);
+    }
+    std::vector<Route> routes_;
+    std::vector<Window> windows_;
+    std::vector<WindowStats> stats_;
+    uint32_t ptRoute_ = 0;
     Tick reqLat_, respLat_;
 };
 

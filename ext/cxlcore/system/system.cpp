@@ -1,29 +1,65 @@
 #include "cxlcore/system/system.hpp"
 
+#include <algorithm>
+
 namespace cxlcore {
 
-System::System(const SystemParams& p) : p_(p) {
+System::System(const SystemParams& p) : p_(p), mapped_(!p.windows.empty()) {
     p_.validate();
-    localDram = std::make_unique<DramController>(loop, p_.local_dram, "local_dram");
-    Target* memory = localDram.get();
-    if (p_.kind == MemoryKind::RemoteNuma) {
-        remote = std::make_unique<InterSocket>(loop, p_.intersocket, p_.remote_dram);
-        memory = remote.get();
-    } else if (p_.kind == MemoryKind::CxlType3) {
-        bridge = std::make_unique<HostBridge>(loop, p_.bridge, "cxl.bridge");
-        for (uint32_t i = 0; i < p_.bridge.root_ports; ++i) {
-            links.push_back(std::make_unique<CxlLink>(p_.link, "cxl.link", p_.seed + 17 * i));
-            devices.push_back(std::make_unique<Type3Device>(loop, p_.device, p_.device_dram, *links.back(), "cxl"));
-            // Named as the report names them.
-            if (p_.bridge.root_ports > 1) devices.back()->name("cxl" + std::to_string(i));
-            devices.back()->stopAfter(p_.fault_device_stops_after);
-            bridge->addPort(links.back().get(), devices.back().get());
+    const std::vector<WindowParams> map = p_.addressMap();
+    // The host's DRAM is named after the window that maps it, if any.
+    localName_ = "local_dram";
+    if (mapped_)
+        for (const WindowParams& w : map)
+            if (w.kind == MemoryKind::LocalDram) localName_ = w.name;
+    localDram = std::make_unique<DramController>(loop, p_.local_dram, localName_);
+    windows.resize(map.size());
+    uint32_t cxlWindows = 0;
+    for (size_t k = 0; k < map.size(); ++k) {
+        MemoryWindow& w = windows[k];
+        w.p = map[k];
+        const std::string& n = w.p.name;
+        if (w.p.kind == MemoryKind::LocalDram) {
+            w.target = localDram.get();
+        } else if (w.p.kind == MemoryKind::RemoteNuma) {
+            w.remote = std::make_unique<InterSocket>(loop, w.p.intersocket, w.p.remote_dram);
+            w.target = w.remote.get();
+        } else {
+            // A map window decodes [base, base + size); the one window of a
+            // single-memory system the whole 52-bit space, as it always did.
+            w.bridge = w.p.size ? std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge", w.p.base, w.p.size)
+                                : std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge");
+            const uint32_t ports = w.p.bridge.root_ports;
+            for (uint32_t i = 0; i < ports; ++i) {
+                // The first CXL window keeps the seeds a single-memory system has.
+                const uint64_t seed = p_.seed + 17 * i + 1000003ull * cxlWindows;
+                w.links.push_back(std::make_unique<CxlLink>(w.p.link, n + ".link", seed));
+                w.devices.push_back(std::make_unique<Type3Device>(loop, w.p.device, w.p.device_dram, *w.links.back(), n));
+                // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...).
+                w.deviceNames.push_back(ports == 1 ? n : mapped_ ? n + ".dev" + std::to_string(i) : n + std::to_string(i));
+                if (ports > 1) w.devices.back()->name(w.deviceNames.back());
+                w.devices.back()->stopAfter(p_.fault_device_stops_after);
+                w.bridge->addPort(w.links.back().get(), w.devices.back().get());
+            }
+            w.target = w.bridge.get();
+            ++cxlWindows;
         }
-        memory = bridge.get();
     }
-    uncore_ = std::make_unique<Uncore>(loop, p_.host, memory, localDram.get());
+    uncore_ = std::make_unique<Uncore>(loop, p_.host);
+    for (MemoryWindow& w : windows) {
+        // DRAM behind the window sees offsets into it; a host bridge decodes host addresses.
+        const bool rebase = w.p.kind != MemoryKind::CxlType3;
+        uncore_->addWindow(w.p.name, mapped_ ? w.p.name : "memory", w.p.base, w.p.end(), w.target, rebase);
+        w.target->setRequester(uncore_.get());
+    }
+    uncore_->setPageTables(localDram.get());
     localDram->setRequester(uncore_.get());
-    memory->setRequester(uncore_.get());
+}
+
+int System::windowIndex(const std::string& name) const {
+    for (size_t i = 0; i < windows.size(); ++i)
+        if (windows[i].p.name == name) return int(i);
+    return -1;
 }
 
 void System::run() {
@@ -32,32 +68,36 @@ void System::run() {
     if (!loop.stopped()) watchdog_.drained(loop.now());
 }
 
-double System::mediaPeakBytesPerSec() const {
-    switch (p_.kind) {
-        case MemoryKind::RemoteNuma: return remote->dram().peakBytesPerSec();
-        case MemoryKind::CxlType3: {
-            double s = 0;
-            for (auto& d : devices) s += d->media().peakBytesPerSec();
-            return s;
-        }
-        default: return localDram->peakBytesPerSec();
+double System::mediaPeakBytesPerSec(const std::vector<uint32_t>& which) const {
+    double s = 0;
+    for (size_t i = 0; i < windows.size(); ++i) {
+        if (!which.empty() && std::find(which.begin(), which.end(), uint32_t(i)) == which.end()) continue;
+        const MemoryWindow& w = windows[i];
+        if (w.remote) s += w.remote->dram().peakBytesPerSec();
+        else if (w.bridge)
+            for (auto& d : w.devices) s += d->media().peakBytesPerSec();
+        else s += localDram->peakBytesPerSec();
     }
+    return s;
 }
 
 void System::resetStats() {
     const Tick t = loop.now();
     localDram->resetStats(t);
-    if (remote) {
-        remote->dram().resetStats(t);
-        remote->out_.resetStats();
-        remote->back_.resetStats();
+    for (MemoryWindow& w : windows) {
+        if (w.remote) {
+            w.remote->dram().resetStats(t);
+            w.remote->out_.resetStats();
+            w.remote->back_.resetStats();
+        }
+        if (w.bridge) w.bridge->resetStats();
+        for (auto& l : w.links) {
+            l->m2s_.resetStats();
+            l->s2m_.resetStats();
+        }
+        for (auto& d : w.devices) d->resetStats(t);
     }
-    if (bridge) bridge->resetStats();
-    for (auto& l : links) {
-        l->m2s_.resetStats();
-        l->s2m_.resetStats();
-    }
-    for (auto& d : devices) d->resetStats(t);
+    uncore_->resetStats();
 }
 
 namespace {
@@ -94,24 +134,38 @@ void channelReport(Report& r, const std::string& k, const FlitChannel& c, double
 }  // namespace
 
 void System::report(Report& r, Tick s, Tick e) const {
-    dramReport(r, "local_dram", *localDram, s, e);
-    if (remote) {
-        dramReport(r, "remote.dram", remote->dram(), s, e);
-        channelReport(r, "remote.link.out", remote->out_, remote->bytesPerSec(), s, e);
-        channelReport(r, "remote.link.back", remote->back_, remote->bytesPerSec(), s, e);
+    dramReport(r, localName_, *localDram, s, e);
+    for (const MemoryWindow& w : windows) {
+        if (w.remote) {
+            const std::string k = w.p.name;
+            dramReport(r, k + ".dram", w.remote->dram(), s, e);
+            channelReport(r, k + ".link.out", w.remote->out_, w.remote->bytesPerSec(), s, e);
+            channelReport(r, k + ".link.back", w.remote->back_, w.remote->bytesPerSec(), s, e);
+        }
+        for (size_t i = 0; i < w.devices.size(); ++i) {
+            const std::string& k = w.deviceNames[i];
+            const CxlLink& l = *w.links[i];
+            channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
+            channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
+            dramReport(r, k + ".media", w.devices[i]->media(), s, e);
+            const DeviceStats& ds = w.devices[i]->stats();
+            r.emplace_back(k + ".device.mean_occupancy", w.devices[i]->meanOccupancy(s, e));
+            const char* names[4] = {"light", "optimal", "moderate", "severe"};
+            for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + names[j], double(ds.devLoad[j]));
+            r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
+        }
+        if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
     }
-    for (size_t i = 0; i < devices.size(); ++i) {
-        const std::string k = devices.size() == 1 ? "cxl" : "cxl" + std::to_string(i);
-        channelReport(r, k + ".link.m2s", links[i]->m2s_, links[i]->rawBytesPerSec(), s, e);
-        channelReport(r, k + ".link.s2m", links[i]->s2m_, links[i]->rawBytesPerSec(), s, e);
-        dramReport(r, k + ".media", devices[i]->media(), s, e);
-        const DeviceStats& ds = devices[i]->stats();
-        r.emplace_back(k + ".device.mean_occupancy", devices[i]->meanOccupancy(s, e));
-        const char* names[4] = {"light", "optimal", "moderate", "severe"};
-        for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + names[j], double(ds.devLoad[j]));
-        r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
+    if (!mapped_) return;
+    // What the address map sent to each window: data requests, not page walks.
+    const double secs = double(e - s) * 1e-12;
+    for (size_t i = 0; i < windows.size(); ++i) {
+        const WindowStats& st = uncore_->windowStats()[i];
+        const std::string k = "window." + windows[i].p.name;
+        r.emplace_back(k + ".read_gbps", secs > 0 ? st.reads * double(kLineBytes) / secs / 1e9 : 0);
+        r.emplace_back(k + ".write_gbps", secs > 0 ? st.writes * double(kLineBytes) / secs / 1e9 : 0);
+        r.emplace_back(k + ".requests", double(st.reads + st.writes));
     }
-    if (bridge) r.emplace_back("cxl.bridge.refused", double(bridge->stats().refused));
 }
 
 }  // namespace cxlcore

@@ -68,7 +68,8 @@ class Driver : public Component, public Requester {
         Txn* x = sys_.pool.get();
         x->op = op;
         x->own = own;
-        x->addr = x->hostAddr = addr;
+        // Page-table reads carry their own physical address.
+        x->addr = x->hostAddr = addr & kPageTableFlag ? addr : place_(addr);
         x->src = core;
         x->tag = tag;
         x->birth = x->mark = at;
@@ -78,6 +79,10 @@ class Driver : public Component, public Requester {
     virtual void complete(Txn* x, Tick done) = 0;
     System& sys_;
     Tick llcLat_;
+
+  public:
+    // Where the workload's virtual addresses lie (default: host physical).
+    PagePlacement place_;
 };
 
 // Bijective shuffle of [0, n): a 4-round Feistel network with cycle walking,
@@ -509,14 +514,15 @@ void requireWindow(const char* workload, const TrafficDriver& d) {
                          ": the run ended before 90 % of its requests completed; no measurement window");
 }
 
-void commonReport(Report& r, System& s, Tick start, Tick end, uint64_t readBytes, uint64_t writeBytes) {
+void commonReport(Report& r, System& s, const PagePlacement& place, Tick start, Tick end, uint64_t readBytes,
+                  uint64_t writeBytes) {
     if (end < start) throw std::logic_error("internal error: measurement window ends before it starts");
     const double secs = double(end - start) * 1e-12;
     r.emplace_back("window_ns", ticksToNs(end - start));
     r.emplace_back("read_gbps", secs > 0 ? readBytes / secs / 1e9 : 0);
     r.emplace_back("write_gbps", secs > 0 ? writeBytes / secs / 1e9 : 0);
     r.emplace_back("total_gbps", secs > 0 ? (readBytes + writeBytes) / secs / 1e9 : 0);
-    r.emplace_back("media_peak_gbps", s.mediaPeakBytesPerSec() / 1e9);
+    r.emplace_back("media_peak_gbps", s.mediaPeakBytesPerSec(place.windows()) / 1e9);
     s.report(r, start, end);
     r.emplace_back("txn_pool_size", double(s.pool.allocated()));
     r.emplace_back("events", double(s.loop.events()));
@@ -584,6 +590,7 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
         if (cache) cache->put(key, loads);
     }
     ChaseDriver d(s, *loads, sp.host.page_bytes);
+    d.place_ = PagePlacement(s, cfg.target, "lmbench");
     s.resetStats();
     d.start();
     s.run();
@@ -614,6 +621,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     const uint64_t opsPerLine = (cfg.kernel == "add" || cfg.kernel == "triad") ? 3 : 2;
     TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
     d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, cfg.stores, sp.host.page_bytes);
+    d.place_ = PagePlacement(s, cfg.target, "stream");
     d.start();
     s.run();
     requireWindow("stream", d);
@@ -622,7 +630,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     // STREAM counts each array element once: loads plus stores, no write-allocate.
     r.emplace_back("stream_gbps", secs > 0 ? (d.wLoads_ + d.wStores_) * kLineBytes / secs / 1e9 : 0);
     r.emplace_back("threads", cfg.threads);
-    commonReport(r, s, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
+    commonReport(r, s, d.place_, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
     d.reads_.report(r, "read");
     return r;
 }
@@ -647,6 +655,7 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
     System s(sp);
     TrafficDriver d(s, cfg.threads, cfg.requests, progress);
     d.setTraffic(cfg);
+    d.place_ = PagePlacement(s, cfg.target, "traffic");
     d.start();
     s.run();
     requireWindow("traffic", d);
@@ -654,7 +663,7 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
     r.emplace_back("threads", cfg.threads);
     r.emplace_back("read_fraction", cfg.read_fraction);
     r.emplace_back("requests", double(cfg.requests));
-    commonReport(r, s, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
+    commonReport(r, s, d.place_, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
     d.reads_.report(r, "read");
     if (cfg.probe) d.probeLat_.report(r, "probe");
     return r;
@@ -794,12 +803,13 @@ Report runTrace(const SystemParams& sp, const TraceConfig& cfg, const Progress& 
                           " is out of range; allowed: 1 to 65536");
     System s(sp);
     TraceDriver d(s, cfg, progress);
+    if (!cfg.target.windows.empty()) d.place_ = PagePlacement(s, cfg.target, "trace");
     d.start();
     s.run();
     Report r;
     r.emplace_back("requests", double(d.requests_));
     const Tick start = d.first_ == kNever ? 0 : d.first_;
-    commonReport(r, s, start, std::max(d.last_, start), d.readBytes_, d.writeBytes_);
+    commonReport(r, s, d.place_, start, std::max(d.last_, start), d.readBytes_, d.writeBytes_);
     d.reads_.report(r, "read");
     d.writes_.report(r, "write");
     return r;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cxlcore/host/cache_hierarchy.hpp"
-#include "cxlcore/system/system.hpp"
+#include "cxlcore/system/placement.hpp"
 
 namespace cxlcore {
 
@@ -30,6 +30,7 @@ struct ChaseConfig {
     // (lat_mem_rd allocates it once and measures every size up to it);
     // 0 = the largest working set of the list.
     uint64_t region_bytes = 0;
+    MemTarget target;
 };
 
 struct StreamConfig {
@@ -45,6 +46,7 @@ struct StreamConfig {
     // line is written without a read, as movnt stores or memcpy's streaming
     // path do; it holds a fill buffer until the write completes).
     std::string stores = "write-allocate";
+    MemTarget target;
 };
 
 struct TrafficConfig {
@@ -56,11 +58,15 @@ struct TrafficConfig {
     double rate_gbps = 0;             // open loop at this total rate; 0 = as fast as MSHRs allow
     double inject_delay_ns = 0;       // closed loop: pause between a thread's requests (MLC -d)
     bool probe = false;               // add a dependent-load latency probe (MLC loaded latency)
+    MemTarget target;
 };
 
 struct TraceConfig {
     std::string path;
     uint32_t max_outstanding = 64;
+    // Empty: the trace's addresses are host physical addresses, routed by the
+    // map; else they are virtual, placed in the target's windows.
+    MemTarget target;
 };
 
 // One timed load of a pointer chase: its address and where the translation

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import pandas as pd
 
 from . import _core
-from .params import STORES, ParamError, System
+from .params import MAP_KIND, STORES, ParamError, System, Target, parse_target, target_text
 from .presets import load
 
 Memory = Union[str, Path, System]
@@ -37,6 +37,21 @@ def _version() -> str:
         return version("simcxl")
     except Exception:
         return "dev"
+
+
+def _targeted(df: pd.DataFrame, system: System, pairs, default: str = "") -> pd.DataFrame:
+    """The ``target`` column: where the workload's pages went (address maps and explicit targets only, so
+    a single-memory result keeps its columns)."""
+    if pairs is not None or system.kind == MAP_KIND:
+        df.insert(1, "target", target_text(pairs, system) if pairs is not None or not default else default)
+    return df
+
+
+def _target_cfg(system: System, pairs, default: str = "") -> dict:
+    """The target in ``df.attrs["config"]``, for maps and explicit targets."""
+    if pairs is None and system.kind != MAP_KIND:
+        return {}
+    return {"target": target_text(pairs, system) if pairs is not None or not default else default}
 
 
 def _attrs(df: pd.DataFrame, system: System, workload: str, **cfg) -> pd.DataFrame:
@@ -88,7 +103,7 @@ def parse_size(text: Union[str, int], name: str = "size") -> int:
 def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = None, stride: int = 0,
             accesses: int = 20000, warmup: int = 0, progress: Progress = None,
             cache: Optional["_core.WarmCache"] = None,
-            region: Optional[Union[int, str]] = None) -> pd.DataFrame:
+            region: Optional[Union[int, str]] = None, target: Target = None) -> pd.DataFrame:
     """Dependent pointer chase (``lat_mem_rd``): load-to-use latency per working set.
 
     ``stride=0`` follows ``lat_mem_rd -t``: each working set is whole pages
@@ -97,9 +112,10 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     every page, in a fixed page order, before it returns to a page. A
     positive stride walks the working set at that stride. A
     ``_core.WarmCache`` reuses warmed host caches across calls that share
-    the host.
+    the host. ``target`` is where the pages lie (see ``stream``).
     """
     system = load(memory)
+    pairs = parse_target(target, system)
     ws = [parse_size(w, "working_sets") for w in
           (LMBENCH_SIZES if working_sets is None else _nonempty("working_sets", working_sets))]
     for w in ws:
@@ -115,13 +131,15 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     core = system.to_core()
     rows = []
     for i in range(len(ws)):
-        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache, region))
+        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache, region, pairs))
         if progress is not None:
             progress((i + 1) / len(ws))
     df = pd.DataFrame(rows)
     df["working_set_bytes"] = df["working_set_bytes"].astype("int64")
     df.insert(0, "memory", system.name)
-    return _attrs(df, system, "lmbench", stride=stride, accesses=accesses, warmup=warmup, region=region)
+    _targeted(df, system, pairs)
+    return _attrs(df, system, "lmbench", stride=stride, accesses=accesses, warmup=warmup, region=region,
+                  **_target_cfg(system, pairs))
 
 
 PLACEMENTS = ("first-touch", "contiguous")
@@ -130,7 +148,7 @@ PATTERNS = ("random", "sequential")
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,
            lines_per_thread: int = 8000, placement: str = "first-touch", stores: str = "write-allocate",
-           progress: Progress = None) -> pd.DataFrame:
+           progress: Progress = None, target: Target = None) -> pd.DataFrame:
     """STREAM kernels; ``stream_gbps`` counts bytes as STREAM does (no
     write-allocate), ``read_gbps``/``write_gbps`` are the real traffic.
     ``placement`` puts the arrays' pages where STREAM's initialisation loop
@@ -139,8 +157,16 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
     piece ("contiguous"). ``stores`` says how the kernels' stores reach memory:
     "write-allocate" (each line is read for ownership and written back later)
     or "non-temporal" (full lines written without a read, as a binary built
-    with streaming stores, or whose copy loop became memcpy, does)."""
+    with streaming stores, or whose copy loop became memcpy, does).
+
+    ``target`` is where the workload's pages lie in the host address map: a
+    window's name, or a weighted interleave ``"ddr:3,cxl0:1"`` (or
+    ``{"ddr": 3, "cxl0": 1}``) with Linux ``weighted_interleave`` semantics:
+    virtual page n (pages of ``host.page_bytes``) goes to position n mod W of
+    the sequence of w_1 pages of the first window, w_2 of the second, ...
+    (W = sum of weights). None: the map's first window."""
     system = load(memory)
+    pairs = parse_target(target, system)
     threads = _check_int("threads", threads if threads is not None else min(16, system.host.cores),
                          1, system.host.cores)
     if placement not in PLACEMENTS:
@@ -154,21 +180,25 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
         if k not in KERNELS:
             raise ParamError(f"kernel = {k!r} is not allowed; allowed values: {', '.join(KERNELS)}")
         sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(kernels)))
-        r = _core.run_stream(system.to_core(), k, threads, lines_per_thread, placement, stores, sub)
+        r = _core.run_stream(system.to_core(), k, threads, lines_per_thread, placement, stores, sub, pairs)
         rows.append({"kernel": k, **r})
     df = pd.DataFrame(rows)
     df.insert(0, "memory", system.name)
+    _targeted(df, system, pairs)
     return _attrs(df, system, "stream", threads=threads, lines_per_thread=lines_per_thread, placement=placement,
-                  stores=stores)
+                  stores=stores, **_target_cfg(system, pairs))
 
 
 def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, pattern: str = "random",
             footprint_bytes: Union[int, str] = 1 << 30, requests: int = 200000, rate_gbps: float = 0.0,
-            inject_delay_ns: float = 0.0, probe: bool = False, progress: Progress = None) -> pd.DataFrame:
+            inject_delay_ns: float = 0.0, probe: bool = False, progress: Progress = None,
+            target: Target = None) -> pd.DataFrame:
     """Random or sequential line requests from ``threads`` cores, closed loop
     (as fast as their MSHRs allow, or with a pause between requests) or open
-    loop at ``rate_gbps``. Writes are non-temporal (no read-for-ownership)."""
+    loop at ``rate_gbps``. Writes are non-temporal (no read-for-ownership).
+    ``target``: see ``stream``."""
     system = load(memory)
+    pairs = parse_target(target, system)
     threads = _check_int("threads", threads, 1, system.host.cores)
     if pattern not in PATTERNS:
         raise ParamError(f"pattern = {pattern!r} is not allowed; allowed values: {', '.join(PATTERNS)}")
@@ -181,48 +211,61 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
     r = _core.run_traffic(system.to_core(), threads, _check_float("read_fraction", read_fraction, 0, 1), pattern,
                           footprint, _check_int("requests", requests, 100, 1 << 40),
                           _check_float("rate_gbps", rate_gbps, 0, 10000),
-                          _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress)
+                          _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress, pairs)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
+    _targeted(df, system, pairs)
     return _attrs(df, system, "traffic", threads=threads, read_fraction=read_fraction, pattern=pattern,
-                  rate_gbps=rate_gbps, inject_delay_ns=inject_delay_ns, requests=requests)
+                  rate_gbps=rate_gbps, inject_delay_ns=inject_delay_ns, requests=requests,
+                  **_target_cfg(system, pairs))
 
 
 def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), read_fractions: Iterable[float] = (1.0,),
-                   requests: int = 100000, inject_delay_ns: float = 0.0, progress: Progress = None) -> pd.DataFrame:
+                   requests: int = 100000, inject_delay_ns: float = 0.0, progress: Progress = None,
+                   target: Target = None) -> pd.DataFrame:
     """Intel MLC-style loaded latency: traffic threads at a read fraction plus
     a dependent-load probe. ``latency_ns`` is the probe's mean latency and
-    ``bandwidth_gbps`` all traffic, both directions."""
+    ``bandwidth_gbps`` all traffic, both directions. ``target``: see ``stream``
+    (the probe's pages lie there too)."""
     system = load(memory)
+    pairs = parse_target(target, system)
     points = [(t, rf) for rf in _nonempty("read_fractions", read_fractions) for t in _nonempty("threads", threads)]
     rows = []
     for i, (t, rf) in enumerate(points):
         sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(points)))
         df = traffic(system, threads=t, read_fraction=rf, requests=requests, inject_delay_ns=inject_delay_ns,
-                     probe=True, progress=sub)
+                     probe=True, progress=sub, target=target)
         row = df.iloc[0].to_dict()
         row["bandwidth_gbps"] = row["total_gbps"]
         row["latency_ns"] = row["probe_latency_ns_mean"]
         rows.append(row)
     out = pd.DataFrame(rows)
-    lead = ["memory", "threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+    lead = ["memory"] + (["target"] if "target" in out.columns else []) + \
+        ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
     out = out[lead + [c for c in out.columns if c not in lead]]
     out["threads"] = out["threads"].astype("int64")
-    return _attrs(out, system, "loaded-latency", requests=requests, inject_delay_ns=inject_delay_ns)
+    return _attrs(out, system, "loaded-latency", requests=requests, inject_delay_ns=inject_delay_ns,
+                  **_target_cfg(system, pairs))
 
 
 def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,
-          progress: Progress = None) -> pd.DataFrame:
-    """Replays a memory trace: lines ``time_ns op address [size]`` (see README)."""
+          progress: Progress = None, target: Target = None) -> pd.DataFrame:
+    """Replays a memory trace: lines ``time_ns op address [size]`` (see README).
+    With no ``target`` the addresses are host physical addresses, routed by
+    the address map (one outside every window is an error); with one they
+    are virtual, placed in the target's windows as ``stream`` places pages."""
     system = load(memory)
+    pairs = parse_target(target, system)
     if not os.path.isfile(path):
         raise ParamError(f"trace file {path} " + ("is not a file; expected a trace file" if os.path.exists(path)
                                                   else "does not exist"))
     r = _core.run_trace(system.to_core(), str(path), _check_int("max_outstanding", max_outstanding, 1, 65536),
-                        progress)
+                        progress, pairs)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
-    return _attrs(df, system, "trace", path=str(path), max_outstanding=max_outstanding)
+    _targeted(df, system, pairs, default="physical")
+    return _attrs(df, system, "trace", path=str(path), max_outstanding=max_outstanding,
+                  **_target_cfg(system, pairs, "physical"))
 
 
 def breakdown(df: pd.DataFrame, prefix: str = "memory") -> pd.DataFrame:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, Dict, Optional, Tuple
+import re
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Union
 
 GiB = 1 << 30
 
@@ -414,6 +415,49 @@ class CxlMemory:
 
 
 KINDS = ("local-dram", "remote-numa", "cxl-type3")
+#: The kind of a system whose memories are windows of one host physical address map.
+MAP_KIND = "address-map"
+#: The physical address space a host decodes (52 bits, as CXL's HDM decoders).
+PHYS_SPACE = 1 << 52
+#: Where combine() places windows: one per TiB, each 1 TiB long.
+WINDOW_STRIDE = 1 << 40
+#: Names a window may not take: the system's own groups and keys.
+_RESERVED = ("host", "local_dram", "seed", "name", "kind", "window", "map")
+
+
+@dataclass
+class WindowRange(ParamGroup):
+    """Where a window sits in the host physical address map."""
+    base: int = param(0, 0, PHYS_SPACE - 64, "B", "first host physical address of the window")
+    size: int = param(WINDOW_STRIDE, 64, PHYS_SPACE, "B", "bytes the window maps")
+
+    def _check(self, where: str) -> None:
+        if self.base % 64 or self.size % 64:
+            raise ParamError(f"{where}.base = {self.base}, {where}.size = {self.size} is not allowed; allowed: "
+                             "multiples of 64 bytes")
+        if self.base + self.size > PHYS_SPACE:
+            raise ParamError(f"{where}.base + size = {self.base + self.size} is out of range; allowed: within the "
+                             f"52-bit physical address space ({PHYS_SPACE})")
+
+
+@dataclass
+class Window:
+    """One window of the host physical address map and the memory behind it:
+    the host's local DRAM (``local_dram``, where the page tables live too),
+    the remote socket, or a CXL host bridge with its root ports, links and
+    Type-3 devices (a CFMWS window, decoded by an HDM decoder)."""
+    name: str
+    kind: str
+    range: WindowRange = field(default_factory=WindowRange)
+    remote: Optional[RemoteMemory] = None
+    cxl: Optional[CxlMemory] = None
+
+    @property
+    def end(self) -> int:
+        return self.range.base + self.range.size
+
+    def shown_range(self) -> str:
+        return f"{self.name} [0x{self.range.base:x}, 0x{self.end:x})"
 
 
 @dataclass
@@ -430,6 +474,8 @@ class System:
     source: str = ""
     seed: int = 1
     provenance: Dict[str, Any] = field(default_factory=dict)
+    #: kind "address-map": the windows of the host physical address map, in order.
+    map: Optional[List[Window]] = None
 
     _SUBS: ClassVar[Dict[str, Tuple[Tuple[str, type], ...]]] = {
         "remote": (("link", InterSocketParams), ("dram", DramParams)),
@@ -437,8 +483,8 @@ class System:
     }
 
     def validate(self) -> "System":
-        if self.kind not in KINDS:
-            raise ParamError(f"kind = {self.kind!r} is not allowed; allowed values: {', '.join(KINDS)}")
+        if self.kind not in KINDS + (MAP_KIND,):
+            raise ParamError(f"kind = {self.kind!r} is not allowed; allowed values: {', '.join(KINDS + (MAP_KIND,))}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2 ** 53:
             raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to {2 ** 53 - 1}")
         for k in ("name", "description", "source"):
@@ -448,6 +494,9 @@ class System:
             raise ParamError(f"provenance = {self.provenance!r} is not allowed; allowed: a table")
         self.host.validate("host")
         self.local_dram.validate("local_dram")
+        if self.kind == MAP_KIND or self.map is not None:
+            self._validate_map()
+            return self
         if self.kind == "remote-numa":
             if self.remote is None:
                 raise ParamError("remote is missing: a remote-numa system needs [remote.link] and [remote.dram]")
@@ -460,6 +509,52 @@ class System:
             for sub, _ in self._SUBS["cxl"]:
                 getattr(self.cxl, sub).validate(f"cxl.{sub}")
         return self
+
+    def _validate_map(self) -> None:
+        if self.kind != MAP_KIND:
+            raise ParamError(f"map is not allowed with kind = {self.kind!r}; allowed: kind = {MAP_KIND!r}")
+        if not isinstance(self.map, list) or not self.map:
+            raise ParamError("map is missing or empty: an address-map system needs one or more windows")
+        if self.remote is not None or self.cxl is not None:
+            raise ParamError("remote and cxl are not allowed in an address-map system; its memories are windows "
+                             "of map")
+        seen: Dict[str, Window] = {}
+        for i, w in enumerate(self.map):
+            check_window_name(w.name, f"map[{i}].name")
+            if w.name in seen:
+                raise ParamError(f"map[{i}].name = {w.name!r} names two windows; allowed: a name per window")
+            if w.kind not in KINDS:
+                raise ParamError(f"{w.name}.kind = {w.kind!r} is not allowed; allowed values: {', '.join(KINDS)}")
+            if w.kind == "local-dram" and any(o.kind == "local-dram" for o in seen.values()):
+                raise ParamError(f"{w.name}.kind = 'local-dram' is not allowed: the host has one local DRAM "
+                                 "(local_dram), which one window maps; allowed: one local-dram window")
+            w.range.validate(w.name)
+            for o in seen.values():
+                if w.range.base < o.end and o.range.base < w.end:
+                    raise ParamError(f"map: windows {o.shown_range()} and {w.shown_range()} overlap; allowed: "
+                                     "windows that share no address (set <window>.base and <window>.size)")
+            need = {"remote-numa": "remote", "cxl-type3": "cxl"}.get(w.kind)
+            for key in ("remote", "cxl"):
+                if key != need and getattr(w, key) is not None:
+                    raise ParamError(f"{w.name}.{key} is not allowed in a {w.kind} window")
+            if need is not None:
+                mem = getattr(w, need)
+                if mem is None:
+                    raise ParamError(f"{w.name}: a {w.kind} window needs its {need} groups "
+                                     f"({', '.join(f'{w.name}.{g}' for g, _ in self._SUBS[need])})")
+                for sub, _ in self._SUBS[need]:
+                    getattr(mem, sub).validate(f"{w.name}.{sub}")
+            if w.kind == "cxl-type3" and w.range.base % w.cxl.bridge.interleave_bytes:
+                raise ParamError(f"{w.name}.base = {w.range.base} is not allowed; allowed: a multiple of "
+                                 f"{w.name}.bridge.interleave_bytes ({w.cxl.bridge.interleave_bytes})")
+            seen[w.name] = w
+
+    def window_names(self) -> List[str]:
+        """The windows of the address map, in order (a single-memory system has one, named as the engine
+        names it: local_dram, remote or cxl)."""
+        if self.map is not None:
+            return [w.name for w in self.map]
+        return [{"remote-numa": "remote", "cxl-type3": "cxl"}.get(self.kind, "local_dram")]
 
     # -- conversion -------------------------------------------------------------------
 
@@ -474,7 +569,48 @@ class System:
             obj = getattr(self, key)
             if obj is not None:
                 d[key] = {sub: getattr(obj, sub).to_dict() for sub, _ in self._SUBS[key]}
+        if self.map is not None:
+            d["map"] = [self._window_dict(w) for w in self.map]
         return d
+
+    def _window_dict(self, w: Window) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"name": w.name, "kind": w.kind, **w.range.to_dict()}
+        for key in ("remote", "cxl"):
+            obj = getattr(w, key)
+            if obj is not None:
+                out[key] = {sub: getattr(obj, sub).to_dict() for sub, _ in self._SUBS[key]}
+        return out
+
+    @classmethod
+    def _memory(cls, key: str, sub: Any, where: str):
+        if not isinstance(sub, dict):
+            raise ParamError(f"{where} must be a table")
+        extra = sorted(set(sub) - {s for s, _ in cls._SUBS[key]})
+        if extra:
+            raise ParamError(f"{where}.{shown(extra[0])} is not a parameter group; allowed: "
+                             f"{', '.join(s for s, _ in cls._SUBS[key])}")
+        prefix = where[:-len(key) - 1] if where.endswith("." + key) else key
+        parts = {s: t.from_dict(sub.get(s, {}), f"{prefix}.{s}") for s, t in cls._SUBS[key]}
+        return (RemoteMemory if key == "remote" else CxlMemory)(**parts)
+
+    @classmethod
+    def _window_from(cls, d: Any, i: int) -> Window:
+        at = f"map[{i}]"
+        if not isinstance(d, dict):
+            raise ParamError(f"{at} must be a table (name, kind, base, size and the memory's groups)")
+        allowed = {"name", "kind", "base", "size", "remote", "cxl"}
+        unknown = sorted(set(d) - allowed)
+        if unknown:
+            raise ParamError(f"{at}.{shown(unknown[0])} is not a window key; allowed: {', '.join(sorted(allowed))}")
+        for req in ("name", "kind"):
+            if req not in d:
+                raise ParamError(f"{at}.{req} is missing")
+        name = d["name"]
+        check_window_name(name, f"{at}.name")
+        rng = WindowRange.from_dict({k: d[k] for k in ("base", "size") if k in d}, name)
+        mem = {key: cls._memory(key, d[key], f"{name}.{key}") for key in ("remote", "cxl") if key in d}
+        return Window(name=name, kind=d["kind"], range=rng, **mem)
+
 
     def to_core(self) -> Dict[str, Any]:
         """The description the C++ engine takes (parameters only)."""
@@ -488,7 +624,7 @@ class System:
         if not isinstance(d, dict):
             raise ParamError(f"{where}: a preset must be a table")
         allowed = {"name", "kind", "description", "source", "seed", "provenance", "host", "local_dram",
-                   "remote", "cxl"}
+                   "remote", "cxl", "map"}
         unknown = sorted(set(d) - allowed)
         if unknown:
             raise ParamError(f"{where}: {shown(unknown[0])} is not a preset key; allowed: {', '.join(sorted(allowed))}")
@@ -501,15 +637,11 @@ class System:
         kw["local_dram"] = DramParams.from_dict(d.get("local_dram", {}), "local_dram")
         for key in ("remote", "cxl"):
             if key in d:
-                sub = d[key]
-                if not isinstance(sub, dict):
-                    raise ParamError(f"{key} must be a table")
-                extra = sorted(set(sub) - {s for s, _ in cls._SUBS[key]})
-                if extra:
-                    raise ParamError(f"{key}.{shown(extra[0])} is not a parameter group; allowed: "
-                                     f"{', '.join(s for s, _ in cls._SUBS[key])}")
-                parts = {s: t.from_dict(sub.get(s, {}), f"{key}.{s}") for s, t in cls._SUBS[key]}
-                kw[key] = (RemoteMemory if key == "remote" else CxlMemory)(**parts)
+                kw[key] = cls._memory(key, d[key], key)
+        if "map" in d:
+            if not isinstance(d["map"], list):
+                raise ParamError(f"{where}: map must be a list of windows")
+            kw["map"] = [cls._window_from(w, i) for i, w in enumerate(d["map"])]
         return cls(**kw).validate()
 
     # -- dotted access, for overrides and sweeps ---------------------------------------
@@ -538,9 +670,125 @@ class System:
             if obj is not None:
                 for sub, _ in self._SUBS[key]:
                     out[f"{key}.{sub}"] = getattr(obj, sub)
+        # A window's groups are named after it: cxl0.base, cxl0.media.ranks, far.link.latency_ns.
+        for w in self.map or []:
+            out[w.name] = w.range
+            for key in ("remote", "cxl"):
+                obj = getattr(w, key)
+                if obj is not None:
+                    for sub, _ in self._SUBS[key]:
+                        out[f"{w.name}.{sub}"] = getattr(obj, sub)
         return out
+
+    def group(self, name: str) -> ParamGroup:
+        """The parameter group of a dotted prefix (``host``, ``cxl.media``, ``cxl0.media``, ``cxl0``)."""
+        groups = self._groups()
+        if name not in groups:
+            raise ParamError(f"{shown(name)} is not a parameter group of this {self.kind} system; allowed: "
+                             f"{', '.join(groups)}")
+        return groups[name]
 
     def parameters(self) -> Dict[str, Any]:
         """Every parameter of this system, flattened to dotted names."""
         return {f"{g}.{k}": v for g, obj in self._groups().items() for k, v in obj.to_dict().items()}
 
+
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def check_window_name(name: Any, where: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _RESERVED:
+        raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -, "
+                         f"not one of {', '.join(_RESERVED)}")
+
+
+def combine(parts: List[Tuple[str, System]], name: Optional[str] = None) -> System:
+    """One host with the memories of several single-memory systems as windows of its address map.
+
+    ``parts`` is [(window name, system)]: each system gives its memory part
+    (a local-dram system its ``local_dram``, a remote-numa its ``remote``
+    groups, a cxl-type3 its ``cxl`` groups: bridge, root ports, links,
+    devices); the host (and the seed) are the first system's. Window ``i``
+    maps [i TiB, (i + 1) TiB); ``<window>.base`` and ``<window>.size`` move it.
+    The host's local DRAM, where the page tables live, is the local-dram
+    system's if one is given, else the first system's."""
+    if not parts:
+        raise ParamError("an address map needs one or more memories")
+    windows: List[Window] = []
+    local = None
+    for i, (wname, s) in enumerate(parts):
+        if s.kind == MAP_KIND:
+            raise ParamError(f"{wname}: an address-map system cannot be a window of another map; give its "
+                             "memories one by one")
+        rng = WindowRange(base=i * WINDOW_STRIDE, size=WINDOW_STRIDE)
+        w = Window(name=wname, kind=s.kind, range=rng, remote=copy.deepcopy(s.remote) if s.kind == "remote-numa"
+                   else None, cxl=copy.deepcopy(s.cxl) if s.kind == "cxl-type3" else None)
+        if s.kind == "local-dram" and local is None:
+            local = s.local_dram
+        windows.append(w)
+    first = parts[0][1]
+    desc = " + ".join(f"{n} ({s.kind})" for n, s in parts)
+    return System(name=name or "+".join(n for n, _ in parts), kind=MAP_KIND, host=copy.deepcopy(first.host),
+                  local_dram=copy.deepcopy(local if local is not None else first.local_dram), seed=first.seed,
+                  description=f"address map: {desc}; the host of {parts[0][0]}",
+                  source="; ".join(f"{n}: {s.source}" for n, s in parts if s.source), map=windows,
+                  provenance={"combined": [s.name for _, s in parts]}).validate()
+
+
+Target = Union[None, str, Dict[str, int], List[Tuple[str, int]]]
+
+
+def parse_target(target: Target, system: System, where: str = "target") -> Optional[List[Tuple[str, int]]]:
+    """A workload's target as [(window, weight)]: one window by name, or a weighted interleave
+    ``"ddr:3,cxl0:1"`` (or a dict / list of pairs). None stays None (the engine's default)."""
+    if target is None:
+        return None
+    allowed = system.window_names()
+    if isinstance(target, str):
+        pairs = []
+        for part in target.split(","):
+            part = part.strip()
+            if not part:
+                raise ParamError(f"{where} {target!r} has an empty entry; allowed: WINDOW or WINDOW:WEIGHT,"
+                                 "WINDOW:WEIGHT,... (windows: " + ", ".join(allowed) + ")")
+            wname, sep, weight = part.partition(":")
+            if not sep:
+                pairs.append((wname.strip(), 1))
+                continue
+            try:
+                pairs.append((wname.strip(), int(weight)))
+            except ValueError:
+                raise ParamError(f"{where}: weight {weight!r} of {wname} is not a whole number; allowed: 1 to "
+                                 "255") from None
+    elif isinstance(target, dict):
+        pairs = list(target.items())
+    else:
+        try:
+            pairs = [(n, w) for n, w in target]
+        except (TypeError, ValueError):
+            raise ParamError(f"{where} = {target!r} is not allowed; allowed: a window name, 'WINDOW:WEIGHT,...', "
+                             "a dict or a list of (window, weight)") from None
+    if not pairs:
+        raise ParamError(f"{where} names no window; allowed windows: {', '.join(allowed)}")
+    seen = set()
+    for n, w in pairs:
+        if n not in allowed:
+            raise ParamError(f"{where}: {shown(n)!r} is not a window of {system.name}'s address map; allowed: "
+                             f"{', '.join(allowed)}")
+        if n in seen:
+            raise ParamError(f"{where} names window {n!r} twice; allowed: each window once")
+        seen.add(n)
+        if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 255:
+            raise ParamError(f"{where}: weight of {n} = {w!r} is out of range; allowed: a whole number from 1 "
+                             "to 255 (Linux weighted_interleave's range)")
+    return [(n, int(w)) for n, w in pairs]
+
+
+def target_text(pairs: Optional[List[Tuple[str, int]]], system: System) -> str:
+    """The target as the CLI writes it: 'cxl0', or 'ddr:3,cxl0:1'."""
+    if pairs is None:
+        return system.window_names()[0]
+    if len(pairs) == 1:
+        return pairs[0][0]
+    return ",".join(f"{n}:{w}" for n, w in pairs)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Union
 
-from .params import CxlMemory, ParamError, RemoteMemory, System, read_text
+from .params import MAP_KIND, CxlMemory, ParamError, RemoteMemory, System, combine, read_text
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -104,8 +104,32 @@ def load_names() -> List[str]:
 
 def _full_memory(data: Dict[str, Any]) -> Dict[str, Any]:
     kind = data.get("kind")
+    if kind == MAP_KIND:  # the windows are checked one by one (_complete_windows)
+        return {k: v for k, v in _full_memory({"kind": "local-dram"}).items() if k != "kind"}
     return System(name="-", kind=str(kind), remote=RemoteMemory() if "remote" in data or kind == "remote-numa"
                   else None, cxl=CxlMemory() if "cxl" in data or kind == "cxl-type3" else None).to_dict()
+
+
+def _complete_windows(data: Any) -> None:
+    """Every window of a map file gives every parameter of its memory, and where it lies."""
+    if not isinstance(data, dict) or not isinstance(data.get("map"), list):
+        return
+    for i, w in enumerate(data["map"]):
+        if not isinstance(w, dict):
+            continue  # System.from_dict says what is wrong
+        name = w.get("name", f"map[{i}]")
+        for key in ("base", "size"):
+            if key not in w:
+                raise ParamError(f"{name}.{key} is missing; a window gives its base and size (bytes)")
+        key = {"remote-numa": "remote", "cxl-type3": "cxl"}.get(w.get("kind"))
+        if key is None or not isinstance(w.get(key), dict):
+            continue
+        template = _full_memory({"kind": w["kind"]})[key]
+        missing = [p for p in _leaves(template) if p not in set(_leaves(w[key]))]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise ParamError(f"{name}.{missing[0]} is missing{more}; a window gives every parameter of its memory, "
+                             "as 'simcxl presets show NAME --json' prints them")
 
 
 def load_file(path: Union[str, Path]) -> System:
@@ -114,6 +138,7 @@ def load_file(path: Union[str, Path]) -> System:
     try:
         if isinstance(data, dict) and ({"name", "kind"} <= set(data) or "base" in data):
             data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
+        _complete_windows(data)
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape
         raise ParamError(f"preset file {path}: {e}") from None
@@ -131,16 +156,47 @@ def _in_file(path: Path, msg: str) -> str:
 
 
 def load(memory: Union[str, Path, System]) -> System:
-    """A preset by name, a preset file by path, or a System as it is."""
+    """A preset by name, a preset file by path, a System as it is, or an
+    address map of several: ``"ddr-local+cxl-asic"`` (windows named after the
+    presets) or ``"ddr=ddr-local+cxl0=cxl-asic"`` (named as given); the host
+    is the first one's (see params.combine)."""
     if isinstance(memory, System):
         return memory.validate()
     text = str(memory)
     if text in names():
         return load_file(PRESET_DIR / f"{text}.json")
     path = Path(text)
+    if "+" in text and not path.exists():
+        return load_map(text)
     if path.suffix == ".json" or path.exists():
         return load_file(path)
-    raise ParamError(f"memory = {text!r} is neither a preset nor a preset file; presets: {', '.join(names())}")
+    raise ParamError(f"memory = {text!r} is neither a preset nor a preset file; presets: {', '.join(names())}"
+                     " (an address map joins them with +, e.g. ddr-local+cxl-asic)")
+
+
+def load_map(text: str) -> System:
+    """``[NAME=]PRESET+[NAME=]PRESET...`` as one address map."""
+    parts = []
+    for item in text.split("+"):
+        item = item.strip()
+        if not item:
+            raise ParamError(f"memory {text!r} has an empty part; allowed: [WINDOW=]PRESET+[WINDOW=]PRESET, "
+                             "e.g. ddr-local+cxl-asic or ddr=ddr-local+cxl0=cxl-asic")
+        wname, sep, spec = item.partition("=")
+        if not sep:
+            spec, wname = item, Path(item).stem
+        try:
+            s = load(spec.strip())
+        except ParamError as e:
+            raise ParamError(f"memory {text!r}: {e}") from None
+        if any(n == wname.strip() for n, _ in parts):
+            raise ParamError(f"memory {text!r}: window name {wname.strip()!r} appears twice; name the windows, "
+                             "e.g. cxl0=cxl-asic+cxl1=cxl-asic")
+        parts.append((wname.strip(), s))
+    try:
+        return combine(parts, name=text)
+    except ParamError as e:
+        raise ParamError(f"memory {text!r}: {e}") from None
 
 
 def save(system: System, path: Union[str, Path]) -> Path:

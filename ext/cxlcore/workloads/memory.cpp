@@ -333,6 +333,11 @@ class TrafficDriver : public Driver {
         threadSlice_ = slice;
         stream_ = true;
     }
+    // Pages interleaved over windows go where their virtual address says
+    // (Linux's interleave index is the page's offset in its mapping), so the
+    // arrays are laid out as the program declares them, each window's pages
+    // in address order: first-touch frame order is modelled within one window.
+    void interleaved() { firstTouch_ = false; }
     void setTraffic(const TrafficConfig& c) {
         readFrac_ = c.read_fraction;
         sequential_ = c.pattern == "sequential";
@@ -622,6 +627,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
     d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, cfg.stores, sp.host.page_bytes);
     d.place_ = PagePlacement(s, cfg.target, "stream");
+    if (d.place_.windows().size() > 1) d.interleaved();
     d.start();
     s.run();
     requireWindow("stream", d);

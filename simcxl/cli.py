@@ -241,9 +241,20 @@ def table(df: pd.DataFrame, cols: List[str]) -> str:
 
 
 memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=["cxl-asic"], show_default=True,
-                          help="Preset name or preset file (JSON); repeat to compare.")
+                          help="Preset name or preset file (JSON); repeat to compare. Join presets with + for one "
+                               "host with an address map of their memories, one window each: ddr-local+cxl-asic "
+                               "(windows named after the presets; the host is the first one's), or "
+                               "ddr=ddr-local+cxl0=cxl-asic to name them.")
 set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                       help="Override a parameter, e.g. cxl.link.lanes=8 (repeatable).")
+                       help="Override a parameter, e.g. cxl.link.lanes=8 (repeatable); in an address map a "
+                            "window's own, e.g. cxl0.media.ranks=2 or cxl0.base=0x20000000000.")
+target_opt = click.option(
+    "--target", "--interleave", "target", default=None, metavar="WINDOW[:W,WINDOW:W...]",
+    help="Where the workload's pages lie in the address map: one window (e.g. cxl0), or a weighted interleave "
+         "(e.g. ddr:3,cxl0:1) with Linux weighted_interleave semantics: virtual page n (pages of "
+         "host.page_bytes) goes to position n mod W of the sequence of w1 pages of the first window, w2 of the "
+         "second, ... (W the sum of the weights, each 1 to 255). Default: the first window (trace: the "
+         "addresses are host physical).")
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print machine-readable results.")
 
 
@@ -318,10 +329,11 @@ def run():
 @click.option("--max-size", default=None, help="Largest working set of the default list (e.g. 256m).")
 @click.option("--stride", default=0, show_default=True, help="Bytes between loads; 0 = random order (lat_mem_rd -t).")
 @click.option("--accesses", default=20000, show_default=True, help="Timed loads per working set.")
+@target_opt
 @json_opt
 @plot_opt
 @csv_opt
-def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json, plot, csv_path):
+def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, target, as_json, plot, csv_path):
     """Load-to-use latency over working-set sizes (LMbench lat_mem_rd)."""
     with user_errors():
         systems = load_memories(memories, overrides)
@@ -331,13 +343,14 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
             top = engine.parse_size(max_size) if max_size else 1 << 30
             ws = [s for s in engine.LMBENCH_SIZES if s <= top]
         df = run_each(systems, "lmbench",
-                      lambda s, cb: engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb))
+                      lambda s, cb: engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb,
+                                                   target=target))
     if as_json:
         keep = ["memory", "working_set_bytes", "latency_ns"] if len(systems) > 1 else ["working_set_bytes", "latency_ns"]
-        emit_json(df[keep].to_dict("records"))
+        emit_json(df[keep + _target_col(df)].to_dict("records"))
     else:
-        click.echo(table(df, ["memory", "working_set_bytes", "latency_ns", "hit_l1", "hit_l2", "hit_llc",
-                              "hit_memory"]))
+        click.echo(table(df, ["memory"] + _target_col(df) + ["working_set_bytes", "latency_ns", "hit_l1", "hit_l2",
+                                                          "hit_llc", "hit_memory"]))
     _outputs(df, plot, csv_path, "lmbench")
 
 
@@ -354,26 +367,49 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, as_json,
 @click.option("--stores", type=click.Choice(engine.STORES), default="write-allocate", show_default=True,
               help="Stores read their line for ownership first, or write full lines without a read (streaming "
                    "stores, or a copy loop compiled to memcpy).")
+@target_opt
 @json_opt
 @plot_opt
 @csv_opt
-def run_stream(memories, overrides, kernels, threads, lines, placement, stores, as_json, plot, csv_path):
+def run_stream(memories, overrides, kernels, threads, lines, placement, stores, target, as_json, plot, csv_path):
     """STREAM copy/scale/add/triad bandwidth."""
     with user_errors():
         systems = load_memories(memories, overrides)
         df = run_each(systems, "stream", lambda s, cb: engine.stream(
             s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines, placement=placement,
-            stores=stores, progress=cb))
+            stores=stores, progress=cb, target=target))
     df["bandwidth_gbps"] = df["stream_gbps"]
     if as_json:
+        def one(g):
+            out = dict(zip(g["kernel"], g["bandwidth_gbps"]))
+            return {**out, "target": g["target"].iloc[0]} if "target" in g.columns else out
         if len(systems) == 1:
-            emit_json({k: v for k, v in zip(df["kernel"], df["bandwidth_gbps"])})
+            emit_json(one(df))
         else:
-            emit_json({m: dict(zip(g["kernel"], g["bandwidth_gbps"])) for m, g in df.groupby("memory", sort=False)})
+            emit_json({m: one(g) for m, g in df.groupby("memory", sort=False)})
     else:
-        click.echo(table(df, ["memory", "kernel", "threads", "stream_gbps", "read_gbps", "write_gbps",
-                              "read_latency_ns_mean"]))
+        click.echo(table(df, ["memory"] + _target_col(df) + ["kernel", "threads", "stream_gbps", "read_gbps",
+                                                          "write_gbps", "read_latency_ns_mean"]))
+        _windows_table(df)
     _outputs(df, plot, csv_path, "stream")
+
+
+def _target_col(df: pd.DataFrame) -> List[str]:
+    """["target"] when the rows ran on an address map or with a target."""
+    return ["target"] if "target" in df.columns else []
+
+
+def _windows_table(df: pd.DataFrame) -> None:
+    """What the address map sent to each window (address-map runs only)."""
+    names = [c[len("window."):-len(".read_gbps")] for c in df.columns
+             if c.startswith("window.") and c.endswith(".read_gbps")]
+    if not names:
+        return
+    rows = [{"memory": r["memory"], "window": n, "read_gbps": r[f"window.{n}.read_gbps"],
+             "write_gbps": r[f"window.{n}.write_gbps"]}
+            for _, r in df.iterrows() for n in names if pd.notna(r.get(f"window.{n}.read_gbps"))]
+    click.echo("per window of the address map:")
+    click.echo(table(pd.DataFrame(rows), ["memory", "window", "read_gbps", "write_gbps"]))
 
 
 def _sizes(text: str, name: str, lo: int, hi: int) -> List[int]:
@@ -427,18 +463,19 @@ def _counts(text: str, name: str, lo: int, hi: int) -> List[int]:
               help="Read fractions of the traffic (comma-separated, 0 to 1).")
 @click.option("--requests", default=100000, show_default=True, help="Traffic requests per point.")
 @click.option("--delay", "delay", default=0.0, show_default=True, help="Pause between a thread's requests (ns).")
+@target_opt
 @json_opt
 @plot_opt
 @csv_opt
-def run_loaded(memories, overrides, threads, rfs, requests, delay, as_json, plot, csv_path):
+def run_loaded(memories, overrides, threads, rfs, requests, delay, target, as_json, plot, csv_path):
     """MLC-style loaded latency: probe latency under traffic."""
     with user_errors():
         systems = load_memories(memories, overrides)
         ts = _counts(threads, "--threads", 1, max(s.host.cores for s in systems))
         fractions = _floats(rfs, "--read-fraction")
         df = run_each(systems, "loaded-latency", lambda s, cb: engine.loaded_latency(
-            s, ts, fractions, requests=requests, inject_delay_ns=delay, progress=cb))
-    cols = ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+            s, ts, fractions, requests=requests, inject_delay_ns=delay, progress=cb, target=target))
+    cols = _target_col(df) + ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
     if as_json:
         emit_json(df[(["memory"] if len(systems) > 1 else []) + cols].to_dict("records"))
     else:
@@ -455,20 +492,23 @@ def run_loaded(memories, overrides, threads, rfs, requests, delay, as_json, plot
 @click.option("--rate", "rate", default=0.0, show_default=True, help="Target GB/s (open loop); 0 = closed loop.")
 @click.option("--requests", default=200000, show_default=True)
 @click.option("--footprint", default="1g", show_default=True, help="Bytes the requests spread over.")
+@target_opt
 @json_opt
 @csv_opt
-def run_traffic(memories, overrides, threads, rf, pattern, rate, requests, footprint, as_json, csv_path):
+def run_traffic(memories, overrides, threads, rf, pattern, rate, requests, footprint, target, as_json, csv_path):
     """Random or sequential requests at a target rate (or as fast as possible)."""
     with user_errors():
         systems = load_memories(memories, overrides)
         size = engine.parse_size(footprint)
         df = run_each(systems, "traffic", lambda s, cb: engine.traffic(
-            s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb))
-    cols = ["memory", "read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"]
+            s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb, target=target))
+    cols = ["memory"] + _target_col(df) + ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean",
+                                           "read_latency_ns_p99"]
     if as_json:
         emit_json(df[cols].to_dict("records"))
     else:
         click.echo(table(df, cols))
+        _windows_table(df)
     _outputs(df, None, csv_path, "traffic")
 
 
@@ -477,19 +517,21 @@ def run_traffic(memories, overrides, threads, rf, pattern, rate, requests, footp
 @set_opt
 @click.argument("trace_file", type=click.Path(dir_okay=False))
 @click.option("--max-outstanding", default=64, show_default=True, help="Requests in flight at once.")
+@target_opt
 @json_opt
 @csv_opt
-def run_trace(memories, overrides, trace_file, max_outstanding, as_json, csv_path):
+def run_trace(memories, overrides, trace_file, max_outstanding, target, as_json, csv_path):
     """Replay a memory trace (lines: time_ns op address [size])."""
     with user_errors():
         systems = load_memories(memories, overrides)
         _check_trace(trace_file)
-        df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb))
+        df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb,
+                                                                   target=target))
         if not (df["requests"] > 0).all():
             raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); "
                              "lines: time_ns op address [size]")
-    cols = ["memory", "requests", "read_gbps", "write_gbps", "read_latency_ns_mean", "read_latency_ns_p99",
-            "write_latency_ns_mean"]
+    cols = ["memory"] + _target_col(df) + ["requests", "read_gbps", "write_gbps", "read_latency_ns_mean",
+                                           "read_latency_ns_p99", "write_latency_ns_mean"]
     if as_json:
         emit_json(df[cols].to_dict("records"))
     else:
@@ -538,8 +580,8 @@ def _kv(overrides: List[str], example: str) -> dict:
             raise ParamError(f"--set {o!r} is not KEY=VALUE (e.g. {example})")
         k, v = o.split("=", 1)
         try:
-            kv[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
+            kv[k.strip()] = int(v.strip(), 16) if v.strip().lower().startswith("0x") else json.loads(v)
+        except (json.JSONDecodeError, ValueError):
             raise ParamError(f"--set {k}: value {v!r} is not a number") from None
     return kv
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, presets
-from .params import ParamError, System, read_text, shown
+from .params import ParamError, System, parse_target, read_text, shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,6 +50,11 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
 }
 #: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
 COHERENT = ("accel", "dma-vs-cache")
+# Where a memory workload's pages lie: a window of the base's address map or
+# "WINDOW:W,WINDOW:W" (checked against the base, see Sweep.check).
+TARGET = (None,)
+for _k in ("traffic", "stream", "lmbench", "loaded-latency"):
+    WORKLOADS[_k]["target"] = TARGET
 DEFAULT_METRICS = {
     "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"],
     "stream": ["stream_gbps", "read_gbps", "write_gbps"],
@@ -166,6 +171,11 @@ class Sweep:
             raise ParamError(f"sweep: base = {self.base!r} is not allowed ({e}); allowed: a preset name or a "
                              "preset file") from None
         known = base.parameters()
+        targets = [self.workload["target"]] if "target" in self.workload else []
+        targets += [v for a in self.axes if a.param == "workload.target" for v in (a.values or [])]
+        for t in targets:
+            if isinstance(t, str):
+                parse_target(t, base, "sweep: workload.target")
         cores = getattr(getattr(base, "host", None), "cores", None)
         if "threads" in self.workload and cores and _is_number(self.workload["threads"]) \
                 and self.workload["threads"] > cores:
@@ -261,9 +271,12 @@ def _from_unit(a: Axis, u: float, integer: bool) -> Any:
 def _field(base, path: str):
     """The schema field of a dotted parameter (its type, range and choices)."""
     *groups, leaf = path.split(".")
-    obj = base
-    for g in groups:
-        obj = getattr(obj, g)
+    if hasattr(base, "group"):  # a memory system names its groups (an address map's windows too)
+        obj = base.group(".".join(groups))
+    else:
+        obj = base
+        for g in groups:
+            obj = getattr(obj, g)
     return next(f for f in fields(obj) if f.name == leaf)
 
 
@@ -331,6 +344,10 @@ def _check_workload(kind: str, name: str, value: Any, where: str) -> None:
     if spec is None:
         raise ParamError(f"{where}: {shown(name)} is not a parameter of the {kind} workload; allowed: "
                          f"{', '.join(WORKLOADS[kind])}")
+    if spec is TARGET:
+        if not isinstance(value, str):
+            raise ParamError(f"{where}: {value!r} is not allowed; allowed: a window name or 'WINDOW:W,WINDOW:W'")
+        return
     if len(spec) == 1:
         if value not in spec[0]:
             raise ParamError(f"{where}: {value!r} is not allowed; allowed values: {', '.join(spec[0])}")

@@ -176,7 +176,7 @@ def label(spec: str, kv: dict, shipped: List[str]) -> str:
     """The name rows carry: a preset's name, a file's name (its path where
     that would pass for a shipped preset), and the --set overrides."""
     text = str(spec)
-    if text not in shipped:
+    if text not in shipped and "+" not in text:  # an address map is labelled as written
         p = Path(text)
         text = p.stem if p.stem not in shipped else str(p.with_suffix(""))
     if kv:

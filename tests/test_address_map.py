@@ -259,3 +259,14 @@ def test_cli_interleave_runs_and_reports_the_target():
 def _env():
     import os
     return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_a_stall_names_the_window_component(ddr_cxl):
+    """A device that stops answering (fault injection) stalls the run; the
+    message names the window's device and the request's host address."""
+    two = ddr_cxl.replace(**{"cxl0.bridge.root_ports": 2, "cxl0.bridge.interleave_ways": 2})
+    d = two.to_core()
+    d["fault"] = {"device_stops_after": 50}
+    with pytest.raises(_core.StallError, match=r"the oldest \(txn \d+, read of 0x100[0-9a-f]{8}\) is in "
+                                               r"cxl0\.dev[01]\.device\."):
+        _core.run_traffic(d, 2, 1.0, "random", 1 << 20, 1000, 0.0, 0.0, False, None, [("cxl0", 1)])

@@ -93,22 +93,21 @@ MemoryKind readKind(const py::dict& d, const std::string& where, bool map) {
 }
 
 // The memory groups of a remote or CXL memory, under `key` of d.
-void readMemory(const py::dict& d, MemoryKind kind, const std::string& where, InterSocketParams& is, DramParams& rd,
-                BridgeParams& br, LinkParams& ln, DeviceParams& dv, DramParams& md) {
+void readMemory(const py::dict& d, MemoryKind kind, const std::string& where, MemoryParams& m) {
     const std::string pre = where.empty() ? "" : where + ".";
     if (kind == MemoryKind::RemoteNuma) {
         py::dict r = sub(d, "remote", where.empty() ? "system" : where);
         onlyKeys(r, {"link", "dram"}, pre + "remote", "parameter group");
-        is = readInterSocketParams(sub(r, "link", pre + "remote"), pre.empty() ? "remote.link" : pre + "link");
-        rd = readDramParams(sub(r, "dram", pre + "remote"), pre.empty() ? "remote.dram" : pre + "dram");
+        m.intersocket = readInterSocketParams(sub(r, "link", pre + "remote"), pre.empty() ? "remote.link" : pre + "link");
+        m.remote_dram = readDramParams(sub(r, "dram", pre + "remote"), pre.empty() ? "remote.dram" : pre + "dram");
     } else if (kind == MemoryKind::CxlType3) {
         py::dict c = sub(d, "cxl", where.empty() ? "system" : where);
         onlyKeys(c, {"bridge", "link", "device", "media"}, pre + "cxl", "parameter group");
         const std::string g = pre.empty() ? "cxl." : pre;
-        br = readBridgeParams(sub(c, "bridge", pre + "cxl"), g + "bridge");
-        ln = readLinkParams(sub(c, "link", pre + "cxl"), g + "link");
-        dv = readDeviceParams(sub(c, "device", pre + "cxl"), g + "device");
-        md = readDramParams(sub(c, "media", pre + "cxl"), g + "media");
+        m.bridge = readBridgeParams(sub(c, "bridge", pre + "cxl"), g + "bridge");
+        m.link = readLinkParams(sub(c, "link", pre + "cxl"), g + "link");
+        m.device = readDeviceParams(sub(c, "device", pre + "cxl"), g + "device");
+        m.device_dram = readDramParams(sub(c, "media", pre + "cxl"), g + "media");
     }
 }
 
@@ -132,7 +131,7 @@ std::vector<WindowParams> readMap(py::handle v) {
         w.base = d.contains("base") ? field<uint64_t>(d["base"], w.name, "base", 0, space) : 0;
         if (!d.contains("size")) throw ConfigError(w.name + ".size is missing; allowed: 64 to 4503599627370496 bytes");
         w.size = field<uint64_t>(d["size"], w.name, "size", 64, space);
-        readMemory(d, w.kind, w.name, w.intersocket, w.remote_dram, w.bridge, w.link, w.device, w.device_dram);
+        readMemory(d, w.kind, w.name, w);
         out.push_back(w);
     }
     if (out.empty()) throw ConfigError("system.map is empty; allowed: one or more windows");
@@ -162,7 +161,7 @@ SystemParams readSystem(const py::dict& d) {
     } else {
         if (d.contains("map")) throw ConfigError("system.map is not allowed with kind = '" +
                                                  std::string(py::str(d["kind"])) + "'; allowed: kind = 'address-map'");
-        readMemory(d, p.kind, "", p.intersocket, p.remote_dram, p.bridge, p.link, p.device, p.device_dram);
+        readMemory(d, p.kind, "", p);
     }
     p.validate();
     return p;

@@ -142,14 +142,9 @@ void DmaParams::validate(const std::string& where) const {
 std::vector<WindowParams> SystemParams::addressMap() const {
     if (!windows.empty()) return windows;
     WindowParams w;
+    static_cast<MemoryParams&>(w) = *this;
     w.kind = kind;
     w.name = kind == MemoryKind::RemoteNuma ? "remote" : kind == MemoryKind::CxlType3 ? "cxl" : "local_dram";
-    w.intersocket = intersocket;
-    w.remote_dram = remote_dram;
-    w.bridge = bridge;
-    w.link = link;
-    w.device = device;
-    w.device_dram = device_dram;
     return {w};
 }
 

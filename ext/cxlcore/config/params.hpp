@@ -180,32 +180,33 @@ enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 // ports, links and Type-3 devices (a CFMWS window decoded by an HDM decoder).
 // size 0 is the window of a description without a map: the rest of the address
 // space, checked by the memory itself as before.
-struct WindowParams {
-    std::string name;
-    MemoryKind kind = MemoryKind::LocalDram;
-    uint64_t base = 0, size = 0;
+// The memory part: which groups a kind uses (remote: intersocket and
+// remote_dram; CXL: bridge, link, device and device_dram).
+struct MemoryParams {
     InterSocketParams intersocket;
     DramParams remote_dram;
     BridgeParams bridge;
     LinkParams link;
     DeviceParams device;
     DramParams device_dram;
+};
+
+struct WindowParams : MemoryParams {
+    std::string name;
+    MemoryKind kind = MemoryKind::LocalDram;
+    uint64_t base = 0, size = 0;
     uint64_t end() const { return size ? base + size : ~0ull; }
 };
 
 // The largest physical address space a host decodes (52 bits, as CXL's HDM decoders).
 constexpr uint64_t kPhysAddrBits = 52;
 
-struct SystemParams {
+// A host and its memories. Without `windows`, the one memory of `kind` in the
+// inherited groups (a single-memory system).
+struct SystemParams : MemoryParams {
     MemoryKind kind = MemoryKind::LocalDram;
     HostParams host;
     DramParams local_dram;
-    InterSocketParams intersocket;
-    DramParams remote_dram;
-    BridgeParams bridge;
-    LinkParams link;
-    DeviceParams device;
-    DramParams device_dram;
     uint64_t seed = 1;
     // Fault injection for the watchdog's tests, never set by a preset: the
     // Type-3 device sends no response after this many (0: off).

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "cxlcore/kernel/stats.hpp"
@@ -297,6 +298,94 @@ uint64_t attachDuringRun(uint32_t spawn) {
     return p.fired;
 }
 
+// Components that follow a script, for the event loop's property test: the
+// k-th event of the run (whichever component fires) performs actions[k], each
+// (kind, target, delay): "wake" asks component `target` for a wake-up at
+// now + delay (clamped at 0), "spawn" attaches a new component and wakes it
+// so, "detach" takes `target` off the loop, "stop" stops the run. The loop
+// then runs once per entry of `untils` (None: no limit).
+using LoopActions = std::vector<std::vector<std::tuple<std::string, uint32_t, int64_t>>>;
+
+class LoopScript : public Watch {
+  public:
+    explicit LoopScript(const LoopActions& a) : actions_(a) {}
+    EventLoop loop;
+    py::list fired, checks;
+
+    void check(Tick now) override { checks.append(py::make_tuple(loop.events(), now)); }
+    void add() {
+        comps_.push_back(std::make_unique<Scripted>(loop, *this, comps_.size()));
+        gone_.push_back(false);
+        if (comps_.back()->slot != comps_.size() - 1) throw std::logic_error("event loop: slots out of order");
+    }
+    void wake(uint32_t i, int64_t delay) {
+        Scripted& c = at(i);
+        if (gone_[i]) return;
+        const Tick n = loop.now();
+        c.requestWake(delay < 0 && Tick(-delay) > n ? 0 : n + Tick(delay));
+    }
+
+  private:
+    struct Scripted : Component {
+        LoopScript& s;
+        size_t index;
+        Scripted(Host& h, LoopScript& sc, size_t i) : Component(h), s(sc), index(i) {}
+        void process() override { s.fire(index); }
+    };
+    Scripted& at(uint32_t i) {
+        if (i >= comps_.size())
+            throw ConfigError("event loop script: component " + std::to_string(i) + " does not exist; allowed: 0 to " +
+                              std::to_string(comps_.size() - 1));
+        return *comps_[i];
+    }
+    void fire(size_t i) {
+        fired.append(py::make_tuple(i, loop.now()));
+        const size_t k = events_++;
+        if (k >= actions_.size()) return;
+        for (auto& [kind, target, delay] : actions_[k]) {
+            if (kind == "wake") {
+                wake(target, delay);
+            } else if (kind == "spawn") {
+                add();
+                wake(uint32_t(comps_.size() - 1), delay);
+            } else if (kind == "detach") {
+                // Off the loop at once (the destructor's detach, which runs
+                // later, finds it gone): the firing component may detach itself.
+                loop.detach(&at(target));
+                gone_[target] = true;
+            } else if (kind == "stop") {
+                loop.stop();
+            } else {
+                throw ConfigError("event loop script: action '" + kind +
+                                  "' is not allowed; allowed: wake, spawn, detach, stop");
+            }
+        }
+    }
+    const LoopActions& actions_;
+    std::vector<std::unique_ptr<Scripted>> comps_;
+    std::vector<bool> gone_;
+    size_t events_ = 0;
+};
+
+py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32_t, int64_t>>& initial,
+                         const LoopActions& actions, const std::vector<std::optional<uint64_t>>& untils, bool watch) {
+    LoopScript s(actions);
+    for (uint32_t i = 0; i < components; ++i) s.add();
+    for (auto& [i, t] : initial) s.wake(i, t);
+    if (watch) s.loop.watch(&s);
+    py::list stops;
+    for (auto& u : untils) {
+        s.loop.run(u ? *u : kNever);
+        stops.append(s.loop.now());
+    }
+    py::dict d;
+    d["fired"] = s.fired;
+    d["stops"] = stops;
+    d["checks"] = s.checks;
+    d["events"] = s.loop.events();
+    return d;
+}
+
 }  // namespace
 
 void bindAcpi(py::module_& parent);  // acpi.cpp
@@ -539,6 +628,12 @@ PYBIND11_MODULE(_core, m) {
     }, py::arg("n"), py::arg("max_value"), "Memory the histogram holds after n values below max_value.");
     testing.def("attach_during_run", &attachDuringRun, py::arg("spawn"),
                 "A component that attaches `spawn` more while the loop runs; how many of them fired.");
+    testing.def("event_loop_script", &eventLoopScript, py::arg("components"), py::arg("initial"), py::arg("actions"),
+                py::arg("untils"), py::arg("watch") = false,
+                "Scripted components on an EventLoop: action list k runs at the k-th event ((kind, target, delay); "
+                "kind wake, spawn, detach or stop); one run per entry of untils (None: no limit). Returns the "
+                "firings [(component, time)], the time after each run, the Watch checks [(events, time)] and the "
+                "event count.");
 
     m.def("link_info", [](py::dict link) {
         LinkParams lp = readLinkParams(link, "cxl.link");

@@ -15,6 +15,8 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
 }
 
 void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
+    if (ports_.size() >= 64)
+        throw ConfigError(where_ + ": at most 64 root ports; allowed: root_ports 1 to 64");
     auto port = std::make_unique<Port>();
     port->link = link;
     port->dev = dev;
@@ -46,6 +48,7 @@ bool HostBridge::tryReq(Txn* t) {
     // time is already known: the port is this link's only sender.
     if (p.out.empty() && send(p, t, at)) return true;
     p.out.push(at, t);
+    busy_ |= uint64_t(1) << tg.port;
     requestWake(at);
     return true;
 }
@@ -68,6 +71,7 @@ void HostBridge::deliverResp(uint32_t port, Txn* t, Tick arrival) {
     const Tick ready = arrival + respLat_;
     if (p.in.empty() && !respBlocked_ && respond(p, t, ready)) return;
     p.in.push(ready, t);
+    busy_ |= uint64_t(1) << port;
     requestWake(ready);
 }
 
@@ -102,8 +106,11 @@ void HostBridge::process() {
         up_->retryReq();
     }
     Tick w = kNever;
-    for (auto& pp : ports_) {
-        Port& p = *pp;
+    // In port order, as a scan of every port: one with both queues empty
+    // would do nothing and add no wake-up. The mask is read afresh each step:
+    // a response taken above may queue a request on a later port.
+    for (uint32_t i = nextBusy(0); i < 64; i = nextBusy(i + 1)) {
+        Port& p = *ports_[i];
         while (p.out.headReady() <= t) {
             Txn* x = p.out.front();
             if (!send(p, x, t)) {
@@ -120,8 +127,14 @@ void HostBridge::process() {
             p.in.pop();
         }
         w = std::min({w, due(p.out.headReady(), t), respBlocked_ ? kNever : due(p.in.headReady(), t)});
+        if (p.out.empty() && p.in.empty()) busy_ &= ~(uint64_t(1) << i);
     }
     if (w != kNever) requestWake(w);
+}
+
+uint32_t HostBridge::nextBusy(uint32_t from) const {
+    const uint64_t m = from < 64 ? busy_ >> from << from : 0;
+    return m ? uint32_t(__builtin_ctzll(m)) : 64;
 }
 
 }  // namespace cxlcore

@@ -52,6 +52,8 @@ class HostBridge : public Component, public Target {
     };
     bool respond(Port& p, Txn* x, Tick ready);
     bool send(Port& p, Txn* x, Tick at);
+    // The first port from `from` on whose queues hold something (64: none).
+    uint32_t nextBusy(uint32_t from) const;
 
     BridgeParams p_;
     HdmDecoder hdm_;
@@ -60,6 +62,9 @@ class HostBridge : public Component, public Target {
     Tick reqLat_, respLat_;
     CreditPool tracker_;  // requests outstanding to CXL
     bool needRetry_ = false, respBlocked_ = false;
+    // Ports whose out or in queue is not empty (bit i: port i): process()
+    // visits only these, so its cost does not grow with idle ports.
+    uint64_t busy_ = 0;
     BridgeStats stats_;
 };
 

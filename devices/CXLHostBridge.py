@@ -22,6 +22,10 @@ class CXLHostBridge(AbstractMemory):
     expanders = VectorParam.CXLType3Expander(
         "one Type-3 expander per root port, in port order (as many as bridge_root_ports)")
 
+    watchdog_window_ns = Param.Float(
+        1e7, "Progress watchdog: the run ends with an error naming the queue that holds the oldest request when "
+        "requests are in flight and none completes for this long (ns; 0: off)")
+
     # CXL host bridge / root complex with its HDM decoder.
     bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")
     bridge_resp_latency_ns = Param.Float(15.0, "host-side protocol latency, response direction (ns, 0 to 10000)")

@@ -18,6 +18,8 @@ class CXLType3Expander(SimObject):
     cxx_class = "gem5::CXLType3Expander"
 
     seed = Param.Unsigned(1, "Seed of the link's CRC error draws")
+    fault_device_stops_after = Param.Unsigned(
+        0, "Fault injection for tests of the progress watchdog: the device sends no response after this many (0: off)")
 
     link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (5 to 6)")
     link_lanes = Param.Unsigned(16, "link width (1 to 16)")

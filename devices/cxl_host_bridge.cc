@@ -37,8 +37,19 @@ namespace
 CXLHostBridge::CXLHostBridge(const Params &p)
     : AbstractMemory(p), host(*this, name(), [this] { checkDrained(); }),
       port(name() + ".port", *this), upstream(*this),
+      watchdogEvent([this] { checkProgress(); }, name() + ".watchdog"),
       sendEvent([this] { sendResponses(); }, name()), stats(*this)
 {
+    if (p.watchdog_window_ns < 0)
+        fatal("%s: bad CXLHostBridge parameter: watchdog_window_ns = %g; "
+              "allowed: 0 (off) or a window in ns above 0", name(),
+              p.watchdog_window_ns);
+    if (p.watchdog_window_ns > 0) {
+        const Tick window = cxlcore::nsToTicks(p.watchdog_window_ns);
+        watchdog = std::make_unique<cxlcore::Watchdog>(pool, window);
+        // Four checks a window: a stall is reported within 1.25 windows.
+        watchdogEvery = std::max<Tick>(window / 4, 1);
+    }
     cxlcore::BridgeParams b;
     CXL_BRIDGE_FIELDS(CXL_COPY_BRIDGE)
     // Configuration time (m5.instantiate), before any tick is simulated.
@@ -138,6 +149,7 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
         stats.readBytes += pkt->getSize();
     }
     expanders[rp]->countRequest(pkt->isWrite(), pkt->getSize());
+    armWatchdog();
     // The data lives here: the access happens now, the timing in the core.
     access(pkt);
     return true;
@@ -224,6 +236,27 @@ CXLHostBridge::sendResponses()
     checkDrained();
 }
 
+void
+CXLHostBridge::armWatchdog()
+{
+    if (!watchdog || watchdogEvent.scheduled())
+        return;
+    watchdog->restart(curTick());
+    schedule(watchdogEvent, curTick() + watchdogEvery);
+}
+
+void
+CXLHostBridge::checkProgress()
+{
+    try {
+        watchdog->check(curTick());
+    } catch (const cxlcore::StallError &e) {
+        fatal("%s: %s", name(), e.what());
+    }
+    if (pool.live())
+        schedule(watchdogEvent, curTick() + watchdogEvery);
+}
+
 bool
 CXLHostBridge::idle() const
 {
@@ -234,15 +267,23 @@ CXLHostBridge::idle() const
 void
 CXLHostBridge::checkDrained()
 {
-    if (drainState() == DrainState::Draining && idle())
+    if (drainState() == DrainState::Draining && idle()) {
+        // Nothing in flight is left to watch; a checkpoint holds no event.
+        if (watchdogEvent.scheduled())
+            deschedule(watchdogEvent);
         signalDrainDone();
+    }
 }
 
 DrainState
 CXLHostBridge::drain()
 {
     // Each expander drains its own link and device (CXLType3Expander::drain).
-    return idle() ? DrainState::Drained : DrainState::Draining;
+    if (!idle())
+        return DrainState::Draining;
+    if (watchdogEvent.scheduled())
+        deschedule(watchdogEvent);
+    return DrainState::Drained;
 }
 
 void

@@ -67,6 +67,11 @@ class CXLHostBridge : public memory::AbstractMemory
     CpuPort port;
     Upstream upstream;
     cxlcore::TxnPool pool;
+    // The core's progress watchdog over this bridge's requests, checked by
+    // an event that runs only while some are in flight.
+    std::unique_ptr<cxlcore::Watchdog> watchdog;
+    EventFunctionWrapper watchdogEvent;
+    Tick watchdogEvery = 0;
     std::unique_ptr<cxlcore::HostBridge> bridge;
     std::vector<CXLType3Expander *> expanders;
     double bridgeLatencyNs = 0;  // host side, both directions (atomic mode)
@@ -83,6 +88,8 @@ class CXLHostBridge : public memory::AbstractMemory
     // The root port of a window offset (a pure function of the decoder).
     uint32_t portOf(Addr offset) const;
     void sendResponses();
+    void armWatchdog();
+    void checkProgress();
     void respond(cxlcore::Txn *t);
     bool handleTimingReq(PacketPtr pkt);
     // No packet held and no core event pending: safe to checkpoint.

@@ -39,13 +39,9 @@ CXLType3Expander::CXLType3Expander(const Params &p)
         fatal("%s: bad CXLType3Expander parameter (group.field is the "
               "parameter group_field): %s", name(), e.what());
     }
-    // Unloaded: request flit out, response header and data flits back, the
-    // controller both ways, and a media row hit.
-    const double burst = 2000.0 / m.data_rate_mts * m.burst_length / 2;
-    const double flit = link_->m2s_.flitTime() / 1000.0;
-    idleLatencyNs_ = 2 * l.phy_latency_ns + 3 * flit + d.req_latency_ns +
-        d.resp_latency_ns + m.frontend_latency_ns + m.tCL_ns + burst +
-        m.backend_latency_ns;
+    idleLatencyNs_ = device_->idleLatencyNs();
+    // Tests of the progress watchdog: a device that stops answering.
+    device_->stopAfter(p.fault_device_stops_after);
 }
 
 void

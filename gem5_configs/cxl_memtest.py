@@ -28,17 +28,26 @@ parser.add_argument("--mem-mode", choices=["timing", "atomic"], default="timing"
 parser.add_argument("--ways", type=int, default=None, help="HDM interleave ways = root ports = expanders")
 parser.add_argument("--granularity", type=int, default=None, help="HDM interleave granularity (bytes)")
 parser.add_argument("--csv", default=None)
+parser.add_argument("--watchdog-ns", type=float, default=None,
+                    help="the host bridge's progress watchdog window (ns; 0: off; default 10 ms)")
+parser.add_argument("--device-stops-after", type=int, default=0,
+                    help="fault injection: every expander stops answering after this many responses")
 args = parser.parse_args()
 
+# MemTest gives up after this many cycles without a response; at 2 GHz that is
+# 50 ms, beyond the bridge's watchdog, whose report says where the request is.
+PROGRESS_CHECK = 100_000_000
 system = System(mem_mode=args.mem_mode)
 system.clk_domain = SrcClockDomain(clock="2GHz", voltage_domain=VoltageDomain())
 system.membus = SystemXBar()
 system.system_port = system.membus.cpu_side_ports
-system.cxl = host_bridge(args.memory, window=AddrRange("16MiB"), ways=args.ways, granularity=args.granularity)
+system.cxl = host_bridge(args.memory, window=AddrRange("16MiB"), ways=args.ways, granularity=args.granularity,
+                         watchdog_ns=args.watchdog_ns, device_stops_after=args.device_stops_after)
 system.cxl.port = system.membus.mem_side_ports
 system.testers = [MemTest(max_loads=args.max_loads, size=65536, base_addr_1=0x100000 + i * 0x20000,
                           base_addr_2=0x400000 + i * 0x20000, uncacheable_base_addr=0x800000 + i * 0x20000,
-                          progress_interval=args.max_loads) for i in range(args.testers)]
+                          progress_interval=args.max_loads, progress_check=PROGRESS_CHECK)
+                  for i in range(args.testers)]
 for t in system.testers:
     t.port = system.membus.cpu_side_ports
 

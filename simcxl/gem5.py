@@ -66,16 +66,27 @@ def interleaved(memory: Union[str, Path, System], ways: Optional[int] = None,
 
 
 def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways: Optional[int] = None,
-                granularity: Optional[int] = None):
+                granularity: Optional[int] = None, watchdog_ns: Optional[float] = None,
+                device_stops_after: int = 0):
     """A CXLHostBridge SimObject (its host window, an AddrRange, as `window` if given) with one
     CXLType3Expander per root port, all from one preset or System; `ways`
-    and `granularity` override its HDM interleave (see `interleaved`)."""
+    and `granularity` override its HDM interleave (see `interleaved`).
+    `watchdog_ns` sets the progress watchdog's window (0: off; None: the
+    SimObject's 10 ms); `device_stops_after` (tests of the watchdog) makes
+    every expander stop answering after that many responses."""
     from m5.objects import CXLHostBridge, CXLType3Expander  # lazy: needs gem5
 
+    if watchdog_ns is not None and not watchdog_ns >= 0:
+        raise ParamError(f"watchdog_ns = {watchdog_ns} is not allowed; allowed: 0 (off) or a window in ns above 0")
+    if not isinstance(device_stops_after, int) or device_stops_after < 0:
+        raise ParamError(f"device_stops_after = {device_stops_after!r} is not allowed; allowed: an integer >= 0")
     system = interleaved(memory, ways, granularity)
     ports = system.cxl.bridge.root_ports
-    bridge = CXLHostBridge(expanders=[CXLType3Expander(**expander_params(system, i)) for i in range(ports)],
-                           **bridge_params(system))
+    extra = {} if watchdog_ns is None else {"watchdog_window_ns": float(watchdog_ns)}
+    bridge = CXLHostBridge(expanders=[CXLType3Expander(**expander_params(system, i),
+                                                       fault_device_stops_after=device_stops_after)
+                                      for i in range(ports)],
+                           **bridge_params(system), **extra)
     if window is not None:
         bridge.range = window
     bridge._simcxl_system = system  # the description it was built from

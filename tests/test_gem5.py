@@ -165,6 +165,50 @@ def test_memtest_through_an_interleaved_window(tmp_path, ways, granularity):
     assert max(reads) < 2 * sum(reads) / ways
 
 
+def test_memtest_at_scale_through_four_interleaved_expanders(tmp_path):
+    # Ten million MemTest operations through the CXL timing path: eight
+    # testers over a 4-way, 256 B interleave. The run ends when the first
+    # tester has done 1.1 M loads; the others are close behind (they share
+    # the window evenly), and MemTest checks every load against its own copy.
+    import time
+    start = time.time()
+    gem5(tmp_path, "cxl_memtest.py", "--testers", "8", "--max-loads", "1100000", "--ways", "4",
+         "--granularity", "256", "--csv", str(tmp_path / "t.csv"))
+    row = table(tmp_path / "t.csv")
+    ops = float(row["loads_checked"]) + float(row["stores"])
+    print(f"\nMemTest at scale: {ops / 1e6:.2f} M operations ({float(row['loads_checked']) / 1e6:.2f} M loads "
+          f"checked, {float(row['stores']) / 1e6:.2f} M stores), {float(row['reads']) / 1e6:.2f} M timing reads "
+          f"and {float(row['writes']) / 1e6:.2f} M timing writes over 4 expanders, no mismatch, "
+          f"{time.time() - start:.0f} s")
+    assert row["cause"] == "maximum number of loads reached"
+    assert ops >= 10e6
+    reads = [float(row[f"exp{i}_readReqs"]) for i in range(4)]
+    assert min(reads) > 0.2 * sum(reads)  # every expander carried its share
+
+
+def test_a_device_that_stops_answering_ends_with_the_watchdogs_report(tmp_path):
+    # The expanders stop answering after 500 responses; MemTest's requests
+    # then wait forever. The host bridge's watchdog (a 200 us window) ends the
+    # run with the core's report: where the oldest request is and its age.
+    import time
+    start = time.time()
+    r = gem5(tmp_path, "cxl_memtest.py", "--testers", "2", "--max-loads", "100000", "--ways", "2",
+             "--device-stops-after", "500", "--watchdog-ns", "200000", check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-2000:]
+    assert "simulation stalled at" in out and "no request completed for" in out, out[-2000:]
+    # The oldest request waits in an expander's queue, named by the SimObject path.
+    assert "is in system.cxl.expanders" in out, out[-2000:]
+    assert "maximum number of loads reached" not in out
+    assert time.time() - start < 300
+
+
+def test_the_watchdog_window_is_checked(tmp_path):
+    r = gem5(tmp_path, "cxl_memtest.py", "--watchdog-ns", "-5", check=False)
+    assert r.returncode != 0
+    assert "watchdog_ns = -5.0 is not allowed; allowed: 0 (off) or a window in ns above 0" in r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("ways", [1, 2])
 def test_checkpoint_restore_gives_the_same_stats(tmp_path, ways):
     ckpt = tmp_path / "cpt"

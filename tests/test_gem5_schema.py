@@ -50,6 +50,8 @@ def check_groups(decl, prefixes):
 def test_host_bridge_params_match_dataclasses_and_cpp():
     decl = declared("CXLHostBridge")
     assert decl.pop("expanders") == ("VectorParam.CXLType3Expander", None)
+    # The standalone engine's watchdog window: 10 ms (kernel/sim.hpp Watchdog::kDefaultWindow).
+    assert decl.pop("watchdog_window_ns") == ("Param.Float", 1e7)
     assert list(decl) == list(g5.bridge_names())
     check_groups(decl, OBJECTS["CXLHostBridge"])
 
@@ -57,6 +59,7 @@ def test_host_bridge_params_match_dataclasses_and_cpp():
 def test_type3_expander_params_match_dataclasses_and_cpp():
     decl = declared("CXLType3Expander")
     assert decl.pop("seed") == ("Param.Unsigned", 1)
+    assert decl.pop("fault_device_stops_after") == ("Param.Unsigned", 0)  # tests of the watchdog only
     assert list(decl) == list(g5.expander_names())
     check_groups(decl, OBJECTS["CXLType3Expander"])
 
@@ -66,8 +69,9 @@ def test_simobject_params_of_a_preset(presets):
     b, e0, e1 = g5.bridge_params(s), g5.expander_params(s, 0), g5.expander_params(s, 1)
     assert b["bridge_req_queue"] == s.cxl.bridge.req_queue
     assert e0["link_lanes"] == s.cxl.link.lanes and e0["media_tRCD_ns"] == s.cxl.media.tRCD_ns
-    assert set(b) == set(declared("CXLHostBridge")) - {"expanders"}
-    assert set(e0) == set(declared("CXLType3Expander"))
+    # The preset sets every parameter but the run-control ones (watchdog, fault injection).
+    assert set(b) == set(declared("CXLHostBridge")) - {"expanders", "watchdog_window_ns"}
+    assert set(e0) == set(declared("CXLType3Expander")) - {"fault_device_stops_after"}
     # Root port i's link draws its CRC errors from seed + 17 i, as in the standalone engine.
     assert (e0["seed"], e1["seed"]) == (s.seed, s.seed + 17)
 

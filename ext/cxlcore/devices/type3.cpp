@@ -25,6 +25,14 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
     name(where);
 }
 
+double Type3Device::idleLatencyNs() const {
+    const DramParams& m = media_.params();
+    const double burst = 2000.0 / m.data_rate_mts * m.burst_length / 2;
+    const double flit = link_.m2s_.flitPs() / 1000.0;
+    return 2 * link_.params().phy_latency_ns + 3 * flit + p_.req_latency_ns + p_.resp_latency_ns +
+           m.frontend_latency_ns + m.tCL_ns + burst + m.backend_latency_ns;
+}
+
 void Type3Device::name(const std::string& n) {
     rx_.name(n + ".device.rx (M2S link and receive buffer)");
     ctrl_[0].name(n + ".device.pipeline (reads)");

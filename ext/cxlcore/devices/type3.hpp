@@ -26,6 +26,10 @@ class Type3Device : public Component, public Requester {
         bridge_ = bridge;
         port_ = port;
     }
+    // The unloaded time from the root port's send to the response's arrival
+    // back at it (request flit out, response header and data flits back, the
+    // controller both ways, a media row hit), ns: gem5's atomic mode.
+    double idleLatencyNs() const;
     // A message from the link, fully received at `arrival`.
     void deliver(Txn* t, Tick arrival);
 

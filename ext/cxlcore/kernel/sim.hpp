@@ -377,6 +377,13 @@ class Watchdog : public Watch {
         if (window_ && now - since_ > window_)
             throw StallError(report(now, "no request completed for " + fmtTime(now - since_)));
     }
+    // Starts a fresh window: a host that checks only while requests are in
+    // flight (gem5) calls this when the first one arrives after a quiet spell.
+    void restart(Tick now) {
+        returned_ = pool_.returned();
+        since_ = now;
+    }
+    Tick window() const { return window_; }
     // The event queue ran dry: nothing can move any request still in flight.
     void drained(Tick now) const {
         if (pool_.live()) throw StallError(report(now, "no event is left to move the requests in flight"));

@@ -1,0 +1,71 @@
+# ACPI tables that tell an X86 guest where its CXL memory is and what it costs:
+# SRAT (CPU and memory affinity: a CXL window is a CPU-less proximity domain),
+# SLIT (distances), HMAT (latency and bandwidth) and CEDT (CXL host bridges and
+# fixed memory windows, for the CXL.io work). The byte layouts are the SimCXL
+# core's (ext/cxlcore/platform/acpi.cpp); simcxl.gem5_board fills these from a
+# preset. Build-time file: imports m5 only (X86 builds).
+
+from m5.objects.ACPI import X86ACPISysDescTable
+from m5.params import *
+
+
+class CXLAcpiSrat(X86ACPISysDescTable):
+    """System Resource Affinity Table."""
+
+    type = "CXLAcpiSrat"
+    cxx_header = "devices/cxl_acpi.hh"
+    cxx_class = "gem5::CXLAcpiSrat"
+
+    cpu_apic_ids = VectorParam.UInt32([], "APIC ID of each CPU")
+    cpu_domains = VectorParam.UInt32([], "proximity domain of each CPU (same order)")
+    mem_bases = VectorParam.UInt64([], "base address of each memory range")
+    mem_sizes = VectorParam.UInt64([], "size of each memory range (bytes)")
+    mem_domains = VectorParam.UInt32([], "proximity domain of each memory range")
+    mem_hot_pluggable = VectorParam.Bool([], "whether each memory range is hot-pluggable")
+
+
+class CXLAcpiSlit(X86ACPISysDescTable):
+    """System Locality Information Table."""
+
+    type = "CXLAcpiSlit"
+    cxx_header = "devices/cxl_acpi.hh"
+    cxx_class = "gem5::CXLAcpiSlit"
+
+    localities = Param.UInt32(1, "number of proximity domains")
+    distances = VectorParam.UInt8([10], "localities x localities distances, row-major; 10 on the diagonal")
+
+
+class CXLAcpiHmat(X86ACPISysDescTable):
+    """Heterogeneous Memory Attribute Table."""
+
+    type = "CXLAcpiHmat"
+    cxx_header = "devices/cxl_acpi.hh"
+    cxx_class = "gem5::CXLAcpiHmat"
+
+    memory_domains = VectorParam.UInt32([], "memory proximity domains")
+    attached_initiators = VectorParam.Int64([], "initiator domain each memory domain is attached to (-1: none)")
+    initiators = VectorParam.UInt32([], "initiator domain of each locality")
+    targets = VectorParam.UInt32([], "memory domain of each locality")
+    read_latency_ns = VectorParam.Float([], "read latency of each locality (ns)")
+    write_latency_ns = VectorParam.Float([], "write latency of each locality (ns)")
+    read_bandwidth_gbps = VectorParam.Float([], "read bandwidth of each locality (GB/s)")
+    write_bandwidth_gbps = VectorParam.Float([], "write bandwidth of each locality (GB/s)")
+
+
+class CXLAcpiCedt(X86ACPISysDescTable):
+    """CXL Early Discovery Table: host bridges (CHBS) and fixed memory windows (CFMWS)."""
+
+    type = "CXLAcpiCedt"
+    cxx_header = "devices/cxl_acpi.hh"
+    cxx_class = "gem5::CXLAcpiCedt"
+
+    bridge_uids = VectorParam.UInt32([], "UID of each CXL host bridge")
+    bridge_versions = VectorParam.UInt32([], "0: CXL 1.1, 1: CXL 2.0 or later, per host bridge")
+    bridge_bases = VectorParam.UInt64([], "component register base of each host bridge")
+    bridge_lengths = VectorParam.UInt64([], "component register length of each host bridge")
+    window_bases = VectorParam.UInt64([], "host physical base of each window (256 MiB aligned)")
+    window_sizes = VectorParam.UInt64([], "size of each window (a multiple of ways x 256 MiB)")
+    window_ways = VectorParam.UInt32([], "interleave ways of each window (1, 2, 3, 4, 6, 8, 12, 16)")
+    window_granularities = VectorParam.UInt32([], "interleave granularity of each window (256 to 16384 B)")
+    window_targets = VectorParam.UInt32([], "host bridge UIDs of every window's ways, window after window")
+    window_restrictions = VectorParam.UInt16([], "restrictions of each window (bit 1 Type-3, bit 2 volatile)")

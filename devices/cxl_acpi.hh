@@ -1,0 +1,64 @@
+// gem5 SimObjects of the ACPI tables that describe CXL memory to an X86
+// guest. Each builds its body with the SimCXL core's table builders
+// (cxlcore/platform/acpi.hpp) at configuration time and hands it to gem5's
+// X86 ACPI writer, which adds the header and checksum.
+#ifndef __DEVICES_CXL_ACPI_HH__
+#define __DEVICES_CXL_ACPI_HH__
+
+#include <cstdint>
+#include <vector>
+
+#include "arch/x86/bios/acpi.hh"
+#include "params/CXLAcpiCedt.hh"
+#include "params/CXLAcpiHmat.hh"
+#include "params/CXLAcpiSlit.hh"
+#include "params/CXLAcpiSrat.hh"
+
+namespace gem5
+{
+
+// A table whose body is fixed at construction.
+class CXLAcpiTable : public X86ISA::ACPI::SysDescTable
+{
+  protected:
+    std::vector<uint8_t> body;
+
+    CXLAcpiTable(const X86ACPISysDescTableParams &p, const char *sig,
+                 uint8_t rev)
+        : SysDescTable(p, sig, rev) {}
+
+    Addr writeBuf(PortProxy &phys, X86ISA::ACPI::Allocator &alloc,
+                  std::vector<uint8_t> &mem) const override;
+};
+
+class CXLAcpiSrat : public CXLAcpiTable
+{
+  public:
+    PARAMS(CXLAcpiSrat);
+    CXLAcpiSrat(const Params &p);
+};
+
+class CXLAcpiSlit : public CXLAcpiTable
+{
+  public:
+    PARAMS(CXLAcpiSlit);
+    CXLAcpiSlit(const Params &p);
+};
+
+class CXLAcpiHmat : public CXLAcpiTable
+{
+  public:
+    PARAMS(CXLAcpiHmat);
+    CXLAcpiHmat(const Params &p);
+};
+
+class CXLAcpiCedt : public CXLAcpiTable
+{
+  public:
+    PARAMS(CXLAcpiCedt);
+    CXLAcpiCedt(const Params &p);
+};
+
+} // namespace gem5
+
+#endif // __DEVICES_CXL_ACPI_HH__

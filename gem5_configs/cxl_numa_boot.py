@@ -1,0 +1,122 @@
+"""X86 full system with CXL memory as a CPU-less NUMA node: Linux boots on
+simcxl.gem5_board's board (local DDR4 with the CPUs as node 0, one CXL window
+per --cxl as nodes 1, 2, ..., described by SRAT, SLIT, HMAT and CEDT) and runs
+one command from the guest's initramfs, then exits through an m5 op.
+
+    $GEM5 gem5_configs/cxl_numa_boot.py --kernel vmlinux-initramfs --numa numa.json \\
+        --cxl cxl-asic:1GiB --cpu kvm --run "numactl -H"
+
+--kernel is the guest kernel with its initramfs built in
+(benchmarks/guest/build_guest.py prints it as vmlinux_initramfs=); --numa is
+the NUMA description `simcxl fs` computes with the standalone engine
+(simcxl.numa). KVM cores (--cpu kvm) fast-forward the boot and run with
+usePerf=False (no hardware counters on these hosts); where KVM is missing the
+run stops with a message: use --cpu atomic. The console is written to
+board.pc.com_1.device in the output directory; the run ends at the guest's m5
+exit, at --max-seconds of simulated time, or when the console matches --until.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
+
+import m5  # noqa: E402
+from m5.objects import Root  # noqa: E402
+from m5.util.convert import toMemorySize  # noqa: E402
+from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
+    PrivateL1PrivateL2CacheHierarchy)
+from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # noqa: E402
+from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
+from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
+from gem5.isas import ISA  # noqa: E402
+from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
+from gem5.runtime import get_supported_isas  # noqa: E402
+
+from simcxl.gem5_board import numa_board  # noqa: E402
+from simcxl.numa import Numa  # noqa: E402
+from simcxl.params import ParamError  # noqa: E402
+
+CPUS = {"kvm": CPUTypes.KVM, "atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--kernel", required=True, help="x86-64 vmlinux with the initramfs built in")
+parser.add_argument("--numa", required=True, help="NUMA description (JSON, from `simcxl fs` / simcxl.numa)")
+parser.add_argument("--local-size", default="1GiB", help="local DDR4 (node 0): up to 3 GiB")
+parser.add_argument("--cxl", action="append", default=None,
+                    help="PRESET:SIZE of one CXL window (a node each; repeat for more; default cxl-asic:1GiB)")
+parser.add_argument("--cpu", choices=sorted(CPUS), default="kvm")
+parser.add_argument("--cores", type=int, default=1)
+parser.add_argument("--run", default="numactl -H", help="the guest's command (simcxl.run)")
+parser.add_argument("--until", default=r"Kernel panic", help="also stop when the console matches this")
+parser.add_argument("--max-seconds", type=float, default=5.0, help="simulated seconds at most")
+args = parser.parse_args()
+
+if ISA.X86 not in get_supported_isas():
+    parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
+kernel = Path(args.kernel)
+if not kernel.is_file() or kernel.read_bytes()[:4] != b"\x7fELF":
+    parser.error(f"--kernel {args.kernel}: not an ELF file (the vmlinux_initramfs build_guest.py prints)")
+if not 0 < toMemorySize(args.local_size) <= toMemorySize("3GiB"):
+    parser.error(f"--local-size {args.local_size} is out of range; allowed: above 0 up to 3GiB (the I/O hole)")
+if not 1 <= args.cores <= 64:
+    parser.error(f"--cores {args.cores} is out of range; allowed: 1 to 64")
+if args.cpu == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+    parser.error("--cpu kvm needs /dev/kvm (read and write); boot on atomic cores instead: --cpu atomic")
+try:
+    numa = Numa.from_dict(json.loads(Path(args.numa).read_text()))
+    cxl = []
+    for spec in args.cxl or ["cxl-asic:1GiB"]:
+        preset, sep, size = spec.rpartition(":")
+        if not sep or not preset:
+            raise ParamError(f"--cxl {spec!r} is not allowed; allowed: PRESET:SIZE, e.g. cxl-asic:1GiB")
+        cxl.append((preset, toMemorySize(size)))
+    processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=args.cores)
+    if args.cpu == "kvm":
+        for core in processor.get_cores():
+            core.get_simobject().usePerf = False  # no hardware performance counters on these hosts
+    caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size="1MiB")
+    board = numa_board(processor=processor, cache_hierarchy=caches,
+                       local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa)
+except (ParamError, ValueError, OSError) as e:
+    parser.error(str(e))
+outdir = Path(m5.options.outdir)
+disk = outdir / "empty.img"  # the board wants a disk; the guest runs from its initramfs
+with open(disk, "wb") as f:
+    f.truncate(1 << 20)
+board.set_kernel_disk_workload(
+    kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
+    kernel_args=["earlyprintk=ttyS0", "console=ttyS0", "lpj=7999923", "panic=-1", "no_timer_check",
+                 f'simcxl.run="{args.run}"', "simcxl.after=m5exit"])
+
+board._pre_instantiate()
+root = Root(full_system=True, board=board)
+m5.instantiate()
+board._post_instantiate()
+
+console = outdir / "board.pc.com_1.device"
+until = re.compile(args.until)
+chunk = 10 * 10**9  # 10 ms of simulated time between console checks
+limit = int(args.max_seconds * 10**12)
+start = time.time()
+cause = ""
+while m5.curTick() < limit:
+    event = m5.simulate(chunk)
+    cause = event.getCause()
+    text = console.read_text(errors="replace") if console.exists() else ""
+    if cause != "simulate() limit reached" or until.search(text):
+        break
+wall = time.time() - start
+text = console.read_text(errors="replace") if console.exists() else ""
+print(f"exit: {cause} at {m5.curTick() / 1e12:.3f} simulated s, {wall:.1f} s wall, cpu={args.cpu}")
+for ln in text.splitlines():
+    if re.search(r"NUMA|SRAT|SLIT|HMAT|node|Memory:|BIOS-e820|simcxl-guest|available|size|free|distances", ln):
+        print("console:", ln.strip())
+if "m5_exit" not in cause:
+    print(f"the guest did not reach its m5 exit within {args.max_seconds} simulated seconds", file=sys.stderr)
+    sys.exit(1)

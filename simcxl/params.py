@@ -744,6 +744,9 @@ def parse_target(target: Target, system: System, where: str = "target") -> Optio
     ``"ddr:3,cxl0:1"`` (or a dict / list of pairs). None stays None (the engine's default)."""
     if target is None:
         return None
+    if not hasattr(system, "window_names"):
+        raise ParamError(f"{where} = {target!r} is not allowed for an accelerator system; "
+                         "a target names a window of a memory system's address map")
     allowed = system.window_names()
     if isinstance(target, str):
         pairs = []

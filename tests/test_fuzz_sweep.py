@@ -22,8 +22,10 @@ pytestmark = pytest.mark.usefixtures("hang_guard")
 ACCEL = {n: coherent.load(n) for n in coherent.preset_names()}
 
 
-def workload_value(kind, name, cores):
+def workload_value(kind, name, cores, base=None):
     spec = WORKLOADS[kind][name]
+    if spec[0] is None:  # a target: one of the base's windows
+        return st.sampled_from(base.window_names())
     if len(spec) == 1:
         return st.sampled_from(spec[0])
     lo, hi, typ = spec
@@ -42,7 +44,7 @@ def valid_spec(draw):
     names = sorted(WORKLOADS[kind])
     wl = {"kind": kind}
     for n in draw(st.lists(st.sampled_from(names), max_size=2, unique=True)):
-        wl[n] = draw(workload_value(kind, n, cores))
+        wl[n] = draw(workload_value(kind, n, cores, base))
     method = draw(st.sampled_from(["grid", "random", "lhs"]))
     axes = []
     for _ in range(draw(st.integers(0, 2))):
@@ -52,7 +54,7 @@ def valid_spec(draw):
                 st.just(base.get(p))
         else:
             n = draw(st.sampled_from(names))
-            p, value = f"workload.{n}", workload_value(kind, n, cores)
+            p, value = f"workload.{n}", workload_value(kind, n, cores, base)
         if any(a["param"] == p for a in axes):
             continue
         vals = draw(st.lists(value, min_size=1, max_size=3))

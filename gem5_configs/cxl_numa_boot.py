@@ -36,8 +36,8 @@ from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
 from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
-from gem5.runtime import get_supported_isas  # noqa: E402
 
+from simcxl.gem5 import check_fs_inputs  # noqa: E402
 from simcxl.gem5_board import numa_board  # noqa: E402
 from simcxl.numa import Numa  # noqa: E402
 from simcxl.params import ParamError  # noqa: E402
@@ -57,13 +57,7 @@ parser.add_argument("--until", default=r"Kernel panic", help="also stop when the
 parser.add_argument("--max-seconds", type=float, default=5.0, help="simulated seconds at most")
 args = parser.parse_args()
 
-if ISA.X86 not in get_supported_isas():
-    parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
-kernel = Path(args.kernel)
-if not kernel.is_file() or kernel.read_bytes()[:4] != b"\x7fELF":
-    parser.error(f"--kernel {args.kernel}: not an ELF file (the vmlinux_initramfs build_guest.py prints)")
-if not 0 < toMemorySize(args.local_size) <= toMemorySize("3GiB"):
-    parser.error(f"--local-size {args.local_size} is out of range; allowed: above 0 up to 3GiB (the I/O hole)")
+kernel = check_fs_inputs(parser, args.kernel, args.local_size, "--local-size", "the vmlinux_initramfs build_guest.py prints")
 if not 1 <= args.cores <= 64:
     parser.error(f"--cores {args.cores} is out of range; allowed: 1 to 64")
 if args.cpu == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):

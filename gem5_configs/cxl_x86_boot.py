@@ -25,7 +25,6 @@ import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
 import m5  # noqa: E402
 from m5.objects import (Root, X86ACPIMadt, X86ACPIMadtIntSourceOverride, X86ACPIMadtIOAPIC,  # noqa: E402
                         X86ACPIMadtLAPIC, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT)
-from m5.util.convert import toMemorySize  # noqa: E402
 from gem5.components.boards.x86_board import X86Board  # noqa: E402
 from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
     PrivateL1PrivateL2CacheHierarchy)
@@ -33,9 +32,8 @@ from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
 from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
-from gem5.runtime import get_supported_isas  # noqa: E402
 
-from simcxl.gem5 import read_stats, slot_memory, total, write_csv  # noqa: E402
+from simcxl.gem5 import check_fs_inputs, read_stats, slot_memory, total, write_csv  # noqa: E402
 
 CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING}
 
@@ -52,13 +50,7 @@ parser.add_argument("--max-seconds", type=float, default=1.0, help="simulated se
 parser.add_argument("--csv", default=None)
 args = parser.parse_args()
 
-if ISA.X86 not in get_supported_isas():
-    parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
-kernel = Path(args.kernel)
-if not kernel.is_file() or kernel.read_bytes()[:4] != b"\x7fELF":
-    parser.error(f"--kernel {args.kernel}: not an ELF file (a vmlinux, not a compressed bzImage)")
-if not 0 < toMemorySize(args.size) <= toMemorySize("3GiB"):
-    parser.error(f"--size {args.size} is out of range; allowed: above 0 up to 3GiB (X86Board's I/O hole)")
+kernel = check_fs_inputs(parser, args.kernel, args.size, "--size", "a vmlinux, not a compressed bzImage")
 if args.max_seconds <= 0:
     parser.error(f"--max-seconds = {args.max_seconds} is out of range; allowed: above 0")
 until = re.compile(args.until)

@@ -189,6 +189,23 @@ def check_se_guest(parser, binary: str) -> None:
         parser.error(f"--binary {binary}: no such file")
 
 
+def check_fs_inputs(parser, kernel: str, size: str, size_flag: str, kernel_hint: str) -> Path:
+    """What an X86 full-system config needs before it builds anything: a gem5
+    with the X86 ISA, an ELF kernel, and a memory that fits below the I/O hole."""
+    from gem5.isas import ISA  # lazy: needs gem5
+    from gem5.runtime import get_supported_isas
+    from m5.util.convert import toMemorySize
+
+    if ISA.X86 not in get_supported_isas():
+        parser.error("this gem5 binary has no X86 ISA; build build/X86/gem5.opt with EXTRAS=<repo>")
+    path = Path(kernel)
+    if not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
+        parser.error(f"--kernel {kernel}: not an ELF file ({kernel_hint})")
+    if not 0 < toMemorySize(size) <= toMemorySize("3GiB"):
+        parser.error(f"{size_flag} {size} is out of range; allowed: above 0 up to 3GiB (X86Board's I/O hole)")
+    return path
+
+
 def cache_geometry(size: int, assoc: int, what: str) -> Tuple[int, int]:
     """(bytes, ways) nearest to a cache of `size` bytes and `assoc` ways whose
     set count is a power of two, as gem5's classic caches need; sizes that

@@ -99,6 +99,17 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple[
         def get_mem_ports(self):
             return list(super().get_mem_ports()) + [(b.range, b.port) for b in bridges]
 
+        def _connect_things(self):
+            super()._connect_things()
+            # The classic hierarchies connect the memory system's ports only
+            # (get_memory().get_mem_ports()), not the board's: the CXL windows
+            # join the memory bus here.
+            membus = getattr(self.get_cache_hierarchy(), "membus", None)
+            if membus is None:
+                raise ParamError("the CXL NUMA board needs a classic cache hierarchy with a memory bus (membus)")
+            for b in bridges:
+                b.port = membus.mem_side_ports
+
         def _setup_io_devices(self):
             super()._setup_io_devices()
             # New entries get a parent of their own: gem5 adopts a list's

@@ -10,7 +10,6 @@ import simcxl
 from simcxl import _core, engine, presets
 from simcxl.params import ParamError, System, combine
 
-from conftest import REPO
 
 MAP = "ddr=ddr-local+cxl0=cxl-asic"
 TIB = 1 << 40
@@ -242,23 +241,18 @@ def test_combine_takes_the_host_of_the_first_and_local_dram_of_the_ddr():
     assert [(w.range.base, w.range.size) for w in m.map] == [(0, TIB), (TIB, TIB)]
 
 
-def test_cli_interleave_runs_and_reports_the_target():
+def test_cli_interleave_runs_and_reports_the_target(tmp_path):
     out = subprocess.run([sys.executable, "-m", "simcxl.cli", "run", "stream", "-m", MAP, "--interleave",
                           "ddr:3,cxl0:1", "--kernel", "copy", "--threads", "4", "--lines", "1000", "--json"],
-                         capture_output=True, text=True, cwd=REPO, env=_env())
+                         capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     import json
     got = json.loads(out.stdout)
     assert got["target"] == "ddr:3,cxl0:1" and got["copy"] > 0
     bad = subprocess.run([sys.executable, "-m", "simcxl.cli", "run", "stream", "-m", MAP, "--interleave", "ddr:0"],
-                         capture_output=True, text=True, cwd=REPO, env=_env())
+                         capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.strip().count("\n") == 0 and "weight of ddr = 0 is out of range" in bad.stderr
-
-
-def _env():
-    import os
-    return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def test_a_stall_names_the_window_component(ddr_cxl):

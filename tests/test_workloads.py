@@ -308,3 +308,15 @@ def test_remote_reads_for_ownership_write_the_memory_directory(presets):
     assert on.loc["copy", wr] == pytest.approx(on.loc["copy", rd], rel=0.05)
     assert off.loc["copy", wr] == pytest.approx(off.loc["copy", rd] / 2, rel=0.05)
     assert on.loc["add", wr] == pytest.approx(on.loc["add", rd] * 2 / 3, rel=0.05)
+
+
+def test_a_paced_core_with_one_mshr_waits_out_its_delay_and_goes_on():
+    # MLC's -d: a core issues, then waits inject_delay_ns before its next
+    # request. With one MSHR and a delay (2 us) longer than a read (~265 ns),
+    # the response lands while the core is still waiting, so a request leaves
+    # every 2 us: 64 B / 2000 ns = 0.032 GB/s. The core used to miss that wake-up
+    # (its MSHR was freed only when it next issued) and the run ended with no window.
+    s = simcxl.load_preset("cxl-asic").replace(**{"host.mshrs_per_core": 1})
+    r = simcxl.traffic(s, threads=1, requests=2000, inject_delay_ns=2000).iloc[0]
+    assert r["read_gbps"] == pytest.approx(64 / 2000, rel=1e-3)
+    assert r["read_latency_ns_mean"] < 2000

@@ -370,8 +370,15 @@ class TrafficDriver : public Driver {
         Tick w = kNever;
         for (uint32_t c = 0; c < threads_; ++c) {
             Core& k = cores_[c];
-            if (k.notBefore <= t) pump(c, t);
-            if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) w = std::min(w, k.notBefore);
+            // A response that has landed frees its MSHR now, even while the
+            // core waits out its pacing: the wake-up below must see it.
+            landMshrs(k, t);
+            if (k.notBefore <= t) {
+                pump(c, t);
+            } else if (issued_ < total_) {
+                const Tick free = k.mshr < mshrs_ ? t : k.freeing.empty() ? kNever : k.freeing.headReady();
+                if (free != kNever) w = std::min(w, std::max(k.notBefore, free));
+            }
         }
         if (w != kNever) requestWake(w);
     }

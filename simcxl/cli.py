@@ -902,6 +902,7 @@ def sweep_cmd(spec, out, executor, workers, address):
         jsonl = Path(out) / "results.jsonl"
 
         def note():
+            sw.results_lock.acquire(timeout=5)  # never released: the process ends after this note
             have = len(sw.load_results(Path(out))) if jsonl.exists() else 0
             return (f"{have} of {n} points are kept in {jsonl}; run the same command again to run the rest"
                     if have else "no point had finished")

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field, fields
@@ -429,6 +430,11 @@ def _task(args) -> Dict[str, Any]:
 
 # ------------------------------------------------------------------ running
 
+# Held while a result line is written; whoever reports what an interrupted
+# sweep kept takes it for good, so no line lands after the count.
+results_lock = threading.Lock()
+
+
 def load_results(out: Path) -> pd.DataFrame:
     """The results so far (a torn last line from a killed run is ignored)."""
     path = Path(out) / "results.jsonl"
@@ -481,9 +487,10 @@ def run(sweep: Sweep, out, executor: str = "local", workers: Optional[int] = Non
         def record(rec):
             nonlocal finished
             rec.update(meta)
-            f.write(json.dumps(rec, default=str) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+            with results_lock:
+                f.write(json.dumps(rec, default=str) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
             if per_run_dirs:
                 d = out / "runs" / rec["id"]
                 d.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 // Speed of the C++ core alone (no Python): the `simcxl bench` workload,
-// random 64 B reads from 16 threads to a default Type-3 expander.
+// random 64 B reads from 16 threads to a default Type-3 expander
+// (args: requests, threads, root ports).
 // Build: see benchmarks/README.md.
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
     c.footprint_bytes = 1ull << 34;
     c.requests = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
     p.host.cores = c.threads;
+    // A third argument spreads the window over that many root ports (one expander each).
+    p.bridge.root_ports = p.bridge.interleave_ways = argc > 3 ? uint32_t(std::atoi(argv[3])) : 1;
     auto t0 = std::chrono::steady_clock::now();
     Report r = runTraffic(p, c, nullptr);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -3,6 +3,12 @@ simcxl.gem5_board's board (local DDR4 with the CPUs as node 0, one CXL window
 per --cxl as nodes 1, 2, ..., described by SRAT, SLIT, HMAT and CEDT) and runs
 one command from the guest's initramfs, then exits through an m5 op.
 
+Checkpoints: --checkpoint DIR boots (on KVM or atomic cores), saves a
+checkpoint at the guest's shell, before its command, and stops; --restore DIR
+resumes it on any core type (timing or O3 for measurements) and runs --run
+there, handed to the guest through gem5's readfile. The caches are shaped
+like the local preset's host (simcxl.gem5_board.host_caches).
+
     $GEM5 gem5_configs/cxl_numa_boot.py --kernel vmlinux-initramfs --numa numa.json \\
         --cxl cxl-asic:1GiB --cpu kvm --run "numactl -H"
 
@@ -29,8 +35,6 @@ import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
 import m5  # noqa: E402
 from m5.objects import Root  # noqa: E402
 from m5.util.convert import toMemorySize  # noqa: E402
-from gem5.components.cachehierarchies.classic.private_l1_private_l2_cache_hierarchy import (  # noqa: E402
-    PrivateL1PrivateL2CacheHierarchy)
 from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # noqa: E402
 from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
 from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
@@ -38,7 +42,8 @@ from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
 
 from simcxl.gem5 import check_fs_inputs  # noqa: E402
-from simcxl.gem5_board import numa_board  # noqa: E402
+from simcxl.gem5_board import host_caches, numa_board  # noqa: E402
+from simcxl.presets import load as load_preset  # noqa: E402
 from simcxl.numa import Numa  # noqa: E402
 from simcxl.params import ParamError  # noqa: E402
 
@@ -55,11 +60,19 @@ parser.add_argument("--cores", type=int, default=1)
 parser.add_argument("--run", default="numactl -H", help="the guest's command (simcxl.run)")
 parser.add_argument("--until", default=r"Kernel panic", help="also stop when the console matches this")
 parser.add_argument("--max-seconds", type=float, default=5.0, help="simulated seconds at most")
+parser.add_argument("--checkpoint", default=None, help="boot, save a checkpoint here at the shell, stop")
+parser.add_argument("--restore", default=None, help="resume the checkpoint in this folder and run --run")
+parser.add_argument("--local-preset", default=None,
+                    help="preset whose host shapes the caches (default: the NUMA description's node 0)")
 args = parser.parse_args()
 
 kernel = check_fs_inputs(parser, args.kernel, args.local_size, "--local-size", "the vmlinux_initramfs build_guest.py prints")
 if not 1 <= args.cores <= 64:
     parser.error(f"--cores {args.cores} is out of range; allowed: 1 to 64")
+if args.checkpoint and args.restore:
+    parser.error("--checkpoint and --restore are not allowed together; allowed: one of them")
+if args.restore and not (Path(args.restore) / "m5.cpt").is_file():
+    parser.error(f"--restore {args.restore}: no gem5 checkpoint there (no m5.cpt)")
 if args.cpu == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
     parser.error("--cpu kvm needs /dev/kvm (read and write); boot on atomic cores instead: --cpu atomic")
 try:
@@ -74,7 +87,7 @@ try:
     if args.cpu == "kvm":
         for core in processor.get_cores():
             core.get_simobject().usePerf = False  # no hardware performance counters on these hosts
-    caches = PrivateL1PrivateL2CacheHierarchy(l1d_size="32KiB", l1i_size="32KiB", l2_size="1MiB")
+    caches = host_caches(load_preset(args.local_preset or numa.nodes[0].name).host)
     board = numa_board(processor=processor, cache_hierarchy=caches,
                        local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa)
 except (ParamError, ValueError, OSError) as e:
@@ -86,11 +99,14 @@ with open(disk, "wb") as f:
 board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
     kernel_args=["earlyprintk=ttyS0", "console=ttyS0", "lpj=7999923", "panic=-1", "no_timer_check",
-                 f'simcxl.run="{args.run}"', "simcxl.after=m5exit"])
+                 # A checkpointed guest takes its command from readfile when it resumes.
+                 'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',
+                 f"simcxl.checkpoint={1 if args.checkpoint else 0}", "simcxl.after=m5exit"],
+    readfile_contents=args.run + "\n")
 
 board._pre_instantiate()
 root = Root(full_system=True, board=board)
-m5.instantiate()
+m5.instantiate(args.restore)
 board._post_instantiate()
 
 console = outdir / "board.pc.com_1.device"
@@ -103,6 +119,13 @@ while m5.curTick() < limit:
     event = m5.simulate(chunk)
     cause = event.getCause()
     text = console.read_text(errors="replace") if console.exists() else ""
+    if cause == "checkpoint" and args.checkpoint:
+        m5.checkpoint(args.checkpoint)
+        # What the guest printed before (its topology), for runs restored from here.
+        Path(args.checkpoint, "boot-console.txt").write_text(text)
+        print(f"checkpoint: {args.checkpoint} at {m5.curTick() / 1e12:.3f} simulated s, "
+              f"{time.time() - start:.1f} s wall, cpu={args.cpu}")
+        sys.exit(0)
     if cause != "simulate() limit reached" or until.search(text):
         break
 wall = time.time() - start

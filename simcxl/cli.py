@@ -975,6 +975,78 @@ def sw_name(folder: Path) -> str:
         return folder.name
 
 
+@main.group("guest")
+def guest_group():
+    """The full-system guest: a kernel and initramfs built from Debian packages."""
+
+
+@guest_group.command("build")
+@click.option("--cache", type=click.Path(file_okay=False), default=None,
+              help="Cache folder (default $SIMCXL_GUEST_CACHE or ~/.cache/simcxl/guest).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=2, show_default=True)
+@click.option("--install", is_flag=True, help="apt-get install the Debian packages it needs (root only).")
+@json_opt
+def guest_build(cache, jobs, install, as_json):
+    """Build (or find in the cache) the guest kernel with its initramfs."""
+    from . import fs
+    with user_errors():
+        paths = fs.build_guest(cache=cache, jobs=jobs, install=install)
+    if as_json:
+        emit_json({k: str(v) for k, v in paths.items()})
+    else:
+        for k, v in paths.items():
+            click.echo(f"{k}={v}")
+
+
+@main.command("fs")
+@click.option("--gem5", envvar="GEM5", required=True, help="gem5 X86 binary built with this repository as EXTRAS "
+              "(default $GEM5).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--bench", type=click.Choice(["topology", "lmbench", "stream", "loaded-latency"]), default="topology",
+              show_default=True, help="Guest benchmark, pinned with numactl to --node's memory and node 0's CPUs.")
+@click.option("--node", type=click.IntRange(0, 63), default=1, show_default=True,
+              help="NUMA node holding the benchmark's memory (0: local DDR; 1, 2, ...: the --cxl windows).")
+@click.option("--local", default="ddr-local", show_default=True, help="Preset of node 0 (its host shapes the caches).")
+@click.option("--local-size", default="1GiB", show_default=True)
+@click.option("--cxl", multiple=True, default=["cxl-asic:1GiB"], show_default=True, metavar="PRESET:SIZE",
+              help="One CXL window (a CPU-less node); repeat for more.")
+@click.option("--cpu", type=click.Choice(["kvm", "atomic", "timing", "o3"]), default="kvm", show_default=True)
+@click.option("--cores", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--sizes", default="1MiB,64MiB", show_default=True, help="lmbench: working sets.")
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="stream / loaded-latency: threads (traffic threads for loaded-latency).")
+@click.option("--mode", type=click.Choice(["R", "W2", "W3", "W5"]), default="R", show_default=True,
+              help="loaded-latency: MLC's traffic mode (reads only, 2:1, 3:1, 1:1 read:write).")
+@click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
+              help="Boot, checkpoint at the guest's shell into this folder, and stop.")
+@click.option("--restore", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Resume this checkpoint (e.g. with --cpu o3) and run the benchmark there.")
+@click.option("--max-seconds", type=click.FloatRange(0.001, 1e4), default=5.0, show_default=True,
+              help="Simulated seconds at most.")
+@json_opt
+def fs_cmd(gem5, out, bench, node, local, local_size, cxl, cpu, cores, sizes, threads, mode, checkpoint, restore,
+           max_seconds, as_json):
+    """Full system: Linux on gem5's X86 board with CXL memory as CPU-less NUMA nodes."""
+    from . import fs
+    from .engine import parse_size
+    with user_errors():
+        run = fs.guest_command(bench, node, sizes=[parse_size(x, "sizes") for x in sizes.split(",")],
+                               threads=threads, mode=mode)
+        r = fs.boot(gem5, out, local=local, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
+                    local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore)
+    if as_json:
+        emit_json({"cause": r.cause, "topology": r.topology.__dict__, "command": run,
+                   "results": r.frame.to_dict(orient="records")})
+        return
+    click.echo(f"gem5: {r.cause or 'no exit cause'}; guest nodes: " + ", ".join(
+        f"{n} ({r.topology.size_mb.get(n, 0)} MB, cpus {r.topology.cpus.get(n) or '-'})" for n in sorted(r.topology.cpus)))
+    if r.topology.distances:
+        click.echo("distances: " + " / ".join(" ".join(map(str, row)) for row in r.topology.distances))
+    if len(r.frame):
+        click.echo(r.frame.to_string(index=False))
+    click.echo(f"console and logs in {r.outdir}")
+
+
 @main.command("demo")
 @click.option("--out", default="simcxl-out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the table (CSV) and plots (PNG).")

@@ -67,6 +67,63 @@ def parse_rows(text: str) -> pd.DataFrame:
     return df
 
 
+BENCHES = ("topology", "lmbench", "stream", "loaded-latency")
+STREAM_KERNELS = ("copy", "scale", "add", "triad")
+_MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:write traffic modes
+
+
+def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20, 64 << 20), accesses: int = 100000,
+                  threads: int = 1, kernel: str = "triad", elements: int = 1 << 20, mode: str = "R",
+                  chase_bytes: int = 64 << 20, cpu_node: int = 0) -> str:
+    """The guest command that runs `bench` with its memory on NUMA node
+    `node` and its threads on `cpu_node` (numactl --membind/--cpunodebind)."""
+    if bench not in BENCHES:
+        raise ParamError(f"bench = {bench!r} is not allowed; allowed: {', '.join(BENCHES)}")
+    if bench == "topology":
+        return "true"  # the init prints numactl -H and the HMAT attributes anyway
+    if not isinstance(node, int) or not 0 <= node <= 63:
+        raise ParamError(f"node = {node!r} is out of range; allowed: 0 to 63")
+    pin = f"numactl --membind={node} --cpunodebind={cpu_node}"
+    if bench == "lmbench":
+        if not sizes or any(not 64 <= int(x) <= 1 << 40 for x in sizes):
+            raise ParamError(f"sizes = {list(sizes)} is not allowed; allowed: one or more sizes of 64 B to 1 TiB")
+        return f"{pin} chase -a {int(accesses)} " + " ".join(str(int(x)) for x in sizes)
+    if not 1 <= threads <= 64:
+        raise ParamError(f"threads = {threads} is out of range; allowed: 1 to 64")
+    if bench == "stream":
+        if kernel not in STREAM_KERNELS:
+            raise ParamError(f"kernel = {kernel!r} is not allowed; allowed: {', '.join(STREAM_KERNELS)}")
+        return f"{pin} stream {kernel} {threads} {int(elements)}"
+    if mode not in _MLC_RW:
+        raise ParamError(f"mode = {mode!r} is not allowed; allowed: {', '.join(_MLC_RW)}")
+    r, w = _MLC_RW[mode]
+    return f"{pin} loaded_latency -a {int(accesses)} -t {threads} -r {r}:{w} {int(chase_bytes)}"
+
+
+def frame(bench: str, rows: pd.DataFrame, memory: str) -> pd.DataFrame:
+    """The guest benchmark's rows in the standalone engine's columns (lmbench:
+    working_set_bytes, latency_ns; stream: kernel, threads, stream_gbps;
+    loaded-latency: threads, read_fraction, bandwidth_gbps, latency_ns)."""
+    if rows.empty or bench == "topology":
+        return pd.DataFrame({"memory": []})
+    if bench == "lmbench":
+        r = rows.dropna(subset=["size_bytes"])
+        df = pd.DataFrame({"working_set_bytes": r["size_bytes"].astype("int64"), "latency_ns": r["latency_ns"],
+                           "accesses": r["accesses"].astype("int64")})
+    elif bench == "stream":
+        r = rows.dropna(subset=["stream_gbps"])
+        df = pd.DataFrame({"kernel": r["kernel"], "threads": r["threads"].astype("int64"),
+                           "stream_gbps": r["stream_gbps"], "check": r["check"]})
+    else:
+        r = rows.dropna(subset=["traffic_threads"])
+        rw = r["rw"].str.split(":", expand=True).astype(float)
+        df = pd.DataFrame({"threads": r["traffic_threads"].astype("int64"),
+                           "read_fraction": rw[0] / (rw[0] + rw[1]),
+                           "bandwidth_gbps": r["traffic_gbps"], "latency_ns": r["latency_ns"]})
+    df.insert(0, "memory", memory)
+    return df.reset_index(drop=True)
+
+
 @dataclass
 class FsRun:
     console: str
@@ -74,15 +131,30 @@ class FsRun:
     topology: Topology
     results: pd.DataFrame
     outdir: Path
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def guest_kernel() -> Path:
-    sys.path.insert(0, str(REPO / "benchmarks" / "guest"))
+def _build_guest_module():
+    from .gem5_engine import repository
+    sys.path.insert(0, str(repository() / "benchmarks" / "guest"))
     try:
         import build_guest
     finally:
         sys.path.pop(0)
-    paths = build_guest.built()
+    return build_guest
+
+
+def build_guest(cache=None, jobs: int = 2, install: bool = False) -> Dict[str, Path]:
+    """Builds the guest (benchmarks/guest/build_guest.py), or finds it in its cache."""
+    bg = _build_guest_module()
+    try:
+        return bg.build(cache=Path(cache) if cache else None, jobs=jobs, install=install, out=sys.stderr)
+    except bg.GuestBuildError as e:
+        raise ParamError(str(e)) from None
+
+
+def guest_kernel() -> Path:
+    paths = _build_guest_module().built()
     if not paths:
         raise ParamError("the guest is not built: run `python3 benchmarks/guest/build_guest.py --install` "
                          "(about 30 minutes on 2 cores) or give kernel=")
@@ -91,13 +163,27 @@ def guest_kernel() -> Path:
 
 def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-local",
          cxl: Sequence[str] = ("cxl-asic:1GiB",), cpu: str = "kvm", cores: int = 1, run: str = "",
-         local_size: str = "1GiB", max_seconds: float = 5.0, timeout: float = 7200) -> FsRun:
-    """Boot the guest on the CXL NUMA board and run `run` in it."""
+         bench: str = "", node: int = 1, local_size: str = "1GiB", max_seconds: float = 5.0,
+         checkpoint: Optional[str] = None, restore: Optional[str] = None, numa=None,
+         timeout: float = 7200) -> FsRun:
+    """Boot the guest on the CXL NUMA board and run `run` in it.
+
+    ``checkpoint``: boot, save a checkpoint there at the guest's shell (before
+    its command) and stop; ``restore``: resume such a checkpoint (on timing or
+    O3 cores, say) and run `run` there, handed over by gem5's readfile.
+    ``bench`` names what `run` is (see guest_command) so that its rows come
+    back as ``frame`` in the standalone engine's columns. ``numa``: the
+    board's NUMA description (simcxl.numa.Numa); by default the standalone
+    engine computes it for the presets (about 10 s a preset)."""
     from .numa import describe
 
     if not gem5 or not Path(gem5).is_file():
         raise ParamError(f"gem5 = {gem5!r}: not a file; give a gem5 binary built for X86 with this repository "
                          "as EXTRAS (scons build/X86/gem5.opt EXTRAS=<repo>)")
+    if checkpoint and restore:
+        raise ParamError("checkpoint and restore are not allowed together; allowed: one of them, or neither")
+    if restore and not (Path(restore) / "m5.cpt").is_file():
+        raise ParamError(f"restore = {restore!r}: no gem5 checkpoint there (no m5.cpt)")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     kernel = Path(kernel) if kernel else guest_kernel()
@@ -107,19 +193,36 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
         if not sep or not preset:
             raise ParamError(f"cxl = {spec!r} is not allowed; allowed: PRESET:SIZE, e.g. cxl-asic:1GiB")
         presets.append(preset)
-    numa = outdir / "numa.json"
-    numa.write_text(json.dumps(describe(local, presets).to_dict(), indent=1))
-    cmd = [gem5, "-d", str(outdir / "m5out"), str(CONFIG), "--kernel", str(kernel), "--numa", str(numa),
+    numa_file = outdir / "numa.json"
+    numa_file.write_text(json.dumps((numa or describe(local, presets)).to_dict(), indent=1))
+    cmd = [gem5, "-d", str(outdir / "m5out"), str(CONFIG), "--kernel", str(kernel), "--numa", str(numa_file),
            "--local-size", local_size, "--cpu", cpu, "--cores", str(cores), "--run", run or "true",
            "--max-seconds", str(max_seconds)]
     for spec in cxl:
         cmd += ["--cxl", spec]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    if checkpoint:
+        cmd += ["--checkpoint", str(checkpoint)]
+    if restore:
+        cmd += ["--restore", str(restore)]
+    from .gem5_engine import Gem5RunError
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    except subprocess.TimeoutExpired:
+        raise Gem5RunError(f"gem5 ran past timeout = {timeout} s; see {outdir / 'm5out'}") from None
+    except OSError as e:
+        raise Gem5RunError(f"gem5 = {gem5!r} could not be started: {e.strerror}") from None
     (outdir / "gem5.log").write_text(r.stdout + r.stderr)
     console_file = outdir / "m5out" / "board.pc.com_1.device"
     console = console_file.read_text(errors="replace") if console_file.exists() else ""
     m = re.search(r"^exit: (.*) at ", r.stdout, re.M)
     if r.returncode and not console:
         last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"gem5 failed ({shlex.join(cmd[:3])} ...): {last}; see {outdir / 'gem5.log'}")
-    return FsRun(console, m.group(1) if m else "", parse_topology(console), parse_rows(console), outdir)
+        raise Gem5RunError(f"gem5 failed ({shlex.join(cmd[:3])} ...): {last}; see {outdir / 'gem5.log'}")
+    rows = parse_rows(console)
+    boot_console = Path(restore, "boot-console.txt") if restore else None
+    if boot_console and boot_console.is_file():  # the topology was printed before the checkpoint
+        console = boot_console.read_text(errors="replace") + console
+    df = frame(bench, rows, f"node{node}") if bench else pd.DataFrame()
+    df.attrs.update({"engine": "gem5-fs", "cpu": cpu, "cores": cores, "command": run, "local": local,
+                     "cxl": list(cxl), "node": node, "restored_from": str(restore) if restore else None})
+    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df)

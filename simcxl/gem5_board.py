@@ -127,3 +127,85 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple[
     board.workload.acpi_description_table_pointer = X86ACPIRSDP(
         oem_id="SIMCXL", rsdt=X86ACPIRSDT(entries=board.acpi_tables), xsdt=X86ACPIXSDT(entries=board.acpi_tables))
     return board
+
+
+def _cycles(ns: float, ghz: float) -> int:
+    return max(1, round(ns * ghz))
+
+
+def llc_geometry(size: int, assoc: int, line: int = 64) -> Tuple[int, int]:
+    """(size, ways) gem5 can build for an LLC of `size` bytes: gem5's set
+    index wants a power-of-two number of sets, so the sets are rounded to the
+    nearest power of two (an SPR-like 97.5 MiB, 15-way LLC becomes 120 MiB)."""
+    sets = max(1, size // (line * assoc))
+    lo = 1 << (sets.bit_length() - 1)
+    sets = lo if sets - lo <= 2 * lo - sets else 2 * lo
+    return sets * assoc * line, assoc
+
+
+def host_caches(host, clk_ghz: float = 3.0):
+    """A classic three-level hierarchy shaped like a preset's host (the
+    standalone engine's HostParams): private L1I/L1D and L2 per core, one
+    shared LLC, no prefetchers (as the calibration testbed ran). Hit
+    latencies are the preset's load-to-use figures in cycles of the board's
+    clock, each level adding what the level above does not already take."""
+    from m5.objects import BadAddr, Cache, L2XBar, SystemXBar
+    from gem5.components.cachehierarchies.classic.abstract_classic_cache_hierarchy import (
+        AbstractClassicCacheHierarchy)
+    from gem5.isas import ISA
+
+    l1 = _cycles(host.l1_latency_ns, clk_ghz)
+    l2 = _cycles(host.l2_latency_ns - host.l1_latency_ns, clk_ghz)
+    l3 = _cycles(host.llc_latency_ns - host.l2_latency_ns, clk_ghz)
+    llc_size, llc_ways = llc_geometry(host.llc_bytes, host.llc_assoc)
+
+    def cache(size, assoc, lat, mshrs, **kw):
+        return Cache(size=f"{size}B", assoc=assoc, tag_latency=lat, data_latency=lat, response_latency=1,
+                     mshrs=mshrs, tgts_per_mshr=16, **kw)
+
+    class HostCaches(AbstractClassicCacheHierarchy):
+        def __init__(self):
+            super().__init__()
+            self.membus = SystemXBar(width=64)
+            self.membus.badaddr_responder = BadAddr()
+            self.membus.default = self.membus.badaddr_responder.pio
+
+        def get_mem_side_port(self):
+            return self.membus.mem_side_ports
+
+        def get_cpu_side_port(self):
+            return self.membus.cpu_side_ports
+
+        def incorporate_cache(self, board):
+            board.connect_system_port(self.membus.cpu_side_ports)
+            for _, port in board.get_memory().get_mem_ports():
+                self.membus.mem_side_ports = port
+            n = board.get_processor().get_num_cores()
+            self.llc = cache(llc_size, llc_ways, l3, 64 * n, clusivity="mostly_excl")
+            self.llcbus = L2XBar()
+            self.llc.cpu_side = self.llcbus.mem_side_ports
+            self.llc.mem_side = self.membus.cpu_side_ports
+            self.l1i = [cache(32768, 8, l1, 4) for _ in range(n)]
+            self.l1d = [cache(host.l1_bytes, host.l1_assoc, l1, host.mshrs_per_core) for _ in range(n)]
+            self.l2 = [cache(host.l2_bytes, host.l2_assoc, l2, 2 * host.mshrs_per_core) for _ in range(n)]
+            self.l2bus = [L2XBar() for _ in range(n)]
+            for i, cpu in enumerate(board.get_processor().get_cores()):
+                self.l1i[i].mem_side = self.l2bus[i].cpu_side_ports
+                self.l1d[i].mem_side = self.l2bus[i].cpu_side_ports
+                self.l2[i].cpu_side = self.l2bus[i].mem_side_ports
+                self.l2[i].mem_side = self.llcbus.cpu_side_ports
+                cpu.connect_icache(self.l1i[i].cpu_side)
+                cpu.connect_dcache(self.l1d[i].cpu_side)
+                cpu.connect_walker_ports(self.membus.cpu_side_ports, self.membus.cpu_side_ports)
+                if board.get_processor().get_isa() == ISA.X86:
+                    cpu.connect_interrupt(self.membus.mem_side_ports, self.membus.cpu_side_ports)
+                else:
+                    cpu.connect_interrupt()
+            if board.has_coherent_io():
+                self.iocache = Cache(assoc=8, tag_latency=50, data_latency=50, response_latency=50, mshrs=20,
+                                     size="1kB", tgts_per_mshr=12, addr_ranges=board.mem_ranges)
+                self.iocache.mem_side = self.membus.cpu_side_ports
+                self.iocache.cpu_side = board.get_mem_side_coherent_io_port()
+
+    return HostCaches()
+

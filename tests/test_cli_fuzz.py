@@ -88,6 +88,8 @@ def box(tmp_path_factory):
     (d / "results").mkdir()
     (d / "results" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (d / "empty").mkdir()
+    (d / "fake-gem5").write_text("#!/bin/sh\nexit 1\n")
+    (d / "fake-gem5").chmod(0o755)
     return d
 
 
@@ -200,6 +202,15 @@ def cmd_strategies(box):
                           *[opt(f, st.sampled_from(["param.cxl.link.lanes", "param.workload.pattern", "total_gbps",
                                                     "status", "lanes", "nope", "", "id"]))
                             for f in ("--x", "--y", "--hue", "--z")], outputs(box, "--out")),
+        "fs": st.tuples(st.just(["fs"]), opt("--gem5", files(box, "fake-gem5", "nope", "dir", "file.txt")),
+                        opt("--out", files(box, "fsout", "file.txt")),
+                        opt("--bench", st.sampled_from(["topology", "lmbench", "stream", "loaded-latency", "x"])),
+                        opt("--node", ints(0, 3)), opt("--cxl", st.sampled_from(["cxl-asic:1GiB", "cxl-asic", ":1GiB",
+                                                                                  "nope:1GiB", ""])),
+                        opt("--sizes", SIZES), opt("--threads", ints(1, 4)),
+                        opt("--mode", st.sampled_from(["R", "W2", "W5", "x"])),
+                        opt("--restore", files(box, "dir", "nope", "file.txt")), opt("--checkpoint", files(box, "ck")),
+                        opt("--cpu", st.sampled_from(["kvm", "atomic", "o3", "x"])), opt("--max-seconds", FLOATS)),
         "demo": st.tuples(st.just(["demo"]), outputs(box, "--out"),
                           st.just(["--testbed"]).map(lambda t: t + [str(box / "empty")]) |
                           st.sampled_from([["--testbed", str(box / "file.txt")], ["--testbed", ""],
@@ -210,7 +221,7 @@ def cmd_strategies(box):
 
 
 COMMANDS = ["lmbench", "stream", "loaded-latency", "traffic", "trace", "accel", "dma-vs-cache", "sharing",
-            "coherence-stress", "presets", "bench", "calibrate", "sweep", "plot", "demo"]
+            "coherence-stress", "presets", "bench", "calibrate", "sweep", "plot", "demo", "fs"]
 
 
 def _args(parts, box, n):
@@ -259,6 +270,8 @@ def check(args, cwd):
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_option_values_end_in_a_traceback(command, box, monkeypatch):
     monkeypatch.chdir(box)  # relative outputs ("noext", "-") land in the scratch folder
+    # fs: an empty guest cache, so that no case boots (or builds) a guest.
+    monkeypatch.setenv("SIMCXL_GUEST_CACHE", str(box / "empty"))
     strategy = cmd_strategies(box)[command]
     counter = iter(range(10 ** 9))
 

@@ -46,3 +46,96 @@ def test_benchmark_rows_between_the_marks():
 
 def test_no_marks_no_rows():
     assert parse_rows(NUMACTL).empty
+
+
+# ------------------------------------------------ the guest commands and results
+
+import json  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+from simcxl import fs  # noqa: E402
+from simcxl.numa import Node, Numa  # noqa: E402
+from simcxl.params import ParamError  # noqa: E402
+
+
+def test_guest_commands_pin_memory_to_the_node_and_threads_to_node_0():
+    assert fs.guest_command("lmbench", 1, sizes=[65536, 1 << 26], accesses=5000) == \
+        "numactl --membind=1 --cpunodebind=0 chase -a 5000 65536 67108864"
+    assert fs.guest_command("stream", 2, threads=4, kernel="copy", elements=1000) == \
+        "numactl --membind=2 --cpunodebind=0 stream copy 4 1000"
+    # MLC's W2 is two reads to one write, W5 one to one (Intel MLC's --loaded_latency -W modes).
+    assert fs.guest_command("loaded-latency", 1, threads=3, mode="W2", chase_bytes=1 << 20, accesses=10) == \
+        "numactl --membind=1 --cpunodebind=0 loaded_latency -a 10 -t 3 -r 2:1 1048576"
+    assert fs.guest_command("loaded-latency", 0, mode="W5").split()[-2] == "1:1"
+    assert fs.guest_command("topology") == "true"
+
+
+@pytest.mark.parametrize("bad, field", [(dict(bench="x"), "bench"), (dict(bench="lmbench", sizes=[]), "sizes"),
+                                        (dict(bench="lmbench", sizes=[32]), "sizes"),
+                                        (dict(bench="stream", kernel="sum"), "kernel"),
+                                        (dict(bench="stream", threads=0), "threads"),
+                                        (dict(bench="loaded-latency", mode="W9"), "mode"),
+                                        (dict(bench="lmbench", node=64), "node")])
+def test_bad_guest_arguments_name_the_field(bad, field):
+    bench = bad.pop("bench")
+    with pytest.raises(ParamError, match=rf"^{field} = .*allowed"):
+        fs.guest_command(bench, **bad)
+
+
+def test_guest_rows_become_the_standalone_engines_columns():
+    text = ("simcxl-run-begin: x\n"
+            "traffic_threads=2 rw=2:1 delay=0 traffic_bytes=67108864 chase_bytes=1048576 accesses=100 "
+            "latency_ns=180.500 traffic_gbps=12.250 end=0x1\n"
+            "simcxl-run-end: rc=0\n")
+    df = fs.frame("loaded-latency", fs.parse_rows(text), "node1")
+    assert df.to_dict(orient="records") == [{"memory": "node1", "threads": 2, "read_fraction": 2 / 3,
+                                             "bandwidth_gbps": 12.25, "latency_ns": 180.5}]
+    text = ("simcxl-run-begin: x\nkernel=triad threads=4 bytes=100663296 stream_gbps=20.125 check=ok t0_ns=1 t1_ns=2\n"
+            "simcxl-run-end: rc=0\n")
+    df = fs.frame("stream", fs.parse_rows(text), "node0")
+    assert df.to_dict(orient="records") == [{"memory": "node0", "kernel": "triad", "threads": 4,
+                                             "stream_gbps": 20.125, "check": "ok"}]
+
+
+FAKE_GEM5 = r'''#!{python}
+# Stands in for gem5: records its arguments, writes a console as the guest would, exits as gem5 does.
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[sys.argv.index("-d") + 1])
+out.mkdir(parents=True, exist_ok=True)
+(out.parent / "argv.json").write_text(json.dumps(sys.argv[1:]))
+(out / "board.pc.com_1.device").write_text({console!r})
+print("exit: m5_exit instruction encountered at 0.634 simulated s, 1.0 s wall, cpu=atomic")
+'''
+
+
+def test_boot_runs_gem5_on_the_board_and_returns_the_guests_rows(tmp_path):
+    console = (NUMACTL + "simcxl-run-begin: numactl --membind=1 --cpunodebind=0 chase -a 100 65536\n"
+               "size_bytes=65536 accesses=100 latency_ns=250.000 end=0x7f00\nverify_lines=1024 mismatches=0\n"
+               "simcxl-run-end: rc=0\n")
+    gem5 = tmp_path / "gem5"
+    gem5.write_text(FAKE_GEM5.format(python=sys.executable, console=console))
+    gem5.chmod(0o755)
+    kernel = tmp_path / "vmlinux"
+    kernel.write_bytes(b"\x7fELF")
+    numa = Numa([Node("ddr-local", 100, 100, 30, 30), Node("cxl-asic", 250, 250, 20, 20)], [[10, 25], [25, 10]])
+    run = fs.guest_command("lmbench", 1, sizes=[65536], accesses=100)
+    r = fs.boot(str(gem5), tmp_path / "o", kernel=str(kernel), cpu="atomic", run=run, bench="lmbench", numa=numa,
+                checkpoint=str(tmp_path / "ck"))
+    argv = json.loads((tmp_path / "o" / "argv.json").read_text())
+    assert argv[argv.index("--run") + 1] == run and argv[argv.index("--checkpoint") + 1] == str(tmp_path / "ck")
+    assert json.loads((tmp_path / "o" / "numa.json").read_text())["distances"] == [[10, 25], [25, 10]]
+    assert r.cause == "m5_exit instruction encountered" and r.topology.cpus[1] == []
+    assert r.frame.to_dict(orient="records") == [{"memory": "node1", "working_set_bytes": 65536, "latency_ns": 250.0,
+                                                  "accesses": 100}]
+    assert r.frame.attrs["engine"] == "gem5-fs" and r.frame.attrs["command"] == run
+
+
+def test_boot_refuses_checkpoint_with_restore_and_a_folder_without_a_checkpoint(tmp_path):
+    gem5 = tmp_path / "gem5"
+    gem5.write_text("#!/bin/sh\n")
+    with pytest.raises(ParamError, match="checkpoint and restore are not allowed together"):
+        fs.boot(str(gem5), tmp_path / "o", checkpoint="a", restore="b")
+    with pytest.raises(ParamError, match="no gem5 checkpoint there"):
+        fs.boot(str(gem5), tmp_path / "o", restore=str(tmp_path))

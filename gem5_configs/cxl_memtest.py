@@ -6,9 +6,17 @@ each) and the table gives each expander's share of the traffic.
 
     $GEM5 gem5_configs/cxl_memtest.py --memory cxl-asic --testers 4 --max-loads 20000 --csv out.csv
     $GEM5 gem5_configs/cxl_memtest.py --ways 3 --granularity 256 --csv out.csv
+    $GEM5 gem5_configs/cxl_memtest.py --map ddr=ddr-local+cxl0=cxl-asic \
+        --set cxl0.bridge.root_ports=2 --set cxl0.bridge.interleave_ways=2
+
+--map builds the host address map the standalone engine runs on (presets
+joined with +): the local DRAM window as gem5's DDR4 controller, each CXL
+window as a host bridge with its expanders, each at its base in the map; the
+testers take the windows in turn.
 """
 
 import argparse
+import json
 from pathlib import Path
 
 import simcxl_boot  # noqa: E402,F401  (the repository's simcxl, without the engine)
@@ -17,7 +25,8 @@ import m5  # noqa: E402
 from m5.objects import (AddrRange, MemTest, Root, SrcClockDomain, System, SystemXBar,  # noqa: E402
                         VoltageDomain)
 
-from simcxl.gem5 import host_bridge, read_stats, stat, write_csv  # noqa: E402
+from simcxl.gem5 import host_bridge, map_memories, read_stats, stat, write_csv  # noqa: E402
+from simcxl.params import ParamError  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
@@ -32,7 +41,29 @@ parser.add_argument("--watchdog-ns", type=float, default=None,
                     help="the host bridge's progress watchdog window (ns; 0: off; default 10 ms)")
 parser.add_argument("--device-stops-after", type=int, default=0,
                     help="fault injection: every expander stops answering after this many responses")
+parser.add_argument("--map", default=None, help="an address map (e.g. ddr=ddr-local+cxl0=cxl-asic) instead of "
+                    "--memory")
+parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="a parameter of the map, e.g. cxl0.bridge.root_ports=2 (repeatable)")
+parser.add_argument("--window-size", type=int, default=16 << 20, help="bytes of each window gem5 maps")
 args = parser.parse_args()
+
+
+def _value(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+try:
+    overrides = dict((k.strip(), _value(v.strip())) for k, _, v in (o.partition("=") for o in args.overrides))
+    windows = (map_memories(args.map, args.window_size, overrides) if args.map else
+               [("cxl", "cxl-type3", host_bridge(args.memory, window=AddrRange("16MiB"), ways=args.ways,
+                                                 granularity=args.granularity, watchdog_ns=args.watchdog_ns,
+                                                 device_stops_after=args.device_stops_after))])
+except ParamError as e:
+    parser.error(str(e))
 
 # MemTest gives up after this many cycles without a response; at 2 GHz that is
 # 50 ms, beyond the bridge's watchdog, whose report says where the request is.
@@ -41,13 +72,15 @@ system = System(mem_mode=args.mem_mode)
 system.clk_domain = SrcClockDomain(clock="2GHz", voltage_domain=VoltageDomain())
 system.membus = SystemXBar()
 system.system_port = system.membus.cpu_side_ports
-system.cxl = host_bridge(args.memory, window=AddrRange("16MiB"), ways=args.ways, granularity=args.granularity,
-                         watchdog_ns=args.watchdog_ns, device_stops_after=args.device_stops_after)
-system.cxl.port = system.membus.mem_side_ports
-system.testers = [MemTest(max_loads=args.max_loads, size=65536, base_addr_1=0x100000 + i * 0x20000,
-                          base_addr_2=0x400000 + i * 0x20000, uncacheable_base_addr=0x800000 + i * 0x20000,
+for name, _, obj in windows:
+    setattr(system, name, obj)
+    obj.port = system.membus.mem_side_ports
+bases = [int(obj.range.start) if hasattr(obj, "range") else int(obj.dram.range.start) for _, _, obj in windows]
+# Tester i works in window i mod n, in its first 16 MiB.
+system.testers = [MemTest(max_loads=args.max_loads, size=65536, base_addr_1=b + 0x100000 + i * 0x20000,
+                          base_addr_2=b + 0x400000 + i * 0x20000, uncacheable_base_addr=b + 0x800000 + i * 0x20000,
                           progress_interval=args.max_loads, progress_check=PROGRESS_CHECK)
-                  for i in range(args.testers)]
+                  for i in range(args.testers) for b in [bases[i % len(bases)]]]
 for t in system.testers:
     t.port = system.membus.cpu_side_ports
 
@@ -57,21 +90,26 @@ event = m5.simulate()
 print(f"exit: {event.getCause()} at tick {m5.curTick()}")
 m5.stats.dump()
 stats = read_stats(Path(m5.options.outdir) / "stats.txt")
-cxl = {k.split("cxl.", 1)[1]: v for k, v in stat(stats, r"system\.cxl\.").items()}
-mem = {k: v for k, v in cxl.items() if "." not in k}  # the bridge's own stats
 testers = stat(stats, r"^system\.testers\d*\.num(Reads|Writes)$")
 # Every load MemTest completes is compared with its reference copy of memory.
 checked = sum(v for k, v in testers.items() if k.endswith("numReads"))
-row = {"memory": args.memory, "testers": args.testers, "mem_mode": args.mem_mode, "cause": event.getCause(),
-       "loads_checked": checked, "stores": sum(v for k, v in testers.items() if k.endswith("numWrites")),
-       "reads": mem.get("readReqs", 0.0), "writes": mem.get("writeReqs", 0.0),
-       "read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0,
-       "ways": len(system.cxl.expanders)}
-# Each expander's share: requests the HDM decoder routed to its root port.
-for i, e in enumerate(system.cxl.expanders):
-    name = e.get_name()
-    for key in ("readReqs", "writeReqs", "s2mFlits"):
-        row[f"exp{i}_{key}"] = cxl.get(f"{name}.{key}", 0.0)
+row = {"memory": args.map or args.memory, "testers": args.testers, "mem_mode": args.mem_mode,
+       "cause": event.getCause(), "loads_checked": checked,
+       "stores": sum(v for k, v in testers.items() if k.endswith("numWrites"))}
+for name, kind, obj in windows:
+    own = {k.split(f"{name}.", 1)[1]: v for k, v in stat(stats, rf"system\.{name}\.").items()}
+    # One memory: the columns as before; a map: each window's prefixed by its name.
+    pre = "" if not args.map else f"{name}_"
+    if kind == "local-dram":  # gem5's MemCtrl counts requests it accepted
+        row[f"{pre}reads"], row[f"{pre}writes"] = own.get("readReqs", 0.0), own.get("writeReqs", 0.0)
+        continue
+    mem = {k: v for k, v in own.items() if "." not in k}  # the bridge's own stats
+    row.update({f"{pre}reads": mem.get("readReqs", 0.0), f"{pre}writes": mem.get("writeReqs", 0.0),
+                f"{pre}read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0, f"{pre}ways": len(obj.expanders)})
+    # Each expander's share: requests the HDM decoder routed to its root port.
+    for i, e in enumerate(obj.expanders):
+        for key in ("readReqs", "writeReqs", "s2mFlits"):
+            row[f"{pre}exp{i}_{key}"] = own.get(f"{e.get_name()}.{key}", 0.0)
 for k, v in row.items():
     print(f"{k:16s} {v}")
 write_csv(args.csv, row)

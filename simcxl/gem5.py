@@ -93,6 +93,49 @@ def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways
     return bridge
 
 
+def window_system(system: System, name: str) -> System:
+    """The single-memory cxl-type3 system of window `name` of an address map
+    (the map's host, the window's bridge, links, devices and seed)."""
+    for w in system.map or []:
+        if w.name == name:
+            if w.kind != "cxl-type3":
+                raise ParamError(f"window {name} is a {w.kind}; the gem5 CXL component needs a cxl-type3 window")
+            return System(name=name, kind="cxl-type3", host=system.host, local_dram=system.local_dram, cxl=w.cxl,
+                          seed=system.seed)
+    raise ParamError(f"window {name!r} is not in the map; allowed: {', '.join(system.window_names())}")
+
+
+def map_memories(memory: Union[str, Path, System], size: int, overrides: Optional[Dict[str, object]] = None):
+    """The memories of an address map as gem5 SimObjects, one per window:
+    [(name, kind, simobject)]. Each window keeps its base in the map and
+    maps its first `size` bytes (gem5 backs every byte it maps; the map's
+    windows are 1 TiB long): the local DRAM window as gem5's DDR4-2400
+    controller, a CXL window as a CXLHostBridge with its expanders. Text
+    descriptions are the CLI's (``ddr=ddr-local+cxl0=cxl-asic``)."""
+    from m5.objects import AddrRange, DDR4_2400_8x8, MemCtrl  # lazy: needs gem5
+    from .presets import load_map
+
+    system = load_map(memory) if isinstance(memory, str) and "+" in memory else load(memory)
+    if overrides:
+        system = system.replace(**overrides)
+    if system.map is None:
+        raise ParamError(f"memory {system.name} is not an address map; allowed: presets joined with +, "
+                         "e.g. ddr=ddr-local+cxl0=cxl-asic")
+    out = []
+    for w in system.map:
+        if size > w.range.size:
+            raise ParamError(f"window size {size} is out of range for {w.shown_range()}; allowed: up to "
+                             f"{w.range.size} bytes")
+        rng = AddrRange(w.range.base, size=size)
+        if w.kind == "local-dram":
+            out.append((w.name, w.kind, MemCtrl(dram=DDR4_2400_8x8(range=rng))))
+        elif w.kind == "cxl-type3":
+            out.append((w.name, w.kind, host_bridge(window_system(system, w.name), window=rng)))
+        else:
+            raise ParamError(f"window {w.name} is a {w.kind}; gem5 builds local-dram and cxl-type3 windows")
+    return out
+
+
 def cxl_memory(memory: Union[str, Path, System] = "cxl-asic", size: str = "4GiB", ways: Optional[int] = None,
                granularity: Optional[int] = None):
     """A gem5 stdlib memory system (for TestBoard, SimpleBoard, X86Board slots):

@@ -165,6 +165,28 @@ def test_memtest_through_an_interleaved_window(tmp_path, ways, granularity):
     assert max(reads) < 2 * sum(reads) / ways
 
 
+def test_memtest_over_an_address_map_of_ddr_and_a_two_port_cxl_window(tmp_path):
+    # The standalone engine's address map, built in gem5: gem5's DDR4 as the
+    # local window at 0, a CXL window at 1 TiB over two root ports (one
+    # expander each). Testers take the windows in turn: 2 each.
+    gem5(tmp_path, "cxl_memtest.py", "--map", "ddr=ddr-local+cxl0=cxl-asic", "--set", "cxl0.bridge.root_ports=2",
+         "--set", "cxl0.bridge.interleave_ways=2", "--testers", "4", "--max-loads", "20000",
+         "--csv", str(tmp_path / "t.csv"))
+    row = table(tmp_path / "t.csv")
+    assert row["cause"] == "maximum number of loads reached"
+    assert float(row["loads_checked"]) > 3 * 20000
+    reads = [float(row[f"cxl0_exp{i}_readReqs"]) for i in range(2)]
+    print(f"\nMemTest over ddr + a 2-port CXL window: {float(row['loads_checked']):.0f} loads checked, no mismatch; "
+          f"DDR reads {float(row['ddr_reads']):.0f}, CXL reads per expander {reads}")
+    assert int(row["cxl0_ways"]) == 2 and min(reads) > 1000 and sum(reads) == float(row["cxl0_reads"])
+    assert float(row["ddr_reads"]) > 1000 and float(row["ddr_writes"]) > 500
+
+
+def test_an_address_map_window_gem5_cannot_back_is_refused_by_name(tmp_path):
+    r = gem5(tmp_path, "cxl_memtest.py", "--map", "ddr=ddr-local+far=ddr-remote", check=False)
+    assert r.returncode != 0 and "window far is a remote-numa" in r.stderr
+
+
 def test_memtest_at_scale_through_four_interleaved_expanders(tmp_path):
     # Ten million MemTest operations through the CXL timing path: eight
     # testers over a 4-way, 256 B interleave. The run ends when the first

@@ -38,8 +38,8 @@ struct AccelStats {
 class Accelerator : public Endpoint {
   public:
     Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap, const DmaParams& dp,
-                const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool, CoherenceChecker* checker,
-                const std::string& where);
+                const DramParams& media, uint64_t memBase, CxlLink& link, HomeAgent& home, MsgPool& pool,
+                CoherenceChecker* checker, const std::string& where);
     // A requester's access, performed after the cache lookup; misses wait
     // for an MSHR inside the device, so a device never refuses one.
     void access(Access* a);
@@ -48,6 +48,10 @@ class Accelerator : public Endpoint {
     uint16_t index() const { return index_; }
     bool ownsMemory(uint64_t line) const { return memBase_ && line >= memBase_ && line < memBase_ + memBytes_; }
     uint64_t memBase() const { return memBase_; }
+    uint64_t memBytes() const { return memBytes_; }
+    uint64_t biasPageBytes() const { return ap_.bias_page_bytes; }
+    const DCacheParams& cacheParams() const { return cp_; }
+    const DmaParams& dmaParams() const { return dp_; }
     size_t mshrsInUse() const { return mshrs_.size(); }
     size_t maxMshrs() const { return maxMshrs_; }
     // Test hook: deliberately break the protocol (or stop answering snoops,

@@ -651,7 +651,7 @@ std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChas
         const uint64_t n = where.lines;
         std::vector<uint32_t> next(n);
         for (uint64_t i = 0; i < n; ++i) next[i] = uint32_t(i);
-        Rng rng(p.seed * 6151 + k);
+        Rng rng(p.seed * 6151 + n);  // the same cycle for a working set whatever the others
         for (uint64_t i = n - 1; i > 0; --i) std::swap(next[i], next[rng.below(i)]);
         // Warm the agent's caches with the loads before the timed ones: up to
         // twice what they hold, so a set that fits is resident and one that

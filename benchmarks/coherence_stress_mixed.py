@@ -21,14 +21,7 @@ from dataclasses import fields
 from simcxl import _core, coherent
 from simcxl.params import DCacheParams, LinkParams
 
-MODES = {
-    "type1": ("type1-asic", {}),
-    "type1-fpga": ("type1-fpga", {}),
-    "type2-host-bias": ("type2-bias", {"accel.auto_bias_flip": 0}),
-    "type2-bias-flips": ("type2-bias", {}),
-    "type2-device-bias": ("type2-bias", {"accel.device_bias": 1}),
-    "type2-hdm-db": ("type2-hdmdb", {}),
-}
+MODES = {**coherent.DEVICE_MODES, "type1-fpga": ("type1-fpga", {})}
 PAIRS = [("type1", "type2-bias-flips"), ("type1", "type2-hdm-db"), ("type1-fpga", "type2-device-bias"),
          ("type2-host-bias", "type2-hdm-db"), ("type2-bias-flips", "type2-device-bias"),
          ("type2-hdm-db", "type2-bias-flips")]

@@ -36,6 +36,15 @@ OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")
 STAGES = ("queue", "cache", "link_up", "home", "snoop", "memory", "link_down", "bias_flip", "back_invalidate")
 
+#: Every way a device holds or reaches memory: the preset and the settings that make it so.
+DEVICE_MODES = {
+    "type1": ("type1-asic", {}),
+    "type2-host-bias": ("type2-bias", {"accel.auto_bias_flip": 0}),
+    "type2-bias-flips": ("type2-bias", {}),
+    "type2-device-bias": ("type2-bias", {"accel.device_bias": 1}),
+    "type2-hdm-db": ("type2-hdmdb", {}),
+}
+
 #: Transfer sizes of the DMA-vs-CXL.cache comparison: one line to 4 MiB.
 DMA_SIZES = tuple(64 << k for k in range(0, 17, 2))
 
@@ -353,24 +362,9 @@ def preset_names() -> List[str]:
 
 def load_joined(text: str, load_one=None) -> AccelSystem:
     """``NAME=PRESET+NAME=PRESET...`` (or ``PRESET+PRESET``, named after the presets) on one host."""
-    parts = []
-    for item in text.split("+"):
-        item = item.strip()
-        if not item:
-            raise ParamError(f"accel {text!r} has an empty part; allowed: [NAME=]PRESET+[NAME=]PRESET, e.g. "
-                             "gpu=type1-asic+mem=type2-bias")
-        dname, sep, spec = item.partition("=")
-        if not sep:
-            spec, dname = item, Path(item).stem
-        dname = dname.strip()
-        try:
-            s = (load_one or load)(spec.strip())
-        except ParamError as e:
-            raise ParamError(f"accel {text!r}: {e}") from None
-        if any(n == dname for n, _ in parts):
-            raise ParamError(f"accel {text!r}: device name {dname!r} appears twice; name the devices, e.g. "
-                             "a=type1-asic+b=type1-asic")
-        parts.append((dname, s))
+    from .presets import split_joined
+    parts = split_joined(text, load_one or load, "accel", "device",
+                         ("gpu=type1-asic+mem=type2-bias", "a=type1-asic+b=type1-asic"))
     try:
         return combine(parts, name=text)
     except ParamError as e:

@@ -16,14 +16,7 @@ from simcxl import _core, coherent
 from simcxl.cli import main
 from simcxl.params import DCacheParams, LinkParams, ParamError
 
-# Every way a device can hold or reach memory.
-MODES = {
-    "type1": ("type1-asic", {}),
-    "type2-host-bias": ("type2-bias", {"accel.auto_bias_flip": 0}),
-    "type2-bias-flips": ("type2-bias", {}),
-    "type2-device-bias": ("type2-bias", {"accel.device_bias": 1}),
-    "type2-hdm-db": ("type2-hdmdb", {}),
-}
+MODES = coherent.DEVICE_MODES
 CREDITS = [f"link.{f.name}" for f in fields(LinkParams) if f.name.startswith("credits_")] + \
           [f"cache.{f.name}" for f in fields(DCacheParams) if f.name.startswith("credits_")]
 

@@ -271,6 +271,19 @@ Progress wrap(py::handle cb) {
     };
 }
 
+// A run that returns one report per point, as a list of dicts.
+template <typename F>
+py::list runRowsReleased(F&& f) {
+    std::vector<Report> rows;
+    {
+        py::gil_scoped_release nogil;
+        rows = f();
+    }
+    py::list out;
+    for (auto& r : rows) out.append(toDict(r));
+    return out;
+}
+
 template <typename F>
 py::dict runReleased(F&& f) {
     Report r;
@@ -576,14 +589,7 @@ PYBIND11_MODULE(_core, m) {
               CoherentParams p = readCoherent(sys);
               CoherentChaseConfig c{agent, target, sizes, loads};
               Progress pr = wrap(cb);
-              std::vector<Report> rows;
-              {
-                  py::gil_scoped_release nogil;
-                  rows = runCoherentChase(p, c, pr);
-              }
-              py::list out;
-              for (auto& r : rows) out.append(toDict(r));
-              return out;
+              return runRowsReleased([&] { return runCoherentChase(p, c, pr); });
           },
           py::arg("system"), py::arg("agent"), py::arg("target"), py::arg("sizes"), py::arg("loads") = 2000,
           py::arg("progress") = py::none(),
@@ -654,14 +660,7 @@ PYBIND11_MODULE(_core, m) {
               CoherentParams p = readCoherent(sys);
               DmaVsCacheConfig c{sizes, cacheOp, streamBytes, minTransfers};
               Progress pr = wrap(cb);
-              std::vector<Report> rows;
-              {
-                  py::gil_scoped_release nogil;
-                  rows = runDmaVsCache(p, c, pr);
-              }
-              py::list out;
-              for (auto& r : rows) out.append(toDict(r));
-              return out;
+              return runRowsReleased([&] { return runDmaVsCache(p, c, pr); });
           },
           py::arg("system"), py::arg("sizes"), py::arg("cache_op") = "load", py::arg("stream_bytes") = 1 << 20,
           py::arg("min_transfers") = 4, py::arg("progress") = py::none(),

@@ -33,6 +33,25 @@ struct AccelStats {
     uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
     uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
     uint64_t dmaTransfers = 0, flushedLines = 0;
+    void add(const AccelStats& o) {
+        loads += o.loads;
+        stores += o.stores;
+        hits += o.hits;
+        misses += o.misses;
+        mshrFull += o.mshrFull;
+        for (int k = 0; k < 3; ++k) snoopsRecv[k] += o.snoopsRecv[k];
+        cleanEvicts += o.cleanEvicts;
+        dirtyEvicts += o.dirtyEvicts;
+        bogusData += o.bogusData;
+        hostBiasFlips += o.hostBiasFlips;
+        deviceBiasFlips += o.deviceBiasFlips;
+        biSnps += o.biSnps;
+        localMemReads += o.localMemReads;
+        fwdReads += o.fwdReads;
+        dmaTransfers += o.dmaTransfers;
+        flushedLines += o.flushedLines;
+        for (int k = 0; k < 4; ++k) grants[k] += o.grants[k];
+    }
 };
 
 class Accelerator : public Endpoint {

@@ -169,24 +169,7 @@ void CoherentSystem::report(Report& r, Tick end) const {
     uint64_t up[kNumCClasses] = {}, down[kNumCClasses] = {};
     double upBusy = 0, downBusy = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
-        const AccelStats& s = devices[i]->stats();
-        sum.loads += s.loads;
-        sum.stores += s.stores;
-        sum.hits += s.hits;
-        sum.misses += s.misses;
-        sum.mshrFull += s.mshrFull;
-        for (int k = 0; k < 3; ++k) sum.snoopsRecv[k] += s.snoopsRecv[k];
-        sum.cleanEvicts += s.cleanEvicts;
-        sum.dirtyEvicts += s.dirtyEvicts;
-        sum.bogusData += s.bogusData;
-        sum.hostBiasFlips += s.hostBiasFlips;
-        sum.deviceBiasFlips += s.deviceBiasFlips;
-        sum.biSnps += s.biSnps;
-        sum.localMemReads += s.localMemReads;
-        sum.fwdReads += s.fwdReads;
-        sum.dmaTransfers += s.dmaTransfers;
-        sum.flushedLines += s.flushedLines;
-        for (int k = 0; k < 4; ++k) sum.grants[k] += s.grants[k];
+        sum.add(devices[i]->stats());
         maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
         maxUp = std::max(maxUp, devices[i]->up().maxQueued());
         maxDown = std::max(maxDown, home->down(uint16_t(i)).maxQueued());
@@ -271,18 +254,7 @@ void CoherentSystem::reportDevices(Report& r, Tick end) const {
         size_t maxMshrs = 0;
         for (size_t i = 0; i < devices.size(); ++i) {
             if (entryOf[i] != e) continue;
-            const AccelStats& x = devices[i]->stats();
-            s.loads += x.loads;
-            s.stores += x.stores;
-            s.hits += x.hits;
-            s.misses += x.misses;
-            s.mshrFull += x.mshrFull;
-            s.hostBiasFlips += x.hostBiasFlips;
-            s.deviceBiasFlips += x.deviceBiasFlips;
-            s.biSnps += x.biSnps;
-            s.localMemReads += x.localMemReads;
-            s.fwdReads += x.fwdReads;
-            for (int k = 0; k < 3; ++k) s.snoopsRecv[k] += x.snoopsRecv[k];
+            s.add(devices[i]->stats());
             maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
             upBusy += double(links[i]->s2m_.busy());
             downBusy += double(links[i]->m2s_.busy());

@@ -184,8 +184,6 @@ class AccelSystem:
             return names.index(name)
         if any(n.startswith(name + "[") for n in names):
             return names.index(name + "[0]")
-        if self.single() and name in ("device", "dev0"):
-            return 0
         raise ParamError(f"device {name!r} is not a device of {self.name}; devices: {', '.join(names)}")
 
     def device_kinds(self) -> str:

@@ -145,6 +145,14 @@ def test_device_names_and_lists_are_checked():
         _core.validate_coherent(d)
     with pytest.raises(ParamError, match="cache is given beside devices"):
         coherent.AccelSystem.from_dict({**pair("type1", "type1").to_dict(), "cache": {}})
+    # A run's streams name devices of the system, and one at least is busy.
+    s = pair("type1", "type1")
+    with pytest.raises(ParamError, match=r"accel.devices: c is not a device of a\+b; devices: a, b"):
+        coherent.accel(s, requests=10, devices={"c": {"op": "store"}})
+    with pytest.raises(ValueError, match="accel.streams: every device is idle"):
+        coherent.accel(s, requests=10, devices={"a": {"requesters": 0}, "b": {"requesters": 0}})
+    with pytest.raises(ValueError, match="accel.b.op = 'fetch' is not allowed"):
+        coherent.accel(s, requests=10, devices={"b": {"op": "fetch"}})
 
 
 def test_cli_runs_several_devices_with_their_own_streams(tmp_path):

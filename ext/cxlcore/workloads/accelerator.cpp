@@ -156,14 +156,14 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     // The host threads' settings: the base stream's, "device" being device 0's memory.
     const StreamPlan hostPlan = plan(p, base, 0, "accel.", false);
     std::vector<StreamPlan> plans;
-    uint64_t perEntryCheck = 0;
+    uint64_t busy = 0;  // requests of every device's stream
     for (size_t e = 0; e < entries; ++e) {
         const bool own = !c.streams.empty();
         plans.push_back(plan(p, own ? c.streams[e] : base, int(e),
                              own ? "accel." + p.devices[e].prefix() : "accel.", own));
-        perEntryCheck += plans.back().requests;
+        busy += plans.back().requests;
     }
-    need(perEntryCheck >= 1, "accel.streams: every device is idle (requesters = 0); allowed: one or more busy");
+    need(busy >= 1, "accel.streams: every device is idle (requesters = 0); allowed: one or more busy");
     need(c.host_threads <= 1024, "accel.host_threads = " + fmtNum(c.host_threads) + " is out of range; allowed: 0 to 1024");
     need(c.host_store_fraction >= 0 && c.host_store_fraction <= 1,
          "accel.host_store_fraction = " + fmtNum(c.host_store_fraction) + " is out of range; allowed: 0 to 1");

@@ -625,7 +625,8 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
                 raise ParamError(f"--device {o!r} is not NAME.KEY=VALUE (e.g. mem.target=device)")
             v = value.strip()
             streams.setdefault(name, {})[k] = int(v) if v.isdigit() and k != "footprint" else v
-        for s in load_accels(systems, overrides):
+        frames_systems = load_accels(systems, overrides)
+        for s in frames_systems:
             with progress_bar(f"accel {s.name}") as cb:
                 frames.append(coherent.accel(s, op, pattern, target, requesters, depth, footprint, requests,
                                              host_threads, check=check, progress=cb, devices=streams or None))
@@ -639,6 +640,15 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
         stages = [c for c in df.columns if c.startswith("stage_") and df[c].any()]
         click.echo("mean ns per access by stage:")
         click.echo(table(df.rename(columns={c: c[6:-3] for c in stages}), ["system"] + [c[6:-3] for c in stages]))
+        per = [{"system": r["system"], "device": d.name, "bandwidth_gbps": r[f"{d.name}.bandwidth_gbps"],
+                "latency_mean_ns": r[f"{d.name}.latency_mean_ns"],
+                **{st: r[f"{d.name}.stage_{st}_ns"] for st in coherent.STAGES}}
+               for s, (_, r) in zip(frames_systems, df.iterrows()) if not s.single() for d in s.devices]
+        if per:
+            pdf = pd.DataFrame(per)
+            shown_stages = [st for st in coherent.STAGES if pdf[st].any()]
+            click.echo("per device (mean ns per access by stage):")
+            click.echo(table(pdf, ["system", "device", "bandwidth_gbps", "latency_mean_ns"] + shown_stages))
     _outputs(df, plot, csv_path, "accel")
 
 

@@ -163,6 +163,9 @@ def test_cli_runs_several_devices_with_their_own_streams(tmp_path):
     r = json.loads(res.stdout)[0]
     assert r["gpu.device_stores"] == 2000 and r["mem.device_loads"] == 2000
     assert r["mem.stage_home_ns"] == 0 and r["gpu.stage_home_ns"] > 0
+    res = CliRunner().invoke(main, ["run", "accel", "-a", "gpu=type1-asic+mem=type2-bias", "--requests", "2000"])
+    assert res.exit_code == 0 and "per device (mean ns per access by stage):" in res.stdout
+    assert [ln.split()[1] for ln in res.stdout.splitlines()[-2:]] == ["gpu", "mem"]
     res = CliRunner().invoke(main, ["run", "accel", "-a", "gpu=type1-asic+mem=type2-bias", "--set",
                                     "cache.mshrs=8"])
     assert res.exit_code == 2 and "name it: gpu.cache.mshrs or mem.cache.mshrs" in res.stderr

@@ -566,7 +566,8 @@ def _trace_error(e: Exception) -> str:
 
 
 accel_opt = click.option("--accel", "-a", "systems", multiple=True, default=["type1-asic"], show_default=True,
-                         help="Accelerator preset name or preset file (JSON); repeat to compare.")
+                         help="Accelerator preset name or preset file (JSON), or several on one host "
+                              "(gpu=type1-asic+mem=type2-bias); repeat to compare.")
 
 
 def load_accels(names: List[str], overrides: List[str]):
@@ -604,19 +605,31 @@ def _kv(overrides: List[str], example: str) -> dict:
 @click.option("--host-threads", type=count(0, 1024), default=0, show_default=True,
               help="Host cores touching the same footprint.")
 @click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
+@click.option("--device", "per_device", multiple=True, metavar="NAME.KEY=VALUE",
+              help="One device's own stream setting (op, pattern, target, requesters, depth, footprint, "
+                   "requests), e.g. --device mem.target=device --device gpu.requesters=0 (idle); repeatable.")
 @json_opt
 @plot_opt
 @csv_opt
 def run_accel(systems, overrides, op, pattern, target, requesters, depth, footprint, requests, host_threads, check,
-              as_json, plot, csv_path):
-    """Accelerator load/store streams through a coherent device cache (CXL.cache)."""
+              per_device, as_json, plot, csv_path):
+    """Accelerator load/store streams through coherent device caches (CXL.cache)."""
     from . import coherent
     with user_errors():
         frames = []
-        for s in load_accels(systems, overrides):
+        streams: dict = {}
+        for o in per_device:
+            key, sep, value = o.partition("=")
+            name, dot, k = key.strip().rpartition(".")
+            if not sep or not dot:
+                raise ParamError(f"--device {o!r} is not NAME.KEY=VALUE (e.g. mem.target=device)")
+            v = value.strip()
+            streams.setdefault(name, {})[k] = int(v) if v.isdigit() and k != "footprint" else v
+        frames_systems = load_accels(systems, overrides)
+        for s in frames_systems:
             with progress_bar(f"accel {s.name}") as cb:
                 frames.append(coherent.accel(s, op, pattern, target, requesters, depth, footprint, requests,
-                                             host_threads, check=check, progress=cb))
+                                             host_threads, check=check, progress=cb, devices=streams or None))
         df = concat(frames)
     cols = ["system", "bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate", "bias_flips_to_device",
             "bias_flips_to_host", "back_invalidates"]
@@ -627,7 +640,49 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
         stages = [c for c in df.columns if c.startswith("stage_") and df[c].any()]
         click.echo("mean ns per access by stage:")
         click.echo(table(df.rename(columns={c: c[6:-3] for c in stages}), ["system"] + [c[6:-3] for c in stages]))
+        per = [{"system": r["system"], "device": d.name, "bandwidth_gbps": r[f"{d.name}.bandwidth_gbps"],
+                "latency_mean_ns": r[f"{d.name}.latency_mean_ns"],
+                **{st: r[f"{d.name}.stage_{st}_ns"] for st in coherent.STAGES}}
+               for s, (_, r) in zip(frames_systems, df.iterrows()) if not s.single() for d in s.devices]
+        if per:
+            pdf = pd.DataFrame(per)
+            shown_stages = [st for st in coherent.STAGES if pdf[st].any()]
+            click.echo("per device (mean ns per access by stage):")
+            click.echo(table(pdf, ["system", "device", "bandwidth_gbps", "latency_mean_ns"] + shown_stages))
     _outputs(df, plot, csv_path, "accel")
+
+
+@run.command("accel-lmbench")
+@accel_opt
+@set_opt
+@click.option("--agent", default="dev0", show_default=True,
+              help="Who chases: a device's name, or host (a host core).")
+@click.option("--target", default="host", show_default=True,
+              help="host, device (the agent's own memory) or a Type-2 device's name (its memory).")
+@click.option("--sizes", default="64k,1m,64m", show_default=True, help="Comma-separated working sets.")
+@click.option("--loads", type=count(1, 100_000_000), default=2000, show_default=True, help="Timed loads per size.")
+@json_opt
+@csv_opt
+def run_accel_lmbench(systems, overrides, agent, target, sizes, loads, as_json, csv_path):
+    """lmbench's pointer chase by a device or a host core on a coherent system (host or device memory)."""
+    from . import coherent
+    with user_errors():
+        sz = _sizes(sizes, "--sizes", 64, 1 << 32)
+        frames = []
+        for s in load_accels(systems, overrides):
+            with progress_bar(f"lmbench {s.name}") as cb:
+                frames.append(coherent.lmbench(s, sz, agent, target, loads, progress=cb))
+        df = concat(frames)
+    cols = ["system", "agent", "target", "working_set_bytes", "latency_ns", "hit_rate"]
+    if as_json:
+        emit_json(df[cols[1:]].to_dict("records"))
+    else:
+        click.echo(table(df, cols))
+        stages = [c for c in df.columns if c.startswith("stage_") and df[c].any()]
+        click.echo("mean ns per load by stage:")
+        click.echo(table(df.rename(columns={c: c[6:-3] for c in stages}),
+                         ["system", "working_set_bytes"] + [c[6:-3] for c in stages]))
+    _outputs(df, None, csv_path, "accel-lmbench")
 
 
 @run.command("dma-vs-cache")
@@ -752,12 +807,16 @@ def load_accel(spec):
     if not isinstance(spec, (str, Path)) or str(spec) in coherent.preset_names():
         return coherent.load(spec)
     path = Path(spec)
+    if "+" in str(spec) and not path.exists():
+        return coherent.load_joined(str(spec), load_accel)
     if not path.exists() and path.suffix != ".json":
         return coherent.load(spec)  # its message lists the presets
     data = presets.read_json(path)
     groups = [g for g, _ in coherent._GROUPS]
     try:
-        data = presets.complete(data, path, lambda d: coherent.AccelSystem(name="-").to_dict(), load_accel, groups)
+        if "devices" not in data:
+            data = presets.complete(data, path, lambda d: coherent.AccelSystem(name="-").to_dict(), load_accel, groups)
+        coherent.complete_devices(data, path)
         return coherent.AccelSystem.from_dict(data, str(path))
     except (ParamError, TypeError) as e:
         raise ParamError(presets._in_file(path, str(e))) from None
@@ -767,13 +826,16 @@ def _is_accel(spec: str) -> bool:
     from . import coherent
     if spec in coherent.preset_names():
         return True
+    if "+" in spec and not Path(spec).exists():  # accelerators joined on one host
+        return all(_is_accel(p.partition("=")[2] or p) for p in spec.split("+"))
     if spec in presets.names() or not Path(spec).is_file():
         return False
     try:
         data = presets.read_json(spec)
     except ParamError:
         return False
-    return isinstance(data, dict) and "kind" not in data and any(g in data for g, _ in coherent._GROUPS)
+    return isinstance(data, dict) and "kind" not in data and any(g in data for g, _ in coherent._GROUPS) \
+        or isinstance(data, dict) and isinstance(data.get("devices"), list)
 
 
 @presets_group.command("list")
@@ -801,7 +863,7 @@ def _origins(s) -> dict:
         blank = System(name="-", kind=s.kind, remote=type(s.remote)() if s.remote else None,
                        cxl=type(s.cxl)() if s.cxl else None)
     else:
-        blank = coherent.AccelSystem(name="-")
+        blank = s.defaults()
     defaults = blank.parameters()
     return {k: "fitted" if k in fitted else ("default" if defaults.get(k) == v else "preset")
             for k, v in s.parameters().items()}
@@ -817,7 +879,9 @@ def presets_show(memory, as_json):
     if as_json:
         click.echo(json.dumps(s.to_dict(), indent=2))
         return
-    kind = ACCEL_KIND[s.accel.type] + " accelerator" if s.kind == "accel" else s.kind
+    kind = s.kind
+    if s.kind == "accel":
+        kind = ACCEL_KIND[s.accel.type] + " accelerator" if s.single() else s.device_kinds()
     click.echo(f"{s.name} ({kind}): {s.description}")
     click.echo(f"preset: {s.source}")
     prov = getattr(s, "provenance", None) or {}

@@ -346,8 +346,10 @@ class HomeParams(ParamGroup):
 class AccelParams(ParamGroup):
     """A CXL accelerator: Type-1 (coherent cache) or Type-2 (plus device memory)."""
     type: int = param(1, 1, 2, "", "CXL device type: 1 (cache only) or 2 (cache and device memory)", (1, 2))
-    devices: int = param(1, 1, 16, "", "accelerators, each on its own link")
+    devices: int = param(1, 1, 16, "", "identical accelerators of this description, each on its own link")
     memory_bytes: int = param(1 << 30, 4096, 1 << 44, "B", "Type-2 device memory per device")
+    memory_base: int = param(0, 0, 1 << 52, "B",
+                             "Type-2: where its device memory starts; 0: after the previous device's, from 16 TiB")
     hdm_db: int = param(0, 0, 1, "", "Type-2 memory as HDM-DB: back-invalidate (CXL 3.x) instead of bias", (0, 1))
     device_bias: int = param(0, 0, 1, "", "initial bias of device memory pages: 0 host, 1 device", (0, 1))
     auto_bias_flip: int = param(1, 0, 1, "",
@@ -365,6 +367,12 @@ class AccelParams(ParamGroup):
             raise ParamError(f"{where}.memory_bytes = {self.memory_bytes} must be a multiple of bias_page_bytes")
         if self.type == 1 and self.hdm_db:
             raise ParamError(f"{where}.hdm_db = 1 is not allowed with type = 1; allowed values: 0")
+        # Device memory lies above every host address (host buffers end below 16 TiB).
+        if self.memory_base and self.memory_base < 1 << 44:
+            raise ParamError(f"{where}.memory_base = {self.memory_base} is not allowed; allowed: 0 (after the "
+                             "previous device's memory) or 17592186044416 (16 TiB) to 4503599627370496")
+        if self.memory_base % self.bias_page_bytes:
+            raise ParamError(f"{where}.memory_base = {self.memory_base} must be a multiple of bias_page_bytes")
 
 
 @dataclass

@@ -174,25 +174,34 @@ def load(memory: Union[str, Path, System]) -> System:
                      " (an address map joins them with +, e.g. ddr-local+cxl-asic)")
 
 
-def load_map(text: str) -> System:
-    """``[NAME=]PRESET+[NAME=]PRESET...`` as one address map."""
-    parts = []
+def split_joined(text: str, load_one: Callable[[str], Any], what: str, part: str, examples: Sequence[str]) -> list:
+    """``[NAME=]PRESET+[NAME=]PRESET...`` as [(name, loaded preset)]; a part without a name is
+    named after its preset. ``what``/``part`` name the whole and its parts in messages, with
+    ``examples`` (of the syntax, and of naming two parts)."""
+    parts: list = []
     for item in text.split("+"):
         item = item.strip()
         if not item:
-            raise ParamError(f"memory {text!r} has an empty part; allowed: [WINDOW=]PRESET+[WINDOW=]PRESET, "
-                             "e.g. ddr-local+cxl-asic or ddr=ddr-local+cxl0=cxl-asic")
-        wname, sep, spec = item.partition("=")
+            raise ParamError(f"{what} {text!r} has an empty part; allowed: [{part.upper()}=]PRESET+"
+                             f"[{part.upper()}=]PRESET, e.g. {examples[0]}")
+        pname, sep, spec = item.partition("=")
         if not sep:
-            spec, wname = item, Path(item).stem
+            spec, pname = item, Path(item).stem
         try:
-            s = load(spec.strip())
+            s = load_one(spec.strip())
         except ParamError as e:
-            raise ParamError(f"memory {text!r}: {e}") from None
-        if any(n == wname.strip() for n, _ in parts):
-            raise ParamError(f"memory {text!r}: window name {wname.strip()!r} appears twice; name the windows, "
-                             "e.g. cxl0=cxl-asic+cxl1=cxl-asic")
-        parts.append((wname.strip(), s))
+            raise ParamError(f"{what} {text!r}: {e}") from None
+        if any(n == pname.strip() for n, _ in parts):
+            raise ParamError(f"{what} {text!r}: {part} name {pname.strip()!r} appears twice; name the {part}s, "
+                             f"e.g. {examples[1]}")
+        parts.append((pname.strip(), s))
+    return parts
+
+
+def load_map(text: str) -> System:
+    """``[NAME=]PRESET+[NAME=]PRESET...`` as one address map."""
+    parts = split_joined(text, load, "memory", "window", ("ddr-local+cxl-asic or ddr=ddr-local+cxl0=cxl-asic",
+                                                           "cxl0=cxl-asic+cxl1=cxl-asic"))
     try:
         return combine(parts, name=text)
     except ParamError as e:

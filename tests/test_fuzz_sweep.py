@@ -99,7 +99,8 @@ BREAKS = {
     "method": st.one_of(NOT_A_STRING, st.text(max_size=5)),
     "values": st.one_of(NOT_A_LIST, st.just([])),
     "range": st.one_of(NOT_A_LIST, st.lists(st.floats(allow_nan=False), min_size=0, max_size=3).filter(
-        lambda r: len(r) != 2), st.lists(NOT_A_STRING, min_size=2, max_size=2)),
+        lambda r: len(r) != 2), st.lists(NOT_A_STRING, min_size=2, max_size=2).filter(
+        lambda r: not all(isinstance(v, (int, float)) and math.isfinite(v) for v in r))),  # [0, 0] is a range
     "log": st.one_of(st.integers(), st.text(max_size=2), st.none()),
     "param": st.one_of(NOT_A_STRING, st.sampled_from(["host.nope", "cxl", "workload.nope", "", "workload."])),
     "unknown": st.text(min_size=1, max_size=6),

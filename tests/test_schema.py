@@ -174,6 +174,12 @@ CROSS = [
     ("AccelParams", {"bias_page_bytes": 4096, "memory_bytes": 4096 * 1000 + 64},
      {"bias_page_bytes": 4096, "memory_bytes": 4096 * 1000},
      "accel.memory_bytes = 4096064 must be a multiple of bias_page_bytes"),
+    ("AccelParams", {"bias_page_bytes": 1 << 16, "memory_base": (1 << 44) + 4096},
+     {"bias_page_bytes": 4096, "memory_base": (1 << 44) + 4096},
+     "accel.memory_base = 17592186048512 must be a multiple of bias_page_bytes"),
+    ("AccelParams", {"memory_base": (1 << 44) - 4096}, {"memory_base": 1 << 44},
+     "accel.memory_base = 17592186040320 is not allowed; allowed: 0 (after the previous device's memory) or "
+     "17592186044416 (16 TiB) to 4503599627370496"),
 ]
 
 

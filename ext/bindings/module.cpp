@@ -181,20 +181,75 @@ MemTarget readTarget(py::handle v) {
     return t;
 }
 
-// A CXL.cache system: host memory and home agent, accelerators and their link.
+// A CXL.cache system: host memory and home agent, and its devices: the
+// groups of one at the top level, or a list of named ones in `devices`.
 CoherentParams readCoherent(const py::dict& d) {
     CoherentParams p;
-    onlyKeys(d, {"seed", "host_dram", "home", "link", "cache", "accel", "dma", "media"}, "", "parameter group");
+    const bool list = d.contains("devices");
+    if (list)
+        onlyKeys(d, {"seed", "host_dram", "home", "devices"}, "", "parameter group");
+    else
+        onlyKeys(d, {"seed", "host_dram", "home", "link", "cache", "accel", "dma", "media"}, "", "parameter group");
     if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
     p.host_dram = readDramParams(sub(d, "host_dram", "system"), "host_dram");
     p.home = readHomeParams(sub(d, "home", "system"), "home");
-    p.link = readLinkParams(sub(d, "link", "system"), "link");
-    p.cache = readDCacheParams(sub(d, "cache", "system"), "cache");
-    p.accel = readAccelParams(sub(d, "accel", "system"), "accel");
-    p.dma = readDmaParams(sub(d, "dma", "system"), "dma");
-    p.device_dram = readDramParams(sub(d, "media", "system"), "media");
+    auto device = [](const py::dict& g, const std::string& name, const std::string& where) {
+        CoherentDeviceParams x;
+        x.name = name;
+        const std::string pre = x.prefix();
+        x.link = readLinkParams(sub(g, "link", where), pre + "link");
+        x.cache = readDCacheParams(sub(g, "cache", where), pre + "cache");
+        x.accel = readAccelParams(sub(g, "accel", where), pre + "accel");
+        x.dma = readDmaParams(sub(g, "dma", where), pre + "dma");
+        x.media = readDramParams(sub(g, "media", where), pre + "media");
+        return x;
+    };
+    if (!list) {
+        p.devices.push_back(device(d, "", "system"));
+    } else {
+        py::object v = d["devices"];
+        if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
+            throw ConfigError("system.devices must be a list of devices");
+        size_t i = 0;
+        for (py::handle item : v) {
+            const std::string at = "devices[" + std::to_string(i++) + "]";
+            if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (name, link, cache, ...)");
+            py::dict g = item.cast<py::dict>();
+            onlyKeys(g, {"name", "link", "cache", "accel", "dma", "media"}, at, "device key");
+            if (!g.contains("name") || !py::isinstance<py::str>(g["name"]) || g["name"].cast<std::string>().empty())
+                throw ConfigError(at + ".name is missing; allowed: a string");
+            const std::string name = g["name"].cast<std::string>();
+            p.devices.push_back(device(g, name, at));
+        }
+        if (p.devices.empty()) throw ConfigError("system.devices is empty; allowed: one or more devices");
+    }
     p.validate();
     return p;
+}
+
+// An accelerator run's streams, one per device: {op, pattern, target,
+// requesters, depth, footprint_bytes, requests}, each defaulting to `base`.
+std::vector<DeviceStream> readStreams(py::handle v, const DeviceStream& base) {
+    std::vector<DeviceStream> out;
+    if (v.is_none()) return out;
+    size_t i = 0;
+    for (py::handle item : v) {
+        const std::string at = "accel.streams[" + std::to_string(i++) + "]";
+        if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table of workload settings");
+        py::dict d = item.cast<py::dict>();
+        onlyKeys(d, {"op", "pattern", "target", "requesters", "depth", "footprint_bytes", "requests"}, at, "setting");
+        DeviceStream s = base;
+        if (d.contains("op")) s.op = py::str(d["op"]);
+        if (d.contains("pattern")) s.pattern = py::str(d["pattern"]);
+        if (d.contains("target")) s.target = py::str(d["target"]);
+        if (d.contains("requesters")) s.requesters = field<uint32_t>(d["requesters"], at, "requesters", 0, 1024);
+        if (d.contains("depth")) s.depth = field<uint32_t>(d["depth"], at, "depth", 1, 4096);
+        if (d.contains("footprint_bytes"))
+            s.footprint_bytes = field<uint64_t>(d["footprint_bytes"], at, "footprint_bytes", 64, 1099511627776.0);
+        if (d.contains("requests")) s.requests = field<uint64_t>(d["requests"], at, "requests", 1, 9007199254740991.0);
+        out.push_back(s);
+    }
+    return out;
 }
 
 py::dict toDict(const Report& r) {
@@ -214,6 +269,19 @@ Progress wrap(py::handle cb) {
         py::object r = cb(f);
         return r.is_none() || r.cast<bool>();
     };
+}
+
+// A run that returns one report per point, as a list of dicts.
+template <typename F>
+py::list runRowsReleased(F&& f) {
+    std::vector<Report> rows;
+    {
+        py::gil_scoped_release nogil;
+        rows = f();
+    }
+    py::list out;
+    for (auto& r : rows) out.append(toDict(r));
+    return out;
 }
 
 template <typename F>
@@ -503,16 +571,29 @@ PYBIND11_MODULE(_core, m) {
     m.def("run_accel",
           [](py::dict sys, std::string op, std::string pattern, std::string target, uint32_t requesters,
              uint32_t depth, uint64_t footprint, uint64_t requests, uint32_t hostThreads, double hostStores,
-             bool check, py::object cb) {
+             bool check, py::object cb, py::object streams) {
               CoherentParams p = readCoherent(sys);
-              AccelConfig c{op, pattern, target, requesters, depth, footprint, requests, hostThreads, hostStores, check};
+              AccelConfig c{op, pattern, target, requesters, depth, footprint, requests, hostThreads, hostStores, check, {}};
+              c.streams = readStreams(streams, DeviceStream{op, pattern, target, requesters, depth, footprint, requests});
               Progress pr = wrap(cb);
               return runReleased([&] { return runAccel(p, c, pr); });
           },
           py::arg("system"), py::arg("op"), py::arg("pattern"), py::arg("target"), py::arg("requesters"),
           py::arg("depth"), py::arg("footprint_bytes"), py::arg("requests"), py::arg("host_threads") = 0,
           py::arg("host_store_fraction") = 0.5, py::arg("check") = false, py::arg("progress") = py::none(),
-          "Accelerator load/store streams through the device's coherent cache.");
+          py::arg("streams") = py::none(),
+          "Accelerator load/store streams through the device's coherent cache (streams: one per device).");
+
+    m.def("run_chase",
+          [](py::dict sys, int agent, std::string target, std::vector<uint64_t> sizes, uint64_t loads, py::object cb) {
+              CoherentParams p = readCoherent(sys);
+              CoherentChaseConfig c{agent, target, sizes, loads};
+              Progress pr = wrap(cb);
+              return runRowsReleased([&] { return runCoherentChase(p, c, pr); });
+          },
+          py::arg("system"), py::arg("agent"), py::arg("target"), py::arg("sizes"), py::arg("loads") = 2000,
+          py::arg("progress") = py::none(),
+          "lmbench's pointer chase by one agent (a device, or -1 a host core) over working sets in a memory.");
 
     m.def("run_sharing",
           [](py::dict sys, std::string mode, uint64_t rounds, uint64_t lines, uint32_t depth, bool check) {
@@ -579,14 +660,7 @@ PYBIND11_MODULE(_core, m) {
               CoherentParams p = readCoherent(sys);
               DmaVsCacheConfig c{sizes, cacheOp, streamBytes, minTransfers};
               Progress pr = wrap(cb);
-              std::vector<Report> rows;
-              {
-                  py::gil_scoped_release nogil;
-                  rows = runDmaVsCache(p, c, pr);
-              }
-              py::list out;
-              for (auto& r : rows) out.append(toDict(r));
-              return out;
+              return runRowsReleased([&] { return runDmaVsCache(p, c, pr); });
           },
           py::arg("system"), py::arg("sizes"), py::arg("cache_op") = "load", py::arg("stream_bytes") = 1 << 20,
           py::arg("min_transfers") = 4, py::arg("progress") = py::none(),

@@ -14,15 +14,14 @@ HomeAgent::HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, Ms
 }
 
 void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DCacheParams& cp, const DmaParams& dp) {
-    ports_.push_back(Port{d, link, Wire(), dp});
+    ports_.push_back(Port{d, link, Wire(), dp, {}});
     numDevs_ = uint32_t(ports_.size());
-    pageBytes_ = d->ap_.bias_page_bytes;
-    uint32_t cr[kNumCClasses];
-    channelCredits(cp, link->params(), dp, cr);
+    channelCredits(cp, link->params(), dp, ports_.back().credits);
     // Host-to-device traffic leaves in order: a snoop never passes a GO.
+    // Every port is (re)wired, each with its own device's credits and link.
     for (auto& p : ports_)
-        p.down.init(&p.link->m2s_, this, p.dev, true, cr, link->m2s_.flitTime() + link->m2s_.latency(),
-                    dp.tlp_overhead_bytes);
+        p.down.init(&p.link->m2s_, this, p.dev, true, p.credits, p.link->m2s_.flitTime() + p.link->m2s_.latency(),
+                    p.dp.tlp_overhead_bytes);
 }
 
 Msg* HomeAgent::msg(Opc op, CClass c, uint64_t line) {
@@ -38,7 +37,7 @@ void HomeAgent::sendDown(uint16_t dev, Msg* m) { ports_[dev].down.send(m); }
 HomeAgent::HLine& HomeAgent::line(uint64_t x) {
     auto r = lines_.try_emplace(x);
     if (r.second) {
-        if (memOwner(x)) pageLines_[pageOf(x)].insert(x);
+        if (const Accelerator* o = memOwner(x)) pageLines_[pageOf(x, o)].insert(x);
         stats_.maxLineStates = std::max(stats_.maxLineStates, lines_.size());
     }
     return r.first->second;
@@ -46,8 +45,8 @@ HomeAgent::HLine& HomeAgent::line(uint64_t x) {
 
 void HomeAgent::forget(LineMap::iterator it) {
     const uint64_t x = it->first;
-    if (memOwner(x)) {
-        auto p = pageLines_.find(pageOf(x));
+    if (const Accelerator* o = memOwner(x)) {
+        auto p = pageLines_.find(pageOf(x, o));
         p->second.erase(x);
         if (p->second.empty()) pageLines_.erase(p);
     }
@@ -75,7 +74,7 @@ void HomeAgent::oldest(Oldest& o) const {
             const Tick at = t->acc ? t->acc->issued : t->op == Opc::IoMemRd ? t->issued : kNever;
             o.see(at, [&] {
                 return std::string("home ") + where + " of line " + hexAddr(kv.first) + " (" + opName(t->op) + " from " +
-                       (t->dev < 0 ? std::string("a host core") : "accel[" + std::to_string(t->dev) + "]") + ", " +
+                       (t->dev < 0 ? std::string("a host core") : ports_[size_t(t->dev)].dev->name()) + ", " +
                        std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
                        " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")");
             });
@@ -87,7 +86,7 @@ void HomeAgent::oldest(Oldest& o) const {
         ports_[i].down.each([&](const Msg* m) {
             if (m->acc)
                 o.see(m->acc->issued, [&] {
-                    return "home link-down queue to accel[" + std::to_string(i) + "] " + className(m->cls) +
+                    return "home link-down queue to " + ports_[i].dev->name() + " " + className(m->cls) +
                            " (no credit)";
                 });
         });
@@ -205,7 +204,7 @@ void HomeAgent::enqueue(HTxn* t) {
     HLine& l = line(t->line);
     if (!l.active && !lockedPages_.empty()) {
         // A line of a page being flipped waits for the flip.
-        auto lp = lockedPages_.find(pageOf(t->line));
+        auto lp = lockedPages_.find(pageOf(t->line, memOwner(t->line)));
         if (lp != lockedPages_.end()) l.active = lp->second;
     }
     if (l.active) {

@@ -97,13 +97,17 @@ class HomeAgent : public Endpoint {
         CxlLink* link;
         Wire down;
         DmaParams dp;
+        uint32_t credits[kNumCClasses];
     };
     void handle(Msg* m);
     // The line's state entry, made (and indexed by page) if it has none.
     HLine& line(uint64_t x);
     // Drops the entry of a line nothing holds or waits for.
     void forget(LineMap::iterator it);
-    uint64_t pageOf(uint64_t x) const { return x & ~(pageBytes_ - 1); }
+    // The bias page of a device-memory line (pages are the owner's), else the line.
+    uint64_t pageOf(uint64_t x, const Accelerator* owner) const {
+        return owner ? x & ~(owner->biasPageBytes() - 1) : x;
+    }
     void hostEvict();
     void flush(HTxn* t, const std::vector<uint64_t>& lines);
     void finishAccess(Access* a);
@@ -139,7 +143,6 @@ class HomeAgent : public Endpoint {
     // Device-memory lines with an entry, by bias page: a flip visits only these.
     std::unordered_map<uint64_t, std::unordered_set<uint64_t>> pageLines_;
     std::unordered_map<uint64_t, HTxn*> lockedPages_;  // pages a bias flip holds
-    uint64_t pageBytes_ = 0;
     std::list<uint64_t> hostLru_;  // lines the host caches hold, least recent first
     size_t hostCap_ = 0;
     CoherentProgress* watch_ = nullptr;

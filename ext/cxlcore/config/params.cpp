@@ -131,6 +131,13 @@ void AccelParams::validate(const std::string& where) const {
     require(memory_bytes % bias_page_bytes == 0, where + ".memory_bytes = " + fmtNum(double(memory_bytes)) +
                                                      " must be a multiple of bias_page_bytes");
     require(type == 2 || !hdm_db, where + ".hdm_db = 1 is not allowed with type = 1; allowed values: 0");
+    // Device memory lies above every host address (host buffers end below 16 TiB).
+    require(memory_base == 0 || memory_base >= (1ull << 44),
+            where + ".memory_base = " + fmtNum(double(memory_base)) +
+                " is not allowed; allowed: 0 (after the previous device's memory) or 17592186044416 (16 TiB) to "
+                "4503599627370496");
+    require(memory_base % bias_page_bytes == 0,
+            where + ".memory_base = " + fmtNum(double(memory_base)) + " must be a multiple of bias_page_bytes");
 }
 
 void DmaParams::validate(const std::string& where) const {

@@ -138,6 +138,7 @@ namespace cxlcore {
     X(uint32_t, type, 1, 1, 2)                              \
     X(uint32_t, devices, 1, 1, 16)                          \
     X(uint64_t, memory_bytes, 1ull << 30, 4096, 1ull << 44) \
+    X(uint64_t, memory_base, 0, 0, 1ull << 52)              \
     X(uint32_t, hdm_db, 0, 0, 1)                            \
     X(uint32_t, device_bias, 0, 0, 1)                       \
     X(uint32_t, auto_bias_flip, 1, 0, 1)                    \

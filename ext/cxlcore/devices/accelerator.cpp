@@ -7,8 +7,8 @@
 namespace cxlcore {
 
 Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap,
-                         const DmaParams& dp, const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool,
-                         CoherenceChecker* checker, const std::string& where)
+                         const DmaParams& dp, const DramParams& media, uint64_t memBase, CxlLink& link,
+                         HomeAgent& home, MsgPool& pool, CoherenceChecker* checker, const std::string& where)
     : Endpoint(host), index_(index), name_(where), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
       checker_(checker) {
     sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
@@ -18,7 +18,7 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
     memLat_ = nsToTicks(ap_.memory_latency_ns);
     flipLat_ = nsToTicks(ap_.bias_flip_ns);
     if (ap_.type == 2) {
-        memBase_ = kDevMemBase + uint64_t(index) * ap_.memory_bytes;
+        memBase_ = memBase;  // placed by the system (CoherentParams::memoryBases)
         memBytes_ = ap_.memory_bytes;
         mem_.reset(new MemPort(host, media, where + ".media"));
     }

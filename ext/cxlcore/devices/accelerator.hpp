@@ -33,13 +33,32 @@ struct AccelStats {
     uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
     uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
     uint64_t dmaTransfers = 0, flushedLines = 0;
+    void add(const AccelStats& o) {
+        loads += o.loads;
+        stores += o.stores;
+        hits += o.hits;
+        misses += o.misses;
+        mshrFull += o.mshrFull;
+        for (int k = 0; k < 3; ++k) snoopsRecv[k] += o.snoopsRecv[k];
+        cleanEvicts += o.cleanEvicts;
+        dirtyEvicts += o.dirtyEvicts;
+        bogusData += o.bogusData;
+        hostBiasFlips += o.hostBiasFlips;
+        deviceBiasFlips += o.deviceBiasFlips;
+        biSnps += o.biSnps;
+        localMemReads += o.localMemReads;
+        fwdReads += o.fwdReads;
+        dmaTransfers += o.dmaTransfers;
+        flushedLines += o.flushedLines;
+        for (int k = 0; k < 4; ++k) grants[k] += o.grants[k];
+    }
 };
 
 class Accelerator : public Endpoint {
   public:
     Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap, const DmaParams& dp,
-                const DramParams& media, CxlLink& link, HomeAgent& home, MsgPool& pool, CoherenceChecker* checker,
-                const std::string& where);
+                const DramParams& media, uint64_t memBase, CxlLink& link, HomeAgent& home, MsgPool& pool,
+                CoherenceChecker* checker, const std::string& where);
     // A requester's access, performed after the cache lookup; misses wait
     // for an MSHR inside the device, so a device never refuses one.
     void access(Access* a);
@@ -48,6 +67,10 @@ class Accelerator : public Endpoint {
     uint16_t index() const { return index_; }
     bool ownsMemory(uint64_t line) const { return memBase_ && line >= memBase_ && line < memBase_ + memBytes_; }
     uint64_t memBase() const { return memBase_; }
+    uint64_t memBytes() const { return memBytes_; }
+    uint64_t biasPageBytes() const { return ap_.bias_page_bytes; }
+    const DCacheParams& cacheParams() const { return cp_; }
+    const DmaParams& dmaParams() const { return dp_; }
     size_t mshrsInUse() const { return mshrs_.size(); }
     size_t maxMshrs() const { return maxMshrs_; }
     // Test hook: deliberately break the protocol (or stop answering snoops,

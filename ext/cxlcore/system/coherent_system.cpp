@@ -15,39 +15,110 @@ std::string ns(Tick t) {
 }
 }  // namespace
 
+std::string CoherentDeviceParams::instance(uint32_t k, uint32_t index) const {
+    if (name.empty()) return "accel[" + std::to_string(index) + "]";
+    return accel.devices == 1 ? name : name + "[" + std::to_string(k) + "]";
+}
+
+uint32_t CoherentParams::instances() const {
+    uint32_t n = 0;
+    for (auto& d : devices) n += d.accel.devices;
+    return n;
+}
+
+std::vector<uint64_t> CoherentParams::memoryBases() const {
+    std::vector<uint64_t> out;
+    uint64_t next = kDevMemBase;
+    for (auto& d : devices) {
+        if (d.accel.type != 2) {
+            out.push_back(0);
+            continue;
+        }
+        const uint64_t page = d.accel.bias_page_bytes;
+        const uint64_t base = d.accel.memory_base ? d.accel.memory_base : (next + page - 1) / page * page;
+        out.push_back(base);
+        next = base + d.accel.memory_bytes * d.accel.devices;
+    }
+    return out;
+}
+
 void CoherentParams::validate() const {
-    // The names of the Python groups (simcxl.coherent.AccelSystem).
+    // The names of the Python groups (simcxl.coherent.AccelSystem, AccelDevice).
     host_dram.validate("host_dram");
-    link.validate("link");
-    cache.validate("cache");
     home.validate("home");
-    accel.validate("accel");
-    dma.validate("dma");
-    device_dram.validate("media");
+    if (devices.empty()) throw ConfigError("devices is empty; allowed: one or more device descriptions");
+    for (size_t i = 0; i < devices.size(); ++i) {
+        const CoherentDeviceParams& d = devices[i];
+        const std::string g = d.prefix();
+        d.link.validate(g + "link");
+        d.cache.validate(g + "cache");
+        d.accel.validate(g + "accel");
+        d.dma.validate(g + "dma");
+        d.media.validate(g + "media");
+        for (size_t j = 0; j < i; ++j)
+            if (devices[j].name == d.name)
+                throw ConfigError("devices[" + std::to_string(i) + "].name = '" + d.name +
+                                  "' appears twice; allowed: a name of its own for each device");
+    }
+    const uint32_t n = instances();
+    if (n > 16)
+        throw ConfigError("devices: " + std::to_string(n) +
+                          " accelerators in all (accel.devices summed over the devices) is out of range; allowed: 1 "
+                          "to 16");
+    // Each Type-2 description's memory is a window of its own: no two overlap.
+    const std::vector<uint64_t> base = memoryBases();
+    const uint64_t top = 1ull << kPhysAddrBits;
+    for (size_t i = 0; i < devices.size(); ++i) {
+        if (!base[i]) continue;
+        const AccelParams& a = devices[i].accel;
+        const std::string g = devices[i].prefix();
+        const uint64_t size = a.memory_bytes * a.devices;
+        if (base[i] > top || size > top - base[i])
+            throw ConfigError(g + "accel.memory_bytes x devices = " + fmtNum(double(size)) + " at " + hexAddr(base[i]) +
+                              " ends above " + hexAddr(top) + "; allowed: device memory below " + hexAddr(top));
+        for (size_t j = 0; j < i; ++j) {
+            if (!base[j]) continue;
+            const uint64_t end = base[i] + size;
+            const uint64_t endj = base[j] + devices[j].accel.memory_bytes * devices[j].accel.devices;
+            if (base[i] < endj && base[j] < end)
+                throw ConfigError(g + "accel.memory_base = " + fmtNum(double(a.memory_base)) + " is not allowed: " +
+                                  devices[i].name + "'s device memory [" + hexAddr(base[i]) + ", " + hexAddr(end) +
+                                  ") overlaps " + devices[j].name + "'s [" + hexAddr(base[j]) + ", " + hexAddr(endj) +
+                                  "); allowed: windows that do not overlap");
+        }
+    }
 }
 
 CoherentSystem::CoherentSystem(const CoherentParams& p, bool check) : p_(p) {
     p_.validate();
-    if (check) checker.reset(new CoherenceChecker(p_.accel.devices + 1));
+    if (check) checker.reset(new CoherenceChecker(p_.instances() + 1));
     home.reset(new HomeAgent(loop, p_.home, p_.host_dram, pool, checker.get(), "home"));
-    for (uint32_t i = 0; i < p_.accel.devices; ++i) {
-        const std::string where = "accel[" + std::to_string(i) + "]";
-        links.emplace_back(new CxlLink(p_.link, "cxl.link", p_.seed * 131 + i));
-        devices.emplace_back(new Accelerator(loop, uint16_t(i), p_.cache, p_.accel, p_.dma, p_.device_dram,
-                                             *links.back(), *home, pool, checker.get(), where));
-        home->addDevice(devices.back().get(), links.back().get(), p_.cache, p_.dma);
-        devices.back()->setWatch(&watch);
+    const std::vector<uint64_t> bases = p_.memoryBases();
+    uint32_t i = 0;
+    for (uint32_t e = 0; e < p_.devices.size(); ++e) {
+        const CoherentDeviceParams& d = p_.devices[e];
+        for (uint32_t k = 0; k < d.accel.devices; ++k, ++i) {
+            const uint64_t memBase = bases[e] ? bases[e] + uint64_t(k) * d.accel.memory_bytes : 0;
+            links.emplace_back(new CxlLink(d.link, d.name.empty() ? "cxl.link" : d.prefix() + "link", p_.seed * 131 + i));
+            devices.emplace_back(new Accelerator(loop, uint16_t(i), d.cache, d.accel, d.dma, d.media, memBase,
+                                                 *links.back(), *home, pool, checker.get(), d.instance(k, i)));
+            entryOf.push_back(e);
+            home->addDevice(devices.back().get(), links.back().get(), d.cache, d.dma);
+            devices.back()->setWatch(&watch);
+        }
     }
     home->setWatch(&watch);
 }
 
 Tick CoherentSystem::stallWindow() const {
     // Longer than any single delay the parameters allow, so only a real stall trips it.
-    const double longest = p_.home.latency_ns + p_.home.host_hit_ns + p_.cache.latency_ns +
-                           p_.cache.snoop_latency_ns + p_.accel.bias_flip_ns + p_.accel.memory_latency_ns +
-                           p_.dma.setup_ns + p_.dma.engine_latency_ns + p_.dma.poll_interval_ns +
-                           p_.dma.interrupt_ns + p_.link.phy_latency_ns + p_.link.replay_latency_ns +
-                           p_.host_dram.tRFC_ns + p_.device_dram.tRFC_ns;
+    double longest = 0;
+    for (auto& d : p_.devices)
+        longest = std::max(longest, p_.home.latency_ns + p_.home.host_hit_ns + d.cache.latency_ns +
+                                        d.cache.snoop_latency_ns + d.accel.bias_flip_ns + d.accel.memory_latency_ns +
+                                        d.dma.setup_ns + d.dma.engine_latency_ns + d.dma.poll_interval_ns +
+                                        d.dma.interrupt_ns + d.link.phy_latency_ns + d.link.replay_latency_ns +
+                                        p_.host_dram.tRFC_ns + d.media.tRFC_ns);
     return nsToTicks(100000.0 + 4.0 * longest);
 }
 
@@ -98,24 +169,7 @@ void CoherentSystem::report(Report& r, Tick end) const {
     uint64_t up[kNumCClasses] = {}, down[kNumCClasses] = {};
     double upBusy = 0, downBusy = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
-        const AccelStats& s = devices[i]->stats();
-        sum.loads += s.loads;
-        sum.stores += s.stores;
-        sum.hits += s.hits;
-        sum.misses += s.misses;
-        sum.mshrFull += s.mshrFull;
-        for (int k = 0; k < 3; ++k) sum.snoopsRecv[k] += s.snoopsRecv[k];
-        sum.cleanEvicts += s.cleanEvicts;
-        sum.dirtyEvicts += s.dirtyEvicts;
-        sum.bogusData += s.bogusData;
-        sum.hostBiasFlips += s.hostBiasFlips;
-        sum.deviceBiasFlips += s.deviceBiasFlips;
-        sum.biSnps += s.biSnps;
-        sum.localMemReads += s.localMemReads;
-        sum.fwdReads += s.fwdReads;
-        sum.dmaTransfers += s.dmaTransfers;
-        sum.flushedLines += s.flushedLines;
-        for (int k = 0; k < 4; ++k) sum.grants[k] += s.grants[k];
+        sum.add(devices[i]->stats());
         maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
         maxUp = std::max(maxUp, devices[i]->up().maxQueued());
         maxDown = std::max(maxDown, home->down(uint16_t(i)).maxQueued());
@@ -188,6 +242,39 @@ void CoherentSystem::report(Report& r, Tick end) const {
     if (checker) {
         r.emplace_back("checker_checks", double(checker->checks()));
         r.emplace_back("checker_violations", double(checker->violations()));
+    }
+    if (p_.devices.size() > 1) reportDevices(r, end);
+}
+
+void CoherentSystem::reportDevices(Report& r, Tick end) const {
+    // Each description's own counters, under its name (its copies summed).
+    for (uint32_t e = 0; e < p_.devices.size(); ++e) {
+        AccelStats s;
+        double upBusy = 0, downBusy = 0, n = 0;
+        size_t maxMshrs = 0;
+        for (size_t i = 0; i < devices.size(); ++i) {
+            if (entryOf[i] != e) continue;
+            s.add(devices[i]->stats());
+            maxMshrs = std::max(maxMshrs, devices[i]->maxMshrs());
+            upBusy += double(links[i]->s2m_.busy());
+            downBusy += double(links[i]->m2s_.busy());
+            ++n;
+        }
+        const std::string g = p_.devices[e].prefix();
+        r.emplace_back(g + "device_loads", double(s.loads));
+        r.emplace_back(g + "device_stores", double(s.stores));
+        r.emplace_back(g + "device_hits", double(s.hits));
+        r.emplace_back(g + "device_misses", double(s.misses));
+        r.emplace_back(g + "mshr_full_stalls", double(s.mshrFull));
+        r.emplace_back(g + "snoops_received", double(s.snoopsRecv[0] + s.snoopsRecv[1] + s.snoopsRecv[2]));
+        r.emplace_back(g + "bias_flips_to_device", double(s.deviceBiasFlips));
+        r.emplace_back(g + "bias_flips_to_host", double(s.hostBiasFlips));
+        r.emplace_back(g + "back_invalidates", double(s.biSnps));
+        r.emplace_back(g + "device_memory_local_reads", double(s.localMemReads));
+        r.emplace_back(g + "device_memory_via_host", double(s.fwdReads));
+        r.emplace_back(g + "max_mshrs", double(maxMshrs));
+        r.emplace_back(g + "link_up_utilization", end && n ? upBusy / n / double(end) : 0.0);
+        r.emplace_back(g + "link_down_utilization", end && n ? downBusy / n / double(end) : 0.0);
     }
 }
 

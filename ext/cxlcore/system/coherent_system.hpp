@@ -1,6 +1,8 @@
 // A coherent (CXL.cache) system wired from its parameters: the host's home
-// agent and DRAM, one link and one accelerator per device, the message pool
-// and the optional checker; its watchdog-guarded run and its report.
+// agent and DRAM, and any mix of accelerators (Type-1, Type-2 in host or
+// device bias, HDM-DB), each on its own root port and link with its own
+// cache, MSHRs and device memory; the message pool and the optional checker;
+// its watchdog-guarded run and its report.
 #pragma once
 
 #include <memory>
@@ -14,15 +16,31 @@
 
 namespace cxlcore {
 
-struct CoherentParams {
-    DramParams host_dram;
+// One device description: its type and mode (accel), its cache, DMA engine,
+// link and (Type-2) memory media. accel.devices identical copies of it are
+// built, one after another.
+struct CoherentDeviceParams {
+    std::string name;  // prefix of its parameters' names ("": none, a single-device system)
     LinkParams link;
     DCacheParams cache;
-    HomeParams home;
     AccelParams accel;
     DmaParams dma;
-    DramParams device_dram;
+    DramParams media;
+    std::string prefix() const { return name.empty() ? "" : name + "."; }
+    // The name of its copy k in messages and reports.
+    std::string instance(uint32_t k, uint32_t index) const;
+};
+
+struct CoherentParams {
+    DramParams host_dram;
+    HomeParams home;
+    std::vector<CoherentDeviceParams> devices;
     uint64_t seed = 1;
+    // Where each Type-2 device description's memory lies, [base, base +
+    // memory_bytes x accel.devices): at accel.memory_base, or (0) after the
+    // previous description's, from kDevMemBase. 0 for Type-1.
+    std::vector<uint64_t> memoryBases() const;
+    uint32_t instances() const;
     void validate() const;
 };
 
@@ -36,7 +54,8 @@ class CoherentSystem {
     std::unique_ptr<CoherenceChecker> checker;
     std::unique_ptr<HomeAgent> home;
     std::vector<std::unique_ptr<CxlLink>> links;
-    std::vector<std::unique_ptr<Accelerator>> devices;
+    std::vector<std::unique_ptr<Accelerator>> devices;  // every copy of every description, in order
+    std::vector<uint32_t> entryOf;                      // the description each device was built from
     const CoherentParams& params() const { return p_; }
     // Counters and bounds every coherent run reports.
     void report(Report& r, Tick end) const;
@@ -48,6 +67,7 @@ class CoherentSystem {
     Tick stallWindow() const;
 
   private:
+    void reportDevices(Report& r, Tick end) const;
     CoherentParams p_;
 };
 

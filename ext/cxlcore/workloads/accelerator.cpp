@@ -73,24 +73,97 @@ struct LatStats {
 
 // ---------------------------------------------------------------- accelerator streams
 
+namespace {
+
+// A stream's settings, checked: what it issues and where its lines lie.
+struct StreamPlan {
+    Access::Kind kind = Access::Load;
+    int pattern = 2;              // 0 single, 1 sequential, 2 random
+    uint32_t requesters = 0, depth = 1;
+    uint64_t lines = 1, requests = 0;
+    int memory = -1;              // -1: host memory; else the description whose memory it targets (its own: itself)
+};
+
+// The description named `name`, or -1.
+int entryNamed(const CoherentParams& p, const std::string& name) {
+    for (size_t e = 0; e < p.devices.size(); ++e)
+        if (!p.devices[e].name.empty() && p.devices[e].name == name) return int(e);
+    return -1;
+}
+
+std::string targetValues(const CoherentParams& p) {
+    std::string s = "host, device";
+    for (auto& d : p.devices)
+        if (d.accel.type == 2 && !d.name.empty()) s += ", " + d.name;
+    return s;
+}
+
+// `self`: the description whose devices run it ("device" is its memory);
+// `w`: the prefix of the settings' names in messages.
+StreamPlan plan(const CoherentParams& p, const DeviceStream& s, int self, const std::string& w, bool mayIdle) {
+    StreamPlan out;
+    out.kind = kindOf(s.op, (w + "op").c_str());
+    need(s.pattern == "single" || s.pattern == "sequential" || s.pattern == "random",
+         w + "pattern = '" + s.pattern + "' is not allowed; allowed values: single, sequential, random");
+    out.pattern = s.pattern == "single" ? 0 : s.pattern == "sequential" ? 1 : 2;
+    if (s.target == "device")
+        out.memory = self;
+    else if (s.target != "host")
+        out.memory = entryNamed(p, s.target);
+    need(s.target == "host" || out.memory >= 0,
+         w + "target = '" + s.target + "' is not allowed; allowed values: " + targetValues(p));
+    if (out.memory >= 0) {
+        const CoherentDeviceParams& m = p.devices[size_t(out.memory)];
+        need(m.accel.type == 2, w + "target = '" + s.target + "' is not allowed with " + m.prefix() +
+                                    "accel.type = 1 (no device memory); allowed values: host");
+    }
+    need((mayIdle && s.requesters == 0) || (s.requesters >= 1 && s.requesters <= 1024),
+         w + "requesters = " + fmtNum(s.requesters) + " is out of range; allowed: " + (mayIdle ? "0" : "1") + " to 1024");
+    need(s.depth >= 1 && s.depth <= 4096, w + "depth = " + fmtNum(s.depth) + " is out of range; allowed: 1 to 4096");
+    need(s.requests >= 1, w + "requests = 0 is out of range; allowed: 1 or more");
+    need(s.footprint_bytes >= kLineBytes && s.footprint_bytes <= (1ull << 40),
+         w + "footprint_bytes = " + fmtNum(double(s.footprint_bytes)) + " is out of range; allowed: 64 to 1099511627776");
+    if (out.memory >= 0) {
+        const CoherentDeviceParams& m = p.devices[size_t(out.memory)];
+        need(s.footprint_bytes <= m.accel.memory_bytes,
+             w + "footprint_bytes = " + fmtNum(double(s.footprint_bytes)) +
+                 " is out of range for device memory; allowed: up to " + m.prefix() + "accel.memory_bytes (" +
+                 fmtNum(double(m.accel.memory_bytes)) + ")");
+    }
+    out.requesters = s.requesters;
+    out.depth = s.depth;
+    out.lines = s.footprint_bytes / kLineBytes;
+    out.requests = s.requesters ? s.requests : 0;
+    return out;
+}
+
+// The first device built from description e.
+size_t firstOf(const CoherentSystem& sys, int e) {
+    for (size_t i = 0; i < sys.entryOf.size(); ++i)
+        if (int(sys.entryOf[i]) == e) return i;
+    return 0;
+}
+
+}  // namespace
+
 Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& progress) {
-    const Access::Kind kind = kindOf(c.op, "accel.op");
-    need(c.pattern == "single" || c.pattern == "sequential" || c.pattern == "random",
-         "accel.pattern = '" + c.pattern + "' is not allowed; allowed values: single, sequential, random");
-    need(c.target == "host" || c.target == "device",
-         "accel.target = '" + c.target + "' is not allowed; allowed values: host, device");
-    need(c.target == "host" || p.accel.type == 2,
-         "accel.target = 'device' is not allowed with accel.type = 1 (no device memory); allowed values: host");
-    need(c.requesters >= 1 && c.requesters <= 1024, "accel.requesters = " + fmtNum(c.requesters) +
-                                                         " is out of range; allowed: 1 to 1024");
-    need(c.depth >= 1 && c.depth <= 4096, "accel.depth = " + fmtNum(c.depth) + " is out of range; allowed: 1 to 4096");
-    need(c.requests >= 1, "accel.requests = 0 is out of range; allowed: 1 or more");
-    need(c.footprint_bytes >= kLineBytes && c.footprint_bytes <= (1ull << 40),
-         "accel.footprint_bytes = " + fmtNum(double(c.footprint_bytes)) + " is out of range; allowed: 64 to 1099511627776");
-    need(c.target == "host" || c.footprint_bytes <= p.accel.memory_bytes,
-         "accel.footprint_bytes = " + fmtNum(double(c.footprint_bytes)) +
-             " is out of range for device memory; allowed: up to accel.memory_bytes (" +
-             fmtNum(double(p.accel.memory_bytes)) + ")");
+    const DeviceStream base{c.op, c.pattern, c.target, c.requesters, c.depth, c.footprint_bytes, c.requests};
+    p.validate();
+    const size_t entries = p.devices.size();
+    need(c.streams.empty() || c.streams.size() == entries,
+         "accel.streams holds " + std::to_string(c.streams.size()) + " streams; allowed: one per device (" +
+             std::to_string(entries) + ") or none");
+    // The host threads' settings: the base stream's, "device" being device 0's memory.
+    const StreamPlan hostPlan = plan(p, base, 0, "accel.", false);
+    std::vector<StreamPlan> plans;
+    uint64_t busy = 0;  // requests of every device's stream
+    for (size_t e = 0; e < entries; ++e) {
+        const bool own = !c.streams.empty();
+        plans.push_back(plan(p, own ? c.streams[e] : base, int(e),
+                             own ? "accel." + p.devices[e].prefix() : "accel.", own));
+        busy += plans.back().requests;
+    }
+    need(busy >= 1, "accel.streams: every device is idle (requesters = 0); allowed: one or more busy");
     need(c.host_threads <= 1024, "accel.host_threads = " + fmtNum(c.host_threads) + " is out of range; allowed: 0 to 1024");
     need(c.host_store_fraction >= 0 && c.host_store_fraction <= 1,
          "accel.host_store_fraction = " + fmtNum(c.host_store_fraction) + " is out of range; allowed: 0 to 1");
@@ -98,26 +171,37 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     CoherentSystem sys(p, c.check);
     AccessPool accesses;
     LatStats lat;
-    const uint64_t lines = c.footprint_bytes / kLineBytes;
+    std::vector<LatStats> entryLat(entries);
+    std::vector<uint64_t> entryOps(entries, 0);
+    std::vector<Tick> entryLast(entries, 0);
     struct Stream {
         int dev;  // -1: host core
         uint32_t id;
+        const StreamPlan* plan;
         uint64_t target, issued = 0, done = 0, seq = 0, base = 0;
         uint32_t inflight = 0;
         Rng rng;
     };
     std::vector<Stream> streams;
-    const uint32_t nd = p.accel.devices;
+    const uint32_t nd = uint32_t(sys.devices.size());
     uint32_t id = 0;
+    uint64_t total = 0;
+    auto memoryOf = [&](const StreamPlan& sp, size_t dev) -> uint64_t {
+        if (sp.memory < 0) return kHostBase;
+        return int(sys.entryOf[dev]) == sp.memory ? sys.devices[dev]->memBase()
+                                                   : sys.devices[firstOf(sys, sp.memory)]->memBase();
+    };
     for (uint32_t d = 0; d < nd; ++d) {
-        const uint64_t base = c.target == "host" ? kHostBase : sys.devices[d]->memBase();
-        for (uint32_t r = 0; r < c.requesters; ++r) {
+        const StreamPlan& sp = plans[sys.entryOf[d]];
+        total += sp.requests;
+        for (uint32_t r = 0; r < sp.requesters; ++r) {
             Stream s;
             s.dev = int(d);
             s.id = id++;
-            s.target = c.requests / c.requesters + (r < c.requests % c.requesters ? 1 : 0);
-            s.base = base;
-            s.seq = lines * r / c.requesters;  // sequential streams start spread out
+            s.plan = &sp;
+            s.target = sp.requests / sp.requesters + (r < sp.requests % sp.requesters ? 1 : 0);
+            s.base = memoryOf(sp, d);
+            s.seq = sp.lines * r / sp.requesters;  // sequential streams start spread out
             s.rng = Rng(p.seed * 7919 + s.id);
             streams.push_back(s);
         }
@@ -126,15 +210,15 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
         Stream s;
         s.dev = -1;
         s.id = id++;
+        s.plan = &hostPlan;
         s.target = ~0ull;
-        s.base = c.target == "host" ? kHostBase : sys.devices[0]->memBase();
+        s.base = hostPlan.memory < 0 ? kHostBase : sys.devices[0]->memBase();
         s.rng = Rng(p.seed * 7919 + s.id);
         streams.push_back(s);
     }
-    uint64_t remaining = c.requests * nd, completed = 0, storeSeq = 0;
+    uint64_t remaining = total, completed = 0, storeSeq = 0;
     Tick last = 0;
     bool stop = false;
-    const int pattern = c.pattern == "single" ? 0 : c.pattern == "sequential" ? 1 : 2;
     std::function<void(Stream&)> issue;
     // Per access the callback holds two pointers, so std::function never allocates.
     std::function<void(Stream*, Access*)> finished = [&](Stream* sp, Access* x) {
@@ -142,9 +226,13 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
         ++sp->done;
         if (sp->dev >= 0) {
             lat.add(x);
+            const uint32_t e = sys.entryOf[size_t(sp->dev)];
+            entryLat[e].add(x);
+            ++entryOps[e];
+            entryLast[e] = x->done;
             last = x->done;
             --remaining;
-            if (++completed % 65536 == 0 && progress && !progress(1.0 - double(remaining) / double(c.requests * nd)))
+            if (++completed % 65536 == 0 && progress && !progress(1.0 - double(remaining) / double(total)))
                 throw Cancelled();
             if (!remaining) stop = true;
         }
@@ -152,11 +240,12 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
         issue(*sp);
     };
     issue = [&](Stream& s) {
-        while (!stop && s.inflight < (s.dev < 0 ? 1u : c.depth) && s.issued < s.target) {
+        const StreamPlan& sp = *s.plan;
+        while (!stop && s.inflight < (s.dev < 0 ? 1u : sp.depth) && s.issued < s.target) {
             Access* a = accesses.get();
-            const uint64_t idx = pattern == 0 ? 0 : pattern == 1 ? (s.seq++ % lines) : s.rng.below(lines);
+            const uint64_t idx = sp.pattern == 0 ? 0 : sp.pattern == 1 ? (s.seq++ % sp.lines) : s.rng.below(sp.lines);
             a->line = s.base + idx * kLineBytes;
-            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Access::Store : Access::Load) : kind;
+            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Access::Store : Access::Load) : sp.kind;
             if (isWrite(a->kind)) a->value = ++storeSeq;
             a->issued = sys.loop.now();
             ++s.issued;
@@ -174,7 +263,7 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
                              " accesses outstanding (protocol deadlock)");
     Report r;
     const double ns = ticksToNs(last);
-    const double ops = double(c.requests * nd);
+    const double ops = double(total);
     r.emplace_back("ops", ops);
     r.emplace_back("elapsed_ns", ns);
     r.emplace_back("throughput_mops", ns > 0 ? ops / ns * 1e3 : 0.0);
@@ -182,6 +271,17 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     lat.report(r, "");
     sys.report(r, last);
     r.emplace_back("accesses_allocated", double(accesses.allocated()));
+    if (entries > 1) {
+        // Each description's own stream, under its name: bandwidth over its own run.
+        for (size_t e = 0; e < entries; ++e) {
+            const std::string g = p.devices[e].prefix();
+            const double t = ticksToNs(entryLast[e]);
+            r.emplace_back(g + "ops", double(entryOps[e]));
+            r.emplace_back(g + "elapsed_ns", t);
+            r.emplace_back(g + "bandwidth_gbps", t > 0 ? double(entryOps[e]) * kLineBytes / t : 0.0);
+            entryLat[e].report(r, g);
+        }
+    }
     return r;
 }
 
@@ -371,12 +471,16 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     // The lines: in host memory, and for Type-2 devices partly in device memory.
     std::vector<uint64_t> lines;
     Rng pick(p.seed * 31 + 7);
+    std::vector<const Accelerator*> withMemory;  // Type-2 devices
+    for (auto& d : sys.devices)
+        if (d->memBytes()) withMemory.push_back(d.get());
     for (uint64_t i = 0; i < c.lines; ++i) {
-        const bool devMem = p.accel.type == 2 && pick.uniform() < c.device_memory_fraction;
+        const bool devMem = !withMemory.empty() && pick.uniform() < c.device_memory_fraction;
         if (devMem) {
-            const auto& d = sys.devices[pick.below(sys.devices.size())];
+            const Accelerator* d = withMemory[pick.below(withMemory.size())];
+            const uint64_t page = d->biasPageBytes();
             // Lines of device memory spread over a few pages so bias flips happen.
-            lines.push_back(d->memBase() + (i % 4) * p.accel.bias_page_bytes + i * kLineBytes % p.accel.bias_page_bytes);
+            lines.push_back(d->memBase() + (i % 4) * page + i * kLineBytes % page);
         } else {
             lines.push_back(kHostBase + i * kLineBytes);
         }
@@ -390,7 +494,7 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     };
     std::vector<Req> reqs;
     for (uint32_t h = 0; h < c.host_threads; ++h) reqs.push_back(Req{-1, Rng(p.seed * 1009 + h)});
-    for (uint32_t d = 0; d < p.accel.devices; ++d)
+    for (uint32_t d = 0; d < uint32_t(sys.devices.size()); ++d)
         for (uint32_t r = 0; r < c.device_requesters; ++r)
             reqs.push_back(Req{int(d), Rng(p.seed * 2003 + d * 1024 + r)});
     std::function<void(Req&)> next;
@@ -445,12 +549,15 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
 ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& steps, bool check,
                        const std::string& inject) {
     const Accelerator::Bug bug = bugOf(inject, "script.inject");
+    p.validate();
+    const int devices = int(p.instances());
+    const CoherentDeviceParams& first = p.devices[0];
     for (size_t i = 0; i < steps.size(); ++i) {
         const ScriptStep& st = steps[i];
         const std::string at = "script step " + std::to_string(i);
-        need(st.agent >= -1 && st.agent < int(p.accel.devices),
+        need(st.agent >= -1 && st.agent < devices,
              at + ": agent = " + std::to_string(st.agent) + " is out of range; allowed: -1 (a host core) to " +
-                 std::to_string(int(p.accel.devices) - 1));
+                 std::to_string(devices - 1));
         if (st.op == "dma") {
             need(st.agent >= 0, at + ": agent = -1 is not allowed with op = 'dma'; allowed: a device index");
             need(st.target == "host", at + ": target = '" + st.target + "' is not allowed with op = 'dma'; allowed values: host");
@@ -461,9 +568,10 @@ ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& s
         }
         need(st.target == "host" || st.target == "device",
              at + ": target = '" + st.target + "' is not allowed; allowed values: host, device");
-        need(st.target == "host" || p.accel.type == 2,
-             at + ": target = 'device' is not allowed with accel.type = 1 (no device memory); allowed values: host");
-        const uint64_t limit = st.target == "host" ? (1ull << 40) : p.accel.memory_bytes;
+        need(st.target == "host" || first.accel.type == 2,
+             at + ": target = 'device' is not allowed with " + first.prefix() +
+                 "accel.type = 1 (no device memory); allowed values: host");
+        const uint64_t limit = st.target == "host" ? (1ull << 40) : first.accel.memory_bytes;
         need(st.offset < limit, at + ": offset = " + fmtNum(double(st.offset)) + " is out of range; allowed: 0 to " +
                                     fmtNum(double(limit - 1)));
     }
@@ -515,6 +623,82 @@ ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& s
     return out;
 }
 
+// ---------------------------------------------------------------- lmbench (pointer chase)
+
+std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChaseConfig& c, const Progress& progress) {
+    p.validate();
+    const int devices = int(p.instances());
+    need(c.agent >= -1 && c.agent < devices, "lmbench.agent = " + std::to_string(c.agent) +
+                                                 " is out of range; allowed: -1 (a host core) to " +
+                                                 std::to_string(devices - 1));
+    need(!c.sizes.empty(), "lmbench.sizes is empty; allowed: one or more working sets from 64 to 1099511627776 bytes");
+    need(c.loads >= 1 && c.loads <= 100000000,
+         "lmbench.loads = " + fmtNum(double(c.loads)) + " is out of range; allowed: 1 to 100000000");
+    std::vector<Report> out;
+    for (size_t k = 0; k < c.sizes.size(); ++k) {
+        const uint64_t size = c.sizes[k];
+        need(size >= kLineBytes && size <= (1ull << 32), "lmbench.sizes contains " + fmtNum(double(size)) +
+                                                              ", out of range; allowed: 64 to 4294967296 bytes");
+        CoherentSystem sys(p, false);
+        // The agent's description ("device" is its memory; a host core's is device 0's).
+        const int self = c.agent < 0 ? 0 : int(sys.entryOf[size_t(c.agent)]);
+        const StreamPlan where = plan(p, DeviceStream{"load", "random", c.target, 1, 1, size, 1}, self, "lmbench.", false);
+        uint64_t base = kHostBase;
+        if (where.memory >= 0)
+            base = where.memory == self && c.agent >= 0 ? sys.devices[size_t(c.agent)]->memBase()
+                                                        : sys.devices[firstOf(sys, where.memory)]->memBase();
+        // lat_mem_rd -t: the lines in one random cycle (Sattolo's shuffle).
+        const uint64_t n = where.lines;
+        std::vector<uint32_t> next(n);
+        for (uint64_t i = 0; i < n; ++i) next[i] = uint32_t(i);
+        Rng rng(p.seed * 6151 + n);  // the same cycle for a working set whatever the others
+        for (uint64_t i = n - 1; i > 0; --i) std::swap(next[i], next[rng.below(i)]);
+        // Warm the agent's caches with the loads before the timed ones: up to
+        // twice what they hold, so a set that fits is resident and one that
+        // does not has evicted the lines the timed loads come back to.
+        const uint64_t cacheLines = c.agent < 0 ? p.home.host_cache_bytes / kLineBytes
+                                                : sys.devices[size_t(c.agent)]->cacheParams().bytes / kLineBytes;
+        const uint64_t warm = std::min<uint64_t>(n, 2 * cacheLines);
+        AccessPool pool;
+        LatStats lat;
+        uint64_t at = 0, issued = 0;
+        Tick timedFrom = 0;
+        std::function<void()> go;
+        std::function<void(Access*)> finished = [&](Access* x) {
+            if (issued > warm) lat.add(x);
+            pool.put(x);
+            if (issued == warm) timedFrom = sys.loop.now();
+            go();
+        };
+        go = [&] {
+            if (issued >= warm + c.loads) return;
+            Access* a = pool.get();
+            a->kind = Access::Load;
+            a->line = base + uint64_t(at) * kLineBytes;
+            at = next[at];
+            a->issued = sys.loop.now();
+            ++issued;
+            a->onDone = [f = &finished](Access* x) { (*f)(x); };
+            if (c.agent < 0)
+                sys.home->hostAccess(a);
+            else
+                sys.devices[size_t(c.agent)]->access(a);
+        };
+        go();
+        sys.run();
+        need(lat.lat.count() == c.loads, "internal: the chase stopped early");
+        Report r;
+        r.emplace_back("working_set_bytes", double(size));
+        r.emplace_back("latency_ns", ticksToNs(sys.loop.now() - timedFrom) / double(c.loads));
+        r.emplace_back("warm_loads", double(warm));
+        lat.report(r, "");
+        sys.report(r, sys.loop.now());
+        out.push_back(r);
+        if (progress && !progress(double(k + 1) / double(c.sizes.size()))) throw Cancelled();
+    }
+    return out;
+}
+
 // ---------------------------------------------------------------- DMA vs CXL.cache
 
 std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfig& c, const Progress& progress) {
@@ -556,7 +740,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
                     ++finished;
                 };
                 // The driver prepares and rings descriptors one after another.
-                sys.home->doorbell(0, j, Tick(i) * nsToTicks(p.dma.setup_ns));
+                sys.home->doorbell(0, j, Tick(i) * nsToTicks(p.devices[0].dma.setup_ns));
             }
             sys.run();
             need(finished == n, "internal: DMA run stopped with transfers outstanding");
@@ -597,7 +781,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
                 pump();
             };
             pump = [&] {
-                while (issued < total && issued - done < p.cache.mshrs) {
+                while (issued < total && issued - done < p.devices[0].cache.mshrs) {
                     const uint64_t t = issued / lines, l = issued % lines;
                     Access* a = pool.get();
                     a->kind = kind;

@@ -12,17 +12,29 @@
 
 namespace cxlcore {
 
-struct AccelConfig {
+// What each copy of one device description runs in an accelerator stream.
+struct DeviceStream {
     std::string op = "load";          // load (RdShared), store (RdOwn), rdcurr, rdany, itomwr, wrinv
     std::string pattern = "random";   // single, sequential, random
-    std::string target = "host";      // host memory or (Type-2) device memory
-    uint32_t requesters = 4;          // per device
+    std::string target = "host";      // host memory, "device" (its own memory), or a device's name (its memory)
+    uint32_t requesters = 4;          // per device; 0 in `streams`: the device stays idle
     uint32_t depth = 8;               // accesses each requester keeps in flight
     uint64_t footprint_bytes = 1ull << 22;
     uint64_t requests = 100000;       // per device
+};
+
+struct AccelConfig {
+    std::string op = "load";          // as DeviceStream, for every device without a stream of its own
+    std::string pattern = "random";
+    std::string target = "host";      // also the host threads' target ("device": device 0's memory)
+    uint32_t requesters = 4;
+    uint32_t depth = 8;
+    uint64_t footprint_bytes = 1ull << 22;
+    uint64_t requests = 100000;
     uint32_t host_threads = 0;        // host cores touching the same footprint
     double host_store_fraction = 0.5;
     bool check = false;
+    std::vector<DeviceStream> streams;  // one per device description, or empty: the fields above for all
 };
 
 struct SharingConfig {
@@ -72,6 +84,18 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c);
 // `detail` receives the first violation or, after a deadlock, what is stuck.
 Report runStress(const CoherentParams& p, const StressConfig& c, const Progress& progress,
                  std::string* detail = nullptr);
+// lmbench's lat_mem_rd on a coherent system: one agent (a device, or -1 a
+// host core) chases a random cyclic permutation of the lines of a working set
+// in host memory or a device's memory, each load issued when the previous
+// one completed; one report per working set (latency per load and stages).
+struct CoherentChaseConfig {
+    int agent = 0;                 // the device (index of the copy) that chases, or -1: a host core
+    std::string target = "host";   // host, "device" (the agent's own memory; device 0's for the host), or a name
+    std::vector<uint64_t> sizes;   // working sets, bytes
+    uint64_t loads = 2000;         // timed loads per working set, after up to twice the agent's cache in warm-up
+};
+std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChaseConfig& c, const Progress& progress);
+
 std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfig& c, const Progress& progress);
 
 }  // namespace cxlcore

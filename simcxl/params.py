@@ -385,6 +385,36 @@ class DmaParams(ParamGroup):
     engines: int = param(1, 1, 64, "", "descriptors the engine processes at once")
 
 
+@dataclass
+class NicParams(ParamGroup):
+    """A CXL-NIC (Type-1: the accelerator's cache with an atomic engine and a network port), and the
+    host-side costs its baselines (the PCIe NIC on the DMA engine, host-core atomics) need."""
+    ops_in_flight: int = param(32, 1, 4096, "", "atomic operations the NIC's engine executes at once")
+    alu_ns: float = param(2.0, 0, 1000, "ns", "the 8-byte ALU step once the operand's line is held "
+                          "(assumed: 1-2 cycles of a 0.5-1 GHz device clock)")
+    ring_entries: int = param(64, 4, 65536, "", "descriptor (and completion) ring entries per host thread")
+    post_batch: int = param(4, 1, 65536, "", "descriptors a host thread writes before one doorbell write")
+    poll_ns: float = param(20.0, 1, 1e6, "ns", "CXL-NIC's doorbell polling period (a poll of an unchanged "
+                           "doorbell line hits in its cache; the host's write snoops the copy away)")
+    host_poll_ns: float = param(50.0, 1, 1e6, "ns", "a host thread's completion polling period (CXL-NIC)")
+    network: int = param(0, 0, 1, "", "operations travel out of the network port and back (loopback wire) "
+                         "before they execute, and their results back before completing", (0, 1))
+    wire_gbps: float = param(12.5, 0.01, 10000, "GB/s", "network wire bandwidth per direction (100 GbE: 12.5)")
+    wire_latency_ns: float = param(500.0, 0, 1e7, "ns", "network wire latency one way (assumed: a switch hop "
+                                   "and cables)")
+    op_bytes: int = param(64, 1, 65536, "B", "an operation's size on the wire (a minimum Ethernet frame)")
+    result_bytes: int = param(64, 1, 65536, "B", "a result's size on the wire")
+    host_atomic_ns: float = param(7.0, 0, 10000, "ns", "a host core's locked read-modify-write on a line it holds "
+                                  "(LOCK XADD/CMPXCHG: about 18-20 cycles at 3 GHz, Agner Fog's instruction tables)")
+    host_transfer_ns: float = param(60.0, 0, 10000, "ns", "a line moving between host cores for the next atomic "
+                                    "(assumed; server core-to-core latencies are measured at about 50-100 ns)")
+
+    def _check(self, where: str) -> None:
+        if self.post_batch > self.ring_entries:
+            raise ParamError(f"{where}.post_batch = {self.post_batch} is not allowed; allowed: 1 to ring_entries "
+                             f"({self.ring_entries})")
+
+
 #: Name in the C++ schema of each group, for the sync test and the bindings.
 GROUPS: Dict[str, type] = {
     "HostParams": HostParams,
@@ -397,6 +427,7 @@ GROUPS: Dict[str, type] = {
     "HomeParams": HomeParams,
     "AccelParams": AccelParams,
     "DmaParams": DmaParams,
+    "NicParams": NicParams,
 }
 
 

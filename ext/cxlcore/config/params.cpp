@@ -139,6 +139,13 @@ void DmaParams::validate(const std::string& where) const {
     checkChoice(where, "max_payload", max_payload, {128, 256, 512, 1024, 2048, 4096});
 }
 
+void NicParams::validate(const std::string& where) const {
+    CXL_NIC_FIELDS(CXL_CHECK_FIELD)
+    checkChoice(where, "network", network, {0, 1});
+    require(post_batch <= ring_entries, where + ".post_batch = " + fmtNum(post_batch) +
+                                            " is not allowed; allowed: 1 to ring_entries (" + fmtNum(ring_entries) + ")");
+}
+
 std::vector<WindowParams> SystemParams::addressMap() const {
     if (!windows.empty()) return windows;
     WindowParams w;
@@ -221,6 +228,7 @@ const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema() {
         CXL_HOME_FIELDS(CXL_FIELD_INFO) out.emplace_back("HomeParams", v); v.clear();
         CXL_ACCEL_FIELDS(CXL_FIELD_INFO) out.emplace_back("AccelParams", v); v.clear();
         CXL_DMA_FIELDS(CXL_FIELD_INFO) out.emplace_back("DmaParams", v); v.clear();
+        CXL_NIC_FIELDS(CXL_FIELD_INFO) out.emplace_back("NicParams", v); v.clear();
         return out;
     }();
     return s;

@@ -630,6 +630,56 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
     _outputs(df, plot, csv_path, "accel")
 
 
+@run.command("rao")
+@accel_opt
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a parameter, e.g. nic.ops_in_flight=8 or dma.engines=4 (repeatable).")
+@click.option("--kernel", "kernels", default=",".join(("rand", "stride1", "striden", "central", "scatter", "gather",
+                                                       "ptrchase")), show_default=True,
+              help="Comma-separated CircusTent kernels.")
+@click.option("--op", "ops", default="add,cas", show_default=True, help="Comma-separated: add, cas.")
+@click.option("--mechanism", "mechanisms", default="cxl-nic,pcie-nic,host", show_default=True,
+              help="Comma-separated: cxl-nic, pcie-nic, host.")
+@click.option("--threads", type=count(1, 256), default=4, show_default=True, help="Host threads issuing.")
+@click.option("--iters", type=count(1, 1 << 32), default=1000, show_default=True,
+              help="Kernel iterations per thread.")
+@click.option("--elements", type=count(8, 1 << 30), default=1 << 16, show_default=True,
+              help="8-byte words of the array.")
+@click.option("--stride", type=count(1, 1 << 30), default=9, show_default=True, help="striden: words apart.")
+@click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
+@json_opt
+@plot_opt
+@csv_opt
+def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elements, stride, check, as_json, plot,
+            csv_path):
+    """Remote atomic operations (CircusTent kernels) by a CXL-NIC, a PCIe NIC and the host cores."""
+    from . import nic
+    with user_errors():
+        nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
+        frames = []
+        for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")]):
+            ns = nic.NicSystem(s).replace(**nic_kv)
+            with progress_bar(f"rao {s.name}") as cb:
+                frames.append(nic.rao(ns, kernels.split(","), ops.split(","), mechanisms.split(","), threads, iters,
+                                      elements, stride, check=check, progress=cb))
+        df = concat(frames)
+    cols = ["kernel", "op", "mechanism", "ops_per_second", "latency_ns"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, ["system"] + cols))
+        sp = nic.speedup(df)
+        if len(sp.columns) > 2:
+            click.echo(table(sp, list(sp.columns)))
+    if csv_path:
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(csv_path, index=False)
+        click.echo(f"wrote {csv_path}", err=True)
+    if plot:
+        nic.plot(df, plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
 @run.command("dma-vs-cache")
 @accel_opt
 @set_opt

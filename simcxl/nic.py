@@ -1,0 +1,161 @@
+"""The CXL-NIC's remote atomic operations (RAO) against its baselines.
+
+A :class:`NicSystem` is an accelerator system (:mod:`simcxl.coherent`: host,
+home agent, link, the device cache the NIC's atomic engine works in, and the
+DMA engine the PCIe NIC baseline uses) plus the NIC's own parameters
+(:class:`simcxl.params.NicParams`). :func:`rao` runs CircusTent-style kernels
+by host threads through the CXL-NIC (``cxl-nic``), through a PCIe NIC on the
+DMA engine (``pcie-nic``: MMIO doorbell, descriptor fetch, DMA read and DMA
+write per operation, ``dma.engines`` operations in flight, completion by
+polling or MSI-X) and by the host cores themselves (``host``).
+
+Kernels (per thread, ``iters`` iterations over an ``elements``-word array):
+``rand`` one atomic on a random word; ``stride1`` consecutive words;
+``striden`` every ``stride``-th word; ``central`` one word for all threads;
+``scatter`` fetch a destination index, FETCH_ADD 1 on word i, then ADD that
+previous value to the destination; ``gather`` the reverse; ``ptrchase``
+fetch the next index from the one before (a dependent chain). ``op = cas``
+replaces each add of v by a FETCH and a CAS of the value fetched to the sum.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Optional, Union
+
+import pandas as pd
+
+from . import _core, coherent
+from .coherent import AccelSystem
+from .engine import Progress, _version
+from .params import NicParams, ParamError
+
+KERNELS = ("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase")
+OPS = ("add", "cas")
+MECHANISMS = ("cxl-nic", "pcie-nic", "host")
+#: Published RAO speedup of a CXL-NIC over a PCIe NIC: Cohet (Wang et al., HPCA 2026, arXiv:2511.23011).
+PUBLISHED_SPEEDUP = (5.5, 40.2)
+
+
+@dataclass
+class NicSystem:
+    """An accelerator system with the CXL-NIC's parameters."""
+    accel: AccelSystem
+    nic: NicParams = field(default_factory=NicParams)
+    kind = "nic"
+
+    @property
+    def name(self) -> str:
+        return self.accel.name
+
+    def validate(self) -> "NicSystem":
+        self.accel.validate()
+        self.nic.validate("nic")
+        return self
+
+    def parameters(self) -> Dict[str, Any]:
+        return {**self.accel.parameters(), **{f"nic.{k}": v for k, v in self.nic.to_dict().items()}}
+
+    def get(self, path: str) -> Any:
+        if path.startswith("nic."):
+            return self.parameters().get(path) if path in self.parameters() else self.accel.get(path)
+        return self.accel.get(path)
+
+    def replace(self, **overrides: Any) -> "NicSystem":
+        """A copy with dotted parameters changed (``nic.*`` and the accelerator system's)."""
+        nic = copy.deepcopy(self.nic)
+        rest = {}
+        for path, value in overrides.items():
+            if path.startswith("nic."):
+                leaf = path[4:]
+                if leaf not in nic.to_dict():
+                    raise ParamError(f"{path} is not a parameter of a CXL-NIC; allowed in nic: "
+                                     f"{', '.join(nic.to_dict())}")
+                if isinstance(value, float) and value.is_integer() and isinstance(getattr(nic, leaf), int):
+                    value = int(value)
+                setattr(nic, leaf, value)
+            else:
+                rest[path] = value
+        accel = self.accel.replace(**rest) if rest else copy.deepcopy(self.accel)
+        return NicSystem(accel, nic).validate()
+
+
+def load(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]] = None) -> NicSystem:
+    """A NIC system from an accelerator preset (name or file) or system, with ``nic`` overrides."""
+    if isinstance(system, NicSystem):
+        s = system
+    else:
+        s = NicSystem(coherent.load(system))
+    return s.replace(**{f"nic.{k}": v for k, v in (nic or {}).items()}) if nic else s.validate()
+
+
+def _names(values: Iterable[str], allowed, what: str):
+    out = [values] if isinstance(values, str) else list(values)
+    for v in out:
+        if v not in allowed:
+            raise ParamError(f"rao.{what} = {v!r} is not allowed; allowed values: {', '.join(allowed)}")
+    if not out:
+        raise ParamError(f"rao.{what} is empty; allowed: one or more of {', '.join(allowed)}")
+    return out
+
+
+def rao(system: Union[str, AccelSystem, NicSystem], kernels: Iterable[str] = KERNELS, ops: Iterable[str] = OPS,
+        mechanisms: Iterable[str] = MECHANISMS, threads: int = 4, iters: int = 1000, elements: int = 1 << 16,
+        stride: int = 9, noise_threads: int = 0, check: bool = False, progress: Progress = None) -> pd.DataFrame:
+    """Every kernel x op x mechanism: one row each, with ``ops_per_second`` (atomic operations completed per
+    second, all threads) and ``latency_ns`` (mean, a thread posting one to seeing its completion)."""
+    s = load(system)
+    ks, os_, ms = _names(kernels, KERNELS, "kernel"), _names(ops, OPS, "op"), _names(mechanisms, MECHANISMS, "mechanism")
+    rows = []
+    core, nic = s.accel.to_core(), s.nic.to_dict()
+    for k in ks:
+        for o in os_:
+            for m in ms:
+                r = _core.run_rao(core, nic, k, o, m, threads, iters, elements, stride, noise_threads, check, False,
+                                  progress)
+                rows.append({"kernel": k, "op": o, "mechanism": m, **r})
+    df = pd.DataFrame(rows)
+    df.insert(0, "system", s.name)
+    df.attrs.update({"source": "simulation", "engine": "standalone", "simcxl": _version(), "system": s.name,
+                     "workload": "rao", "config": {"threads": threads, "iters": iters, "elements": elements,
+                                                   "stride": stride, "noise_threads": noise_threads}})
+    return df
+
+
+def speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel and op: the CXL-NIC's operation rate over the PCIe NIC's and over the host cores'."""
+    piv = df.pivot_table(index=["kernel", "op"], columns="mechanism", values="ops_per_second", sort=False)
+    out = pd.DataFrame(index=piv.index)
+    if "pcie-nic" in piv and "cxl-nic" in piv:
+        out["cxl_over_pcie"] = piv["cxl-nic"] / piv["pcie-nic"]
+    if "host" in piv and "cxl-nic" in piv:
+        out["cxl_over_host"] = piv["cxl-nic"] / piv["host"]
+    return out.reset_index()
+
+
+def plot(df: pd.DataFrame, path) -> Any:
+    """Operation rate per kernel and mechanism (log scale), with the CXL-NIC over PCIe NIC speedup."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from .plots import _finish
+    labels = [f"{k}\n{o}" for k, o in dict.fromkeys(zip(df["kernel"], df["op"]))]
+    mechs = list(dict.fromkeys(df["mechanism"]))
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    x = np.arange(len(labels))
+    w = 0.8 / max(1, len(mechs))
+    for i, m in enumerate(mechs):
+        sub = df[df["mechanism"] == m]
+        ax.bar(x + i * w - 0.4 + w / 2, sub["ops_per_second"] / 1e6, w, label=m)
+    ax.set_yscale("log")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("atomic operations (millions per second)")
+    ax.set_title("Remote atomic operations: CXL-NIC, PCIe NIC, host cores", fontsize=10)
+    ax.legend(fontsize=7)
+    sp = speedup(df)
+    note = None
+    if "cxl_over_pcie" in sp:
+        note = (f"CXL-NIC over PCIe NIC: {sp['cxl_over_pcie'].min():.1f}x to {sp['cxl_over_pcie'].max():.1f}x "
+                f"(simulated); published 5.5x to 40.2x (Cohet, HPCA 2026)")
+    return _finish(fig, ax, df, path, note)

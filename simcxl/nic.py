@@ -54,13 +54,23 @@ class NicSystem:
         self.nic.validate("nic")
         return self
 
+    def group(self, name: str):
+        """A parameter group by name: ``nic`` or one of the accelerator system's."""
+        if name == "nic":
+            return self.nic
+        if name in dict(coherent._GROUPS):
+            return getattr(self.accel, name)
+        raise ParamError(f"{name} is not a parameter group of a CXL-NIC system; allowed: nic, "
+                         f"{', '.join(g for g, _ in coherent._GROUPS)}")
+
     def parameters(self) -> Dict[str, Any]:
         return {**self.accel.parameters(), **{f"nic.{k}": v for k, v in self.nic.to_dict().items()}}
 
     def get(self, path: str) -> Any:
-        if path.startswith("nic."):
-            return self.parameters().get(path) if path in self.parameters() else self.accel.get(path)
-        return self.accel.get(path)
+        params = self.parameters()
+        if path not in params:
+            raise ParamError(f"{path} is not a parameter of a CXL-NIC system")
+        return params[path]
 
     def replace(self, **overrides: Any) -> "NicSystem":
         """A copy with dotted parameters changed (``nic.*`` and the accelerator system's)."""

@@ -26,13 +26,7 @@ CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<N
       alu_(nsToTicks(p.alu_ns)) {}
 
 Access* CxlNic::access(Access::Kind k, uint64_t line, uint64_t value) {
-    Access* a = accesses_.get();
-    *a = Access();
-    a->kind = k;
-    a->line = line;
-    a->value = value;
-    a->issued = now();
-    return a;
+    return newAccess(accesses_, k, line, value, now());
 }
 
 void CxlNic::at(Tick t, EvKind k, AtomicSlot* s) {

@@ -35,6 +35,17 @@ struct NicRing {
     uint64_t cqLine(uint64_t op) const { return cqBase + (op % entries) * kLineBytes; }
 };
 
+// A recycled access, reset, for one load or store of a line issued now.
+inline Access* newAccess(ObjectPool<Access>& pool, Access::Kind k, uint64_t line, uint64_t value, Tick now) {
+    Access* a = pool.get();
+    *a = Access();
+    a->kind = k;
+    a->line = line;
+    a->value = value;
+    a->issued = now;
+    return a;
+}
+
 // The rings of every host thread, placed from `base` in host memory.
 std::vector<NicRing> makeRings(uint32_t threads, uint32_t entries, uint64_t base);
 

@@ -219,13 +219,7 @@ class RaoRun {
     Tick now() const { return sys_.loop.now(); }
     void at(Tick t, AlarmKind k, uint32_t who, void* p = nullptr) { clock_.at(t, Alarm{k, who, p}); }
     Access* access(Access::Kind k, uint64_t line, uint64_t value) {
-        Access* a = accesses_.get();
-        *a = Access();
-        a->kind = k;
-        a->line = line;
-        a->value = value;
-        a->issued = now();
-        return a;
+        return newAccess(accesses_, k, line, value, now());
     }
     void completed(Tick latency);
     // CXL-NIC: the host thread's side of the rings.
@@ -523,13 +517,13 @@ Report RaoRun::run() {
         r.emplace_back("nic_descriptors", double(s.descriptors));
         r.emplace_back("ring_errors", double(s.ringErrors));
         r.emplace_back("max_ops_in_flight", double(s.maxInFlight));
-        r.emplace_back("max_line_queue", double(nic_->ordering().maxLineQueue()));
+        r.emplace_back("nic_max_line_queue", double(nic_->ordering().maxLineQueue()));
         r.emplace_back("max_pending_addresses", double(nic_->ordering().maxPending()));
         r.emplace_back("ordering_idle_at_end", nic_->ordering().idle() ? 1.0 : 0.0);
         r.emplace_back("wire_frames", double(nic_->wireOut().frames()));
     } else if (order_) {
         r.emplace_back("max_ops_in_flight", double(maxPcieInFlight_));
-        r.emplace_back("max_line_queue", double(order_->maxLineQueue()));
+        r.emplace_back("nic_max_line_queue", double(order_->maxLineQueue()));
         r.emplace_back("max_pending_addresses", double(order_->maxPending()));
         r.emplace_back("ordering_idle_at_end", order_->idle() ? 1.0 : 0.0);
         r.emplace_back("wire_frames", double(out_->frames()));

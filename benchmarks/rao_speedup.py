@@ -2,7 +2,7 @@
 beside the published 5.5-40.2x (Cohet, Wang et al., HPCA 2026, arXiv:2511.23011), and how it moves
 with the PCIe NIC's DMAs in flight (dma.engines) and the CXL-NIC's MSHRs (cache.mshrs).
 
-    PYTHONPATH=. python benchmarks/rao_speedup.py [--threads 8] [--iters 2000] [--plot rao.png]
+    PYTHONPATH=. python benchmarks/rao_speedup.py [--threads 32] [--iters 1000] [--plot rao.png]
 
 Simulated on the standalone engine, accelerator preset type1-asic, default NicParams."""
 
@@ -16,8 +16,8 @@ from simcxl import nic
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--system", default="type1-asic")
-    ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=32)
+    ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--elements", type=int, default=1 << 16)
     ap.add_argument("--plot", default=None)
     a = ap.parse_args()

@@ -392,8 +392,12 @@ class NicParams(ParamGroup):
     ops_in_flight: int = param(32, 1, 4096, "", "atomic operations the NIC's engine executes at once")
     alu_ns: float = param(2.0, 0, 1000, "ns", "the 8-byte ALU step once the operand's line is held "
                           "(assumed: 1-2 cycles of a 0.5-1 GHz device clock)")
-    ring_entries: int = param(64, 4, 65536, "", "descriptor (and completion) ring entries per host thread")
-    post_batch: int = param(4, 1, 65536, "", "descriptors a host thread writes before one doorbell write")
+    ring_entries: int = param(64, 1, 65536, "", "descriptor (and completion) ring entries per host thread")
+    post_batch: int = param(16, 1, 65536, "", "descriptors a host thread writes before one doorbell write")
+    descriptors_per_line: int = param(2, 1, 4, "", "descriptors in one 64 B ring line (32 B each: opcode, "
+                                      "address, two operands)", (1, 2, 4))
+    completions_per_line: int = param(8, 1, 8, "", "completions (8 B results) in one 64 B ring line",
+                                      (1, 2, 4, 8))
     poll_ns: float = param(20.0, 1, 1e6, "ns", "CXL-NIC's doorbell polling period (a poll of an unchanged "
                            "doorbell line hits in its cache; the host's write snoops the copy away)")
     host_poll_ns: float = param(50.0, 1, 1e6, "ns", "a host thread's completion polling period (CXL-NIC)")
@@ -410,6 +414,11 @@ class NicParams(ParamGroup):
                                     "(assumed; server core-to-core latencies are measured at about 50-100 ns)")
 
     def _check(self, where: str) -> None:
+        for per in (self.descriptors_per_line, self.completions_per_line):
+            if self.ring_entries % per:
+                raise ParamError(f"{where}.ring_entries = {self.ring_entries} is not allowed; allowed: a multiple of "
+                                 f"descriptors_per_line ({self.descriptors_per_line}) and completions_per_line "
+                                 f"({self.completions_per_line})")
         if self.post_batch > self.ring_entries:
             raise ParamError(f"{where}.post_batch = {self.post_batch} is not allowed; allowed: 1 to ring_entries "
                              f"({self.ring_entries})")

@@ -205,3 +205,49 @@ def test_bad_nic_parameters_name_the_field():
         _core.validate_nic({**NIC, "post_batch": 100})
     with pytest.raises(ParamError, match="nic.ops_in_flight = 0 is out of range; allowed: 1 to 4096"):
         nic.load("type1-asic", {"ops_in_flight": 0})
+
+
+def test_completions_sharing_a_line_land_in_order_with_few_mshrs():
+    # Completions of one ring line are written one write at a time: with few MSHRs the cache may
+    # otherwise finish a later store to the line before an earlier one, and the host, reading the
+    # line's latest version, would wait forever for a completion that version does not include.
+    r = run("rand", "add", "cxl-nic", 32, 60, 1 << 12, nic_over={"ops_in_flight": 8},
+            sys_over={"cache": {"mshrs": 8}}, check=True, record=True)
+    assert r["ops"] == 32 * 60 and r["checker_violations"] == 0 and r["ring_errors"] == 0
+    ks = stream("rand", "add", 32, 60, 1 << 12)
+    assert list(r["array"]) == replay(ks, 1 << 12, r["log"], 32)[0]
+
+
+def test_an_operation_on_a_line_the_nic_owns_executes_in_its_cache():
+    # central, one thread, one operation at a time: after the first miss every operation finds the
+    # word's line held by the NIC, so executing it costs one cache lookup (cache.latency_ns).
+    one = {"ring_entries": 1, "descriptors_per_line": 1, "completions_per_line": 1, "post_batch": 1}
+    a = run("central", "add", "cxl-nic", 1, 1, 64, nic_over=one)
+    b = run("central", "add", "cxl-nic", 1, 101, 64, nic_over=one)
+    lookup = coherent.load("type1-asic").cache.latency_ns
+    assert b["nic_operand_hits"] == 100 and a["nic_operand_hits"] == 0
+    assert 101 * b["nic_execute_ns_mean"] - a["nic_execute_ns_mean"] == pytest.approx(100 * lookup, abs=1e-6)
+    # the first is a miss to host memory: a lookup, the link both ways, the home, at least a DRAM column access
+    s = coherent.load("type1-asic")
+    assert a["nic_execute_ns_mean"] >= lookup + 2 * s.link.phy_latency_ns + s.home.latency_ns + s.host_dram.tCL_ns
+
+
+def test_a_pcie_nic_operation_is_its_dma_steps():
+    s = coherent.load("type1-asic")
+    one = {"ring_entries": 1, "descriptors_per_line": 1, "completions_per_line": 1, "post_batch": 1}
+    r = run("central", "add", "pcie-nic", 1, 20, 64, nic_over=one)
+    phases = sum(r[f"phase_{p}_ns"] for p in ("doorbell", "descriptor", "data", "completion"))
+    assert r["latency_ns"] == pytest.approx(phases, rel=1e-9)
+    flit = 68 / s.link.raw_gbps
+    # the driver's descriptor write and MMIO doorbell, then the posted write down the link
+    assert s.dma.setup_ns + s.link.phy_latency_ns <= r["phase_doorbell_ns"] <= s.dma.setup_ns + s.link.phy_latency_ns + 3 * flit
+    # descriptor fetch and the operand's DMA read: each a read request up, the home, a completion down
+    for p in ("descriptor", "data"):
+        assert r[f"phase_{p}_ns"] >= 2 * s.link.phy_latency_ns + s.home.latency_ns
+    assert r["phase_descriptor_ns"] >= s.dma.engine_latency_ns
+    # compute, DMA write and completion record up, the home, then the driver's next poll
+    lo = NIC["alu_ns"] + s.link.phy_latency_ns + s.home.latency_ns + s.home.host_hit_ns
+    assert lo <= r["phase_completion_ns"] <= lo + s.dma.poll_interval_ns + 4 * flit
+    # MSI-X instead of polling: the interrupt's delivery replaces the poll
+    irq = run("central", "add", "pcie-nic", 1, 20, 64, nic_over=one, sys_over={"dma": {"interrupt": 1}})
+    assert irq["phase_completion_ns"] >= NIC["alu_ns"] + s.link.phy_latency_ns + s.dma.interrupt_ns

@@ -142,6 +142,13 @@ void DmaParams::validate(const std::string& where) const {
 void NicParams::validate(const std::string& where) const {
     CXL_NIC_FIELDS(CXL_CHECK_FIELD)
     checkChoice(where, "network", network, {0, 1});
+    checkChoice(where, "descriptors_per_line", descriptors_per_line, {1, 2, 4});
+    checkChoice(where, "completions_per_line", completions_per_line, {1, 2, 4, 8});
+    for (uint32_t per : {descriptors_per_line, completions_per_line})
+        require(ring_entries % per == 0, where + ".ring_entries = " + fmtNum(ring_entries) +
+                                             " is not allowed; allowed: a multiple of descriptors_per_line (" +
+                                             fmtNum(descriptors_per_line) + ") and completions_per_line (" +
+                                             fmtNum(completions_per_line) + ")");
     require(post_batch <= ring_entries, where + ".post_batch = " + fmtNum(post_batch) +
                                             " is not allowed; allowed: 1 to ring_entries (" + fmtNum(ring_entries) + ")");
 }

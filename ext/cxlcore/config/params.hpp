@@ -164,8 +164,10 @@ namespace cxlcore {
 #define CXL_NIC_FIELDS(X)                                   \
     X(uint32_t, ops_in_flight, 32, 1, 4096)                 \
     X(double, alu_ns, 2.0, 0, 1000)                         \
-    X(uint32_t, ring_entries, 64, 4, 65536)                 \
-    X(uint32_t, post_batch, 4, 1, 65536)                    \
+    X(uint32_t, ring_entries, 64, 1, 65536)                 \
+    X(uint32_t, post_batch, 16, 1, 65536)                   \
+    X(uint32_t, descriptors_per_line, 2, 1, 4)              \
+    X(uint32_t, completions_per_line, 8, 1, 8)              \
     X(double, poll_ns, 20.0, 1, 1e6)                        \
     X(double, host_poll_ns, 50.0, 1, 1e6)                   \
     X(uint32_t, network, 0, 0, 1)                           \

@@ -64,9 +64,14 @@ class AtomicMemory {
     uint64_t performed_ = 0;
 };
 
+// How far back an operation's inputs may be in its thread's stream.
+constexpr size_t kMaxDepDistance = 8;
+
 // Results of one thread's recent operations, for those that depend on them:
-// a ring as long as twice the operations a thread can have outstanding, so an
-// entry outlives every operation that may still read it.
+// a ring as long as twice the operations a thread can have outstanding plus
+// the farthest input, so an entry outlives every operation that may read it.
+inline size_t resultsRing(uint32_t outstanding) { return 2 * size_t(outstanding) + kMaxDepDistance; }
+
 class ThreadResults {
   public:
     explicit ThreadResults(size_t cap = 0) : v_(cap), tag_(cap, ~0ull) {}

@@ -4,16 +4,22 @@
 
 namespace cxlcore {
 
-std::vector<NicRing> makeRings(uint32_t threads, uint32_t entries, uint64_t base) {
+std::vector<NicRing> makeRings(uint32_t threads, const NicParams& p, uint64_t base) {
     std::vector<NicRing> out(threads);
-    const uint64_t span = (2ull * entries + 1) * kLineBytes;
+    const uint64_t entries = p.ring_entries;
+    const uint64_t descLines = entries / p.descriptors_per_line, cqLines = entries / p.completions_per_line;
+    const uint64_t span = (descLines + cqLines + 1) * kLineBytes;
     for (uint32_t t = 0; t < threads; ++t) {
         NicRing& r = out[t];
-        r.entries = entries;
+        r.entries = uint32_t(entries);
+        r.perDesc = p.descriptors_per_line;
+        r.perCq = p.completions_per_line;
         r.descBase = base + t * span;
-        r.cqBase = r.descBase + uint64_t(entries) * kLineBytes;
-        r.doorbell = r.cqBase + uint64_t(entries) * kLineBytes;
+        r.cqBase = r.descBase + descLines * kLineBytes;
+        r.doorbell = r.cqBase + cqLines * kLineBytes;
         r.desc.resize(entries);
+        r.cqOp.assign(entries, ~0ull);
+        r.cqVersion.assign(entries, 0);
     }
     return out;
 }
@@ -21,9 +27,12 @@ std::vector<NicRing> makeRings(uint32_t threads, uint32_t entries, uint64_t base
 CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
                uint64_t& storeSeq)
     : Component(host), p_(p), cache_(cache), rings_(rings), mem_(mem), storeSeq_(storeSeq), rs_(rings.size()),
-      order_(uint32_t(rings.size()), 2 * size_t(p.ring_entries), mem, [this](AtomicSlot* s) { execute(s); }),
+      order_(uint32_t(rings.size()), resultsRing(p.ring_entries), mem, [this](AtomicSlot* s) { execute(s); }),
       out_(p.wire_gbps, p.wire_latency_ns), back_(p.wire_gbps, p.wire_latency_ns), poll_(nsToTicks(p.poll_ns)),
-      alu_(nsToTicks(p.alu_ns)) {}
+      alu_(nsToTicks(p.alu_ns)) {
+    cq_.resize(rings.size());
+    for (auto& c : cq_) c.resize(p.ring_entries / p.completions_per_line);
+}
 
 Access* CxlNic::access(Access::Kind k, uint64_t line, uint64_t value) {
     return newAccess(accesses_, k, line, value, now());
@@ -57,7 +66,7 @@ void CxlNic::fetch() {
             ++stats_.descriptors;
             Access* a = access(Access::Load, rings_[r].descLine(s->op), 0);
             a->onDone = [this, s](Access* x) {
-                if (x->value != s->op + 1) ++stats_.ringErrors;  // the descriptor the host wrote must be visible
+                if (x->value < s->op + 1) ++stats_.ringErrors;  // the descriptor the host wrote must be visible
                 s->o = rings_[s->ring].desc[s->op % rings_[s->ring].entries];
                 accesses_.put(x);
                 order_.arrive(s);
@@ -98,6 +107,8 @@ void CxlNic::performed(AtomicSlot* s) {
     a->onDone = [this, s](Access* x) {
         // The line is held now: the read-modify-write happens at this instant.
         s->result = mem_.perform(s->ring, s->op, s->o.code, s->o.region, s->index, s->a, s->b);
+        stats_.executing += now() - x->issued;
+        stats_.hits += x->hit;
         accesses_.put(x);
         at(now() + alu_, AluDone, s);
     };
@@ -113,12 +124,30 @@ void CxlNic::aluDone(AtomicSlot* s) {
 }
 
 void CxlNic::complete(AtomicSlot* s) {
-    Access* a = access(Access::Store, rings_[s->ring].cqLine(s->op), s->op + 1);
-    a->onDone = [this, s](Access* x) {
+    const NicRing& r = rings_[s->ring];
+    CqLine& l = cq_[s->ring][(r.cqLine(s->op) - r.cqBase) / kLineBytes];
+    l.waiting.push_back(s);
+    if (l.writing.empty()) writeCompletions(s->ring, l);
+}
+
+void CxlNic::writeCompletions(uint32_t ring, CqLine& l) {
+    l.writing.swap(l.waiting);
+    const NicRing& r = rings_[ring];
+    Access* a = access(Access::Store, r.cqLine(l.writing.front()->op), ++storeSeq_);
+    CqLine* lp = &l;
+    a->onDone = [this, lp](Access* x) {
+        const uint32_t rg = lp->writing.front()->ring;
+        NicRing& rr = rings_[rg];
+        for (AtomicSlot* s : lp->writing) {
+            rr.cqOp[s->op % rr.entries] = s->op;
+            rr.cqVersion[s->op % rr.entries] = x->value;
+            slots_.put(s);
+            --inFlight_;
+            ++stats_.ops;
+        }
+        lp->writing.clear();
         accesses_.put(x);
-        slots_.put(s);
-        --inFlight_;
-        ++stats_.ops;
+        if (!lp->waiting.empty()) writeCompletions(rg, *lp);
         fetch();
     };
     cache_.access(a);

@@ -23,16 +23,23 @@
 
 namespace cxlcore {
 
-// One host thread's rings. A line's data is a version number (the coherence
-// model's): a descriptor line holds op + 1 of the operation in it, a
-// completion line op + 1 of the operation it completes, the doorbell the
-// tail. The operation itself lives in `desc`, written with the line.
+// One host thread's rings, several descriptors (and completions) to a line.
+// A line's data is a version number (the coherence model's): a descriptor
+// line holds op + 1 of the last operation written into it, the doorbell the
+// tail; a completion line the version of the NIC's last write to it, and a
+// completion is in a version once the version is at least the one that
+// wrote it (cqVersion). The operations themselves live in `desc`.
 struct NicRing {
     uint64_t descBase = 0, cqBase = 0, doorbell = 0;
-    uint32_t entries = 0;
+    uint32_t entries = 0, perDesc = 1, perCq = 1;
     std::vector<AtomicOp> desc;
-    uint64_t descLine(uint64_t op) const { return descBase + (op % entries) * kLineBytes; }
-    uint64_t cqLine(uint64_t op) const { return cqBase + (op % entries) * kLineBytes; }
+    std::vector<uint64_t> cqOp, cqVersion;  // per entry: the operation completed there, by which write
+    uint64_t descLine(uint64_t op) const { return descBase + (op / perDesc % (entries / perDesc)) * kLineBytes; }
+    uint64_t cqLine(uint64_t op) const { return cqBase + (op / perCq % (entries / perCq)) * kLineBytes; }
+    bool completedIn(uint64_t op, uint64_t version) const {
+        const uint64_t e = op % entries;
+        return cqOp[e] == op && cqVersion[e] <= version;
+    }
 };
 
 // A recycled access, reset, for one load or store of a line issued now.
@@ -47,10 +54,11 @@ inline Access* newAccess(ObjectPool<Access>& pool, Access::Kind k, uint64_t line
 }
 
 // The rings of every host thread, placed from `base` in host memory.
-std::vector<NicRing> makeRings(uint32_t threads, uint32_t entries, uint64_t base);
+std::vector<NicRing> makeRings(uint32_t threads, const NicParams& p, uint64_t base);
 
 struct NicStats {
-    uint64_t ops = 0, polls = 0, doorbellChanges = 0, descriptors = 0, ringErrors = 0;
+    uint64_t ops = 0, polls = 0, doorbellChanges = 0, descriptors = 0, ringErrors = 0, hits = 0;
+    Tick executing = 0;  // summed: an operation's line access, from ready (and on the far side of the wire) to held
     size_t maxInFlight = 0;
 };
 
@@ -65,6 +73,11 @@ class CxlNic : public Component {
     const AtomicOrdering& ordering() const { return order_; }
     const NetWire& wireOut() const { return out_; }
     size_t inFlight() const { return inFlight_; }
+    // What the NIC knows of a ring, for stall reports.
+    std::string describe(uint32_t ring) const {
+        return "NIC ring " + std::to_string(ring) + ": fetched " + std::to_string(rs_[ring].head) + " of tail " +
+               std::to_string(rs_[ring].tail) + (rs_[ring].polling ? ", doorbell read outstanding" : "");
+    }
 
   protected:
     void process() override;
@@ -79,12 +92,19 @@ class CxlNic : public Component {
         uint64_t head = 0, tail = 0;
         bool polling = false;
     };
+    // A completion line: one write at a time, so its versions follow the
+    // order its completions land in; completions that arrive meanwhile go
+    // together in the next write.
+    struct CqLine {
+        std::vector<AtomicSlot*> writing, waiting;
+    };
     Access* access(Access::Kind k, uint64_t line, uint64_t value);
     void fetch();
     void execute(AtomicSlot* s);
     void performed(AtomicSlot* s);
     void aluDone(AtomicSlot* s);
     void complete(AtomicSlot* s);
+    void writeCompletions(uint32_t ring, CqLine& l);
     void at(Tick t, EvKind k, AtomicSlot* s);
 
     NicParams p_;
@@ -93,6 +113,7 @@ class CxlNic : public Component {
     AtomicMemory& mem_;
     uint64_t& storeSeq_;
     std::vector<RingState> rs_;
+    std::vector<std::vector<CqLine>> cq_;
     AtomicOrdering order_;
     ObjectPool<AtomicSlot> slots_;
     ObjectPool<Access> accesses_;

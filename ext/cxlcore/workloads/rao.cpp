@@ -13,6 +13,10 @@ namespace {
 constexpr uint64_t kArrayBase = 1ull << 32, kIndexBase = 1ull << 36, kRingBase = 1ull << 38;
 const char* const kKernels[] = {"rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase"};
 enum Kernel { Rand, Stride1, StrideN, Central, Scatter, Gather, PtrChase };
+// A PCIe NIC operation's phases: driver and doorbell; descriptor fetch; the
+// operand's DMA read (after waiting for its line and inputs); compute, DMA
+// write, completion record and the driver noticing it.
+const char* const kPhases[] = {"doorbell", "descriptor", "data", "completion"};
 
 void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
@@ -188,7 +192,7 @@ class RaoRun {
         mech_ = c.mechanism == "cxl-nic" ? 0 : c.mechanism == "pcie-nic" ? 1 : 2;
         threads_.resize(c.threads);
         for (auto& t : threads_) {
-            t.results = ThreadResults(2 * size_t(n.ring_entries));
+            t.results = ThreadResults(resultsRing(n.ring_entries));
             t.postedAt.assign(n.ring_entries, 0);
         }
         total_ = per_ * c.threads;
@@ -258,6 +262,7 @@ class RaoRun {
     LogHistogram lat_;
     Tick last_ = 0;
     size_t pcieInFlight_ = 0, maxPcieInFlight_ = 0;
+    Tick phase_[4] = {0, 0, 0, 0};  // PCIe NIC: summed doorbell, descriptor, data, completion phases
 };
 
 void RaoRun::completed(Tick latency) {
@@ -273,11 +278,18 @@ void RaoRun::fire(const Alarm& a) {
         switch (a.kind) {
             case HostStep:
                 // A host thread still waiting long after the last completion: the run is stuck.
-                if (now() - last_ > guard_)
+                if (now() - last_ > guard_) {
+                    const Thread& th = threads_[a.who];
                     throw StallError("RAO run stalled at " + fmtNum(ticksToNs(now())) + " ns: " +
                                      std::to_string(total_ - done_) + " operations outstanding, none completed for " +
                                      fmtNum(ticksToNs(now() - last_)) + " ns (the CXL-NIC has " +
-                                     std::to_string(nic_ ? nic_->inFlight() : 0) + " in flight)");
+                                     std::to_string(nic_ ? nic_->inFlight() : 0) + " in flight); host thread " +
+                                     std::to_string(a.who) + " posted " + std::to_string(th.posted) + ", rang " +
+                                     std::to_string(th.rung) + ", consumed " + std::to_string(th.consumed) +
+                                     (nic_ ? "; " + nic_->describe(a.who) : std::string()) +
+                                     (sys_.checker && sys_.checker->violations() ? "; " + sys_.checker->first()
+                                                                                  : std::string()));
+                }
                 nicStep(a.who);
                 break;
             case HostDone: {
@@ -341,12 +353,16 @@ void RaoRun::nicStep(uint32_t t) {
     Access* a = access(Access::Load, r.cqLine(th.consumed), 0);
     a->onDone = [this, t](Access* x) {
         Thread& h = threads_[t];
-        const bool seen = x->value == h.consumed + 1;
+        const NicRing& ring = rings_[t];
+        // Every completion of the polled line the data read includes, in order.
+        bool seen = false;
+        while (h.consumed < h.posted && ring.cqLine(h.consumed) == x->line && ring.completedIn(h.consumed, x->value)) {
+            completed(now() - h.postedAt[h.consumed % n_.ring_entries]);
+            ++h.consumed;
+            seen = true;
+        }
         accesses_.put(x);
         if (seen) {
-            const Tick posted = h.postedAt[h.consumed % n_.ring_entries];
-            ++h.consumed;
-            completed(now() - posted);
             nicStep(t);
             return;
         }
@@ -400,6 +416,10 @@ void RaoRun::pciePost(uint32_t t) {
             Thread& h = run.threads_[j->slot.ring];
             ++h.consumed;
             --run.pcieInFlight_;
+            run.phase_[0] += x->doorbellAt - x->start;
+            run.phase_[1] += x->descriptorAt - x->doorbellAt;
+            run.phase_[2] += x->dataAt - x->descriptorAt;
+            run.phase_[3] += x->noticedAt - x->dataAt;
             run.completed(x->noticedAt - x->start);
             const uint32_t who = j->slot.ring;
             run.jobs_.put(j);
@@ -476,7 +496,7 @@ void RaoRun::noiseStep(uint32_t h) {
 Report RaoRun::run() {
     const std::string& m = c_.mechanism;
     if (m == "cxl-nic") {
-        rings_ = makeRings(c_.threads, n_.ring_entries, kRingBase);
+        rings_ = makeRings(c_.threads, n_, kRingBase);
         nic_.reset(new CxlNic(sys_.loop, n_, *sys_.devices[0], rings_, mem_, storeSeq_));
         nic_->start();
         for (uint32_t t = 0; t < c_.threads; ++t) nicStep(t);
@@ -486,8 +506,8 @@ Report RaoRun::run() {
             noiseStep(h);
         }
     } else if (m == "pcie-nic") {
-        rings_ = makeRings(c_.threads, n_.ring_entries, kRingBase);
-        order_.reset(new AtomicOrdering(c_.threads, 2 * size_t(n_.ring_entries), mem_,
+        rings_ = makeRings(c_.threads, n_, kRingBase);
+        order_.reset(new AtomicOrdering(c_.threads, resultsRing(n_.ring_entries), mem_,
                                         [this](AtomicSlot* s) { pcieReady(static_cast<PJob*>(s->user)); }));
         out_.reset(new NetWire(n_.wire_gbps, n_.wire_latency_ns));
         back_.reset(new NetWire(n_.wire_gbps, n_.wire_latency_ns));
@@ -515,6 +535,8 @@ Report RaoRun::run() {
         r.emplace_back("nic_polls", double(s.polls));
         r.emplace_back("nic_doorbell_changes", double(s.doorbellChanges));
         r.emplace_back("nic_descriptors", double(s.descriptors));
+        r.emplace_back("nic_execute_ns_mean", ticksToNs(s.executing) / ops);
+        r.emplace_back("nic_operand_hits", double(s.hits));
         r.emplace_back("ring_errors", double(s.ringErrors));
         r.emplace_back("max_ops_in_flight", double(s.maxInFlight));
         r.emplace_back("nic_max_line_queue", double(nic_->ordering().maxLineQueue()));
@@ -523,6 +545,7 @@ Report RaoRun::run() {
         r.emplace_back("wire_frames", double(nic_->wireOut().frames()));
     } else if (order_) {
         r.emplace_back("max_ops_in_flight", double(maxPcieInFlight_));
+        for (int i = 0; i < 4; ++i) r.emplace_back(std::string("phase_") + kPhases[i] + "_ns", ticksToNs(phase_[i]) / ops);
         r.emplace_back("nic_max_line_queue", double(order_->maxLineQueue()));
         r.emplace_back("max_pending_addresses", double(order_->maxPending()));
         r.emplace_back("ordering_idle_at_end", order_->idle() ? 1.0 : 0.0);

@@ -251,3 +251,37 @@ def test_a_pcie_nic_operation_is_its_dma_steps():
     # MSI-X instead of polling: the interrupt's delivery replaces the poll
     irq = run("central", "add", "pcie-nic", 1, 20, 64, nic_over=one, sys_over={"dma": {"interrupt": 1}})
     assert irq["phase_completion_ns"] >= NIC["alu_ns"] + s.link.phy_latency_ns + s.dma.interrupt_ns
+
+
+def test_cli_json_plot_and_one_line_errors(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from simcxl.cli import main
+    res = CliRunner().invoke(main, ["run", "rao", "--kernel", "central,gather", "--op", "add", "--iters", "20",
+                                    "--threads", "2", "--json", "--plot", str(tmp_path / "r.png"),
+                                    "--set", "nic.ops_in_flight=8", "--set", "dma.engines=2"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [(r["kernel"], r["mechanism"]) for r in rows] == [(k, m) for k in ("central", "gather")
+                                                             for m in nic.MECHANISMS]
+    assert all(set(r) == {"kernel", "op", "mechanism", "ops_per_second", "latency_ns"} for r in rows)
+    assert all(r["ops_per_second"] > 0 and r["latency_ns"] > 0 for r in rows)
+    assert (tmp_path / "r.png").exists()
+    for args, msg in [(["--kernel", "spray"], "rao.kernel = 'spray' is not allowed"),
+                      (["--set", "nic.ops_in_flight=0"], "nic.ops_in_flight = 0 is out of range; allowed: 1 to 4096"),
+                      (["--set", "nic.bogus=1"], "nic.bogus is not a parameter of a CXL-NIC")]:
+        res = CliRunner().invoke(main, ["run", "rao", "--iters", "2"] + args)
+        assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and msg in res.stderr, res.stderr
+
+
+def test_sweeps_accept_rao(tmp_path):
+    from simcxl import sweep
+    spec = {"base": "type1-asic", "workload": {"kind": "rao", "kernel": "rand", "mechanism": "pcie-nic", "iters": 50},
+            "axes": [{"param": "dma.engines", "values": [1, 4]}, {"param": "nic.alu_ns", "values": [2.0]}]}
+    sw = sweep.Sweep.from_dict(spec)
+    df = sweep.run(sw, tmp_path / "out", workers=1)
+    assert list(df["status"]) == ["ok", "ok"]
+    one, four = sorted(df["ops_per_second"])
+    assert four > 2 * one  # four DMAs in flight instead of one

@@ -680,6 +680,47 @@ def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elemen
         click.echo(f"wrote {plot}", err=True)
 
 
+@run.command("rpc")
+@accel_opt
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a parameter, e.g. nic.rpc_gbps=16 or dma.max_payload=512 (repeatable).")
+@click.option("--shape", "shapes", default="64B,512B,4KiB,16KiB,64KiB", show_default=True,
+              help="Comma-separated message shapes.")
+@click.option("--direction", "directions", default="serialize,deserialize", show_default=True,
+              help="Comma-separated: serialize, deserialize.")
+@click.option("--mechanism", "mechanisms", default="cxl-nic,pcie-nic,host", show_default=True,
+              help="Comma-separated: cxl-nic, pcie-nic, host.")
+@click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
+@json_opt
+@plot_opt
+@csv_opt
+def run_rpc(systems, overrides, shapes, directions, mechanisms, check, as_json, plot, csv_path):
+    """RPC (de)serialisation of protocol-buffer messages by a CXL-NIC, a PCIe NIC and the host core."""
+    from . import nic
+    with user_errors():
+        nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.rpc_gbps=16")
+        frames = []
+        for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")]):
+            ns = nic.NicSystem(s).replace(**nic_kv)
+            frames.append(nic.rpc(ns, shapes.split(","), directions.split(","), mechanisms.split(","), check))
+        df = concat(frames)
+    cols = ["shape", "direction", "bytes", "mechanism", "latency_ns", "throughput_gbps"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, ["system"] + cols))
+        sp = nic.rpc_speedup(df)
+        if len(sp.columns) > 2:
+            click.echo(table(sp, list(sp.columns)))
+    if csv_path:
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(csv_path, index=False)
+        click.echo(f"wrote {csv_path}", err=True)
+    if plot:
+        nic.plot_rpc(df, plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
 @run.command("dma-vs-cache")
 @accel_opt
 @set_opt

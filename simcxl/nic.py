@@ -1,4 +1,4 @@
-"""The CXL-NIC's remote atomic operations (RAO) against its baselines.
+"""The CXL-NIC's remote atomic operations (RAO) and RPC (de)serialisation against their baselines.
 
 A :class:`NicSystem` is an accelerator system (:mod:`simcxl.coherent`: host,
 home agent, link, the device cache the NIC's atomic engine works in, and the
@@ -16,6 +16,13 @@ Kernels (per thread, ``iters`` iterations over an ``elements``-word array):
 previous value to the destination; ``gather`` the reverse; ``ptrchase``
 fetch the next index from the one before (a dependent chain). ``op = cas``
 replaces each add of v by a FETCH and a CAS of the value fetched to the sum.
+
+:func:`rpc` (de)serialises one protocol-buffer message of each shape (:data:`SHAPES`: 64 B to
+64 KiB): the CXL-NIC's RPC engine walks the host objects through its cache (serialise) or writes
+the parsed objects into host memory (deserialise), computing at ``nic.rpc_field_ns`` per field and
+``nic.rpc_gbps``; the PCIe NIC has the host core (de)serialise (``nic.host_field_ns``,
+``nic.host_copy_gbps``, ``nic.host_outstanding`` line fills) into a DMA buffer the NIC reads (or
+writes); ``host`` is the host core alone.
 """
 
 from __future__ import annotations
@@ -34,6 +41,11 @@ from .params import NicParams, ParamError
 KERNELS = ("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase")
 OPS = ("add", "cas")
 MECHANISMS = ("cxl-nic", "pcie-nic", "host")
+DIRECTIONS = ("serialize", "deserialize")
+#: RPC message shapes (wire size target, fields per message, nesting depth, share of bytes in strings).
+SHAPES = tuple(d["shape"] for d in _core.rpc_shapes())
+#: Published RPC (de)serialisation speedup of a CXL-NIC over a PCIe NIC, on average: Cohet (HPCA 2026).
+PUBLISHED_RPC_SPEEDUP = 1.86
 #: Published RAO speedup of a CXL-NIC over a PCIe NIC: Cohet (Wang et al., HPCA 2026, arXiv:2511.23011).
 PUBLISHED_SPEEDUP = (5.5, 40.2)
 
@@ -100,13 +112,13 @@ def load(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any
     return s.replace(**{f"nic.{k}": v for k, v in (nic or {}).items()}) if nic else s.validate()
 
 
-def _names(values: Iterable[str], allowed, what: str):
+def _names(values: Iterable[str], allowed, what: str, workload: str = "rao"):
     out = [values] if isinstance(values, str) else list(values)
     for v in out:
         if v not in allowed:
-            raise ParamError(f"rao.{what} = {v!r} is not allowed; allowed values: {', '.join(allowed)}")
+            raise ParamError(f"{workload}.{what} = {v!r} is not allowed; allowed values: {', '.join(allowed)}")
     if not out:
-        raise ParamError(f"rao.{what} is empty; allowed: one or more of {', '.join(allowed)}")
+        raise ParamError(f"{workload}.{what} is empty; allowed: one or more of {', '.join(allowed)}")
     return out
 
 
@@ -131,6 +143,42 @@ def rao(system: Union[str, AccelSystem, NicSystem], kernels: Iterable[str] = KER
                      "workload": "rao", "config": {"threads": threads, "iters": iters, "elements": elements,
                                                    "stride": stride, "noise_threads": noise_threads}})
     return df
+
+
+def rpc(system: Union[str, AccelSystem, NicSystem], shapes: Iterable[str] = SHAPES,
+        directions: Iterable[str] = DIRECTIONS, mechanisms: Iterable[str] = MECHANISMS,
+        check: bool = False) -> pd.DataFrame:
+    """One message of every shape x direction x mechanism: rows of ``shape, direction, bytes, mechanism,
+    latency_ns, throughput_gbps`` (wire bytes over the latency; serialise: objects in host memory to the
+    message in the NIC, or in a host buffer for ``host``; deserialise: the message in the NIC to objects
+    in host memory)."""
+    s = load(system)
+    shs = _names(shapes, SHAPES, "shape", "rpc")
+    ds, ms = _names(directions, DIRECTIONS, "direction", "rpc"), _names(mechanisms, MECHANISMS, "mechanism", "rpc")
+    core, nic = s.accel.to_core(), s.nic.to_dict()
+    rows = []
+    for sh in shs:
+        for d in ds:
+            for m in ms:
+                r = _core.run_rpc(core, nic, sh, d, m, check)
+                rows.append({"shape": sh, "direction": d, "mechanism": m, **r})
+    df = pd.DataFrame(rows)
+    df["bytes"] = df["bytes"].astype(int)
+    df.insert(0, "system", s.name)
+    df.attrs.update({"source": "simulation", "engine": "standalone", "simcxl": _version(), "system": s.name,
+                     "workload": "rpc", "config": {}})
+    return df
+
+
+def rpc_speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """Per shape and direction: the CXL-NIC's latency advantage over the PCIe NIC and over the host core."""
+    piv = df.pivot_table(index=["shape", "direction"], columns="mechanism", values="latency_ns", sort=False)
+    out = pd.DataFrame(index=piv.index)
+    if "pcie-nic" in piv and "cxl-nic" in piv:
+        out["cxl_over_pcie"] = piv["pcie-nic"] / piv["cxl-nic"]
+    if "host" in piv and "cxl-nic" in piv:
+        out["cxl_over_host"] = piv["host"] / piv["cxl-nic"]
+    return out.reset_index()
 
 
 def speedup(df: pd.DataFrame) -> pd.DataFrame:
@@ -169,3 +217,32 @@ def plot(df: pd.DataFrame, path) -> Any:
         note = (f"CXL-NIC over PCIe NIC: {sp['cxl_over_pcie'].min():.1f}x to {sp['cxl_over_pcie'].max():.1f}x "
                 f"(simulated); published 5.5x to 40.2x (Cohet, HPCA 2026)")
     return _finish(fig, ax, df, path, note)
+
+
+def plot_rpc(df: pd.DataFrame, path) -> Any:
+    """(De)serialisation latency per shape and mechanism (log scale), one panel per direction."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from .plots import _finish
+    dirs = list(dict.fromkeys(df["direction"]))
+    fig, axes = plt.subplots(1, len(dirs), figsize=(9, 4.2), squeeze=False)
+    for ax, d in zip(axes[0], dirs):
+        sub = df[df["direction"] == d]
+        shapes = list(dict.fromkeys(sub["shape"]))
+        mechs = list(dict.fromkeys(sub["mechanism"]))
+        x = np.arange(len(shapes))
+        w = 0.8 / max(1, len(mechs))
+        for i, m in enumerate(mechs):
+            ax.bar(x + i * w - 0.4 + w / 2, sub[sub["mechanism"] == m]["latency_ns"], w, label=m)
+        ax.set_yscale("log")
+        ax.set_xticks(x)
+        ax.set_xticklabels(shapes, fontsize=7)
+        ax.set_ylabel("latency (ns)")
+        ax.set_title(d, fontsize=10)
+        ax.legend(fontsize=7)
+    sp = rpc_speedup(df)
+    note = None
+    if "cxl_over_pcie" in sp:
+        note = (f"CXL-NIC over PCIe NIC: {sp['cxl_over_pcie'].mean():.2f}x on average (simulated); published "
+                f"{PUBLISHED_RPC_SPEEDUP}x (Cohet, HPCA 2026)")
+    return _finish(fig, axes[0][0], df, path, note)

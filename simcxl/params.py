@@ -412,6 +412,16 @@ class NicParams(ParamGroup):
                                   "(LOCK XADD/CMPXCHG: about 18-20 cycles at 3 GHz, Agner Fog's instruction tables)")
     host_transfer_ns: float = param(60.0, 0, 10000, "ns", "a line moving between host cores for the next atomic "
                                     "(assumed; server core-to-core latencies are measured at about 50-100 ns)")
+    rpc_field_ns: float = param(1.0, 0, 10000, "ns", "RPC engine: per field (de)serialised (assumed: one field "
+                                "a cycle at 1 GHz)")
+    rpc_gbps: float = param(32.0, 0.01, 10000, "GB/s", "RPC engine: bytes (de)serialised per second (assumed: "
+                            "32 B a cycle at 1 GHz)")
+    host_field_ns: float = param(8.0, 0, 10000, "ns", "a host core (de)serialising one field (assumed: "
+                                 "protobuf's generated code spends a few ns to tens of ns per field)")
+    host_copy_gbps: float = param(8.0, 0.01, 10000, "GB/s", "a host core copying string bytes while "
+                                  "(de)serialising (assumed: one core's memcpy from its caches)")
+    host_outstanding: int = param(10, 1, 1024, "", "line fills a host core keeps in flight while it walks an "
+                                  "object (a core's fill buffers: 10-16 on current x86 cores)")
 
     def _check(self, where: str) -> None:
         for per in (self.descriptors_per_line, self.completions_per_line):

@@ -52,9 +52,11 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
     "rao": {"kernel": (("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase"),),
             "op": (("add", "cas"),), "mechanism": (("cxl-nic", "pcie-nic", "host"),), "threads": (1, 256, int),
             "iters": (1, 1 << 32, int), "elements": (8, 1 << 30, int), "stride": (1, 1 << 30, int)},
+    "rpc": {"shape": (("64B", "512B", "4KiB", "16KiB", "64KiB"),), "direction": (("serialize", "deserialize"),),
+            "mechanism": (("cxl-nic", "pcie-nic", "host"),)},
 }
 #: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
-COHERENT = ("accel", "dma-vs-cache", "rao")
+COHERENT = ("accel", "dma-vs-cache", "rao", "rpc")
 # Where a memory workload's pages lie: a window of the base's address map or
 # "WINDOW:W,WINDOW:W" (checked against the base, see Sweep.check).
 TARGET = (None,)
@@ -68,6 +70,7 @@ DEFAULT_METRICS = {
     "accel": ["bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate"],
     "dma-vs-cache": ["latency_ns", "bandwidth_gbps"],
     "rao": ["ops_per_second", "latency_ns"],
+    "rpc": ["latency_ns", "throughput_gbps"],
 }
 METHODS = ("grid", "random", "lhs")
 
@@ -149,7 +152,7 @@ class Sweep:
                 candidate = self.folder / base
                 if candidate.exists():
                     base = str(candidate)
-            if self.workload.get("kind") == "rao":
+            if self.workload.get("kind") in ("rao", "rpc"):
                 from . import nic
                 return nic.load(base)
             return coherent.load(base)
@@ -390,6 +393,10 @@ def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], se
         one = {k: wl.pop(k) for k in ("kernel", "op", "mechanism") if k in wl}
         df = nic.rao(s, kernels=[one.get("kernel", "rand")], ops=[one.get("op", "add")],
                      mechanisms=[one.get("mechanism", "cxl-nic")], **wl)
+    elif kind == "rpc":
+        from . import nic
+        df = nic.rpc(s, [wl.pop("shape", "4KiB")], [wl.pop("direction", "serialize")],
+                     [wl.pop("mechanism", "cxl-nic")], **wl)
     elif kind == "dma-vs-cache":
         from . import coherent
         size = wl.pop("transfer_bytes", 64)

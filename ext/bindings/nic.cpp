@@ -5,7 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "cxlcore/devices/protobuf.hpp"
 #include "cxlcore/workloads/rao.hpp"
+#include "cxlcore/workloads/rpc.hpp"
 
 namespace py = pybind11;
 using namespace cxlcore;
@@ -80,6 +82,56 @@ void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
           py::arg("progress") = py::none(),
           "One RAO kernel by one mechanism (cxl-nic, pcie-nic, host). With record: the order the operations "
           "performed in (thread, op, code, region, index, a, b, previous value) and the final memory.");
+    m.def("run_rpc",
+          [=](py::dict sys, py::dict nic, std::string shape, std::string direction, std::string mechanism,
+              bool check) {
+              CoherentParams p = readSystem(sys);
+              NicParams n = readNic(nic, "nic");
+              RpcConfig c{shape, direction, mechanism, check};
+              Report r;
+              {
+                  py::gil_scoped_release nogil;
+                  r = runRpc(p, n, c);
+              }
+              return report(r);
+          },
+          py::arg("system"), py::arg("nic"), py::arg("shape"), py::arg("direction"), py::arg("mechanism"),
+          py::arg("check") = false,
+          "One message of a shape (de)serialised by one mechanism (cxl-nic, pcie-nic, host).");
+    m.def("rpc_message",
+          [](std::string shape, uint64_t seed) {
+              const auto tree = makeMessage(pbShape(shape), seed, 0);
+              py::list out;
+              for (const auto& msg : tree) {
+                  py::list fs;
+                  for (const auto& f : msg.fields) {
+                      py::dict d;
+                      d["kind"] = f.kind == PbField::Varint   ? "varint"
+                                  : f.kind == PbField::String ? "string"
+                                  : f.kind == PbField::Nested ? "nested"
+                                                              : "packed";
+                      d["number"] = f.number;
+                      d["value"] = f.value;
+                      d["child"] = f.child;
+                      d["elems"] = f.elems;
+                      fs.append(d);
+                  }
+                  out.append(fs);
+              }
+              py::dict d;
+              d["messages"] = out;
+              d["wire_bytes"] = wireBytes(tree);
+              return d;
+          },
+          py::arg("shape"), py::arg("seed") = 1,
+          "A shape's message tree (fields of each message, index 0 the root) and its wire size.");
+    m.def("rpc_shapes", [] {
+        py::list out;
+        for (const auto& s : pbShapes())
+            out.append(py::dict(py::arg("shape") = s.name, py::arg("bytes") = s.bytes, py::arg("fields") = s.fields,
+                                py::arg("depth") = s.depth, py::arg("string_fraction") = s.stringFraction));
+        return out;
+    }, "The RPC message shapes: target wire size, fields per message, nesting depth, share of bytes in strings.");
     m.def("rao_stream",
           [=](py::dict sys, std::string kernel, std::string op, uint32_t threads, uint64_t iters, uint64_t elements,
               uint64_t stride) {

@@ -176,7 +176,12 @@ namespace cxlcore {
     X(uint32_t, op_bytes, 64, 1, 65536)                     \
     X(uint32_t, result_bytes, 64, 1, 65536)                 \
     X(double, host_atomic_ns, 7.0, 0, 10000)                \
-    X(double, host_transfer_ns, 60.0, 0, 10000)
+    X(double, host_transfer_ns, 60.0, 0, 10000)             \
+    X(double, rpc_field_ns, 1.0, 0, 10000)                  \
+    X(double, rpc_gbps, 32.0, 0.01, 10000)                  \
+    X(double, host_field_ns, 8.0, 0, 10000)                 \
+    X(double, host_copy_gbps, 8.0, 0.01, 10000)             \
+    X(uint32_t, host_outstanding, 10, 1, 1024)
 
 #define CXL_DECLARE_FIELD(type, name, def, lo, hi) type name = def;
 

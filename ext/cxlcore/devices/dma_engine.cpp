@@ -44,12 +44,15 @@ void Accelerator::dmaCompletion(Msg* m) {
 }
 
 void Accelerator::dmaFinish(DmaJob& j) {
-    if (j.writeBytes) {
-        Msg* d = msg(Opc::IoMemWr, kCIoD2H, j.addr);
-        d->bytes = j.writeBytes;
+    // The write-back in TLPs of at most max_payload bytes.
+    for (uint32_t sent = 0; sent < j.writeBytes;) {
+        const uint32_t n = std::min(dp_.max_payload, j.writeBytes - sent);
+        Msg* d = msg(Opc::IoMemWr, kCIoD2H, j.addr + sent);
+        d->bytes = n;
         d->job = &j;
         d->tag = 4;
         sendUp(d);
+        sent += n;
     }
     // Completion record, then (optionally) the MSI-X write.
     Msg* w = msg(Opc::IoMemWr, kCIoD2H, j.descAddr ? j.descAddr : j.addr);

@@ -655,20 +655,31 @@ def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elemen
     """Remote atomic operations (CircusTent kernels) by a CXL-NIC, a PCIe NIC and the host cores."""
     from . import nic
     with user_errors():
-        nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
         frames = []
-        for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")]):
-            ns = nic.NicSystem(s).replace(**nic_kv)
-            with progress_bar(f"rao {s.name}") as cb:
+        for ns in _nic_systems(systems, overrides):
+            with progress_bar(f"rao {ns.name}") as cb:
                 frames.append(nic.rao(ns, kernels.split(","), ops.split(","), mechanisms.split(","), threads, iters,
                                       elements, stride, check=check, progress=cb))
         df = concat(frames)
-    cols = ["kernel", "op", "mechanism", "ops_per_second", "latency_ns"]
+    _nic_outputs(df, ["kernel", "op", "mechanism", "ops_per_second", "latency_ns"], nic.speedup, nic.plot, as_json,
+                 plot, csv_path)
+
+
+def _nic_systems(systems, overrides):
+    """Accelerator presets with --set applied, nic.* to the NIC's parameters."""
+    from . import nic
+    nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
+    return [nic.NicSystem(s).replace(**nic_kv)
+            for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")])]
+
+
+def _nic_outputs(df, cols, speedup, plot_fn, as_json, plot, csv_path) -> None:
+    """A NIC comparison's rows (JSON or a table with its speedups), CSV and plot."""
     if as_json:
         emit_json(df[cols].to_dict("records"))
     else:
         click.echo(table(df, ["system"] + cols))
-        sp = nic.speedup(df)
+        sp = speedup(df)
         if len(sp.columns) > 2:
             click.echo(table(sp, list(sp.columns)))
     if csv_path:
@@ -676,7 +687,7 @@ def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elemen
         df.to_csv(csv_path, index=False)
         click.echo(f"wrote {csv_path}", err=True)
     if plot:
-        nic.plot(df, plot)
+        plot_fn(df, plot)
         click.echo(f"wrote {plot}", err=True)
 
 
@@ -698,27 +709,10 @@ def run_rpc(systems, overrides, shapes, directions, mechanisms, check, as_json, 
     """RPC (de)serialisation of protocol-buffer messages by a CXL-NIC, a PCIe NIC and the host core."""
     from . import nic
     with user_errors():
-        nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.rpc_gbps=16")
-        frames = []
-        for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")]):
-            ns = nic.NicSystem(s).replace(**nic_kv)
-            frames.append(nic.rpc(ns, shapes.split(","), directions.split(","), mechanisms.split(","), check))
-        df = concat(frames)
-    cols = ["shape", "direction", "bytes", "mechanism", "latency_ns", "throughput_gbps"]
-    if as_json:
-        emit_json(df[cols].to_dict("records"))
-    else:
-        click.echo(table(df, ["system"] + cols))
-        sp = nic.rpc_speedup(df)
-        if len(sp.columns) > 2:
-            click.echo(table(sp, list(sp.columns)))
-    if csv_path:
-        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(csv_path, index=False)
-        click.echo(f"wrote {csv_path}", err=True)
-    if plot:
-        nic.plot_rpc(df, plot)
-        click.echo(f"wrote {plot}", err=True)
+        df = concat([nic.rpc(ns, shapes.split(","), directions.split(","), mechanisms.split(","), check)
+                     for ns in _nic_systems(systems, overrides)])
+    _nic_outputs(df, ["shape", "direction", "bytes", "mechanism", "latency_ns", "throughput_gbps"], nic.rpc_speedup,
+                 nic.plot_rpc, as_json, plot, csv_path)
 
 
 @run.command("dma-vs-cache")

@@ -170,26 +170,24 @@ def rpc(system: Union[str, AccelSystem, NicSystem], shapes: Iterable[str] = SHAP
     return df
 
 
+def _over(df: pd.DataFrame, index, value: str, faster_is_larger: bool) -> pd.DataFrame:
+    """The CXL-NIC's advantage over the PCIe NIC and over the host, per row of `index`."""
+    piv = df.pivot_table(index=index, columns="mechanism", values=value, sort=False)
+    out = pd.DataFrame(index=piv.index)
+    for other, name in (("pcie-nic", "cxl_over_pcie"), ("host", "cxl_over_host")):
+        if other in piv and "cxl-nic" in piv:
+            out[name] = piv["cxl-nic"] / piv[other] if faster_is_larger else piv[other] / piv["cxl-nic"]
+    return out.reset_index()
+
+
 def rpc_speedup(df: pd.DataFrame) -> pd.DataFrame:
     """Per shape and direction: the CXL-NIC's latency advantage over the PCIe NIC and over the host core."""
-    piv = df.pivot_table(index=["shape", "direction"], columns="mechanism", values="latency_ns", sort=False)
-    out = pd.DataFrame(index=piv.index)
-    if "pcie-nic" in piv and "cxl-nic" in piv:
-        out["cxl_over_pcie"] = piv["pcie-nic"] / piv["cxl-nic"]
-    if "host" in piv and "cxl-nic" in piv:
-        out["cxl_over_host"] = piv["host"] / piv["cxl-nic"]
-    return out.reset_index()
+    return _over(df, ["shape", "direction"], "latency_ns", False)
 
 
 def speedup(df: pd.DataFrame) -> pd.DataFrame:
     """Per kernel and op: the CXL-NIC's operation rate over the PCIe NIC's and over the host cores'."""
-    piv = df.pivot_table(index=["kernel", "op"], columns="mechanism", values="ops_per_second", sort=False)
-    out = pd.DataFrame(index=piv.index)
-    if "pcie-nic" in piv and "cxl-nic" in piv:
-        out["cxl_over_pcie"] = piv["cxl-nic"] / piv["pcie-nic"]
-    if "host" in piv and "cxl-nic" in piv:
-        out["cxl_over_host"] = piv["cxl-nic"] / piv["host"]
-    return out.reset_index()
+    return _over(df, ["kernel", "op"], "ops_per_second", True)
 
 
 def plot(df: pd.DataFrame, path) -> Any:

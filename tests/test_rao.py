@@ -285,3 +285,25 @@ def test_sweeps_accept_rao(tmp_path):
     assert list(df["status"]) == ["ok", "ok"]
     one, four = sorted(df["ops_per_second"])
     assert four > 2 * one  # four DMAs in flight instead of one
+
+
+def test_one_cxl_nic_operation_crosses_the_rings_and_the_link_as_many_times_as_it_should():
+    # One operation on a cold system, one ring entry: the host writes the descriptor and the doorbell
+    # (each a host-cache access and the home), the NIC reads the doorbell, the descriptor, the
+    # operand's line and takes the completion line (each a lookup, the link both ways and the home),
+    # then the host's poll misses and snoops the completion out of the NIC.
+    s = coherent.load("type1-asic")
+    one = {"ring_entries": 1, "descriptors_per_line": 1, "completions_per_line": 1, "post_batch": 1,
+           "poll_ns": 1.0, "host_poll_ns": 1.0}
+    r = run("central", "add", "cxl-nic", 1, 1, 64, nic_over=one)
+    link, home, hit = s.link.phy_latency_ns, s.home.latency_ns, s.home.host_hit_ns
+    nic_trip = s.cache.latency_ns + 2 * link + home
+    low = 2 * (hit + home) + 4 * nic_trip + NIC["alu_ns"] + (hit + home + 2 * link + s.cache.snoop_latency_ns)
+    d = s.host_dram
+    dram = d.frontend_latency_ns + d.tRP_ns + d.tRCD_ns + d.tCL_ns + 64 / (d.data_rate_mts * d.bus_bytes / 1000) + \
+        d.backend_latency_ns
+    # at most: DRAM for the cold descriptor, doorbell, operand and completion lines, a snoop of the
+    # doorbell copy the NIC polled, a poll period each side, a host hit, and a flit per hop
+    high = low + 4 * dram + (2 * link + s.cache.snoop_latency_ns) + 1.0 + 1.0 + hit + 16 * 68 / s.link.raw_gbps
+    assert low <= r["latency_ns"] <= high
+    assert r["nic_descriptors"] == 1 and r["nic_doorbell_changes"] == 1

@@ -185,6 +185,8 @@ class Sweep:
         known = base.parameters()
         targets = [self.workload["target"]] if "target" in self.workload else []
         targets += [v for a in self.axes if a.param == "workload.target" for v in (a.values or [])]
+        if self.workload.get("kind", "traffic") in COHERENT:
+            targets = []  # an accelerator's target is host or device memory, a choice checked with the workload
         for t in targets:
             if isinstance(t, str):
                 parse_target(t, base, "sweep: workload.target")

@@ -274,42 +274,40 @@ void RaoRun::completed(Tick latency) {
 }
 
 void RaoRun::fire(const Alarm& a) {
-    {
-        switch (a.kind) {
-            case HostStep:
-                // A host thread still waiting long after the last completion: the run is stuck.
-                if (now() - last_ > guard_) {
-                    const Thread& th = threads_[a.who];
-                    throw StallError("RAO run stalled at " + fmtNum(ticksToNs(now())) + " ns: " +
-                                     std::to_string(total_ - done_) + " operations outstanding, none completed for " +
-                                     fmtNum(ticksToNs(now() - last_)) + " ns (the CXL-NIC has " +
-                                     std::to_string(nic_ ? nic_->inFlight() : 0) + " in flight); host thread " +
-                                     std::to_string(a.who) + " posted " + std::to_string(th.posted) + ", rang " +
-                                     std::to_string(th.rung) + ", consumed " + std::to_string(th.consumed) +
-                                     (nic_ ? "; " + nic_->describe(a.who) : std::string()) +
-                                     (sys_.checker && sys_.checker->violations() ? "; " + sys_.checker->first()
-                                                                                  : std::string()));
-                }
-                nicStep(a.who);
-                break;
-            case HostDone: {
-                // A host-core atomic has completed (who: the thread, p: unused for noise).
-                if (a.who >= c_.threads) {
-                    noiseStep(a.who - c_.threads);
-                    break;
-                }
-                Thread& th = threads_[a.who];
-                completed(now() - th.postedAt[0]);
-                hostStep(a.who);
+    switch (a.kind) {
+        case HostStep:
+            // A host thread still waiting long after the last completion: the run is stuck.
+            if (now() - last_ > guard_) {
+                const Thread& th = threads_[a.who];
+                throw StallError("RAO run stalled at " + fmtNum(ticksToNs(now())) + " ns: " +
+                                 std::to_string(total_ - done_) + " operations outstanding, none completed for " +
+                                 fmtNum(ticksToNs(now() - last_)) + " ns (the CXL-NIC has " +
+                                 std::to_string(nic_ ? nic_->inFlight() : 0) + " in flight); host thread " +
+                                 std::to_string(a.who) + " posted " + std::to_string(th.posted) + ", rang " +
+                                 std::to_string(th.rung) + ", consumed " + std::to_string(th.consumed) +
+                                 (nic_ ? "; " + nic_->describe(a.who) : std::string()) +
+                                 (sys_.checker && sys_.checker->violations() ? "; " + sys_.checker->first()
+                                                                              : std::string()));
+            }
+            nicStep(a.who);
+            break;
+        case HostDone: {
+            // A host core's atomic has completed (who: a host thread, or a noise core after them).
+            if (a.who >= c_.threads) {
+                noiseStep(a.who - c_.threads);
                 break;
             }
-            case PcieRelease: {
-                PJob* j = static_cast<PJob*>(a.p);
-                sys_.devices[0]->dmaRelease(&j->job);
-                break;
-            }
-            case PcieFinish: order_->finish(&static_cast<PJob*>(a.p)->slot); break;
+            Thread& th = threads_[a.who];
+            completed(now() - th.postedAt[0]);
+            hostStep(a.who);
+            break;
         }
+        case PcieRelease: {
+            PJob* j = static_cast<PJob*>(a.p);
+            sys_.devices[0]->dmaRelease(&j->job);
+            break;
+        }
+        case PcieFinish: order_->finish(&static_cast<PJob*>(a.p)->slot); break;
     }
 }
 

@@ -685,6 +685,91 @@ def run_accel_lmbench(systems, overrides, agent, target, sizes, loads, as_json, 
     _outputs(df, None, csv_path, "accel-lmbench")
 
 
+@run.command("rao")
+@accel_opt
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a parameter, e.g. nic.ops_in_flight=8 or dma.engines=4 (repeatable).")
+@click.option("--kernel", "kernels", default=",".join(("rand", "stride1", "striden", "central", "scatter", "gather",
+                                                       "ptrchase")), show_default=True,
+              help="Comma-separated CircusTent kernels.")
+@click.option("--op", "ops", default="add,cas", show_default=True, help="Comma-separated: add, cas.")
+@click.option("--mechanism", "mechanisms", default="cxl-nic,pcie-nic,host", show_default=True,
+              help="Comma-separated: cxl-nic, pcie-nic, host.")
+@click.option("--threads", type=count(1, 256), default=4, show_default=True, help="Host threads issuing.")
+@click.option("--iters", type=count(1, 1 << 32), default=1000, show_default=True,
+              help="Kernel iterations per thread.")
+@click.option("--elements", type=count(8, 1 << 30), default=1 << 16, show_default=True,
+              help="8-byte words of the array.")
+@click.option("--stride", type=count(1, 1 << 30), default=9, show_default=True, help="striden: words apart.")
+@click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
+@json_opt
+@plot_opt
+@csv_opt
+def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elements, stride, check, as_json, plot,
+            csv_path):
+    """Remote atomic operations (CircusTent kernels) by a CXL-NIC, a PCIe NIC and the host cores."""
+    from . import nic
+    with user_errors():
+        frames = []
+        for ns in _nic_systems(systems, overrides):
+            with progress_bar(f"rao {ns.name}") as cb:
+                frames.append(nic.rao(ns, kernels.split(","), ops.split(","), mechanisms.split(","), threads, iters,
+                                      elements, stride, check=check, progress=cb))
+        df = concat(frames)
+    _nic_outputs(df, ["kernel", "op", "mechanism", "ops_per_second", "latency_ns"], nic.speedup, nic.plot, as_json,
+                 plot, csv_path)
+
+
+def _nic_systems(systems, overrides):
+    """Accelerator presets with --set applied, nic.* to the NIC's parameters."""
+    from . import nic
+    nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
+    return [nic.NicSystem(s).replace(**nic_kv)
+            for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")])]
+
+
+def _nic_outputs(df, cols, speedup, plot_fn, as_json, plot, csv_path) -> None:
+    """A NIC comparison's rows (JSON or a table with its speedups), CSV and plot."""
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, ["system"] + cols))
+        sp = speedup(df)
+        if len(sp.columns) > 2:
+            click.echo(table(sp, list(sp.columns)))
+    if csv_path:
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(csv_path, index=False)
+        click.echo(f"wrote {csv_path}", err=True)
+    if plot:
+        plot_fn(df, plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
+@run.command("rpc")
+@accel_opt
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a parameter, e.g. nic.rpc_gbps=16 or dma.max_payload=512 (repeatable).")
+@click.option("--shape", "shapes", default="64B,512B,4KiB,16KiB,64KiB", show_default=True,
+              help="Comma-separated message shapes.")
+@click.option("--direction", "directions", default="serialize,deserialize", show_default=True,
+              help="Comma-separated: serialize, deserialize.")
+@click.option("--mechanism", "mechanisms", default="cxl-nic,pcie-nic,host", show_default=True,
+              help="Comma-separated: cxl-nic, pcie-nic, host.")
+@click.option("--check/--no-check", default=False, show_default=True, help="Run under the coherence checker.")
+@json_opt
+@plot_opt
+@csv_opt
+def run_rpc(systems, overrides, shapes, directions, mechanisms, check, as_json, plot, csv_path):
+    """RPC (de)serialisation of protocol-buffer messages by a CXL-NIC, a PCIe NIC and the host core."""
+    from . import nic
+    with user_errors():
+        df = concat([nic.rpc(ns, shapes.split(","), directions.split(","), mechanisms.split(","), check)
+                     for ns in _nic_systems(systems, overrides)])
+    _nic_outputs(df, ["shape", "direction", "bytes", "mechanism", "latency_ns", "throughput_gbps"], nic.rpc_speedup,
+                 nic.plot_rpc, as_json, plot, csv_path)
+
+
 @run.command("dma-vs-cache")
 @accel_opt
 @set_opt

@@ -393,6 +393,55 @@ class DmaParams(ParamGroup):
     engines: int = param(1, 1, 64, "", "descriptors the engine processes at once")
 
 
+@dataclass
+class NicParams(ParamGroup):
+    """A CXL-NIC (Type-1: the accelerator's cache with an atomic engine and a network port), and the
+    host-side costs its baselines (the PCIe NIC on the DMA engine, host-core atomics) need."""
+    ops_in_flight: int = param(32, 1, 4096, "", "atomic operations the NIC's engine executes at once")
+    alu_ns: float = param(2.0, 0, 1000, "ns", "the 8-byte ALU step once the operand's line is held "
+                          "(assumed: 1-2 cycles of a 0.5-1 GHz device clock)")
+    ring_entries: int = param(64, 1, 65536, "", "descriptor (and completion) ring entries per host thread")
+    post_batch: int = param(16, 1, 65536, "", "descriptors a host thread writes before one doorbell write")
+    descriptors_per_line: int = param(2, 1, 4, "", "descriptors in one 64 B ring line (32 B each: opcode, "
+                                      "address, two operands)", (1, 2, 4))
+    completions_per_line: int = param(8, 1, 8, "", "completions (8 B results) in one 64 B ring line",
+                                      (1, 2, 4, 8))
+    poll_ns: float = param(20.0, 1, 1e6, "ns", "CXL-NIC's doorbell polling period (a poll of an unchanged "
+                           "doorbell line hits in its cache; the host's write snoops the copy away)")
+    host_poll_ns: float = param(50.0, 1, 1e6, "ns", "a host thread's completion polling period (CXL-NIC)")
+    network: int = param(0, 0, 1, "", "operations travel out of the network port and back (loopback wire) "
+                         "before they execute, and their results back before completing", (0, 1))
+    wire_gbps: float = param(12.5, 0.01, 10000, "GB/s", "network wire bandwidth per direction (100 GbE: 12.5)")
+    wire_latency_ns: float = param(500.0, 0, 1e7, "ns", "network wire latency one way (assumed: a switch hop "
+                                   "and cables)")
+    op_bytes: int = param(64, 1, 65536, "B", "an operation's size on the wire (a minimum Ethernet frame)")
+    result_bytes: int = param(64, 1, 65536, "B", "a result's size on the wire")
+    host_atomic_ns: float = param(7.0, 0, 10000, "ns", "a host core's locked read-modify-write on a line it holds "
+                                  "(LOCK XADD/CMPXCHG: about 18-20 cycles at 3 GHz, Agner Fog's instruction tables)")
+    host_transfer_ns: float = param(60.0, 0, 10000, "ns", "a line moving between host cores for the next atomic "
+                                    "(assumed; server core-to-core latencies are measured at about 50-100 ns)")
+    rpc_field_ns: float = param(1.0, 0, 10000, "ns", "RPC engine: per field (de)serialised (assumed: one field "
+                                "a cycle at 1 GHz)")
+    rpc_gbps: float = param(32.0, 0.01, 10000, "GB/s", "RPC engine: bytes (de)serialised per second (assumed: "
+                            "32 B a cycle at 1 GHz)")
+    host_field_ns: float = param(8.0, 0, 10000, "ns", "a host core (de)serialising one field (assumed: "
+                                 "protobuf's generated code spends a few ns to tens of ns per field)")
+    host_copy_gbps: float = param(8.0, 0.01, 10000, "GB/s", "a host core copying string bytes while "
+                                  "(de)serialising (assumed: one core's memcpy from its caches)")
+    host_outstanding: int = param(10, 1, 1024, "", "line fills a host core keeps in flight while it walks an "
+                                  "object (a core's fill buffers: 10-16 on current x86 cores)")
+
+    def _check(self, where: str) -> None:
+        for per in (self.descriptors_per_line, self.completions_per_line):
+            if self.ring_entries % per:
+                raise ParamError(f"{where}.ring_entries = {self.ring_entries} is not allowed; allowed: a multiple of "
+                                 f"descriptors_per_line ({self.descriptors_per_line}) and completions_per_line "
+                                 f"({self.completions_per_line})")
+        if self.post_batch > self.ring_entries:
+            raise ParamError(f"{where}.post_batch = {self.post_batch} is not allowed; allowed: 1 to ring_entries "
+                             f"({self.ring_entries})")
+
+
 #: Name in the C++ schema of each group, for the sync test and the bindings.
 GROUPS: Dict[str, type] = {
     "HostParams": HostParams,
@@ -405,6 +454,7 @@ GROUPS: Dict[str, type] = {
     "HomeParams": HomeParams,
     "AccelParams": AccelParams,
     "DmaParams": DmaParams,
+    "NicParams": NicParams,
 }
 
 

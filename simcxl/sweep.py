@@ -48,9 +48,15 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
               "host_store_fraction": (0.0, 1.0, float)},
     "dma-vs-cache": {"transfer_bytes": (1, 1 << 30, int), "mechanism": (("dma", "cxl.cache"),),
                      "cache_op": (("load", "rdcurr"),), "stream_bytes": (64, 1 << 34, int)},
+    # Remote atomics (simcxl.nic; the base is an accelerator preset, nic.* parameters may be swept)
+    "rao": {"kernel": (("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase"),),
+            "op": (("add", "cas"),), "mechanism": (("cxl-nic", "pcie-nic", "host"),), "threads": (1, 256, int),
+            "iters": (1, 1 << 32, int), "elements": (8, 1 << 30, int), "stride": (1, 1 << 30, int)},
+    "rpc": {"shape": (("64B", "512B", "4KiB", "16KiB", "64KiB"),), "direction": (("serialize", "deserialize"),),
+            "mechanism": (("cxl-nic", "pcie-nic", "host"),)},
 }
 #: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
-COHERENT = ("accel", "dma-vs-cache")
+COHERENT = ("accel", "dma-vs-cache", "rao", "rpc")
 # Where a memory workload's pages lie: a window of the base's address map or
 # "WINDOW:W,WINDOW:W" (checked against the base, see Sweep.check).
 TARGET = (None,)
@@ -63,6 +69,8 @@ DEFAULT_METRICS = {
     "loaded-latency": ["bandwidth_gbps", "latency_ns"],
     "accel": ["bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate"],
     "dma-vs-cache": ["latency_ns", "bandwidth_gbps"],
+    "rao": ["ops_per_second", "latency_ns"],
+    "rpc": ["latency_ns", "throughput_gbps"],
 }
 METHODS = ("grid", "random", "lhs")
 
@@ -144,6 +152,9 @@ class Sweep:
                 candidate = self.folder / base
                 if candidate.exists():
                     base = str(candidate)
+            if self.workload.get("kind") in ("rao", "rpc"):
+                from . import nic
+                return nic.load(base)
             return coherent.load(base)
         if self.folder is not None and base not in presets.names() and not Path(base).is_absolute():
             candidate = self.folder / base
@@ -174,6 +185,8 @@ class Sweep:
         known = base.parameters()
         targets = [self.workload["target"]] if "target" in self.workload else []
         targets += [v for a in self.axes if a.param == "workload.target" for v in (a.values or [])]
+        if self.workload.get("kind", "traffic") in COHERENT:
+            targets = []  # an accelerator's target is host or device memory, a choice checked with the workload
         for t in targets:
             if isinstance(t, str):
                 parse_target(t, base, "sweep: workload.target")
@@ -377,6 +390,15 @@ def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], se
     if kind == "accel":
         from . import coherent
         df = coherent.accel(s, **{("footprint" if k == "footprint_bytes" else k): v for k, v in wl.items()})
+    elif kind == "rao":
+        from . import nic
+        one = {k: wl.pop(k) for k in ("kernel", "op", "mechanism") if k in wl}
+        df = nic.rao(s, kernels=[one.get("kernel", "rand")], ops=[one.get("op", "add")],
+                     mechanisms=[one.get("mechanism", "cxl-nic")], **wl)
+    elif kind == "rpc":
+        from . import nic
+        df = nic.rpc(s, [wl.pop("shape", "4KiB")], [wl.pop("direction", "serialize")],
+                     [wl.pop("mechanism", "cxl-nic")], **wl)
     elif kind == "dma-vs-cache":
         from . import coherent
         size = wl.pop("transfer_bytes", 64)

@@ -167,6 +167,9 @@ def broken_spec(draw):
 @example(({"base": "cxl-asic", "axes": [{"param": "cxl.link.lanes", "values": [10 ** 400]}]}, "lanes"))
 @example(({"base": "cxl-asic", "axes": [{"param": "a\nb", "values": [1]}]}, "'a\\nb'"))  # was two lines
 @example(({"base": "nope"}, "base"))                                 # named 'memory', not base
+@example(({"base": "type1-asic", "workload": {"kind": "accel"},       # an accelerator's target taken for a window
+           "axes": [{"param": "workload.target", "values": ["host"]}, {"param": "host.nope", "values": [1]}]},
+          "host.nope"))
 @example(({"base": "cxl-asic", "axes": [{"param": "cxl.link.lanes", "values": [4]},
                                         {"param": "cxl.link.lanes", "values": [8]}]}, "lanes"))  # one was dropped
 def test_broken_spec_is_refused_in_one_line_naming_the_key(case):

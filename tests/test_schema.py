@@ -30,10 +30,15 @@ WHERE = {"HostParams": ("local-dram", "host"), "DramParams": ("local-dram", "loc
          "InterSocketParams": ("remote-numa", "remote.link"), "BridgeParams": ("cxl-type3", "cxl.bridge"),
          "LinkParams": ("cxl-type3", "cxl.link"), "DeviceParams": ("cxl-type3", "cxl.device"),
          "DCacheParams": ("accel", "cache"), "HomeParams": ("accel", "home"), "AccelParams": ("accel", "accel"),
-         "DmaParams": ("accel", "dma")}
+         "DmaParams": ("accel", "dma"), "NicParams": ("nic", "nic")}
+
+
+VALIDATE = {"accel": _core.validate_coherent, "nic": _core.validate_nic}
 
 
 def core_system(kind, where, values):
+    if kind == "nic":
+        return dict(values)
     if kind == "accel":
         d = {g: {} for g in ("host_dram", "home", "link", "cache", "accel", "dma", "media")}
         d[where].update(values)
@@ -51,7 +56,7 @@ def core_system(kind, where, values):
 def test_both_sides_reject_the_same_out_of_range_values(group):
     cls = GROUPS[group]
     kind, where = WHERE[group]
-    validate = _core.validate_coherent if kind == "accel" else _core.validate
+    validate = VALIDATE.get(kind, _core.validate)
     for f in fields(cls):
         for bad in (f.metadata["lo"] - 1, f.metadata["hi"] * 2 + 1):
             obj = cls()
@@ -89,7 +94,7 @@ def verdicts(group, values):
         py = None
     except ParamError as e:
         py = str(e)
-    validate = _core.validate_coherent if kind == "accel" else _core.validate
+    validate = VALIDATE.get(kind, _core.validate)
     try:
         validate(core_system(kind, where, values))
         cpp = None
@@ -171,6 +176,8 @@ CROSS = [
      "cache.bytes = 6400 must be a multiple of 64 x assoc (8)"),
     ("AccelParams", {"type": 1, "hdm_db": 1}, {"type": 2, "hdm_db": 1},
      "accel.hdm_db = 1 is not allowed with type = 1; allowed values: 0"),
+    ("NicParams", {"ring_entries": 8, "post_batch": 9}, {"ring_entries": 8, "post_batch": 8},
+     "nic.post_batch = 9 is not allowed; allowed: 1 to ring_entries (8)"),
     ("AccelParams", {"bias_page_bytes": 4096, "memory_bytes": 4096 * 1000 + 64},
      {"bias_page_bytes": 4096, "memory_bytes": 4096 * 1000},
      "accel.memory_bytes = 4096064 must be a multiple of bias_page_bytes"),

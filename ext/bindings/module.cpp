@@ -76,6 +76,7 @@ CXL_DEFINE_READER(DCacheParams, CXL_DCACHE_FIELDS)
 CXL_DEFINE_READER(HomeParams, CXL_HOME_FIELDS)
 CXL_DEFINE_READER(AccelParams, CXL_ACCEL_FIELDS)
 CXL_DEFINE_READER(DmaParams, CXL_DMA_FIELDS)
+CXL_DEFINE_READER(NicParams, CXL_NIC_FIELDS)
 
 py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     if (!d.contains(key)) throw ConfigError(where + "." + key + " is missing");
@@ -457,6 +458,9 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 }  // namespace
 
 void bindAcpi(py::module_& parent);  // acpi.cpp
+void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
+             NicParams (*readNic)(const py::dict&, const std::string&), Progress (*progress)(py::handle),
+             py::dict (*report)(const Report&));  // nic.cpp
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "SimCXL standalone engine (C++ timing core)";
@@ -667,6 +671,7 @@ PYBIND11_MODULE(_core, m) {
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
     bindAcpi(m);
+    bindNic(m, readCoherent, readNicParams, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
     testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),
                 py::arg("unblock_ns"),

@@ -146,6 +146,20 @@ void DmaParams::validate(const std::string& where) const {
     checkChoice(where, "max_payload", max_payload, {128, 256, 512, 1024, 2048, 4096});
 }
 
+void NicParams::validate(const std::string& where) const {
+    CXL_NIC_FIELDS(CXL_CHECK_FIELD)
+    checkChoice(where, "network", network, {0, 1});
+    checkChoice(where, "descriptors_per_line", descriptors_per_line, {1, 2, 4});
+    checkChoice(where, "completions_per_line", completions_per_line, {1, 2, 4, 8});
+    for (uint32_t per : {descriptors_per_line, completions_per_line})
+        require(ring_entries % per == 0, where + ".ring_entries = " + fmtNum(ring_entries) +
+                                             " is not allowed; allowed: a multiple of descriptors_per_line (" +
+                                             fmtNum(descriptors_per_line) + ") and completions_per_line (" +
+                                             fmtNum(completions_per_line) + ")");
+    require(post_batch <= ring_entries, where + ".post_batch = " + fmtNum(post_batch) +
+                                            " is not allowed; allowed: 1 to ring_entries (" + fmtNum(ring_entries) + ")");
+}
+
 std::vector<WindowParams> SystemParams::addressMap() const {
     if (!windows.empty()) return windows;
     WindowParams w;
@@ -228,6 +242,7 @@ const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema() {
         CXL_HOME_FIELDS(CXL_FIELD_INFO) out.emplace_back("HomeParams", v); v.clear();
         CXL_ACCEL_FIELDS(CXL_FIELD_INFO) out.emplace_back("AccelParams", v); v.clear();
         CXL_DMA_FIELDS(CXL_FIELD_INFO) out.emplace_back("DmaParams", v); v.clear();
+        CXL_NIC_FIELDS(CXL_FIELD_INFO) out.emplace_back("NicParams", v); v.clear();
         return out;
     }();
     return s;

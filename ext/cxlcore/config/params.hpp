@@ -160,6 +160,30 @@ namespace cxlcore {
     X(double, interrupt_ns, 2000.0, 0, 1e7)                 \
     X(uint32_t, engines, 1, 1, 64)
 
+// A CXL-NIC (a Type-1 device: the accelerator's cache with an atomic engine
+// and a network port) and the host-side costs of its baselines.
+#define CXL_NIC_FIELDS(X)                                   \
+    X(uint32_t, ops_in_flight, 32, 1, 4096)                 \
+    X(double, alu_ns, 2.0, 0, 1000)                         \
+    X(uint32_t, ring_entries, 64, 1, 65536)                 \
+    X(uint32_t, post_batch, 16, 1, 65536)                   \
+    X(uint32_t, descriptors_per_line, 2, 1, 4)              \
+    X(uint32_t, completions_per_line, 8, 1, 8)              \
+    X(double, poll_ns, 20.0, 1, 1e6)                        \
+    X(double, host_poll_ns, 50.0, 1, 1e6)                   \
+    X(uint32_t, network, 0, 0, 1)                           \
+    X(double, wire_gbps, 12.5, 0.01, 10000)                 \
+    X(double, wire_latency_ns, 500.0, 0, 1e7)               \
+    X(uint32_t, op_bytes, 64, 1, 65536)                     \
+    X(uint32_t, result_bytes, 64, 1, 65536)                 \
+    X(double, host_atomic_ns, 7.0, 0, 10000)                \
+    X(double, host_transfer_ns, 60.0, 0, 10000)             \
+    X(double, rpc_field_ns, 1.0, 0, 10000)                  \
+    X(double, rpc_gbps, 32.0, 0.01, 10000)                  \
+    X(double, host_field_ns, 8.0, 0, 10000)                 \
+    X(double, host_copy_gbps, 8.0, 0.01, 10000)             \
+    X(uint32_t, host_outstanding, 10, 1, 1024)
+
 #define CXL_DECLARE_FIELD(type, name, def, lo, hi) type name = def;
 
 struct HostParams { CXL_HOST_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
@@ -172,6 +196,7 @@ struct DCacheParams { CXL_DCACHE_FIELDS(CXL_DECLARE_FIELD) void validate(const s
 struct HomeParams { CXL_HOME_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct AccelParams { CXL_ACCEL_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct DmaParams { CXL_DMA_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct NicParams { CXL_NIC_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 
 enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 

@@ -82,6 +82,8 @@ class Accelerator : public Endpoint {
     std::string describe() const;  // outstanding work, for deadlock reports
     void oldest(Oldest& o) const;
     const std::string& name() const { return name_; }
+    // Lets a DMA transfer its holdData held go on to its data reads.
+    void dmaRelease(DmaJob* j);
 
   protected:
     void process() override;
@@ -130,6 +132,7 @@ class Accelerator : public Endpoint {
     void dmaCompletion(Msg* m);
     void dmaStart();
     void dmaPump(DmaJob& j);
+    void dmaFinish(DmaJob& j);
 
     uint16_t index_;
     std::string name_;

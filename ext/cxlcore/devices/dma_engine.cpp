@@ -22,32 +22,58 @@ void Accelerator::dmaCompletion(Msg* m) {
     if (!j.haveDescriptor) {
         j.haveDescriptor = true;
         j.descriptorAt = now();
+        if (j.holdData && j.holdData(&j)) return;
         dmaPump(j);
     } else {
         j.received += m->bytes;
         if (m->tag) --j.readsInFlight;
         if (j.received >= j.bytes) {
             j.dataAt = now();
-            // Completion record, then (optionally) the MSI-X write.
-            Msg* w = msg(Opc::IoMemWr, kCIoD2H, j.addr);
-            w->bytes = 16;
-            w->job = &j;
-            w->tag = 2;
-            sendUp(w);
-            if (dp_.interrupt) {
-                Msg* i = msg(Opc::IoMemWr, kCIoD2H, j.addr);
-                i->bytes = 4;
-                i->job = &j;
-                i->tag = 3;
-                sendUp(i);
+            if (j.onData) j.onData(&j);
+            if (j.computeTicks) {
+                DmaJob* jp = &j;
+                later_.push(now() + j.computeTicks, [this, jp] { dmaFinish(*jp); });
+                requestWake(now() + j.computeTicks);
+            } else {
+                dmaFinish(j);
             }
-            ++stats_.dmaTransfers;
-            --enginesBusy_;
-            dmaStart();
         } else {
             dmaPump(j);
         }
     }
+}
+
+void Accelerator::dmaFinish(DmaJob& j) {
+    // The write-back in TLPs of at most max_payload bytes.
+    for (uint32_t sent = 0; sent < j.writeBytes;) {
+        const uint32_t n = std::min(dp_.max_payload, j.writeBytes - sent);
+        Msg* d = msg(Opc::IoMemWr, kCIoD2H, j.addr + sent);
+        d->bytes = n;
+        d->job = &j;
+        d->tag = 4;
+        sendUp(d);
+        sent += n;
+    }
+    // Completion record, then (optionally) the MSI-X write.
+    Msg* w = msg(Opc::IoMemWr, kCIoD2H, j.descAddr ? j.descAddr : j.addr);
+    w->bytes = 16;
+    w->job = &j;
+    w->tag = 2;
+    sendUp(w);
+    if (dp_.interrupt) {
+        Msg* i = msg(Opc::IoMemWr, kCIoD2H, j.addr);
+        i->bytes = 4;
+        i->job = &j;
+        i->tag = 3;
+        sendUp(i);
+    }
+    ++stats_.dmaTransfers;
+    --enginesBusy_;
+    dmaStart();
+}
+
+void Accelerator::dmaRelease(DmaJob* j) {
+    dmaPump(*j);
 }
 
 void Accelerator::dmaStart() {
@@ -59,7 +85,7 @@ void Accelerator::dmaStart() {
         pool_.put(d);
         const Tick t = now() + nsToTicks(dp_.engine_latency_ns);
         later_.push(t, [this, j] {
-            Msg* r = msg(Opc::IoMemRd, kCIoD2H, j->addr);
+            Msg* r = msg(Opc::IoMemRd, kCIoD2H, j->descAddr ? j->descAddr : j->addr);
             r->bytes = dp_.descriptor_bytes;
             r->job = j;
             sendUp(r);

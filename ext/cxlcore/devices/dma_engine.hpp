@@ -22,6 +22,16 @@ struct DmaJob {
     uint32_t readsInFlight = 0;
     uint64_t cachedLines = 0, firstValue = 0;  // lines a cache supplied; the first line's version
     std::function<void(DmaJob*)> onDone;
+    // A read-modify-write transfer (a PCIe NIC's atomic): the descriptor comes
+    // from descAddr (0: addr); holdData, asked when the descriptor has arrived,
+    // may hold the data reads until Accelerator::dmaRelease; onData runs when
+    // the data is in and may set computeTicks; then writeBytes are written
+    // back to addr (posted, ahead of the completion record).
+    uint64_t descAddr = 0;
+    uint32_t writeBytes = 0;
+    Tick computeTicks = 0;
+    std::function<bool(DmaJob*)> holdData;
+    std::function<void(DmaJob*)> onData;
 };
 
 }  // namespace cxlcore

@@ -1,0 +1,176 @@
+#include "cxlcore/devices/cxl_nic.hpp"
+
+#include <algorithm>
+
+namespace cxlcore {
+
+std::vector<NicRing> makeRings(uint32_t threads, const NicParams& p, uint64_t base) {
+    std::vector<NicRing> out(threads);
+    const uint64_t entries = p.ring_entries;
+    const uint64_t descLines = entries / p.descriptors_per_line, cqLines = entries / p.completions_per_line;
+    const uint64_t span = (descLines + cqLines + 1) * kLineBytes;
+    for (uint32_t t = 0; t < threads; ++t) {
+        NicRing& r = out[t];
+        r.entries = uint32_t(entries);
+        r.perDesc = p.descriptors_per_line;
+        r.perCq = p.completions_per_line;
+        r.descBase = base + t * span;
+        r.cqBase = r.descBase + descLines * kLineBytes;
+        r.doorbell = r.cqBase + cqLines * kLineBytes;
+        r.desc.resize(entries);
+        r.cqOp.assign(entries, ~0ull);
+        r.cqVersion.assign(entries, 0);
+    }
+    return out;
+}
+
+CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
+               uint64_t& storeSeq)
+    : Component(host), p_(p), cache_(cache), rings_(rings), mem_(mem), storeSeq_(storeSeq), rs_(rings.size()),
+      order_(uint32_t(rings.size()), resultsRing(p.ring_entries), mem, [this](AtomicSlot* s) { execute(s); }),
+      out_(p.wire_gbps, p.wire_latency_ns), back_(p.wire_gbps, p.wire_latency_ns), poll_(nsToTicks(p.poll_ns)),
+      alu_(nsToTicks(p.alu_ns)) {
+    cq_.resize(rings.size());
+    for (auto& c : cq_) c.resize(p.ring_entries / p.completions_per_line);
+}
+
+Access* CxlNic::access(Access::Kind k, uint64_t line, uint64_t value) {
+    return newAccess(accesses_, k, line, value, now());
+}
+
+void CxlNic::at(Tick t, EvKind k, AtomicSlot* s) {
+    ev_.push(t, Ev{k, s});
+    requestWake(t);
+}
+
+void CxlNic::start() {
+    scanQueued_ = true;
+    at(now(), Scan, nullptr);
+}
+
+void CxlNic::fetch() {
+    // Descriptors known to be posted first, as many as the engine has room
+    // for; rings with nothing known poll their doorbell.
+    const uint32_t n = uint32_t(rings_.size());
+    for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t r = (rr_ + k) % n;
+        RingState& st = rs_[r];
+        while (st.head < st.tail && inFlight_ < p_.ops_in_flight) {
+            AtomicSlot* s = slots_.get();
+            s->ring = r;
+            s->op = st.head++;
+            s->admitted = now();
+            ++inFlight_;
+            stats_.maxInFlight = std::max(stats_.maxInFlight, inFlight_);
+            order_.admit(s);
+            ++stats_.descriptors;
+            Access* a = access(Access::Load, rings_[r].descLine(s->op), 0);
+            a->onDone = [this, s](Access* x) {
+                if (x->value < s->op + 1) ++stats_.ringErrors;  // the descriptor the host wrote must be visible
+                s->o = rings_[s->ring].desc[s->op % rings_[s->ring].entries];
+                accesses_.put(x);
+                order_.arrive(s);
+            };
+            cache_.access(a);
+        }
+        if (st.head == st.tail && !st.polling && !stopped_) {
+            st.polling = true;
+            ++stats_.polls;
+            Access* a = access(Access::Load, rings_[r].doorbell, 0);
+            a->onDone = [this, r](Access* x) {
+                RingState& q = rs_[r];
+                q.polling = false;
+                const bool moved = x->value > q.tail;
+                accesses_.put(x);
+                if (!moved) return;  // unchanged: the next scan polls again
+                q.tail = x->value;
+                ++stats_.doorbellChanges;
+                fetch();
+            };
+            cache_.access(a);
+        }
+    }
+    rr_ = n ? (rr_ + 1) % n : 0;
+}
+
+void CxlNic::execute(AtomicSlot* s) {
+    if (p_.network)
+        at(out_.send(now(), p_.op_bytes), Arrived, s);
+    else
+        performed(s);
+}
+
+void CxlNic::performed(AtomicSlot* s) {
+    // The operand's line: a shared copy to read it, ownership to change it.
+    const bool w = s->o.writes();
+    Access* a = access(w ? Access::Store : Access::Load, s->line, w ? ++storeSeq_ : 0);
+    a->onDone = [this, s](Access* x) {
+        // The line is held now: the read-modify-write happens at this instant.
+        s->result = mem_.perform(s->ring, s->op, s->o.code, s->o.region, s->index, s->a, s->b);
+        stats_.executing += now() - x->issued;
+        stats_.hits += x->hit;
+        accesses_.put(x);
+        at(now() + alu_, AluDone, s);
+    };
+    cache_.access(a);
+}
+
+void CxlNic::aluDone(AtomicSlot* s) {
+    order_.finish(s);
+    if (p_.network)
+        at(back_.send(now(), p_.result_bytes), Returned, s);
+    else
+        complete(s);
+}
+
+void CxlNic::complete(AtomicSlot* s) {
+    const NicRing& r = rings_[s->ring];
+    CqLine& l = cq_[s->ring][(r.cqLine(s->op) - r.cqBase) / kLineBytes];
+    l.waiting.push_back(s);
+    if (l.writing.empty()) writeCompletions(s->ring, l);
+}
+
+void CxlNic::writeCompletions(uint32_t ring, CqLine& l) {
+    l.writing.swap(l.waiting);
+    const NicRing& r = rings_[ring];
+    Access* a = access(Access::Store, r.cqLine(l.writing.front()->op), ++storeSeq_);
+    CqLine* lp = &l;
+    a->onDone = [this, lp](Access* x) {
+        const uint32_t rg = lp->writing.front()->ring;
+        NicRing& rr = rings_[rg];
+        for (AtomicSlot* s : lp->writing) {
+            rr.cqOp[s->op % rr.entries] = s->op;
+            rr.cqVersion[s->op % rr.entries] = x->value;
+            slots_.put(s);
+            --inFlight_;
+            ++stats_.ops;
+        }
+        lp->writing.clear();
+        accesses_.put(x);
+        if (!lp->waiting.empty()) writeCompletions(rg, *lp);
+        fetch();
+    };
+    cache_.access(a);
+}
+
+void CxlNic::process() {
+    const Tick t = now();
+    while (ev_.headReady() <= t) {
+        Ev e = ev_.pop();
+        switch (e.kind) {
+            case Scan:
+                scanQueued_ = false;
+                if (stopped_) break;
+                fetch();
+                scanQueued_ = true;
+                ev_.push(t + poll_, Ev{Scan, nullptr});
+                break;
+            case Arrived: performed(e.s); break;
+            case AluDone: aluDone(e.s); break;
+            case Returned: complete(e.s); break;
+        }
+    }
+    if (ev_.headReady() != kNever) requestWake(ev_.headReady());
+}
+
+}  // namespace cxlcore

@@ -34,6 +34,8 @@ int kernelOf(const std::string& k) {
 void checkRao(const CoherentParams& p, const NicParams& n, const RaoConfig& c) {
     p.validate();
     n.validate("nic");
+    // The NIC is the system's first device; any others stay idle beside it.
+    need(!p.devices.empty(), "rao: the system has no device; allowed: a Type-1 device first, the NIC");
     kernelOf(c.kernel);
     need(c.op == "add" || c.op == "cas", "rao.op = '" + c.op + "' is not allowed; allowed values: add, cas");
     need(c.mechanism == "cxl-nic" || c.mechanism == "pcie-nic" || c.mechanism == "host",
@@ -425,7 +427,7 @@ void RaoRun::pciePost(uint32_t t) {
         };
         // The driver writes the descriptor and rings the doorbell (dma.setup_ns), one post after another.
         const Tick start = std::max(now(), th.busyUntil);
-        th.busyUntil = start + nsToTicks(sys_.params().dma.setup_ns);
+        th.busyUntil = start + nsToTicks(sys_.params().devices.at(0).dma.setup_ns);
         ++pcieInFlight_;
         maxPcieInFlight_ = std::max(maxPcieInFlight_, pcieInFlight_);
         sys_.home->doorbell(0, &d, start - now());
@@ -564,7 +566,7 @@ Report RaoRun::run() {
 
 RaoResult runRao(const CoherentParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress) {
     checkRao(p, n, c);
-    need(c.mechanism != "pcie-nic" || p.dma.engines >= 1, "dma.engines must be at least 1");
+    need(c.mechanism != "pcie-nic" || p.devices.at(0).dma.engines >= 1, "dma.engines must be at least 1");
     RaoRun run(p, n, c, progress);
     RaoResult out;
     out.report = run.run();

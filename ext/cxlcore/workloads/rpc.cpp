@@ -168,7 +168,7 @@ Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
     // Objects: read (serialising, pointers first) or written (deserialising).
     const bool nicWalks = c.mechanism == "cxl-nic";
     LineWalk objects(ser ? Access::Load : (nicWalks ? Access::StoreNoAlloc : Access::Store),
-                     nicWalks ? p.cache.mshrs : std::max<uint32_t>(1, n.host_outstanding - half),
+                     nicWalks ? p.devices.at(0).cache.mshrs : std::max<uint32_t>(1, n.host_outstanding - half),
                      nicWalks ? std::function<void(Access*)>(onNic) : std::function<void(Access*)>(onHost), now);
     addGroups(objects, tree, ser);
     // The encoded message's buffer: a host core serialising writes it as it

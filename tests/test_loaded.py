@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import simcxl
 from simcxl import mlc
@@ -82,3 +84,20 @@ def test_a_delay_sweep_paces_each_thread():
     assert list(df["delay_ns"]) == [1000, 4000]
     for d, bw in zip(df["delay_ns"], df["write_gbps"]):
         assert bw == pytest.approx(32 / d, rel=0.01)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mode=st.sampled_from(sorted(mlc.MODES)), threads=st.sampled_from([1, 8, 32]),
+       pattern=st.sampled_from(["random", "sequential"]))
+def test_loaded_bandwidth_never_exceeds_what_the_link_or_media_carry(mode, threads, pattern):
+    # Each direction of the link carries at most its data peak (64 B per DRS
+    # of 9 half-slots, per RwD of 10, in 8-half-slot flits: link_info), and
+    # the media's data bus at most channels x bus_bytes x transfers/s for
+    # reads and writes together.
+    s = simcxl.load_preset("cxl-asic")
+    link = simcxl._core.link_info(s.cxl.link.to_dict())
+    r = simcxl.loaded_latency(s, threads=(threads,), modes=[mode], pattern=pattern, requests=4000).iloc[0]
+    assert r["read_gbps"] <= link["read_data_peak_gbps"] * 1.001
+    assert r["write_gbps"] <= link["write_data_peak_gbps"] * 1.001
+    assert r["bandwidth_gbps"] <= s.cxl.media.peak_gbps * 1.001
+    assert r["cxl.media.read_gbps"] + r["cxl.media.write_gbps"] <= s.cxl.media.peak_gbps * 1.001

@@ -317,15 +317,19 @@ void DramChannel::schedule(Tick t) {
     std::vector<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue: the request whose column command can
     // go first (row hits win, having no precharge or activate), oldest on ties.
+    // A row hit wins a tie: when the column timings (tCCD, tWTR) hold every
+    // candidate to the same time, opening another row would close one in use.
     size_t pick = q.size();
     Tick best = kNever;
+    bool bestHit = false;
     const size_t window = std::min<size_t>(q.size(), 32);
     for (size_t i = 0; i < window && q[i].ready <= t; ++i) {
         const Req& r = q[i];
         const Rank& rk = ranks_[r.rank];
         const Bank& b = rk.banks[r.bank];
+        const bool hit = b.openRow == r.row;
         Tick est;
-        if (b.openRow == r.row)
+        if (hit)
             est = t;
         else if (b.openRow != ~0ull)
             est = std::max(t, b.preAllowed) + c.tRP_ + c.tRCD_;
@@ -333,10 +337,11 @@ void DramChannel::schedule(Tick t) {
             est = std::max(t, b.actAllowed) + c.tRCD_;
         est = std::max(est, colReady(rk, r.group, write));
         if (busFree_ && r.rank != lastRank_) est += c.tRTRS_;  // prefer the rank on the bus
-        if (est < best) {
+        if (est < best || (est == best && hit && !bestHit)) {
             best = est;
+            bestHit = hit;
             pick = i;
-            if (est == t) break;  // cannot do better than now
+            if (est == t && hit) break;  // cannot do better than now
         }
     }
     if (pick == q.size()) {  // nothing has cleared the front end yet

@@ -459,27 +459,51 @@ def _counts(text: str, name: str, lo: int, hi: int) -> List[int]:
 @memory_opt
 @set_opt
 @click.option("--threads", "threads", default="1,2,4,8,16", show_default=True, help="Traffic thread counts.")
-@click.option("--read-fraction", "rfs", default="1.0", show_default=True,
-              help="Read fractions of the traffic (comma-separated, 0 to 1).")
+@click.option("--mode", "modes", default=None,
+              help="MLC traffic modes, comma-separated: R (reads only), W2, W3, W4, W5, W12-W17 (stores with read "
+                   "for ownership), W6-W9 (non-temporal stores); ratios as MLC's -W counts them. Instead of "
+                   "--read-fraction.")
+@click.option("--read-fraction", "rfs", default=None,
+              help="Read fractions of the memory traffic (comma-separated, 0 to 1; 0.5 to 1 with "
+                   "--stores write-allocate). Default 1.0.")
+@click.option("--stores", default="non-temporal", show_default=True,
+              type=click.Choice(["non-temporal", "write-allocate"]),
+              help="With --read-fraction: stores write whole lines (non-temporal) or read them for ownership first "
+                   "and write them back when evicted (write-allocate, MLC's RFO modes).")
+@click.option("--pattern", default="random", show_default=True, type=click.Choice(["random", "sequential"]),
+              help="Random lines (MLC -U) or sequential ones (MLC's default).")
 @click.option("--requests", default=100000, show_default=True, help="Traffic requests per point.")
-@click.option("--delay", "delay", default=0.0, show_default=True, help="Pause between a thread's requests (ns).")
+@click.option("--delay", "delay", default="0", show_default=True,
+              help="Pause between a traffic thread's accesses (ns), comma-separated to sweep (MLC -d), or 'mlc' "
+                   "for MLC's default sweep 0,2,8,...,20000.")
 @target_opt
 @json_opt
 @plot_opt
 @csv_opt
-def run_loaded(memories, overrides, threads, rfs, requests, delay, target, as_json, plot, csv_path):
+def run_loaded(memories, overrides, threads, modes, rfs, stores, pattern, requests, delay, target, as_json, plot,
+               csv_path):
     """MLC-style loaded latency: probe latency under traffic."""
+    from . import mlc
     with user_errors():
         systems = load_memories(memories, overrides)
         ts = _counts(threads, "--threads", 1, max(s.host.cores for s in systems))
-        fractions = _floats(rfs, "--read-fraction")
+        if modes is not None and rfs is not None:
+            raise UserError("--mode and --read-fraction both set the traffic; give one of them")
+        mode_list = None if modes is None else [m for m in modes.split(",") if m.strip()]
+        for m in mode_list or []:
+            mlc.mode(m)  # a bad name stops here, before any run
+        if mode_list == []:
+            raise UserError(f"--mode {modes!r} names no mode; allowed values: {', '.join(mlc.MODES)}")
+        fractions = _floats(rfs or "1.0", "--read-fraction")
+        delays = mlc.MLC_DELAYS if delay.strip().lower() == "mlc" else _floats(delay, "--delay")
         df = run_each(systems, "loaded-latency", lambda s, cb: engine.loaded_latency(
-            s, ts, fractions, requests=requests, inject_delay_ns=delay, progress=cb, target=target))
-    cols = _target_col(df) + ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+            s, ts, fractions, requests=requests, inject_delay_ns=delays, progress=cb, target=target,
+            modes=mode_list, stores=stores, pattern=pattern))
+    cols = _target_col(df) + ["threads", "read_fraction", "bandwidth_gbps", "latency_ns", "mode"]
     if as_json:
-        emit_json(df[(["memory"] if len(systems) > 1 else []) + cols].to_dict("records"))
+        emit_json(df[(["memory"] if len(systems) > 1 else []) + cols + ["stores", "delay_ns"]].to_dict("records"))
     else:
-        click.echo(table(df, ["memory"] + cols + ["read_gbps", "write_gbps"]))
+        click.echo(table(df, ["memory"] + cols + ["delay_ns", "read_gbps", "write_gbps"]))
     _outputs(df, plot, csv_path, "loaded-latency")
 
 

@@ -192,11 +192,15 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
 def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, pattern: str = "random",
             footprint_bytes: Union[int, str] = 1 << 30, requests: int = 200000, rate_gbps: float = 0.0,
             inject_delay_ns: float = 0.0, probe: bool = False, progress: Progress = None,
-            target: Target = None) -> pd.DataFrame:
+            target: Target = None, stores: str = "non-temporal", ops: str = "") -> pd.DataFrame:
     """Random or sequential line requests from ``threads`` cores, closed loop
     (as fast as their MSHRs allow, or with a pause between requests) or open
-    loop at ``rate_gbps``. Writes are non-temporal (no read-for-ownership).
-    ``target``: see ``stream``."""
+    loop at ``rate_gbps``. ``stores``: "non-temporal" (a full-line write, no
+    read) or "write-allocate" (a read for ownership, then the write-back of the
+    line it evicts); ``read_fraction`` counts memory traffic, so with
+    write-allocate it is 0.5 (stores only) to 1. ``ops``: a fixed cycle of
+    loads (L) and stores (S) per thread instead of random draws (see
+    ``simcxl.mlc``). ``target``: see ``stream``."""
     system = load(memory)
     pairs = parse_target(target, system)
     threads = _check_int("threads", threads, 1, system.host.cores)
@@ -208,44 +212,69 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
                          "to 17592186044416")
     if not isinstance(probe, bool):
         raise ParamError(f"probe = {probe!r} is not allowed; allowed values: True, False")
-    r = _core.run_traffic(system.to_core(), threads, _check_float("read_fraction", read_fraction, 0, 1), pattern,
+    if stores not in STORES:
+        raise ParamError(f"stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
+    if not isinstance(ops, str) or len(ops) > 64 or set(ops) - set("LS"):
+        raise ParamError(f"ops = {ops!r} is not allowed; allowed: up to 64 letters L (load) and S (store)")
+    rf = _check_float("read_fraction", read_fraction, 0.5 if stores == "write-allocate" and not ops else 0, 1)
+    r = _core.run_traffic(system.to_core(), threads, rf, pattern,
                           footprint, _check_int("requests", requests, 100, 1 << 40),
                           _check_float("rate_gbps", rate_gbps, 0, 10000),
-                          _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress, pairs)
+                          _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress, pairs,
+                          stores, ops)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
     _targeted(df, system, pairs)
     return _attrs(df, system, "traffic", threads=threads, read_fraction=read_fraction, pattern=pattern,
-                  rate_gbps=rate_gbps, inject_delay_ns=inject_delay_ns, requests=requests,
+                  rate_gbps=rate_gbps, inject_delay_ns=inject_delay_ns, requests=requests, stores=stores, ops=ops,
                   **_target_cfg(system, pairs))
 
 
 def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), read_fractions: Iterable[float] = (1.0,),
-                   requests: int = 100000, inject_delay_ns: float = 0.0, progress: Progress = None,
-                   target: Target = None) -> pd.DataFrame:
-    """Intel MLC-style loaded latency: traffic threads at a read fraction plus
-    a dependent-load probe. ``latency_ns`` is the probe's mean latency and
-    ``bandwidth_gbps`` all traffic, both directions. ``target``: see ``stream``
-    (the probe's pages lie there too)."""
+                   requests: int = 100000, inject_delay_ns: Union[float, Iterable[float]] = 0.0,
+                   progress: Progress = None, target: Target = None, modes: Optional[Iterable[str]] = None,
+                   stores: str = "non-temporal", pattern: str = "random") -> pd.DataFrame:
+    """Intel MLC-style loaded latency: traffic threads plus a dependent-load
+    probe. ``latency_ns`` is the probe's mean latency and ``bandwidth_gbps``
+    all traffic, both directions. The traffic is either ``modes``, MLC's own
+    (``R``, ``W2``...``W9``, ``W12``...``W17``: see ``simcxl.mlc``; each sets
+    its read fraction and its kind of store), or ``read_fractions`` of memory
+    traffic with ``stores`` ("non-temporal", or "write-allocate": a store reads
+    its line for ownership and writes back the line it evicts). ``pattern``:
+    random or sequential lines (MLC's default is sequential, its -U random).
+    ``inject_delay_ns``: one pause between a thread's accesses, or a list to
+    sweep (MLC's -d; ``simcxl.mlc.MLC_DELAYS`` is MLC's default sweep).
+    ``target``: see ``stream`` (the probe's pages lie there too)."""
+    from . import mlc
     system = load(memory)
     pairs = parse_target(target, system)
-    points = [(t, rf) for rf in _nonempty("read_fractions", read_fractions) for t in _nonempty("threads", threads)]
+    delays = [inject_delay_ns] if isinstance(inject_delay_ns, numbers.Real) else _nonempty("inject_delay_ns",
+                                                                                            inject_delay_ns)
+    if modes is not None:
+        traffic_modes = [mlc.mode(m) for m in _nonempty("modes", modes)]
+        kinds = [(m.name, m.read_fraction, m.stores, m.ops) for m in traffic_modes]
+    else:
+        if stores not in STORES:
+            raise ParamError(f"stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
+        kinds = [("R" if rf == 1 else "mix", rf, stores, "") for rf in _nonempty("read_fractions", read_fractions)]
+    points = [(t, k, d) for k in kinds for d in delays for t in _nonempty("threads", threads)]
     rows = []
-    for i, (t, rf) in enumerate(points):
+    for i, (t, (name, rf, st, ops), d) in enumerate(points):
         sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(points)))
-        df = traffic(system, threads=t, read_fraction=rf, requests=requests, inject_delay_ns=inject_delay_ns,
-                     probe=True, progress=sub, target=target)
+        df = traffic(system, threads=t, read_fraction=rf, requests=requests, inject_delay_ns=d, probe=True,
+                     progress=sub, target=target, stores=st, ops=ops, pattern=pattern)
         row = df.iloc[0].to_dict()
         row["bandwidth_gbps"] = row["total_gbps"]
         row["latency_ns"] = row["probe_latency_ns_mean"]
+        row.update(mode=name, stores=st, delay_ns=float(d))
         rows.append(row)
     out = pd.DataFrame(rows)
     lead = ["memory"] + (["target"] if "target" in out.columns else []) + \
-        ["threads", "read_fraction", "bandwidth_gbps", "latency_ns"]
+        ["threads", "read_fraction", "bandwidth_gbps", "latency_ns", "mode", "stores", "delay_ns"]
     out = out[lead + [c for c in out.columns if c not in lead]]
     out["threads"] = out["threads"].astype("int64")
-    return _attrs(out, system, "loaded-latency", requests=requests, inject_delay_ns=inject_delay_ns,
-                  **_target_cfg(system, pairs))
+    return _attrs(out, system, "loaded-latency", requests=requests, inject_delay_ns=delays[0] if len(delays) == 1
+                  else delays, pattern=pattern, **_target_cfg(system, pairs))
 
 
 def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,

@@ -168,7 +168,33 @@ class HostParams(ParamGroup):
 @dataclass
 class DramParams(ParamGroup):
     """A DRAM controller and its devices. A channel is an independent data bus
-    (DDR5: one 32-bit sub-channel; DDR4: one 64-bit channel)."""
+    (DDR5: one 32-bit sub-channel; DDR4: one 64-bit channel).
+
+    Timings of the presets (nCK = one clock, 0.4167 ns at DDR5-4800, 0.625 ns
+    at DDR4-3200; x8 devices, 16 Gb DDR5 / 8 Gb DDR4):
+
+    ==========  =======================  =======================  ==============================
+    timing      DDR5-4800 (JESD79-5)     DDR4-3200 (JESD79-4)     where it applies
+    ==========  =======================  =======================  ==============================
+    tWTR_L      max(16 nCK, 10 ns)=10    max(4 nCK, 7.5 ns)=7.5   write data end -> RD, same BG
+    tWTR_S      max(4 nCK, 2.5 ns)=2.5   max(2 nCK, 2.5 ns)=2.5   write data end -> RD, other BG
+    tRTP        max(12 nCK, 7.5 ns)=7.5  max(4 nCK, 7.5 ns)=7.5   RD -> PRE, same bank
+    tRRD_S      8 nCK = 3.33             max(4 nCK, 2.5 ns)=2.5   ACT -> ACT, other BG
+    tRRD_L      max(8 nCK, 5 ns) = 5     max(4 nCK, 4.9 ns)=4.9   ACT -> ACT, same BG
+    tCCD_S      8 nCK = 3.33 (BL16)      4 nCK = 2.5 (BL8)        RD -> RD / WR -> WR, other BG
+    tCCD_L      max(8 nCK, 5 ns) = 5     max(5 nCK, 5 ns) = 5     RD -> RD / WR -> WR, same BG
+    tFAW        32 nCK = 13.33           max(16 nCK, 21 ns) = 21  four ACTs in a rank
+    tREFI       3.9 us                   7.8 us (<=85 C; 3.9 hot)  average REFab interval
+    tRFC        tRFC1 = 295 (16 Gb)      tRFC1 = 350 (8 Gb)       REFab busy time
+    tRFCsb      130 (16 Gb)              -- (no same-bank REF)    REFsb busy time
+    postpone    4 REFab                  8 REF                    refreshes that may be postponed
+    ==========  =======================  =======================  ==============================
+
+    tRTRS (rank-to-rank data-bus hand-over) is no JEDEC timing but the
+    controller's gap for the ODT and driver hand-over between ranks; 2 nCK
+    (0.83 ns DDR5-4800, 1.25 ns DDR4-3200) is a common controller setting.
+    The rest (tRCD, tCL, tCWL, tRP, tRAS, tWR) are the speed bins' values of
+    the same standards."""
     channels: int = param(2, 1, 64, "", "independent channels (DDR5: 2 per DIMM channel)")
     ranks: int = param(1, 1, 16, "", "ranks per channel")
     bank_groups: int = param(8, 1, 16, "", "bank groups per rank")
@@ -184,15 +210,30 @@ class DramParams(ParamGroup):
     tRP_ns: float = param(16.67, 0, 200, "ns", "precharge")
     tRAS_ns: float = param(32.0, 0, 500, "ns", "activate to precharge")
     tWR_ns: float = param(30.0, 0, 500, "ns", "write recovery")
-    tWTR_ns: float = param(10.0, 0, 200, "ns", "write data to read command (bus turnaround)")
+    tWTR_ns: float = param(10.0, 0, 200, "ns", "end of write data to a read command, same rank and bank group "
+                           "(JEDEC tWTR_L)")
+    tWTR_S_ns: float = param(2.5, 0, 200, "ns", "end of write data to a read command, same rank, another bank group")
     tRTW_ns: float = param(5.0, 0, 200, "ns", "read data to write data (bus turnaround)")
-    tRRD_ns: float = param(5.0, 0, 200, "ns", "activate to activate, same rank (tRRD_S: lines rotate over bank groups)")
+    tRTP_ns: float = param(7.5, 0, 200, "ns", "read command to precharge, same bank")
+    tRTRS_ns: float = param(0.83, 0, 100, "ns", "gap between data bursts of two ranks (bus hand-over)")
+    tRRD_ns: float = param(3.33, 0, 200, "ns", "activate to activate, same rank, another bank group (JEDEC tRRD_S)")
+    tRRD_L_ns: float = param(5.0, 0, 200, "ns", "activate to activate, same rank and bank group")
     tFAW_ns: float = param(13.33, 0, 500, "ns", "four-activate window")
+    tCCD_S_ns: float = param(3.33, 0, 100, "ns", "column to column, same rank, another bank group")
     tCCD_L_ns: float = param(5.0, 0, 100, "ns", "column to column, same bank group")
-    tREFI_ns: float = param(3900, 0, 100000, "ns", "refresh interval (0: no refresh)")
-    tRFC_ns: float = param(295, 0, 5000, "ns", "refresh cycle time")
+    tREFI_ns: float = param(3900, 0, 100000, "ns", "average interval of all-bank refreshes (0: no refresh)")
+    tRFC_ns: float = param(295, 0, 5000, "ns", "all-bank refresh cycle time")
+    refresh_per_bank: int = param(0, 0, 1, "", "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), "
+                                  "one bank of every group every tREFI / banks_per_group, for tRFCsb", (0, 1))
+    tRFCsb_ns: float = param(130, 0, 5000, "ns", "same-bank refresh cycle time")
+    refresh_postpone: int = param(4, 0, 8, "", "refreshes a rank with queued requests may postpone, caught up "
+                                  "back to back at the limit or as soon as the rank is idle")
     read_queue: int = param(64, 1, 4096, "", "read queue entries per channel")
     write_queue: int = param(64, 1, 4096, "", "write queue entries per channel")
+    write_buffer: int = param(0, 0, 65536, "", "posted writes the controller holds over all its channels until "
+                              "their data is written (0: only the per-channel write queues limit them)")
+    posted_writes: int = param(1, 0, 1, "", "1: a write is acknowledged once in the write queue (posted); 0: once "
+                               "its data is written", (0, 1))
     write_high_watermark: float = param(0.85, 0.01, 1, "", "write-queue fill that starts a write burst")
     write_low_watermark: float = param(0.5, 0, 0.99, "", "write-queue fill that may end a write burst")
     min_writes_per_switch: int = param(16, 1, 4096, "", "writes per burst before turning back to reads")
@@ -215,6 +256,9 @@ class DramParams(ParamGroup):
         if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
             raise ParamError(f"{where}.tREFI_ns = {_fmt(self.tREFI_ns)} is not allowed; "
                              "allowed: 0 (no refresh) or above tRFC_ns")
+        if self.refresh_per_bank and self.tREFI_ns and self.tREFI_ns <= self.tRFCsb_ns * self.banks_per_group:
+            raise ParamError(f"{where}.tREFI_ns = {_fmt(self.tREFI_ns)} is not allowed with refresh_per_bank = 1; "
+                             "allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group")
 
     @property
     def peak_gbps(self) -> float:

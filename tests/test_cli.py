@@ -151,7 +151,7 @@ def test_loaded_latency_json():
                     "--requests", "2000")
     assert isinstance(rows, list) and len(rows) == 4
     for r in rows:
-        assert set(r) == {"threads", "read_fraction", "bandwidth_gbps", "latency_ns"}
+        assert set(r) == {"threads", "read_fraction", "bandwidth_gbps", "latency_ns", "mode", "stores", "delay_ns"}
         assert r["bandwidth_gbps"] > 0 and r["latency_ns"] > 0
         assert isinstance(r["threads"], int)
     assert sorted((r["read_fraction"], r["threads"]) for r in rows) == [(0.5, 1), (0.5, 2), (1.0, 1), (1.0, 2)]

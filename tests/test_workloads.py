@@ -82,7 +82,9 @@ def test_stream_counts_bytes_as_stream_does(presets, kernel, arrays_read, arrays
 def test_stream_scales_with_threads_until_dram_saturates(presets):
     s = presets["ddr-local"]
     bw = {t: simcxl.stream(s, ["triad"], threads=t, lines_per_thread=4000)["stream_gbps"].iloc[0] for t in (1, 2, 16)}
-    assert bw[2] > 1.6 * bw[1]
+    # One thread is bound by its misses in flight; a second adds less than a
+    # first, since the two threads' streams close each other's rows.
+    assert bw[2] > 1.4 * bw[1]
     real16 = simcxl.stream(s, ["triad"], threads=16, lines_per_thread=4000).iloc[0]
     assert real16["read_gbps"] + real16["write_gbps"] <= s.local_dram.peak_gbps
     assert bw[16] > bw[2]

@@ -11,6 +11,7 @@
 
 #include "cxlcore/kernel/stats.hpp"
 #include "cxlcore/workloads/accelerator.hpp"
+#include "cxlcore/mem/dram_replay.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace py = pybind11;
@@ -547,16 +548,18 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_traffic",
           [](py::dict sys, uint32_t threads, double readFraction, std::string pattern, uint64_t footprint,
-             uint64_t requests, double rate, double delay, bool probe, py::object cb, py::object target) {
+             uint64_t requests, double rate, double delay, bool probe, py::object cb, py::object target,
+             std::string stores, std::string ops) {
               SystemParams p = readSystem(sys);
-              TrafficConfig c{threads, readFraction, pattern, footprint, requests, rate, delay, probe, readTarget(target)};
+              TrafficConfig c{threads, readFraction, pattern, footprint, requests, rate, delay, probe,
+                              readTarget(target), stores, ops};
               Progress pr = wrap(cb);
               return runReleased([&] { return runTraffic(p, c, pr); });
           },
           py::arg("system"), py::arg("threads"), py::arg("read_fraction"), py::arg("pattern"),
           py::arg("footprint_bytes"), py::arg("requests"), py::arg("rate_gbps") = 0.0,
           py::arg("inject_delay_ns") = 0.0, py::arg("probe") = false, py::arg("progress") = py::none(),
-          py::arg("target") = py::none());
+          py::arg("target") = py::none(), py::arg("stores") = "non-temporal", py::arg("ops") = "");
 
     m.def("run_trace",
           [](py::dict sys, std::string path, uint32_t maxOutstanding, py::object cb, py::object target) {
@@ -755,6 +758,33 @@ PYBIND11_MODULE(_core, m) {
         d["decode"] = locs;
         return d;
     }, "Derived DRAM figures and the (channel, rank, bank, row) of addresses.");
+
+    m.def("dram_replay", [](py::dict dram, std::vector<std::tuple<double, std::string, uint64_t>> reqs) {
+        DramParams dp = readDramParams(dram, "dram");
+        std::vector<DramRequest> rs;
+        for (const auto& [at, op, addr] : reqs) {
+            if (op != "R" && op != "W") throw ConfigError("dram_replay: op '" + op + "' is not allowed; allowed: R, W");
+            rs.push_back(DramRequest{nsToTicks(at), op == "W", addr});
+        }
+        DramReplay r;
+        {
+            py::gil_scoped_release nogil;
+            r = replayDram(dp, rs);
+        }
+        py::dict d;
+        py::list done;
+        for (Tick t : r.done) done.append(t == kNever ? -1.0 : ticksToNs(t));
+        d["done_ns"] = done;
+        const DramStats& s = r.stats;
+        for (const auto& [k, v] : {std::pair<const char*, uint64_t>{"reads", s.reads}, {"writes", s.writes},
+                                   {"row_hits", s.rowHits}, {"row_misses", s.rowMisses},
+                                   {"row_conflicts", s.rowConflicts}, {"refreshes", s.refreshes},
+                                   {"refreshes_postponed", s.refreshesPostponed}, {"turnarounds", s.turnarounds},
+                                   {"rank_switches", s.rankSwitches}, {"write_bursts", s.writeBursts}})
+            d[k] = v;
+        return d;
+    }, py::arg("dram"), py::arg("requests"),
+       "Replays (time_ns, 'R' or 'W', address) requests on one DRAM controller: completion times and counters.");
 
     m.def("hdm_decode", [](uint32_t ways, uint32_t gran, std::vector<uint64_t> hpas, uint64_t base, uint64_t size) {
         BridgeParams bp;

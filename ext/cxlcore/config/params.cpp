@@ -80,6 +80,11 @@ void DramParams::validate(const std::string& where) const {
                 " is not allowed; allowed: below write_high_watermark (" + fmtNum(write_high_watermark) + ")");
     require(tREFI_ns == 0 || tREFI_ns > tRFC_ns,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) + " is not allowed; allowed: 0 (no refresh) or above tRFC_ns");
+    checkChoice(where, "refresh_per_bank", refresh_per_bank, {0, 1});
+    checkChoice(where, "posted_writes", posted_writes, {0, 1});
+    require(!refresh_per_bank || tREFI_ns == 0 || tREFI_ns > tRFCsb_ns * banks_per_group,
+            where + ".tREFI_ns = " + fmtNum(tREFI_ns) +
+                " is not allowed with refresh_per_bank = 1; allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group");
 }
 
 void InterSocketParams::validate(const std::string& where) const { CXL_INTERSOCKET_FIELDS(CXL_CHECK_FIELD) }

@@ -55,14 +55,24 @@ namespace cxlcore {
     X(double, tRAS_ns, 32.0, 0, 500)                        \
     X(double, tWR_ns, 30.0, 0, 500)                         \
     X(double, tWTR_ns, 10.0, 0, 200)                        \
+    X(double, tWTR_S_ns, 2.5, 0, 200)                       \
     X(double, tRTW_ns, 5.0, 0, 200)                         \
-    X(double, tRRD_ns, 5.0, 0, 200)                         \
+    X(double, tRTP_ns, 7.5, 0, 200)                         \
+    X(double, tRTRS_ns, 0.83, 0, 100)                       \
+    X(double, tRRD_ns, 3.33, 0, 200)                        \
+    X(double, tRRD_L_ns, 5.0, 0, 200)                       \
     X(double, tFAW_ns, 13.33, 0, 500)                       \
+    X(double, tCCD_S_ns, 3.33, 0, 100)                      \
     X(double, tCCD_L_ns, 5.0, 0, 100)                       \
     X(double, tREFI_ns, 3900, 0, 100000)                    \
     X(double, tRFC_ns, 295, 0, 5000)                        \
+    X(uint32_t, refresh_per_bank, 0, 0, 1)                  \
+    X(double, tRFCsb_ns, 130, 0, 5000)                      \
+    X(uint32_t, refresh_postpone, 4, 0, 8)                  \
     X(uint32_t, read_queue, 64, 1, 4096)                    \
     X(uint32_t, write_queue, 64, 1, 4096)                   \
+    X(uint32_t, write_buffer, 0, 0, 65536)                  \
+    X(uint32_t, posted_writes, 1, 0, 1)                     \
     X(double, write_high_watermark, 0.85, 0.01, 1)          \
     X(double, write_low_watermark, 0.5, 0, 0.99)            \
     X(uint32_t, min_writes_per_switch, 16, 1, 4096)         \

@@ -14,13 +14,20 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     tRP_ = nsToTicks(p_.tRP_ns);
     tRAS_ = nsToTicks(p_.tRAS_ns);
     tWR_ = nsToTicks(p_.tWR_ns);
-    tWTR_ = nsToTicks(p_.tWTR_ns);
+    tWTR_L_ = nsToTicks(p_.tWTR_ns);
+    tWTR_S_ = nsToTicks(p_.tWTR_S_ns);
     tRTW_ = nsToTicks(p_.tRTW_ns);
-    tRRD_ = nsToTicks(p_.tRRD_ns);
+    tRTP_ = nsToTicks(p_.tRTP_ns);
+    tRTRS_ = nsToTicks(p_.tRTRS_ns);
+    tRRD_S_ = nsToTicks(p_.tRRD_ns);
+    tRRD_L_ = nsToTicks(p_.tRRD_L_ns);
     tFAW_ = nsToTicks(p_.tFAW_ns);
+    tCCD_S_ = nsToTicks(p_.tCCD_S_ns);
     tCCD_L_ = nsToTicks(p_.tCCD_L_ns);
-    tREFI_ = nsToTicks(p_.tREFI_ns);
-    tRFC_ = nsToTicks(p_.tRFC_ns);
+    // The interval between a rank's refresh commands: same-bank refresh
+    // visits each bank of a group once per tREFI.
+    tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? p_.banks_per_group : 1);
+    tRFC_ = nsToTicks(p_.refresh_per_bank ? p_.tRFCsb_ns : p_.tRFC_ns);
     front_ = nsToTicks(p_.frontend_latency_ns);
     back_ = nsToTicks(p_.backend_latency_ns);
     // Commit a request early enough that a row miss leaves no bubble on the bus.
@@ -95,6 +102,7 @@ void DramController::retryResp() {
 
 void DramController::checkpoint(StateVisitor& v, const std::string& n) {
     v(n + ".needRetry", needRetry_);
+    v(n + ".writesQueued", writesQueued_);
     for (size_t i = 0; i < ch_.size(); ++i) ch_[i]->checkpoint(v, n + ".ch" + std::to_string(i));
 }
 
@@ -113,6 +121,8 @@ DramChannel::DramChannel(Host& host, DramController& c, uint32_t index) : Compon
     for (uint32_t r = 0; r < p.ranks; ++r) {
         ranks_[r].banks.resize(p.bank_groups * p.banks_per_group);
         ranks_[r].groupColAllowed.assign(p.bank_groups, 0);
+        ranks_[r].groupActAllowed.assign(p.bank_groups, 0);
+        ranks_[r].groupReadAllowed.assign(p.bank_groups, 0);
         // Stagger refreshes across ranks and channels as controllers do.
         uint32_t k = index * p.ranks + r, n = p.channels * p.ranks;
         ranks_[r].nextRefresh = c.tREFI_ ? c.tREFI_ * (k + 1) / n : kNever;
@@ -131,8 +141,17 @@ void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
             v(bn + ".actAllowed", rk.banks[b].actAllowed);
             v(bn + ".preAllowed", rk.banks[b].preAllowed);
         }
-        for (size_t g = 0; g < rk.groupColAllowed.size(); ++g)
+        for (size_t g = 0; g < rk.groupColAllowed.size(); ++g) {
             v(rn + ".colAllowed" + std::to_string(g), rk.groupColAllowed[g]);
+            v(rn + ".actAllowed" + std::to_string(g), rk.groupActAllowed[g]);
+            v(rn + ".readAllowed" + std::to_string(g), rk.groupReadAllowed[g]);
+        }
+        v(rn + ".colAllowed", rk.colAllowed);
+        v(rn + ".readAllowed", rk.readAllowed);
+        v(rn + ".lastUse", rk.lastUse);
+        v(rn + ".owed", rk.owed);
+        v(rn + ".refBank", rk.refBank);
+        v(rn + ".queued", rk.queued);
         for (int i = 0; i < 4; ++i) v(rn + ".faw" + std::to_string(i), rk.faw[i]);
         v(rn + ".fawHead", rk.fawHead);
         v(rn + ".lastAct", rk.lastAct);
@@ -144,6 +163,7 @@ void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
     v(n + ".writeMode", writeMode_);
     v(n + ".respBlocked", respBlocked_);
     v(n + ".writesThisBurst", writesThisBurst_);
+    v(n + ".lastRank", lastRank_);
 }
 
 // A request arrives at t->mark (now, or later when the sender's pipeline
@@ -152,6 +172,7 @@ bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
     if (readQ_.size() + resp_.size() >= c_.p_.read_queue) return false;
     const Tick n = std::max(now(), t->mark);
     readQ_.push_back(Req{t, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
+    arrive(l.rank);
     t->at = readQName_;
     c_.readOcc_.set(now(), ++c_.readsQueued_);
     wakeForDecision();
@@ -160,10 +181,18 @@ bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
 
 bool DramChannel::tryWrite(Txn* t, const DramController::Loc& l) {
     if (writeQ_.size() >= c_.p_.write_queue || acks_.full()) return false;
+    if (c_.p_.write_buffer && c_.writesQueued_ >= c_.p_.write_buffer) return false;
+    ++c_.writesQueued_;
     const Tick n = std::max(now(), t->mark);
-    writeQ_.push_back(Req{nullptr, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
-    t->leave(kStageMediaQueue, n + c_.front_);
-    acks_.push(n + c_.front_, t);  // posted: acknowledged once in the write queue
+    const bool posted = c_.p_.posted_writes;
+    writeQ_.push_back(Req{posted ? nullptr : t, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
+    arrive(l.rank);
+    if (posted) {
+        t->leave(kStageMediaQueue, n + c_.front_);
+        acks_.push(n + c_.front_, t);  // acknowledged once in the write queue
+    } else {
+        t->mark = n;
+    }
     wakeForDecision();
     requestWake(n + c_.front_);
     return true;
@@ -187,26 +216,82 @@ void DramChannel::unblock() {
     }
 }
 
-void DramChannel::refreshRank(Rank& r, Tick t) {
-    // After an idle gap only the latest refresh leaves a trace in the banks
-    // (each sets later limits than the one before): count the others at once,
-    // so a gap of seconds costs no more than one interval.
-    if (r.nextRefresh + c_.tREFI_ <= t) {
-        const uint64_t skipped = (t - r.nextRefresh) / c_.tREFI_;
-        r.nextRefresh += skipped * c_.tREFI_;
-        c_.stats_.refreshes += skipped;
-    }
-    while (r.nextRefresh <= t) {
-        // All-bank refresh: rows close and the rank is busy for tRP + tRFC.
-        Tick start = r.nextRefresh;
+// Refreshes close the banks they touch and keep them busy for tRP + tRFC
+// each, back to back: all banks (all-bank refresh) or, per same-bank
+// refresh, the next bank of every group.
+void DramChannel::refresh(Rank& r, Tick start, uint32_t count) {
+    const DramParams& p = c_.p_;
+    c_.stats_.refreshes += count;
+    if (!p.refresh_per_bank) {
         for (Bank& b : r.banks) {
-            Tick s = std::max(start, b.preAllowed);
+            const Tick s = std::max(start, b.preAllowed);
+            b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + count * c_.tRFC_);
+            b.openRow = ~0ull;
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < count; ++i, start += c_.tRFC_) {
+        for (uint32_t g = 0; g < p.bank_groups; ++g) {
+            Bank& b = r.banks[g * p.banks_per_group + r.refBank];
+            const Tick s = std::max(start, b.preAllowed);
             b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + c_.tRFC_);
             b.openRow = ~0ull;
         }
-        r.nextRefresh += c_.tREFI_;
-        ++c_.stats_.refreshes;
+        r.refBank = (r.refBank + 1) % p.banks_per_group;
     }
+}
+
+// A request for an idle rank. While the rank was idle the controller, not
+// knowing when the next request would come, paid the refreshes it had
+// postponed one after another from the rank's last burst on, and issued
+// each one falling due at its time: those begun before now hold the banks.
+void DramChannel::arrive(uint32_t rank) {
+    Rank& r = ranks_[rank];
+    if (r.queued++ || c_.tREFI_ == 0) return;
+    const Tick until = now(), each = c_.tRP_ + c_.tRFC_;
+    Tick s = r.lastUse;
+    for (; r.owed && s < until; s += each, --r.owed) refresh(r, s, 1);
+    // After a long gap only the latest refreshes leave a trace in the banks
+    // (each sets later limits than the one before): count the others at once,
+    // so a gap of seconds costs no more than one interval.
+    if (!r.owed && r.nextRefresh >= s && r.nextRefresh + c_.tREFI_ <= until) {
+        const uint64_t skipped = (until - r.nextRefresh) / c_.tREFI_;
+        r.nextRefresh += skipped * c_.tREFI_;
+        c_.stats_.refreshes += skipped;
+        r.refBank = uint32_t((r.refBank + skipped) % c_.p_.banks_per_group);
+    }
+    for (; r.nextRefresh < until; r.nextRefresh += c_.tREFI_) {
+        const Tick start = std::max(r.nextRefresh, s);
+        if (start < until || r.owed >= c_.p_.refresh_postpone) {
+            refresh(r, start, 1);
+            s = start + each;
+        } else {  // due while owed ones were still running: postponed again
+            ++r.owed;
+            ++c_.stats_.refreshesPostponed;
+        }
+    }
+}
+
+// A rank with queued requests postpones its refreshes up to the limit; at
+// the limit it refreshes when each one falls due, still owing the others
+// (never more than the limit postponed, as JEDEC requires), and pays them
+// when it idles. Paying them all at once would stall the rank for several
+// tRFC while the requests queued for it hold the device's trackers.
+void DramChannel::refreshRank(Rank& r, Tick t) {
+    for (; r.nextRefresh <= t; r.nextRefresh += c_.tREFI_) {
+        if (r.owed < c_.p_.refresh_postpone) {
+            ++r.owed;
+            ++c_.stats_.refreshesPostponed;
+        } else {
+            refresh(r, r.nextRefresh, 1);
+        }
+    }
+}
+
+// The earliest column command the rank's tCCD and, for a read, tWTR allow.
+Tick DramChannel::colReady(const Rank& rk, uint32_t group, bool write) const {
+    const Tick c = std::max(rk.groupColAllowed[group], rk.colAllowed);
+    return write ? c : std::max({c, rk.readAllowed, rk.groupReadAllowed[group]});
 }
 
 bool DramChannel::pickMode() {
@@ -227,29 +312,36 @@ void DramChannel::schedule(Tick t) {
     const DramController& c = c_;
     // Refreshes due start first, so the choice below sees their banks busy.
     for (Rank& rk : ranks_)
-        if (rk.nextRefresh <= t) refreshRank(rk, t);
+        if (rk.queued && rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
     std::vector<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue: the request whose column command can
     // go first (row hits win, having no precharge or activate), oldest on ties.
+    // A row hit wins a tie: when the column timings (tCCD, tWTR) hold every
+    // candidate to the same time, opening another row would close one in use.
     size_t pick = q.size();
     Tick best = kNever;
+    bool bestHit = false;
     const size_t window = std::min<size_t>(q.size(), 32);
     for (size_t i = 0; i < window && q[i].ready <= t; ++i) {
         const Req& r = q[i];
         const Rank& rk = ranks_[r.rank];
         const Bank& b = rk.banks[r.bank];
+        const bool hit = b.openRow == r.row;
         Tick est;
-        if (b.openRow == r.row)
-            est = std::max(t, rk.groupColAllowed[r.group]);
+        if (hit)
+            est = t;
         else if (b.openRow != ~0ull)
             est = std::max(t, b.preAllowed) + c.tRP_ + c.tRCD_;
         else
             est = std::max(t, b.actAllowed) + c.tRCD_;
-        if (est < best) {
+        est = std::max(est, colReady(rk, r.group, write));
+        if (busFree_ && r.rank != lastRank_) est += c.tRTRS_;  // prefer the rank on the bus
+        if (est < best || (est == best && hit && !bestHit)) {
             best = est;
+            bestHit = hit;
             pick = i;
-            if (est == t) break;  // cannot do better than now
+            if (est == t && hit) break;  // cannot do better than now
         }
     }
     if (pick == q.size()) {  // nothing has cleared the front end yet
@@ -276,7 +368,10 @@ void DramChannel::schedule(Tick t) {
             ++st.rowMisses;
             start = act = std::max(t, b.actAllowed);
         }
-        act = std::max({act, rk.lastAct + c.tRRD_, rk.faw[rk.fawHead] + c.tFAW_});
+        const Tick fawFree = rk.faw[rk.fawHead] == kNever ? 0 : rk.faw[rk.fawHead] + c.tFAW_;
+        const Tick rrdFree = rk.lastAct == kNever ? 0 : rk.lastAct + c.tRRD_S_;
+        act = std::max({act, rrdFree, rk.groupActAllowed[r.group], fawFree});
+        rk.groupActAllowed[r.group] = act + c.tRRD_L_;
         rk.faw[rk.fawHead] = act;
         rk.fawHead = (rk.fawHead + 1) & 3;
         rk.lastAct = act;
@@ -285,25 +380,52 @@ void DramChannel::schedule(Tick t) {
         col = act + c.tRCD_;
     }
     const uint32_t group = r.group;
-    col = std::max(col, rk.groupColAllowed[group]);
+    col = std::max(col, colReady(rk, group, write));
     const Tick cas = write ? c.tCWL_ : c.tCL_;
+    // The data bus: a write after a read waits tRTW, a burst of another rank
+    // tRTRS. A read after a write waits tWTR in its own rank only (colReady).
     Tick minData = busFree_;
-    if (busFree_ && lastWrite_ != write) {
-        minData += write ? c.tRTW_ : c.tWTR_ + c.tCL_;
-        ++st.turnarounds;
+    if (busFree_) {
+        Tick gap = 0;
+        if (lastWrite_ != write) {
+            ++st.turnarounds;
+            if (write) gap = c.tRTW_;
+        }
+        if (r.rank != lastRank_) {
+            ++st.rankSwitches;
+            gap = std::max(gap, c.tRTRS_);
+        }
+        minData += gap;
     }
     const Tick data = std::max(col + cas, minData);
     col = data - cas;
     const Tick end = data + c.tBurst_;
     rk.groupColAllowed[group] = col + c.tCCD_L_;
-    b.preAllowed = std::max(b.preAllowed, write ? end + c.tWR_ : col + c.tBurst_);
+    rk.colAllowed = col + c.tCCD_S_;
+    if (write) {
+        rk.readAllowed = std::max(rk.readAllowed, end + c.tWTR_S_);
+        rk.groupReadAllowed[group] = std::max(rk.groupReadAllowed[group], end + c.tWTR_L_);
+        b.preAllowed = std::max(b.preAllowed, end + c.tWR_);
+    } else {
+        b.preAllowed = std::max(b.preAllowed, col + c.tRTP_);
+    }
+    rk.lastUse = end;
+    --rk.queued;
     busFree_ = end;
     lastWrite_ = write;
+    lastRank_ = r.rank;
     st.busBusy += c.tBurst_;
 
     if (write) {
         ++writesThisBurst_;
         ++st.writes;
+        --c_.writesQueued_;
+        if (Txn* x = r.txn) {  // not posted: acknowledged once its data is written
+            x->stage[kStageMediaQueue] += start - x->mark;
+            x->stage[kStageMediaService] += end + c.back_ - start;
+            x->mark = end + c.back_;
+            acks_.push(end + c.back_, x);
+        }
         c_.slotFreed();
     } else {
         ++st.reads;

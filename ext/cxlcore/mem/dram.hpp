@@ -1,5 +1,8 @@
 // DRAM controller: per-channel read/write queues, FR-FCFS scheduling over
-// banks with open rows, bus read/write turnaround, tFAW/tRRD, refresh.
+// banks with open rows, write batching between watermarks, write-to-read
+// turnaround per rank and bank group (tWTR_S/L), rank-to-rank switching
+// (tRTRS), tRRD_S/L, tCCD_S/L and tFAW, and all-bank or same-bank refresh
+// that a busy rank may postpone.
 #pragma once
 
 #include <deque>
@@ -16,6 +19,7 @@ struct DramStats {
     uint64_t reads = 0, writes = 0;
     uint64_t rowHits = 0, rowMisses = 0, rowConflicts = 0;
     uint64_t refreshes = 0, turnarounds = 0, writeBursts = 0;
+    uint64_t refreshesPostponed = 0, rankSwitches = 0;
     uint64_t readRetries = 0, writeRetries = 0;
     Tick busBusy = 0;  // data bus occupied, summed over channels
 };
@@ -64,7 +68,8 @@ class DramController : public Target {
     void slotFreed();
 
     DramParams p_;
-    Tick tBurst_, tRCD_, tCL_, tCWL_, tRP_, tRAS_, tWR_, tWTR_, tRTW_, tRRD_, tFAW_, tCCD_L_, tREFI_, tRFC_;
+    Tick tBurst_, tRCD_, tCL_, tCWL_, tRP_, tRAS_, tWR_, tWTR_L_, tWTR_S_, tRTW_, tRTP_, tRTRS_, tRRD_S_, tRRD_L_,
+        tFAW_, tCCD_S_, tCCD_L_, tREFI_, tRFC_, tRFCsb_;
     Tick front_, back_, lookahead_;
     Divisor interleave_, channels_, groups_, perGroup_, ranks_, rowLines_, banks_, linesPerChunk_;
     std::vector<std::unique_ptr<DramChannel>> ch_;
@@ -72,6 +77,7 @@ class DramController : public Target {
     DramStats stats_;
     Occupancy readOcc_;
     uint64_t readsQueued_ = 0;
+    uint32_t writesQueued_ = 0;  // posted writes not yet written, all channels
 };
 
 // One channel schedules on its own: channels share nothing but the front end.
@@ -95,13 +101,21 @@ class DramChannel : public Component {
     struct Rank {
         std::vector<Bank> banks;
         std::vector<Tick> groupColAllowed;  // tCCD_L within a bank group
-        Tick faw[4] = {0, 0, 0, 0};
+        std::vector<Tick> groupActAllowed;  // tRRD_L within a bank group
+        std::vector<Tick> groupReadAllowed;  // tWTR_L after a write's data, per bank group
+        Tick colAllowed = 0;   // tCCD_S within the rank
+        Tick readAllowed = 0;  // tWTR_S after a write's data, whole rank
+        Tick faw[4] = {kNever, kNever, kNever, kNever};  // kNever: no activate yet
         uint32_t fawHead = 0;
-        Tick lastAct = 0;
+        Tick lastAct = kNever;
         Tick nextRefresh = 0;
+        Tick lastUse = 0;      // end of the rank's latest data burst
+        uint32_t owed = 0;     // refreshes postponed
+        uint32_t refBank = 0;  // same-bank refresh: the bank of each group refreshed next
+        uint32_t queued = 0;   // requests in the queues for this rank
     };
     struct Req {
-        Txn* txn;  // reads only: writes are acknowledged on arrival
+        Txn* txn;  // reads, and writes acknowledged once written (not posted)
         uint32_t rank, bank;
         uint64_t row;
         Tick ready;  // after the front-end latency
@@ -112,6 +126,9 @@ class DramChannel : public Component {
     void wakeForDecision();
     bool pickMode();
     void refreshRank(Rank& r, Tick t);
+    void refresh(Rank& r, Tick start, uint32_t count);
+    void arrive(uint32_t rank);
+    Tick colReady(const Rank& rk, uint32_t group, bool write) const;
 
     DramController& c_;
     std::vector<Rank> ranks_;
@@ -121,6 +138,7 @@ class DramChannel : public Component {
     const char* readQName_ = "media read queue";
     Tick busFree_ = 0, nextDecision_ = 0;
     bool lastWrite_ = false, writeMode_ = false, respBlocked_ = false;
+    uint32_t lastRank_ = 0;
     uint32_t writesThisBurst_ = 0;
 };
 

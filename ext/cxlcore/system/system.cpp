@@ -113,7 +113,10 @@ void dramReport(Report& r, const std::string& k, const DramController& d, Tick s
     r.emplace_back(k + ".row_hit_rate", acc > 0 ? st.rowHits / acc : 0);
     r.emplace_back(k + ".row_conflict_rate", acc > 0 ? st.rowConflicts / acc : 0);
     r.emplace_back(k + ".refreshes", double(st.refreshes));
+    r.emplace_back(k + ".refreshes_postponed", double(st.refreshesPostponed));
     r.emplace_back(k + ".turnarounds", double(st.turnarounds));
+    r.emplace_back(k + ".rank_switches", double(st.rankSwitches));
+    r.emplace_back(k + ".write_bursts", double(st.writeBursts));
     r.emplace_back(k + ".mean_read_queue", d.meanReadQueue(s, e));
     r.emplace_back(k + ".retries", double(st.readRetries + st.writeRetries));
 }

@@ -340,8 +340,16 @@ class TrafficDriver : public Driver {
     void interleaved() { firstTouch_ = false; }
     void setTraffic(const TrafficConfig& c) {
         readFrac_ = c.read_fraction;
+        rfo_ = c.stores == "write-allocate";
+        cycle_ = c.ops;
+        // A store with write-allocate moves a line each way, so of the memory
+        // traffic a fraction f is reads when a share (1 - f) / f of the
+        // accesses are stores.
+        storeProb_ = rfo_ ? (readFrac_ > 0 ? (1.0 - readFrac_) / readFrac_ : 1.0) : 1.0 - readFrac_;
         sequential_ = c.pattern == "sequential";
         footprint_ = std::max<uint64_t>(c.footprint_bytes / kLineBytes / threads_, 1);
+        // A sequential store stream evicts the dirty line an L2's worth behind it.
+        victimLag_ = std::min<uint64_t>(footprint_ / 2, sys_.params().host.l2_bytes / kLineBytes);
         delay_ = nsToTicks(c.inject_delay_ns);
         if (c.rate_gbps > 0) interval_ = nsToTicks(kLineBytes * threads_ / c.rate_gbps);
         probe_ = c.probe;
@@ -399,9 +407,13 @@ class TrafficDriver : public Driver {
                 break;
             case kRfo:
                 freeMshr(k, t);
-                // The line is dirty now; the one the caches push out for it is an L2's worth of stores older.
-                k.dirty.push_back(streamAddr(x->src, storeArray_, k.evict));
-                if (++k.evict == streamLines_) k.evict = 0;
+                if (stream_) {
+                    // The line is dirty now; the one the caches push out for it is an L2's worth of stores older.
+                    k.dirty.push_back(streamAddr(x->src, storeArray_, k.evict));
+                    if (++k.evict == streamLines_) k.evict = 0;
+                } else {
+                    k.dirty.push_back(victim(x->src, x->addr));
+                }
                 countOp(true, t);
                 break;
             default:
@@ -477,8 +489,11 @@ class TrafficDriver : public Driver {
             } else {
                 const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;
-                const bool rd = readFrac_ >= 1.0 || k.rng.uniform() < readFrac_;
-                issue(uint16_t(c), rd ? Op::Read : Op::Write, a, rd ? kLoad : kNtStore, t);
+                const bool store = !cycle_.empty() ? cycle_[k.pos % cycle_.size()] == 'S'
+                                   : readFrac_ < 1.0 && k.rng.uniform() < storeProb_;
+                if (!store) issue(uint16_t(c), Op::Read, a, kLoad, t);
+                else if (rfo_) issue(uint16_t(c), Op::Read, a, kRfo, t, true);
+                else issue(uint16_t(c), Op::Write, a, kNtStore, t);
             }
             ++k.pos;
             if (interval_) k.notBefore = std::max(k.notBefore, t) + interval_;
@@ -493,6 +508,17 @@ class TrafficDriver : public Driver {
         // Thread c's frames in fault order: page p of a, of b, of c, then page p + 1.
         const uint64_t page = (uint64_t(c) * slicePages_ + pageLines_.div(line)) * 3 + array;
         return (page * pageLines_.d + pageLines_.mod(line)) * kLineBytes;
+    }
+
+    // The dirty line a write-allocate fill pushes out of the caches: a store
+    // stream's line an L2's worth behind, or (random stores) one written at
+    // random earlier, a random line of the thread's region.
+    uint64_t victim(uint32_t c, uint64_t filled) {
+        Core& k = cores_[c];
+        const uint64_t base = uint64_t(c) * footprint_;
+        const uint64_t line = sequential_ ? (filled / kLineBytes - base + footprint_ - victimLag_ % footprint_) % footprint_
+                                          : k.rng.below(footprint_);
+        return (base + line) * kLineBytes;
     }
 
     void issueProbe(Tick t) {
@@ -514,7 +540,10 @@ class TrafficDriver : public Driver {
     std::vector<Op2> ops_;
     uint64_t streamLines_ = 1, arrayStride_ = 0, threadSlice_ = 0, footprint_ = 1;
     uint8_t storeArray_ = 0;
-    double readFrac_ = 1.0;
+    double readFrac_ = 1.0, storeProb_ = 0.0;
+    bool rfo_ = false;
+    std::string cycle_;
+    uint64_t victimLag_ = 0;
     Tick delay_ = 0, interval_ = 0;
 };
 
@@ -652,6 +681,15 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
     checkThreads("traffic", cfg.threads, sp);
     if (!(cfg.read_fraction >= 0 && cfg.read_fraction <= 1))
         throw ConfigError("traffic.read_fraction = " + fmtNum(cfg.read_fraction) + " is out of range; allowed: 0 to 1");
+    if (cfg.stores != "non-temporal" && cfg.stores != "write-allocate")
+        throw ConfigError("traffic.stores = '" + cfg.stores +
+                          "' is not allowed; allowed values: non-temporal, write-allocate");
+    if (cfg.ops.find_first_not_of("LS") != std::string::npos || cfg.ops.size() > 64)
+        throw ConfigError("traffic.ops = '" + cfg.ops +
+                          "' is not allowed; allowed: up to 64 letters L (load) and S (store), or empty");
+    if (cfg.stores == "write-allocate" && cfg.ops.empty() && cfg.read_fraction < 0.5)
+        throw ConfigError("traffic.read_fraction = " + fmtNum(cfg.read_fraction) +
+                          " is out of range with write-allocate stores; allowed: 0.5 to 1 (each store reads its line)");
     if (cfg.pattern != "random" && cfg.pattern != "sequential")
         throw ConfigError("traffic.pattern = '" + cfg.pattern + "' is not allowed; allowed values: random, sequential");
     if (cfg.requests < 100 || cfg.requests > (1ull << 40))

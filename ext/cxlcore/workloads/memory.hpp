@@ -59,6 +59,14 @@ struct TrafficConfig {
     double inject_delay_ns = 0;       // closed loop: pause between a thread's requests (MLC -d)
     bool probe = false;               // add a dependent-load latency probe (MLC loaded latency)
     MemTarget target;
+    // How a store reaches memory: "non-temporal" (a full-line write, no read)
+    // or "write-allocate" (a read for ownership now, the write-back of the
+    // line its fill evicts later), as in StreamConfig. read_fraction counts
+    // memory traffic, so with write-allocate it is at least 0.5.
+    std::string stores = "non-temporal";
+    // A fixed cycle of a thread's accesses, 'L' a load and 'S' a store (MLC's
+    // -W modes); empty: each access is drawn at random to give read_fraction.
+    std::string ops;
 };
 
 struct TraceConfig {

@@ -1,0 +1,173 @@
+"""DRAM command timing: one controller fed requests at chosen times, each
+expected time derived by hand from the JEDEC timings of the parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+from simcxl import _core
+from simcxl.params import ParamError, System
+
+from conftest import quiet_dram
+
+T0 = 1000.0  # the pattern starts here, after the rows it uses were opened
+
+
+def dram(**kw):
+    """One DDR5-4800 sub-channel of one rank, refresh off (conftest.quiet_dram)."""
+    kw.setdefault("channels", 1)
+    kw.setdefault("ranks", 1)
+    return quiet_dram(**kw)
+
+
+def burst(d) -> float:
+    return 2000.0 / d.data_rate_mts * d.burst_length / 2
+
+
+def address(d, rank: int, group: int, bank: int = 0, row: int = 0, skip: int = 0) -> int:
+    """A line at (rank, bank group, bank, row); skip picks a later line of it."""
+    want = (0, rank, group * d.banks_per_group + bank, row)
+    lines = range(0, 1 << 16)
+    found = [a * 64 for a, loc in zip(lines, _core.dram_info(d.to_dict(), [a * 64 for a in lines])["decode"])
+             if tuple(loc) == want]
+    return found[skip]
+
+
+def replay(d, reqs):
+    return _core.dram_replay(d.to_dict(), reqs)
+
+
+def test_a_read_after_a_write_waits_twtr_l_in_its_bank_group_and_twtr_s_elsewhere():
+    # A write to a closed bank at 0: ready after the front end, ACT then, its
+    # data from ACT + tRCD + tCWL for a burst. A read ready later, to another
+    # bank, may issue its column command tWTR after the write data ends:
+    # tWTR_L in the same bank group, tWTR_S in another. Its response follows
+    # tCL, a burst and the back end later.
+    d = dram(tWTR_ns=10.0, tWTR_S_ns=2.5)
+    write_end = d.frontend_latency_ns + d.tRCD_ns + d.tCWL_ns + burst(d)
+    for group, wtr in ((2, d.tWTR_ns), (5, d.tWTR_S_ns)):
+        r = replay(d, [(0.0, "W", address(d, 0, 2, bank=0)), (6.0, "R", address(d, 0, group, bank=1))])
+        assert r["done_ns"][1] == pytest.approx(write_end + wtr + d.tCL_ns + burst(d) + d.backend_latency_ns,
+                                                abs=0.005)
+        assert r["turnarounds"] == 1
+
+
+def test_alternating_ranks_costs_trtrs_per_switch():
+    # Reads to open rows (row hits), alternately in rank 0 and rank 1: the data
+    # bus carries a burst then hands over to the other rank, tRTRS, so N reads
+    # end (N - 1) x (burst + tRTRS) after the first. In one rank they follow
+    # at the burst rate (other bank groups: tCCD_S = the burst).
+    d = dram(ranks=2, tRTRS_ns=2.0)
+    n = 16
+    def pattern(ranks):
+        opens = [(0.0, "R", address(d, r, g)) for r in set(ranks) for g in range(8)]
+        pat = [(T0, "R", address(d, r, i % 8 if len(set(ranks)) == 1 else (i // 2) % 8, skip=1 + i // 16))
+               for i, r in enumerate(ranks)]
+        done = replay(d, opens + pat)["done_ns"][len(opens):]
+        return max(done) - min(done)
+    assert pattern([i % 2 for i in range(n)]) == pytest.approx((n - 1) * (burst(d) + d.tRTRS_ns), abs=0.01)
+    assert pattern([0] * n) == pytest.approx((n - 1) * burst(d), abs=0.01)
+
+
+def test_write_then_read_batch_takes_the_time_its_timings_add_up_to():
+    # Rows open in all 8 bank groups. At T0, 8 writes (one per group, row
+    # hits) go back to back at tCCD_S = the burst after tCWL; 8 reads arriving
+    # just after wait for the last write's data end + tWTR_S (the first
+    # group's tWTR_L ends sooner), then follow tCL later, back to back:
+    #   T0 + front + tCWL + 8 bursts + tWTR_S + tCL + 8 bursts + back.
+    d = dram()
+    opens = [(0.0, "R", address(d, 0, g)) for g in range(8)]
+    writes = [(T0, "W", address(d, 0, g, skip=1)) for g in range(8)]
+    reads = [(T0 + 30.0, "R", address(d, 0, g, skip=2)) for g in range(8)]
+    r = replay(d, opens + writes + reads)
+    expect = T0 + d.frontend_latency_ns + d.tCWL_ns + 8 * burst(d) + d.tWTR_S_ns + d.tCL_ns + 8 * burst(d) + \
+        d.backend_latency_ns
+    assert max(r["done_ns"]) == pytest.approx(expect, abs=0.01)
+    # Bandwidth of the pattern: 16 lines over that span from T0.
+    assert 16 * 64 / (max(r["done_ns"]) - T0) == pytest.approx(16 * 64 / (expect - T0), rel=1e-4)
+
+
+def test_activates_in_one_bank_group_wait_trrd_l_and_in_others_trrd_s():
+    # Two reads to closed banks, both ready after the front end: the second
+    # ACT waits tRRD_L (same group) or tRRD_S (another), and its data ends
+    # that much after the first's would have allowed it (tRRD > the burst).
+    d = dram(tRRD_ns=4.0, tRRD_L_ns=9.0, tCCD_L_ns=3.0, tCCD_S_ns=3.0)
+    first = d.frontend_latency_ns + d.tRCD_ns + d.tCL_ns + burst(d) + d.backend_latency_ns
+    for group, rrd in ((0, d.tRRD_L_ns), (3, d.tRRD_ns)):  # tRRD_ns is tRRD_S
+        r = replay(d, [(0.0, "R", address(d, 0, 0, bank=0)), (0.0, "R", address(d, 0, group, bank=1))])
+        assert sorted(r["done_ns"]) == pytest.approx([first, first + rrd], abs=0.005)
+
+
+def test_read_to_precharge_waits_trtp():
+    # A read opens row 0 of a bank; a read to row 1 of the same bank must
+    # precharge it, which waits for tRAS after the ACT and tRTP after the
+    # read's column command: with tRTP far above tRAS, PRE = col + tRTP, then
+    # tRP, ACT, tRCD, tCL, a burst and the back end.
+    d = dram(tRAS_ns=0.0, tRTP_ns=40.0)
+    col = d.frontend_latency_ns + d.tRCD_ns
+    r = replay(d, [(0.0, "R", address(d, 0, 1, row=0)), (0.0, "R", address(d, 0, 1, row=1))])
+    assert max(r["done_ns"]) == pytest.approx(col + d.tRTP_ns + d.tRP_ns + d.tRCD_ns + d.tCL_ns + burst(d) +
+                                              d.backend_latency_ns, abs=0.005)
+    assert r["row_conflicts"] == 1
+
+
+def busy_rank(d, micros: float):
+    """Reads offered every 2 ns, faster than a burst: the rank never idles."""
+    reqs = [(i * 2.0, "R", (i * 64 * 4099) % (1 << 30)) for i in range(int(micros * 500))]
+    return replay(d, reqs)
+
+
+@pytest.mark.parametrize("postpone", [0, 4])
+def test_a_busy_rank_postpones_refreshes_up_to_the_limit(postpone):
+    # All-bank refresh every tREFI. A rank with queued requests postpones up
+    # to `postpone` of them; past the limit each one runs when it falls due
+    # (the rank still owes the others), so the longest pause between
+    # responses is one refresh, tRP + tRFC, either way. Over 40 us,
+    # 40 / 3.9 = 10 fall due.
+    d = dram(tREFI_ns=3900.0, refresh_postpone=postpone)
+    r = busy_rank(d, 40.0)
+    done = sorted(t for t in r["done_ns"] if t > 0)
+    gap = max(b - a for a, b in zip(done, done[1:]))
+    stall = d.tRP_ns + d.tRFC_ns
+    # Responses keep coming for up to the scheduling lookahead (tRP + tRCD +
+    # tCL) after the refresh starts, and resume tRCD + tCL + a burst after the
+    # banks reopen.
+    assert stall - (d.tRP_ns + d.tRCD_ns + d.tCL_ns) <= gap <= stall + d.tRCD_ns + d.tCL_ns + d.tRAS_ns
+    due = int(done[-1] // 3900.0)
+    assert r["refreshes_postponed"] == postpone
+    assert r["refreshes"] == due - postpone
+
+
+def test_an_idle_rank_pays_the_refreshes_it_postponed():
+    # Busy until T (refreshes due then: the first 4 postponed, the rest on
+    # time), then idle until 30 us: the 4 owed run back to back from the
+    # last burst (4 x (tRP + tRFC) = 1.25 us fit in the gap) and those due in
+    # the gap at their time, so by the end none is owed: every refresh due
+    # by then ran, and 4 were postponed.
+    d = dram(tREFI_ns=3900.0, refresh_postpone=4)
+    busy = [(i * 2.0, "R", (i * 64 * 4099) % (1 << 30)) for i in range(5000)]
+    later = [(30000.0 + i * 2.0, "R", (i * 64 * 4111) % (1 << 30)) for i in range(100)]
+    r = replay(d, busy + later)
+    t_busy = max(r["done_ns"][:len(busy)])
+    assert t_busy + 4 * (d.tRP_ns + d.tRFC_ns) < 30000 and t_busy > 4 * 3900
+    assert r["refreshes_postponed"] == 4
+    assert r["refreshes"] == int(max(r["done_ns"]) // 3900)
+
+
+def test_same_bank_refresh_runs_banks_per_group_times_as_often_and_stalls_less():
+    # DDR5 REFsb: every tREFI / banks_per_group one bank of each group
+    # refreshes for tRFCsb, the others keep working.
+    ab = dram(tREFI_ns=3900.0, refresh_postpone=0)
+    sb = dram(tREFI_ns=3900.0, refresh_postpone=0, refresh_per_bank=1)
+    a, s = busy_rank(ab, 20.0), busy_rank(sb, 20.0)
+    span = max(s["done_ns"])
+    assert s["refreshes"] == pytest.approx(span / (3900.0 / sb.banks_per_group), abs=1)
+    assert a["refreshes"] == pytest.approx(max(a["done_ns"]) / 3900.0, abs=1)
+    assert max(s["done_ns"]) < max(a["done_ns"])
+
+
+def test_refresh_options_are_checked():
+    with pytest.raises(ParamError, match="refresh_per_bank"):
+        System("t", "local-dram").replace(**{"local_dram.refresh_per_bank": 2}).validate()
+    with pytest.raises(ParamError, match="tRFCsb_ns x banks_per_group"):
+        System("t", "local-dram").replace(**{"local_dram.refresh_per_bank": 1, "local_dram.tREFI_ns": 500.0}).validate()

@@ -1,0 +1,103 @@
+"""Loaded latency: MLC's traffic modes, stores with and without read for
+ownership, delay sweeps, and the bandwidth limits of a loaded memory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import simcxl
+from simcxl import mlc
+from simcxl.params import ParamError
+
+SIMCXL = Path(sys.executable).with_name("simcxl")
+
+# MLC's -W modes as its help text states them: reads:writes of memory traffic.
+MLC_RATIOS = {"W2": (2, 1), "W3": (3, 1), "W4": (3, 2), "W5": (1, 1), "W6": (0, 1), "W7": (2, 1), "W8": (1, 1),
+              "W9": (3, 1), "W12": (4, 1), "W13": (5, 1), "W17": (9, 1)}
+NON_TEMPORAL = {"W6", "W7", "W8", "W9"}
+
+
+@pytest.mark.parametrize("name", sorted(MLC_RATIOS))
+def test_a_mode_moves_reads_and_writes_in_mlcs_ratio(name):
+    r, w = MLC_RATIOS[name]
+    m = mlc.mode(name)
+    assert m.read_fraction == pytest.approx(r / (r + w))
+    assert m.stores == ("non-temporal" if name in NON_TEMPORAL else "write-allocate")
+
+
+@pytest.mark.parametrize("name", ["W2", "W4", "W5", "W7", "W9"])
+def test_the_memory_sees_the_modes_ratio(name):
+    # Every access of a cycle moves one line (an RFO store two), so the
+    # bytes read and written over the window are in MLC's ratio.
+    r, w = MLC_RATIOS[name]
+    row = simcxl.loaded_latency("cxl-asic", threads=(4,), modes=[name], requests=20000).iloc[0]
+    assert row["mode"] == name
+    assert row["read_gbps"] / row["bandwidth_gbps"] == pytest.approx(r / (r + w), abs=0.01)
+
+
+def test_write_allocate_fractions_count_memory_traffic():
+    # Every RFO access reads a line and a store also writes one: reads are
+    # all accesses, writes the stores, so a fraction 0.8 of the traffic means
+    # stores are a quarter of the accesses and the memory sees 4:1.
+    row = simcxl.loaded_latency("ddr-local", threads=(4,), read_fractions=(0.8,), stores="write-allocate",
+                                requests=30000).iloc[0]
+    assert row["read_gbps"] / row["bandwidth_gbps"] == pytest.approx(0.8, abs=0.01)
+    with pytest.raises(ParamError, match="read_fraction.*0.5 to 1"):
+        simcxl.loaded_latency("ddr-local", threads=(1,), read_fractions=(0.4,), stores="write-allocate")
+
+
+def test_bad_mode_names_list_the_allowed_ones():
+    with pytest.raises(ParamError, match="allowed values: R, W2, W3, W4, W5, W6"):
+        mlc.mode("W10")
+    p = subprocess.run([str(SIMCXL), "run", "loaded-latency", "-m", "ddr-local", "--mode", "R,W1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "W1" in lines[0] and "R, W2, W3" in lines[0], p.stderr
+
+
+def test_json_keeps_its_keys_and_adds_the_mode():
+    p = subprocess.run([str(SIMCXL), "run", "loaded-latency", "-m", "ddr-local", "--threads", "2", "--mode", "R,W6",
+                        "--requests", "5000", "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [r["mode"] for r in rows] == ["R", "W6"]
+    for r in rows:
+        assert {"threads", "read_fraction", "bandwidth_gbps", "latency_ns", "mode"} <= set(r)
+    assert rows[1]["read_fraction"] == 0 and rows[1]["stores"] == "non-temporal"
+
+
+def test_a_delay_sweep_paces_each_thread():
+    # One thread, one MSHR: an access leaves every max(delay, its latency)
+    # ns, so at delays well above the latency the rate is 64 B / delay, half
+    # of it stores (W8 alternates a load and a non-temporal store). The
+    # probe's loads count as reads, so the writes are the check.
+    s = simcxl.load_preset("ddr-local").replace(**{"host.mshrs_per_core": 1})
+    df = simcxl.loaded_latency(s, threads=(1,), modes=["W8"], inject_delay_ns=[1000, 4000], requests=2000)
+    assert list(df["delay_ns"]) == [1000, 4000]
+    for d, bw in zip(df["delay_ns"], df["write_gbps"]):
+        assert bw == pytest.approx(32 / d, rel=0.01)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mode=st.sampled_from(sorted(mlc.MODES)), threads=st.sampled_from([1, 8, 32]),
+       pattern=st.sampled_from(["random", "sequential"]))
+def test_loaded_bandwidth_never_exceeds_what_the_link_or_media_carry(mode, threads, pattern):
+    # Each direction of the link carries at most its data peak (64 B per DRS
+    # of 9 half-slots, per RwD of 10, in 8-half-slot flits: link_info), and
+    # the media's data bus at most channels x bus_bytes x transfers/s for
+    # reads and writes together.
+    s = simcxl.load_preset("cxl-asic")
+    link = simcxl._core.link_info(s.cxl.link.to_dict())
+    r = simcxl.loaded_latency(s, threads=(threads,), modes=[mode], pattern=pattern, requests=4000).iloc[0]
+    assert r["read_gbps"] <= link["read_data_peak_gbps"] * 1.001
+    assert r["write_gbps"] <= link["write_data_peak_gbps"] * 1.001
+    assert r["bandwidth_gbps"] <= s.cxl.media.peak_gbps * 1.001
+    assert r["cxl.media.read_gbps"] + r["cxl.media.write_gbps"] <= s.cxl.media.peak_gbps * 1.001

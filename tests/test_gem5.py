@@ -174,7 +174,9 @@ def test_memtest_over_an_address_map_of_ddr_and_a_two_port_cxl_window(tmp_path):
          "--csv", str(tmp_path / "t.csv"))
     row = table(tmp_path / "t.csv")
     assert row["cause"] == "maximum number of loads reached"
-    assert float(row["loads_checked"]) > 3 * 20000
+    # The run ends when a DDR tester reaches its 20,000 loads; the other DDR
+    # tester runs at the same pace, the two CXL ones slower (longer latency).
+    assert float(row["loads_checked"]) > 2 * 20000
     reads = [float(row[f"cxl0_exp{i}_readReqs"]) for i in range(2)]
     print(f"\nMemTest over ddr + a 2-port CXL window: {float(row['loads_checked']):.0f} loads checked, no mismatch; "
           f"DDR reads {float(row['ddr_reads']):.0f}, CXL reads per expander {reads}")

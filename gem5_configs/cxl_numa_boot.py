@@ -96,9 +96,12 @@ outdir = Path(m5.options.outdir)
 disk = outdir / "empty.img"  # the board wants a disk; the guest runs from its initramfs
 with open(disk, "wb") as f:
     f.truncate(1 << 20)
+# Every console byte is a port write that leaves a KVM guest (tens of microseconds
+# each), so KVM boots print warnings and the guest's own output only.
+console_args = ["quiet", "loglevel=4"] if args.cpu == "kvm" else ["earlyprintk=ttyS0"]
 board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
-    kernel_args=["earlyprintk=ttyS0", "console=ttyS0", "lpj=7999923", "panic=-1", "no_timer_check",
+    kernel_args=console_args + ["console=ttyS0", "lpj=7999923", "panic=-1", "no_timer_check",
                  # A checkpointed guest takes its command from readfile when it resumes.
                  'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',
                  f"simcxl.checkpoint={1 if args.checkpoint else 0}", "simcxl.after=m5exit"],
@@ -106,6 +109,9 @@ board.set_kernel_disk_workload(
 
 board._pre_instantiate()
 root = Root(full_system=True, board=board)
+if args.cpu == "kvm":
+    # KVM cores run in event queues of their own, synchronised once a quantum.
+    root.sim_quantum = 10**9  # 1 ms in ticks of 1 ps (the global frequency is fixed later)
 m5.instantiate(args.restore)
 board._post_instantiate()
 

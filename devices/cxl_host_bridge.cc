@@ -374,12 +374,9 @@ CXLHostBridge::BridgeStats::BridgeStats(CXLHostBridge &b)
                "Responses by CXL DevLoad value (all root ports)")
 {
     // Vectors get their size before a formula uses them.
-    static const char *names[cxlcore::kNumStages] = {
-        "host_uncore", "host_port", "link_req", "device", "media_queue",
-        "media_service", "link_resp"};
     stageTicks.init(cxlcore::kNumStages);
     for (int s = 0; s < cxlcore::kNumStages; ++s)
-        stageTicks.subname(s, names[s]);
+        stageTicks.subname(s, cxlcore::stageName(cxlcore::Stage(s)));
     avgStage = stageTicks / readReqs;
     static const char *loads[4] = {"light", "optimal", "moderate",
                                    "severe"};

@@ -166,12 +166,9 @@ CXLType3Expander::ExpanderStats::ExpanderStats(CXLType3Expander &e)
                "Busy fraction of the media data buses")
 {
     // Vectors get their size before a formula uses them.
-    static const char *names[cxlcore::kNumStages] = {
-        "host_uncore", "host_port", "link_req", "device", "media_queue",
-        "media_service", "link_resp"};
     stageTicks.init(cxlcore::kNumStages);
     for (int s = 0; s < cxlcore::kNumStages; ++s)
-        stageTicks.subname(s, names[s]);
+        stageTicks.subname(s, cxlcore::stageName(cxlcore::Stage(s)));
     avgStage = stageTicks / readReqs;
     static const char *loads[4] = {"light", "optimal", "moderate",
                                    "severe"};

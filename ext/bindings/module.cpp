@@ -11,6 +11,7 @@
 
 #include "cxlcore/kernel/stats.hpp"
 #include "cxlcore/workloads/accelerator.hpp"
+#include "cxlcore/workloads/mixed.hpp"
 #include "cxlcore/mem/dram_replay.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
@@ -141,9 +142,47 @@ std::vector<WindowParams> readMap(py::handle v) {
     return out;
 }
 
+// One accelerator description's groups, its parameters named `name.group.field` (or `group.field`).
+AccelDeviceParams readAccelDevice(const py::dict& g, const std::string& name, const std::string& where) {
+    AccelDeviceParams x;
+    x.name = name;
+    const std::string pre = x.prefix();
+    x.link = readLinkParams(sub(g, "link", where), pre + "link");
+    x.cache = readDCacheParams(sub(g, "cache", where), pre + "cache");
+    x.accel = readAccelParams(sub(g, "accel", where), pre + "accel");
+    x.dma = readDmaParams(sub(g, "dma", where), pre + "dma");
+    x.media = readDramParams(sub(g, "media", where), pre + "media");
+    return x;
+}
+
+// A list of named accelerators (`devices`) into p.accelerators.
+void readAccelList(py::handle v, SystemParams& p) {
+    if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
+        throw ConfigError("system.devices must be a list of devices");
+    size_t i = 0;
+    for (py::handle item : v) {
+        const std::string at = "devices[" + std::to_string(i++) + "]";
+        if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (name, link, cache, ...)");
+        py::dict g = item.cast<py::dict>();
+        onlyKeys(g, {"name", "link", "cache", "accel", "dma", "media"}, at, "device key");
+        if (!g.contains("name") || !py::isinstance<py::str>(g["name"]) || g["name"].cast<std::string>().empty())
+            throw ConfigError(at + ".name is missing; allowed: a string");
+        p.accelerators.push_back(readAccelDevice(g, g["name"].cast<std::string>(), at));
+    }
+    if (p.accelerators.empty()) throw ConfigError("system.devices is empty; allowed: one or more devices");
+}
+
 SystemParams readSystem(const py::dict& d) {
     SystemParams p;
-    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl", "map", "fault"}, "", "parameter group");
+    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl", "map", "fault", "home", "devices"}, "",
+             "parameter group");
+    // CXL.cache accelerators beside the memories, coherent through the home agent.
+    if (d.contains("devices")) {
+        p.home = readHomeParams(sub(d, "home", "system"), "home");
+        readAccelList(d["devices"], p);
+    } else if (d.contains("home")) {
+        throw ConfigError("system.home is given without devices; allowed: home with one or more devices");
+    }
     const bool map = d.contains("kind") && std::string(py::str(d["kind"])) == "address-map";
     if (!map) p.kind = readKind(d, "system", true);
     if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
@@ -185,46 +224,21 @@ MemTarget readTarget(py::handle v) {
 
 // A CXL.cache system: host memory and home agent, and its devices: the
 // groups of one at the top level, or a list of named ones in `devices`.
-CoherentParams readCoherent(const py::dict& d) {
-    CoherentParams p;
+SystemParams readCoherent(const py::dict& d) {
+    SystemParams p;
     const bool list = d.contains("devices");
     if (list)
         onlyKeys(d, {"seed", "host_dram", "home", "devices"}, "", "parameter group");
     else
         onlyKeys(d, {"seed", "host_dram", "home", "link", "cache", "accel", "dma", "media"}, "", "parameter group");
     if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
-    p.host_dram = readDramParams(sub(d, "host_dram", "system"), "host_dram");
+    p.local_dram = readDramParams(sub(d, "host_dram", "system"), "host_dram");
+    p.local_dram_name = "host_dram";
     p.home = readHomeParams(sub(d, "home", "system"), "home");
-    auto device = [](const py::dict& g, const std::string& name, const std::string& where) {
-        CoherentDeviceParams x;
-        x.name = name;
-        const std::string pre = x.prefix();
-        x.link = readLinkParams(sub(g, "link", where), pre + "link");
-        x.cache = readDCacheParams(sub(g, "cache", where), pre + "cache");
-        x.accel = readAccelParams(sub(g, "accel", where), pre + "accel");
-        x.dma = readDmaParams(sub(g, "dma", where), pre + "dma");
-        x.media = readDramParams(sub(g, "media", where), pre + "media");
-        return x;
-    };
-    if (!list) {
-        p.devices.push_back(device(d, "", "system"));
-    } else {
-        py::object v = d["devices"];
-        if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
-            throw ConfigError("system.devices must be a list of devices");
-        size_t i = 0;
-        for (py::handle item : v) {
-            const std::string at = "devices[" + std::to_string(i++) + "]";
-            if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (name, link, cache, ...)");
-            py::dict g = item.cast<py::dict>();
-            onlyKeys(g, {"name", "link", "cache", "accel", "dma", "media"}, at, "device key");
-            if (!g.contains("name") || !py::isinstance<py::str>(g["name"]) || g["name"].cast<std::string>().empty())
-                throw ConfigError(at + ".name is missing; allowed: a string");
-            const std::string name = g["name"].cast<std::string>();
-            p.devices.push_back(device(g, name, at));
-        }
-        if (p.devices.empty()) throw ConfigError("system.devices is empty; allowed: one or more devices");
-    }
+    if (!list)
+        p.accelerators.push_back(readAccelDevice(d, "", "system"));
+    else
+        readAccelList(d["devices"], p);
     p.validate();
     return p;
 }
@@ -459,7 +473,7 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 }  // namespace
 
 void bindAcpi(py::module_& parent);  // acpi.cpp
-void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
+void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
              NicParams (*readNic)(const py::dict&, const std::string&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
 
@@ -572,6 +586,30 @@ PYBIND11_MODULE(_core, m) {
           py::arg("target") = py::none(),
           "Trace replay; target None: the addresses are host physical, else virtual, placed in the target.");
 
+    m.def("run_mixed",
+          [](py::dict sys, bool host, std::string kernel, uint32_t threads, uint64_t lines, std::string placement,
+             std::string stores, py::object target, py::object streams, uint64_t accelRequests, py::object cb) {
+              SystemParams p = readSystem(sys);
+              MixedConfig c;
+              c.host = host;
+              c.stream = StreamConfig{kernel, threads, lines, placement, stores, readTarget(target)};
+              const size_t n = p.accelerators.size();
+              // Each device's stream: its own settings over the defaults of an accelerator stream.
+              c.accel = readStreams(streams, DeviceStream{});
+              if (!streams.is_none() && c.accel.size() != n)
+                  throw ConfigError("accel.streams holds " + std::to_string(c.accel.size()) +
+                                    " streams; allowed: one per device (" + std::to_string(n) + ")");
+              c.accel_requests = accelRequests;
+              Progress pr = wrap(cb);
+              return runReleased([&] { return runMixed(p, c, pr); });
+          },
+          py::arg("system"), py::arg("host"), py::arg("kernel"), py::arg("threads"), py::arg("lines_per_thread"),
+          py::arg("placement") = "first-touch", py::arg("stores") = "write-allocate", py::arg("target") = py::none(),
+          py::arg("streams") = py::none(), py::arg("accel_requests") = 200000, py::arg("progress") = py::none(),
+          "The host's STREAM and the accelerators' streams (one per device: op, pattern, target (a window, device "
+          "or a Type-2 device's name), requesters, depth, footprint_bytes) at once in one system; host False: the "
+          "accelerators alone, measured over accel_requests accesses.");
+
     m.def("validate_coherent", [](py::dict sys) { readCoherent(sys); },
           "Checks a CXL.cache system description; raises ConfigError.");
 
@@ -579,7 +617,7 @@ PYBIND11_MODULE(_core, m) {
           [](py::dict sys, std::string op, std::string pattern, std::string target, uint32_t requesters,
              uint32_t depth, uint64_t footprint, uint64_t requests, uint32_t hostThreads, double hostStores,
              bool check, py::object cb, py::object streams) {
-              CoherentParams p = readCoherent(sys);
+              SystemParams p = readCoherent(sys);
               AccelConfig c{op, pattern, target, requesters, depth, footprint, requests, hostThreads, hostStores, check, {}};
               c.streams = readStreams(streams, DeviceStream{op, pattern, target, requesters, depth, footprint, requests});
               Progress pr = wrap(cb);
@@ -593,7 +631,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_chase",
           [](py::dict sys, int agent, std::string target, std::vector<uint64_t> sizes, uint64_t loads, py::object cb) {
-              CoherentParams p = readCoherent(sys);
+              SystemParams p = readCoherent(sys);
               CoherentChaseConfig c{agent, target, sizes, loads};
               Progress pr = wrap(cb);
               return runRowsReleased([&] { return runCoherentChase(p, c, pr); });
@@ -604,7 +642,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_sharing",
           [](py::dict sys, std::string mode, uint64_t rounds, uint64_t lines, uint32_t depth, bool check) {
-              CoherentParams p = readCoherent(sys);
+              SystemParams p = readCoherent(sys);
               SharingConfig c{mode, rounds, lines, depth, check};
               return runReleased([&] { return runSharing(p, c); });
           },
@@ -615,7 +653,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("run_stress",
           [](py::dict sys, uint64_t lines, uint32_t hostThreads, uint32_t devReq, uint64_t ops, double stores,
              double uncached, double devMem, std::string inject, py::object cb) {
-              CoherentParams p = readCoherent(sys);
+              SystemParams p = readCoherent(sys);
               StressConfig c{lines, hostThreads, devReq, ops, stores, uncached, devMem, inject};
               Progress pr = wrap(cb);
               std::string detail;
@@ -635,7 +673,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_script",
           [](py::dict sys, py::list steps, bool check, std::string inject) {
-              CoherentParams p = readCoherent(sys);
+              SystemParams p = readCoherent(sys);
               std::vector<ScriptStep> st;
               for (size_t i = 0; i < steps.size(); ++i) {
                   py::dict d = steps[i].cast<py::dict>();
@@ -664,7 +702,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("run_dma_vs_cache",
           [](py::dict sys, std::vector<uint64_t> sizes, std::string cacheOp, uint64_t streamBytes,
              uint32_t minTransfers, py::object cb) {
-              CoherentParams p = readCoherent(sys);
+              SystemParams p = readCoherent(sys);
               DmaVsCacheConfig c{sizes, cacheOp, streamBytes, minTransfers};
               Progress pr = wrap(cb);
               return runRowsReleased([&] { return runDmaVsCache(p, c, pr); });
@@ -731,7 +769,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("message_sizes", [] {
         py::dict d;
-        for (uint32_t c = 0; c < uint32_t(Channel::kCount); ++c) {
+        for (uint32_t c = 0; c < kNumCacheMemChannels; ++c) {
             const MessageFormat& f = kMessageFormats[c];
             py::dict e;
             e["header_bits"] = f.headerBits;
@@ -741,6 +779,11 @@ PYBIND11_MODULE(_core, m) {
         }
         return d;
     }, "The link's message-size table: each CXL.cachemem channel's header bits, data bytes and half-slots.");
+    {
+        py::list stages;
+        for (int s = 0; s < kNumStages; ++s) stages.append(stageName(Stage(s)));
+        m.attr("STAGES") = py::tuple(stages);
+    }
     m.def("tlp_units", &tlpUnits, py::arg("overhead_bytes"), py::arg("payload_bytes"),
           "Half-slots a CXL.io TLP takes on a link.");
 

@@ -45,7 +45,7 @@ RaoConfig readRao(const std::string& kernel, const std::string& op, const std::s
 
 }  // namespace
 
-void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
+void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
              NicParams (*readNic)(const py::dict&, const std::string&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&)) {
     m.def("validate_nic", [readNic](py::dict nic) { readNic(nic, "nic").validate("nic"); },
@@ -54,7 +54,7 @@ void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
           [=](py::dict sys, py::dict nic, std::string kernel, std::string op, std::string mechanism, uint32_t threads,
               uint64_t iters, uint64_t elements, uint64_t stride, uint32_t noise, bool check, bool record,
               py::object cb) {
-              CoherentParams p = readSystem(sys);
+              SystemParams p = readSystem(sys);
               NicParams n = readNic(nic, "nic");
               RaoConfig c = readRao(kernel, op, mechanism, threads, iters, elements, stride, noise, check, record);
               checkRao(p, n, c);
@@ -85,7 +85,7 @@ void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
     m.def("run_rpc",
           [=](py::dict sys, py::dict nic, std::string shape, std::string direction, std::string mechanism,
               bool check) {
-              CoherentParams p = readSystem(sys);
+              SystemParams p = readSystem(sys);
               NicParams n = readNic(nic, "nic");
               RpcConfig c{shape, direction, mechanism, check};
               Report r;
@@ -135,7 +135,7 @@ void bindNic(py::module_& m, CoherentParams (*readSystem)(const py::dict&),
     m.def("rao_stream",
           [=](py::dict sys, std::string kernel, std::string op, uint32_t threads, uint64_t iters, uint64_t elements,
               uint64_t stride) {
-              CoherentParams p = readSystem(sys);
+              SystemParams p = readSystem(sys);
               RaoConfig c = readRao(kernel, op, "host", threads, iters, elements, stride, 0, false, false);
               checkRao(p, NicParams(), c);
               RaoKernel k(c, p.seed);

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cxlcore/coherence/messages.hpp"
+#include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/config/params.hpp"
 
 namespace cxlcore {

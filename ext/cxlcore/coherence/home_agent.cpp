@@ -4,35 +4,31 @@
 
 namespace cxlcore {
 
-HomeAgent::HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, MsgPool& pool,
-                     CoherenceChecker* checker, const std::string& where)
-    : Endpoint(host), p_(p), pool_(pool), checker_(checker), dram_(host, dram, where + ".dram") {
+HomeAgent::HomeAgent(Host& host, const HomeParams& p, Target& memory, TxnPool& pool, CoherenceChecker* checker)
+    : Endpoint(host), p_(p), pool_(pool), checker_(checker), mem_(host, memory, pool) {
     ports_.reserve(16);
     lat_ = nsToTicks(p_.latency_ns);
     hostHit_ = nsToTicks(p_.host_hit_ns);
     hostCap_ = size_t(p_.host_cache_bytes / kLineBytes);
 }
 
-void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DCacheParams& cp, const DmaParams& dp) {
-    ports_.push_back(Port{d, link, Wire(), dp, {}});
+void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp) {
+    ports_.push_back(Port{d, link, Wire(), dp});
     numDevs_ = uint32_t(ports_.size());
-    channelCredits(cp, link->params(), dp, ports_.back().credits);
     // Host-to-device traffic leaves in order: a snoop never passes a GO.
-    // Every port is (re)wired, each with its own device's credits and link.
-    for (auto& p : ports_)
-        p.down.init(&p.link->m2s_, this, p.dev, true, p.credits, p.link->m2s_.flitTime() + p.link->m2s_.latency(),
-                    p.dp.tlp_overhead_bytes);
+    // Every port is (re)wired: the vector may have moved them.
+    for (auto& p : ports_) p.down.init(p.link, this, p.dev, true);
 }
 
-Msg* HomeAgent::msg(Opc op, CClass c, uint64_t line) {
-    Msg* m = pool_.get();
-    m->op = op;
-    m->cls = c;
-    m->line = line;
+Txn* HomeAgent::msg(Opc op, Channel c, uint64_t line) {
+    Txn* m = pool_.get();
+    m->opc = op;
+    m->chan = c;
+    m->addr = line;
     return m;
 }
 
-void HomeAgent::sendDown(uint16_t dev, Msg* m) { ports_[dev].down.send(m); }
+void HomeAgent::sendDown(uint16_t dev, Txn* m) { ports_[dev].down.send(m); }
 
 HomeAgent::HLine& HomeAgent::line(uint64_t x) {
     auto r = lines_.try_emplace(x);
@@ -53,13 +49,13 @@ void HomeAgent::forget(LineMap::iterator it) {
     lines_.erase(it);
 }
 
-void HomeAgent::finishAccess(Access* a) {
+void HomeAgent::finishAccess(Txn* a) {
     a->done = now();
     if (watch_) {
         --watch_->outstanding;
         watch_->progress(now());
     }
-    cxlcore::finishAccess(a);
+    notifyDone(a);
 }
 
 uint64_t HomeAgent::hostDirtyLines() const {
@@ -71,9 +67,9 @@ uint64_t HomeAgent::hostDirtyLines() const {
 void HomeAgent::oldest(Oldest& o) const {
     for (auto& kv : lines_) {
         auto see = [&](const HTxn* t, const char* where) {
-            const Tick at = t->acc ? t->acc->issued : t->op == Opc::IoMemRd ? t->issued : kNever;
+            const Tick at = t->parent ? t->parent->birth : t->opc == Opc::IoMemRd ? t->birth : kNever;
             o.see(at, [&] {
-                return std::string("home ") + where + " of line " + hexAddr(kv.first) + " (" + opName(t->op) + " from " +
+                return std::string("home ") + where + " of line " + hexAddr(kv.first) + " (" + opName(t->opc) + " from " +
                        (t->dev < 0 ? std::string("a host core") : ports_[size_t(t->dev)].dev->name()) + ", " +
                        std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
                        " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")");
@@ -83,10 +79,10 @@ void HomeAgent::oldest(Oldest& o) const {
         for (const HTxn* t : kv.second.wait) see(t, "line queue");
     }
     for (size_t i = 0; i < ports_.size(); ++i)
-        ports_[i].down.each([&](const Msg* m) {
-            if (m->acc)
-                o.see(m->acc->issued, [&] {
-                    return "home link-down queue to " + ports_[i].dev->name() + " " + className(m->cls) +
+        ports_[i].down.each([&](const Txn* m) {
+            if (m->parent)
+                o.see(m->parent->birth, [&] {
+                    return "home link-down queue to " + ports_[i].dev->name() + " " + channelName(m->chan) +
                            " (no credit)";
                 });
         });
@@ -95,7 +91,7 @@ void HomeAgent::oldest(Oldest& o) const {
 bool HomeAgent::quiet() const {
     for (auto& p : ports_)
         if (p.down.queued()) return false;
-    return tracker_ == 0 && later_.empty() && dram_.pending() == 0;
+    return tracker_ == 0 && later_.empty() && mem_.pending() == 0;
 }
 
 std::string HomeAgent::describe() const {
@@ -106,7 +102,7 @@ std::string HomeAgent::describe() const {
         if (!kv.second.active) continue;
         if (n++ == 6) break;
         const HTxn* t = kv.second.active;
-        s += " [" + hexAddr(kv.first) + " " + opName(t->op) + " dev " + std::to_string(t->dev) + " snoops " +
+        s += " [" + hexAddr(kv.first) + " " + opName(t->opc) + " dev " + std::to_string(t->dev) + " snoops " +
              std::to_string(t->snoopsOut) + " mem " + std::to_string(t->memOut) + " data " + std::to_string(t->dataOut) +
              " waiting " + std::to_string(kv.second.wait.size()) + "]";
     }
@@ -152,11 +148,11 @@ Accelerator* HomeAgent::memOwner(uint64_t line) const {
     return nullptr;
 }
 
-void HomeAgent::hostAccess(Access* a) {
+void HomeAgent::hostAccess(Txn* a) {
     a->mark = now();
-    a->agent = numDevs_;
+    a->src = numDevs_;
     if (watch_) ++watch_->outstanding;
-    auto it = lines_.find(a->line);
+    auto it = lines_.find(a->addr);
     const MState hs = it == lines_.end() ? MState::I : it->second.host;
     const bool write = isWrite(a->kind);
     if ((!write && hs != MState::I) || (write && hs == MState::M)) {
@@ -164,35 +160,27 @@ void HomeAgent::hostAccess(Access* a) {
         hostLru_.splice(hostLru_.end(), hostLru_, l.lru);
         if (write) {
             l.value = a->value;
-            if (checker_) checker_->write(a->line, numDevs_, a->value, now());
+            if (checker_) checker_->write(a->addr, numDevs_, a->value, now());
         } else {
             a->value = l.value;
-            if (checker_) checker_->read(a->line, numDevs_, a->value, now());
+            if (checker_) checker_->read(a->addr, numDevs_, a->value, now());
         }
         a->hit = true;
         ++stats_.hostHits;
-        later_.push(now() + hostHit_, [this, a] {
-            a->leave(kACache, now());
-            finishAccess(a);
-        });
-        requestWake(now() + hostHit_);
+        defer(now() + hostHit_, Later::HostHit, a);
         return;
     }
     ++stats_.hostMisses;
     HTxn* t = txns_.get();
-    t->op = write ? Opc::RdOwn : Opc::RdShared;
+    t->opc = write ? Opc::RdOwn : Opc::RdShared;
     t->dev = -1;
-    t->line = a->line;
-    t->acc = a;
-    later_.push(now() + hostHit_ + lat_, [this, t] {
-        t->acc->leave(kAHome, now());
-        enqueue(t);
-    });
-    requestWake(now() + hostHit_ + lat_);
+    t->line = a->addr;
+    t->parent = a;
+    defer(now() + hostHit_ + lat_, Later::Enqueue, t);
 }
 
 void HomeAgent::enqueue(HTxn* t) {
-    if (t->op == Opc::BiasFlipReq) {
+    if (t->opc == Opc::BiasFlipReq) {
         // A flip covers a whole page: it starts once no line of the page is busy.
         if (pageBusy(t)) {
             deferredFlips_.push_back(t);
@@ -227,8 +215,8 @@ bool HomeAgent::pageBusy(HTxn* flip) {
 }
 
 void HomeAgent::snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line) {
-    Msg* m = msg(op, kCH2DReq, line);
-    m->txn = t;
+    Txn* m = msg(op, kH2DReq, line);
+    m->htxn = t;
     ++t->snoopsOut;
     ++stats_.snoops[op == Opc::SnpData ? 0 : op == Opc::SnpInv ? 1 : 2];
     sendDown(dev, m);
@@ -240,47 +228,41 @@ void HomeAgent::memRead(HTxn* t) {
     const uint64_t L = t->line;
     Accelerator* owner = memOwner(L);
     if (owner) {
-        Msg* m = msg(Opc::MemRd, kCM2SReq, L);
-        m->txn = t;
-        m->acc = t->acc;
+        Txn* m = msg(Opc::MemRd, kM2SReq, L);
+        m->htxn = t;
+        m->parent = t->parent;
         // The host asks for an exclusive copy when it will write.
-        m->state = (t->op == Opc::RdOwn || t->op == Opc::ItoMWr || t->op == Opc::WrInv) ? MState::M : MState::S;
+        m->state = (t->opc == Opc::RdOwn || t->opc == Opc::ItoMWr || t->opc == Opc::WrInv) ? MState::M : MState::S;
         sendDown(owner->index(), m);
         return;
     }
-    dram_.read(L, [this, t] {
-        t->memOut = false;
-        t->memValue = valueOf(mem_, t->line);
-        t->memHave = true;
-        if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kAMemory, now());
-        maybeFinish(t);
-    });
+    mem_.read(L, this, t, 0, t->parent);
 }
 
 void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
     ++stats_.memWrites;
     Accelerator* owner = memOwner(line);
     if (owner) {
-        Msg* m = msg(Opc::MemWr, kCM2SRwD, line);
+        Txn* m = msg(Opc::MemWr, kM2SRwD, line);
         m->value = value;
         if (waiter) {
             // The waiter completes when the device's Cmp is back.
-            m->txn = waiter;
+            m->htxn = waiter;
             ++waiter->dataOut;
         }
         sendDown(owner->index(), m);
         return;
     }
-    mem_[line] = value;
-    dram_.write(line);
+    values_[line] = value;
+    mem_.write(line);
 }
 
 void HomeAgent::start(HTxn* t) {
     const uint64_t L = t->line;
     const int d = t->dev;
-    if (t->acc) t->acc->leave(kAQueue, now());
-    ++stats_.requests[int(t->op)];
-    if (t->op == Opc::BiasFlipReq) {
+    if (t->parent) t->parent->leave(kStageQueue, now());
+    ++stats_.requests[int(t->opc)];
+    if (t->opc == Opc::BiasFlipReq) {
         // Lock the page, then take back every copy the host side holds: peer
         // devices are snooped, and the host's caches flush the page's resident
         // lines one by one. Only lines with an entry can be resident.
@@ -309,22 +291,22 @@ void HomeAgent::start(HTxn* t) {
     l.active = t;
     Accelerator* owner = memOwner(L);
     const bool fwd = d >= 0 && owner == ports_[d].dev;  // a Type-2 device's own memory in host bias
-    switch (t->op) {
+    switch (t->opc) {
         case Opc::RdShared:
         case Opc::RdAny:
         case Opc::RdCurr: {
             if (l.owner >= 0 && l.owner != d) {
-                snoop(t, uint16_t(l.owner), t->op == Opc::RdCurr ? Opc::SnpCur : Opc::SnpData, L);
-                t->snoopedCur = t->op == Opc::RdCurr;
+                snoop(t, uint16_t(l.owner), t->opc == Opc::RdCurr ? Opc::SnpCur : Opc::SnpData, L);
+                t->snoopedCur = t->opc == Opc::RdCurr;
             }
             if (l.host != MState::I) {
                 t->value = l.value;
                 t->haveData = true;
-                if (l.host == MState::M && t->op != Opc::RdCurr && d >= 0) {
+                if (l.host == MState::M && t->opc != Opc::RdCurr && d >= 0) {
                     memWrite(L, l.value);
                     setHost(l, L, MState::S);
                 }
-            } else if (!fwd || t->op == Opc::RdCurr) {
+            } else if (!fwd || t->opc == Opc::RdCurr) {
                 memRead(t);
             }
             break;
@@ -335,7 +317,7 @@ void HomeAgent::start(HTxn* t) {
             for (uint32_t k = 0; k < numDevs_; ++k)
                 if (int(k) != d && (l.sharers >> k & 1)) snoop(t, uint16_t(k), Opc::SnpInv, L);
             if (l.host != MState::I) {
-                if (t->op == Opc::RdOwn) {
+                if (t->opc == Opc::RdOwn) {
                     t->value = l.value;
                     t->haveData = true;
                     t->dirty = l.host == MState::M && d >= 0;
@@ -344,7 +326,7 @@ void HomeAgent::start(HTxn* t) {
             }
             // Device memory (HDM-DB directory or device-bias page) must hear of
             // every new owner, even when the data comes from elsewhere.
-            if (!fwd && ((t->op == Opc::RdOwn && !t->haveData) || owner)) memRead(t);
+            if (!fwd && ((t->opc == Opc::RdOwn && !t->haveData) || owner)) memRead(t);
             break;
         }
         case Opc::IoMemRd:
@@ -359,11 +341,7 @@ void HomeAgent::start(HTxn* t) {
                 t->value = l.value;
                 t->haveData = true;
                 ++t->dataOut;
-                later_.push(now() + hostHit_, [this, t] {
-                    --t->dataOut;
-                    maybeFinish(t);
-                });
-                requestWake(now() + hostHit_);
+                defer(now() + hostHit_, Later::DataDone, t);
             } else {
                 memRead(t);
             }
@@ -374,8 +352,8 @@ void HomeAgent::start(HTxn* t) {
                 if (l.sharers >> k & 1) snoop(t, uint16_t(k), Opc::SnpInv, L);
             break;
         case Opc::DirtyEvict: {
-            Msg* m = msg(Opc::GO_WritePull, kCH2DRsp, L);
-            m->txn = t;
+            Txn* m = msg(Opc::GO_WritePull, kH2DRsp, L);
+            m->htxn = t;
             sendDown(uint16_t(d), m);
             t->dataOut = 1;
             return;
@@ -385,9 +363,9 @@ void HomeAgent::start(HTxn* t) {
             ++stats_.biSnps;
             for (uint32_t k = 0; k < numDevs_; ++k)
                 if (int(k) != d && (l.sharers >> k & 1))
-                    snoop(t, uint16_t(k), t->op == Opc::BISnpInv ? Opc::SnpInv : Opc::SnpData, L);
+                    snoop(t, uint16_t(k), t->opc == Opc::BISnpInv ? Opc::SnpInv : Opc::SnpData, L);
             if (l.host == MState::M) memWrite(L, l.value);
-            if (l.host != MState::I) setHost(l, L, t->op == Opc::BISnpInv ? MState::I : MState::S);
+            if (l.host != MState::I) setHost(l, L, t->opc == Opc::BISnpInv ? MState::I : MState::S);
             break;
         }
         default:
@@ -408,33 +386,24 @@ void HomeAgent::flush(HTxn* t, const std::vector<uint64_t>& lines) {
     stats_.flushedLines += lines.size();
     const Tick at = now() + Tick(lines.size()) * hostHit_;
     ++t->dataOut;
-    later_.push(at, [this, t] {
-        --t->dataOut;
-        maybeFinish(t);
-    });
-    requestWake(at);
+    defer(at, Later::DataDone, t);
 }
 
 void HomeAgent::maybeFinish(HTxn* t) {
     if (t->snoopsOut || t->memOut || t->dataOut) return;
-    if (t->op == Opc::BiasFlipReq && !t->haveData) {
+    if (t->opc == Opc::BiasFlipReq && !t->haveData) {
         // The flip's own cost (bias table update and handshake), with the page still locked.
         t->haveData = true;
         t->dataOut = 1;
-        const Tick at = now() + ports_[t->dev].dev->flipLat_;
-        later_.push(at, [this, t] {
-            t->dataOut = 0;
-            maybeFinish(t);
-        });
-        requestWake(at);
+        defer(now() + ports_[t->dev].dev->flipLat_, Later::DataDone, t);
         return;
     }
-    if ((t->op == Opc::ItoMWr || t->op == Opc::WrInv) && !t->haveData) {
+    if ((t->opc == Opc::ItoMWr || t->opc == Opc::WrInv) && !t->haveData) {
         // Snoops done: the write is ordered; pull its data.
-        if (t->acc) t->acc->leave(kASnoop, now());
-        Msg* m = msg(Opc::GO_WritePull, kCH2DRsp, t->line);
-        m->txn = t;
-        m->acc = t->acc;
+        if (t->parent) t->parent->leave(kStageSnoop, now());
+        Txn* m = msg(Opc::GO_WritePull, kH2DRsp, t->line);
+        m->htxn = t;
+        m->parent = t->parent;
         sendDown(uint16_t(t->dev), m);
         t->dataOut = 1;
         t->haveData = true;
@@ -460,7 +429,7 @@ void HomeAgent::release(uint64_t line) {
 void HomeAgent::finish(HTxn* t) {
     const uint64_t L = t->line;
     const int d = t->dev;
-    const Opc op = t->op;
+    const Opc op = t->opc;
     // Data: a forwarded dirty copy or the host's copy beats memory.
     if (!t->haveData && t->memHave) {
         t->value = t->memValue;
@@ -476,18 +445,18 @@ void HomeAgent::finish(HTxn* t) {
     if (t->dirty && op != Opc::RdCurr && op != Opc::DirtyEvict && op != Opc::IoMemRd) memWrite(L, t->value);
     auto grant = [&](MState s) {
         if (fwd) {
-            Msg* m = msg(Opc::MemRdFwd, kCM2SReq, L);
+            Txn* m = msg(Opc::MemRdFwd, kM2SReq, L);
             m->state = s;
-            m->acc = t->acc;
+            m->parent = t->parent;
             sendDown(uint16_t(d), m);
             return;
         }
-        Msg* g = msg(Opc::GO, kCH2DRsp, L);
+        Txn* g = msg(Opc::GO, kH2DRsp, L);
         g->state = s;
         sendDown(uint16_t(d), g);
-        Msg* m = msg(Opc::Data, kCH2DData, L);
+        Txn* m = msg(Opc::Data, kH2DData, L);
         m->value = t->value;
-        m->acc = t->acc;
+        m->parent = t->parent;
         sendDown(uint16_t(d), m);
     };
     switch (op) {
@@ -496,7 +465,7 @@ void HomeAgent::finish(HTxn* t) {
             if (d < 0) {
                 l.value = t->value;
                 if (l.host == MState::I) setHost(l, L, MState::S);
-                t->acc->value = t->value;
+                t->parent->value = t->value;
                 if (checker_) checker_->read(L, numDevs_, t->value, now());
             } else {
                 // Device memory may be cached by its device out of the host's
@@ -509,9 +478,9 @@ void HomeAgent::finish(HTxn* t) {
             }
             break;
         case Opc::RdCurr: {
-            Msg* m = msg(Opc::Data, kCH2DData, L);
+            Txn* m = msg(Opc::Data, kH2DData, L);
             m->value = t->value;
-            m->acc = t->acc;
+            m->parent = t->parent;
             sendDown(uint16_t(d), m);
             break;
         }
@@ -519,9 +488,9 @@ void HomeAgent::finish(HTxn* t) {
             setSharers(l, L, d < 0 ? 0u : 1u << d);
             l.owner = -1;
             if (d < 0) {
-                l.value = t->acc->value;
+                l.value = t->parent->value;
                 setHost(l, L, MState::M);
-                if (checker_) checker_->write(L, numDevs_, t->acc->value, now());
+                if (checker_) checker_->write(L, numDevs_, t->parent->value, now());
             } else {
                 l.owner = d;
                 grant(MState::E);
@@ -530,7 +499,7 @@ void HomeAgent::finish(HTxn* t) {
         case Opc::CleanEvict: {
             setSharers(l, L, l.sharers & ~(1u << d));
             if (l.owner == d) l.owner = -1;
-            Msg* g = msg(Opc::GO, kCH2DRsp, L);
+            Txn* g = msg(Opc::GO, kH2DRsp, L);
             g->state = MState::I;
             sendDown(uint16_t(d), g);
             break;
@@ -542,31 +511,27 @@ void HomeAgent::finish(HTxn* t) {
         case Opc::BISnpData:
         case Opc::BISnpInv:
             // Shared if anything on the host side (its caches or peer devices) kept a copy.
-            sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, kCM2SBIRsp, L));
-            ports_[d].dev->up().giveCredit(kCS2MBISnp, now());
+            sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, kM2SBIRsp, L));
+            ports_[d].dev->up().giveCredit(kS2MBISnp, now());
             break;
         case Opc::IoMemRd:
             if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
             break;
         case Opc::BiasFlipReq:
-            sendDown(uint16_t(d), msg(Opc::BiasFlipDone, kCH2DRsp, L));
+            sendDown(uint16_t(d), msg(Opc::BiasFlipDone, kH2DRsp, L));
             break;
         default:
             break;
     }
     // Device requests hold a tracker entry (their D2H Req credit) until here.
     if (t->req) {
-        ports_[t->req->dev].dev->up().giveCredit(kCD2HReq, now());
+        ports_[t->req->dev].dev->up().giveCredit(kD2HReq, now());
         pool_.put(t->req);
         t->req = nullptr;
         --tracker_;
     }
-    Access* hostAcc = d < 0 ? t->acc : nullptr;
-    if (t->onDone) {
-        auto f = std::move(t->onDone);
-        t->onDone = nullptr;
-        f(t);
-    }
+    Txn* hostAcc = d < 0 ? t->parent : nullptr;
+    if (t->io) ioLineDone(t);
     txns_.put(t);
     if (watch_) watch_->progress(now());
     if (op == Opc::BiasFlipReq) {
@@ -589,39 +554,35 @@ void HomeAgent::finish(HTxn* t) {
     if (hostAcc) finishAccess(hostAcc);
 }
 
-void HomeAgent::handle(Msg* m) {
+void HomeAgent::handle(Txn* m) {
     const uint16_t dev = m->dev;
     Wire& up = ports_[dev].dev->up();
-    if (m->acc) m->acc->leave(kALinkUp, now());
-    switch (m->cls) {
-        case kCD2HReq: {
+    if (m->parent) m->parent->leave(kStageLinkUp, now());
+    switch (m->chan) {
+        case kD2HReq: {
             // A tracker entry holds the request until it completes (its credit returns then).
             HTxn* t = txns_.get();
-            t->op = m->op;
+            t->opc = m->opc;
             t->dev = dev;
-            t->line = m->line;
-            t->acc = m->acc;
+            t->line = m->addr;
+            t->parent = m->parent;
             t->req = m;
             ++tracker_;
             stats_.maxTracker = std::max(stats_.maxTracker, tracker_);
-            later_.push(now() + lat_, [this, t] {
-                if (t->acc) t->acc->leave(kAHome, now());
-                enqueue(t);
-            });
-            requestWake(now() + lat_);
+            defer(now() + lat_, Later::Enqueue, t);
             return;
         }
-        case kCD2HRsp: {
-            up.giveCredit(m->cls, now());
-            HTxn* t = m->txn;
+        case kD2HRsp: {
+            up.giveCredit(m->chan, now());
+            HTxn* t = m->htxn;
             if (!t) protocolError("snoop response without a transaction");
-            HLine& l = line(m->line);
+            HLine& l = line(m->addr);
             const uint32_t bit = 1u << dev;
-            switch (m->op) {
+            switch (m->opc) {
                 case Opc::RspIHitI:
                 case Opc::RspIHitSE:
                 case Opc::RspIFwdM:
-                    setSharers(l, m->line, l.sharers & ~bit);
+                    setSharers(l, m->addr, l.sharers & ~bit);
                     if (l.owner == dev) l.owner = -1;
                     break;
                 case Opc::RspSHitSE:
@@ -631,19 +592,19 @@ void HomeAgent::handle(Msg* m) {
                 default:
                     break;
             }
-            if (m->op == Opc::RspIFwdM || m->op == Opc::RspSFwdM || m->op == Opc::RspVFwdV) ++t->dataOut;
+            if (m->opc == Opc::RspIFwdM || m->opc == Opc::RspSFwdM || m->opc == Opc::RspVFwdV) ++t->dataOut;
             --t->snoopsOut;
-            if (!t->snoopsOut && t->acc && !t->dataOut) t->acc->leave(kASnoop, now());
+            if (!t->snoopsOut && t->parent && !t->dataOut) t->parent->leave(kStageSnoop, now());
             pool_.put(m);
             maybeFinish(t);
             return;
         }
-        case kCD2HData: {
-            up.giveCredit(m->cls, now());
-            HTxn* t = m->txn;
+        case kD2HData: {
+            up.giveCredit(m->chan, now());
+            HTxn* t = m->htxn;
             if (!t) {
                 // Write data answering a GO_WritePull: the line's active transaction.
-                auto it = lines_.find(m->line);
+                auto it = lines_.find(m->addr);
                 t = it != lines_.end() ? it->second.active : nullptr;
             }
             if (!t) {
@@ -652,15 +613,15 @@ void HomeAgent::handle(Msg* m) {
             }
             // Snoop data names its transaction; write-pull data does not. (With
             // few D2H Rsp credits a snooped line's data can overtake its response.)
-            const bool pulled = !m->txn;
-            if (pulled && (t->op == Opc::DirtyEvict || t->op == Opc::ItoMWr || t->op == Opc::WrInv)) {
+            const bool pulled = !m->htxn;
+            if (pulled && (t->opc == Opc::DirtyEvict || t->opc == Opc::ItoMWr || t->opc == Opc::WrInv)) {
                 HLine& l = line(t->line);
-                if (t->op == Opc::DirtyEvict) {
+                if (t->opc == Opc::DirtyEvict) {
                     if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value);
                 } else {
                     // The write is performed at the home: into the host's cache (ItoMWr) or memory (WrInv).
                     if (checker_) checker_->write(t->line, numDevs_ + 1, m->value, now());
-                    if (t->op == Opc::ItoMWr) {
+                    if (t->opc == Opc::ItoMWr) {
                         l.value = m->value;
                         setHost(l, t->line, MState::M);
                     } else {
@@ -668,36 +629,36 @@ void HomeAgent::handle(Msg* m) {
                     }
                 }
                 t->dataOut = 0;
-            } else if (t->op == Opc::BiasFlipReq) {
+            } else if (t->opc == Opc::BiasFlipReq) {
                 // A peer gave up a dirty line of the page: it goes back to device memory.
-                memWrite(m->line, m->value, t);
+                memWrite(m->addr, m->value, t);
                 --t->dataOut;
-            } else if (t->op == Opc::ItoMWr || t->op == Opc::WrInv) {
+            } else if (t->opc == Opc::ItoMWr || t->opc == Opc::WrInv) {
                 // A snooped dirty copy is superseded by the full-line write.
                 --t->dataOut;
-                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kASnoop, now());
+                if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->leave(kStageSnoop, now());
             } else {
                 // Forwarded dirty data from a snooped cache: newer than memory.
                 t->value = m->value;
                 t->haveData = true;
                 t->dirty = true;
                 --t->dataOut;
-                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kASnoop, now());
+                if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->leave(kStageSnoop, now());
             }
             pool_.put(m);
             maybeFinish(t);
             return;
         }
-        case kCS2M: {
+        case kS2MNdr:
+        case kS2MDrs: {
             // Data and completions free their buffers at once.
-            up.giveCredit(m->cls, now());
-            HTxn* t = m->txn;
-            if (m->op == Opc::MemData) {
+            up.giveCredit(m->chan, now());
+            HTxn* t = m->htxn;
+            if (m->opc == Opc::MemData) {
                 if (!t) protocolError("memory data without a transaction");
                 t->memOut = false;
                 t->memValue = m->value;
                 t->memHave = true;
-                if (t->acc && !t->snoopsOut && !t->dataOut) t->acc->leave(kAMemory, now());
                 pool_.put(m);
                 maybeFinish(t);
                 return;
@@ -709,23 +670,22 @@ void HomeAgent::handle(Msg* m) {
             }
             return;
         }
-        case kCS2MBISnp: {
+        case kS2MBISnp: {
             // A BISnp holds its buffer until answered, ordered with the host's
             // other requests to the line.
             HTxn* t = txns_.get();
-            t->op = m->op;
+            t->opc = m->opc;
             t->dev = dev;
-            t->line = m->line;
+            t->line = m->addr;
             pool_.put(m);
             enqueue(t);
             return;
         }
-        case kCIoD2H:
-            up.giveCredit(m->cls, now());
-            if (m->op == Opc::IoMemRd) {
+        case kIoUp:
+            up.giveCredit(m->chan, now());
+            if (m->opc == Opc::IoMemRd) {
                 // The root complex orders (and snoops for) DMA reads like any request.
-                later_.push(now() + lat_, [this, m] { ioRead(m); });
-                requestWake(now() + lat_);
+                defer(now() + lat_, Later::IoRead, m);
             } else {
                 ioWrite(m);
             }
@@ -739,13 +699,61 @@ void HomeAgent::handle(Msg* m) {
 void HomeAgent::process() {
     const Tick now = this->now();
     while (inbox_.headReady() <= now) handle(inbox_.pop());
-    while (later_.headReady() <= now) {
-        auto f = later_.pop();
-        f();
-    }
+    while (later_.headReady() <= now) run(later_.pop());
     for (auto& p : ports_) p.down.pump();
     Tick next = std::min(inbox_.headReady(), later_.headReady());
     if (next != kNever) requestWake(next);
+}
+
+}  // namespace cxlcore
+
+namespace cxlcore {
+
+void HomeAgent::defer(Tick at, Later what, void* p, uint16_t dev) {
+    later_.push(at, Deferred{what, dev, p});
+    requestWake(at);
+}
+
+void HomeAgent::run(const Deferred& d) {
+    switch (d.what) {
+        case Later::HostHit: {
+            Txn* a = static_cast<Txn*>(d.p);
+            a->leave(kStageCache, now());
+            finishAccess(a);
+            return;
+        }
+        case Later::Enqueue: {
+            HTxn* t = static_cast<HTxn*>(d.p);
+            if (t->parent) t->parent->leave(kStageUncore, now());
+            enqueue(t);
+            return;
+        }
+        case Later::DataDone: {
+            HTxn* t = static_cast<HTxn*>(d.p);
+            --t->dataOut;
+            maybeFinish(t);
+            return;
+        }
+        case Later::IoRead:
+            ioRead(static_cast<Txn*>(d.p));
+            return;
+        case Later::Doorbell:
+            ringDoorbell(d.dev, static_cast<DmaJob*>(d.p));
+            return;
+        case Later::JobNoticed:
+            jobNoticed(static_cast<DmaJob*>(d.p));
+            return;
+    }
+}
+
+void HomeAgent::done(Txn* r) {
+    // A read of host DRAM for a home transaction.
+    HTxn* t = static_cast<HTxn*>(r->ctx);
+    t->memOut = false;
+    t->memValue = valueOf(values_, t->line);
+    t->memHave = true;
+    if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->absorb(*r, kStageUncore, now());
+    maybeFinish(t);
 }
 
 }  // namespace cxlcore

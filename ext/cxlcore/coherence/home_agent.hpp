@@ -13,16 +13,14 @@
 #pragma once
 
 #include <deque>
-#include <functional>
 #include <list>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "cxlcore/coherence/access.hpp"
 #include "cxlcore/coherence/checker.hpp"
-#include "cxlcore/coherence/messages.hpp"
+#include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/coherence/wire.hpp"
 #include "cxlcore/devices/accelerator.hpp"
 #include "cxlcore/devices/dma_engine.hpp"
@@ -39,35 +37,47 @@ struct HomeStats {
     size_t maxTracker = 0, maxLineQueue = 0, maxLineStates = 0, maxHostLines = 0;
 };
 
+// A DMA read being resolved line by line at the home.
+struct IoRead {
+    uint32_t left = 0, bytes = 0;  // lines not yet resolved; the read's size
+    uint16_t dev = 0;
+    bool data = false;             // a data read (not a descriptor fetch)
+    uint64_t first = 0;            // its first line
+    DmaJob* job = nullptr;
+};
+
 // A home transaction: one request being ordered and resolved for one line.
 struct HTxn {
-    Opc op = Opc::RdShared;
+    Opc opc = Opc::RdShared;
     int dev = -1;            // requesting device, -1 for a host core
     uint64_t line = 0;
-    Access* acc = nullptr;
-    Msg* req = nullptr;
+    Txn* parent = nullptr;    // the access it serves (a device's or a host core's)
+    Txn* req = nullptr;
     uint32_t snoopsOut = 0, dataOut = 0;
     bool memOut = false, haveData = false, dirty = false, memHave = false, snoopedCur = false;
     uint64_t value = 0, memValue = 0;
-    Tick issued = 0;                    // CXL.io reads: when the read reached the home
-    std::function<void(HTxn*)> onDone;  // CXL.io reads: the line's data is resolved
+    Tick birth = 0;           // CXL.io reads: when the read reached the home
+    struct IoRead* io = nullptr;  // CXL.io reads: the DMA read this line belongs to
 };
 
 // The host side: home agent with a snoop filter, the host's own caches as
 // one coherent agent, host DRAM, and the CXL.io completer for DMA.
-class HomeAgent : public Endpoint {
+class HomeAgent : public Endpoint, public Client {
   public:
-    HomeAgent(Host& host, const HomeParams& p, const DramParams& dram, MsgPool& pool, CoherenceChecker* checker,
-              const std::string& where);
-    void addDevice(Accelerator* d, CxlLink* link, const DCacheParams& cp, const DmaParams& dp);
+    // `memory`: the host's memory as the home reaches it (an input of the
+    // uncore, which routes by the address map).
+    HomeAgent(Host& host, const HomeParams& p, Target& memory, TxnPool& pool, CoherenceChecker* checker);
+    // A device on its own root port and link (its credits already set by the device).
+    void addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp);
     // A host core's access to one line.
-    void hostAccess(Access* a);
+    void hostAccess(Txn* a);
+    // A read of host DRAM a home transaction waited for.
+    void done(Txn* r) override;
     // Rings a device's DMA doorbell for a read of [addr, addr + bytes).
     void doorbell(uint16_t dev, DmaJob* job, Tick delay = 0);
     const HomeStats& stats() const { return stats_; }
-    const DramStats& dramStats() const { return dram_.dram().stats(); }
     Wire& down(uint16_t dev) { return ports_[dev].down; }
-    Values& memory() { return mem_; }
+    Values& memory() { return values_; }
     const DmaParams& dma(uint16_t dev) const { return ports_[dev].dp; }
     bool quiet() const;
     std::string describe() const;
@@ -97,9 +107,17 @@ class HomeAgent : public Endpoint {
         CxlLink* link;
         Wire down;
         DmaParams dp;
-        uint32_t credits[kNumCClasses];
     };
-    void handle(Msg* m);
+    // Work done after a fixed delay, as plain records (no allocation per event).
+    enum class Later : uint8_t { HostHit, Enqueue, DataDone, IoRead, Doorbell, JobNoticed };
+    struct Deferred {
+        Later what;
+        uint16_t dev;
+        void* p;  // the access, home transaction, message or DMA job it is about
+    };
+    void defer(Tick at, Later what, void* p, uint16_t dev = 0);
+    void run(const Deferred& d);
+    void handle(Txn* m);
     // The line's state entry, made (and indexed by page) if it has none.
     HLine& line(uint64_t x);
     // Drops the entry of a line nothing holds or waits for.
@@ -110,7 +128,7 @@ class HomeAgent : public Endpoint {
     }
     void hostEvict();
     void flush(HTxn* t, const std::vector<uint64_t>& lines);
-    void finishAccess(Access* a);
+    void finishAccess(Txn* a);
     void jobNoticed(DmaJob* job);
     void enqueue(HTxn* t);
     void start(HTxn* t);
@@ -122,8 +140,8 @@ class HomeAgent : public Endpoint {
     void memRead(HTxn* t);
     void memWrite(uint64_t line, uint64_t value, HTxn* waiter = nullptr);
     Accelerator* memOwner(uint64_t line) const;
-    void sendDown(uint16_t dev, Msg* m);
-    Msg* msg(Opc op, CClass c, uint64_t line);
+    void sendDown(uint16_t dev, Txn* m);
+    Txn* msg(Opc op, Channel c, uint64_t line);
     void setHost(HLine& l, uint64_t line, MState s);
     // Every change to a line's device copies goes here: it keeps the
     // snoop filter's occupancy and evicts from it when it is full
@@ -131,13 +149,15 @@ class HomeAgent : public Endpoint {
     void setSharers(HLine& l, uint64_t line, uint32_t sharers);
     void sfMakeRoom(uint64_t except);
     // CXL.io completer (coherence/io_completer.cpp)
-    void ioRead(Msg* m);
-    void ioWrite(Msg* m);
+    void ringDoorbell(uint16_t dev, DmaJob* job);
+    void ioRead(Txn* m);
+    void ioLineDone(HTxn* t);
+    void ioWrite(Txn* m);
 
     HomeParams p_;
-    MsgPool& pool_;
+    TxnPool& pool_;
     CoherenceChecker* checker_;
-    MemPort dram_;
+    MemPort mem_;  // host memory, by the address map
     std::vector<Port> ports_;
     LineMap lines_;
     // Device-memory lines with an entry, by bias page: a flip visits only these.
@@ -146,11 +166,12 @@ class HomeAgent : public Endpoint {
     std::list<uint64_t> hostLru_;  // lines the host caches hold, least recent first
     size_t hostCap_ = 0;
     CoherentProgress* watch_ = nullptr;
-    Values mem_;
+    Values values_;  // host memory's contents
     Tick lat_, hostHit_;
     size_t tracker_ = 0;
     ObjectPool<HTxn> txns_;
-    TimedQueue<std::function<void()>> later_;
+    ObjectPool<IoRead> ioReads_;
+    TimedQueue<Deferred> later_;
     std::deque<HTxn*> deferredFlips_;
     size_t sfLines_ = 0;            // lines with at least one device copy
     std::deque<uint64_t> sfOrder_;  // insertion order (stale entries skipped), for victims

@@ -41,7 +41,7 @@ void HomeAgent::sfMakeRoom(uint64_t except) {
             continue;
         }
         HTxn* t = txns_.get();
-        t->op = Opc::SFEvict;
+        t->opc = Opc::SFEvict;
         t->line = v;
         enqueue(t);
         return;

@@ -1,5 +1,7 @@
 #include "cxlcore/config/params.hpp"
 
+#include <sstream>
+
 #include <algorithm>
 #include <type_traits>
 
@@ -195,9 +197,90 @@ void validateWindow(const WindowParams& w) {
 }
 }  // namespace
 
+std::string AccelDeviceParams::instance(uint32_t k, uint32_t index) const {
+    if (name.empty()) return "accel[" + std::to_string(index) + "]";
+    return accel.devices == 1 ? name : name + "[" + std::to_string(k) + "]";
+}
+
+uint32_t SystemParams::accelInstances() const {
+    uint32_t n = 0;
+    for (auto& d : accelerators) n += d.accel.devices;
+    return n;
+}
+
+std::vector<uint64_t> SystemParams::accelMemoryBases() const {
+    std::vector<uint64_t> out;
+    uint64_t next = kDevMemBase;
+    for (auto& d : accelerators) {
+        if (d.accel.type != 2) {
+            out.push_back(0);
+            continue;
+        }
+        const uint64_t page = d.accel.bias_page_bytes;
+        const uint64_t base = d.accel.memory_base ? d.accel.memory_base : (next + page - 1) / page * page;
+        out.push_back(base);
+        next = base + d.accel.memory_bytes * d.accel.devices;
+    }
+    return out;
+}
+
+void SystemParams::validateAccelerators() const {
+    home.validate("home");
+    for (size_t i = 0; i < accelerators.size(); ++i) {
+        const AccelDeviceParams& d = accelerators[i];
+        const std::string g = d.prefix();
+        d.link.validate(g + "link");
+        d.cache.validate(g + "cache");
+        d.accel.validate(g + "accel");
+        d.dma.validate(g + "dma");
+        d.media.validate(g + "media");
+        for (size_t j = 0; j < i; ++j)
+            require(accelerators[j].name != d.name, "devices[" + std::to_string(i) + "].name = '" + d.name +
+                                                        "' appears twice; allowed: a name of its own for each device");
+    }
+    const uint32_t n = accelInstances();
+    require(n <= 16, "devices: " + std::to_string(n) +
+                         " accelerators in all (accel.devices summed over the devices) is out of range; allowed: 1 "
+                         "to 16");
+    // Each Type-2 description's memory is a window of its own: no two overlap,
+    // and none overlaps a window of the host's address map.
+    const std::vector<uint64_t> base = accelMemoryBases();
+    const uint64_t top = 1ull << kPhysAddrBits;
+    auto hex = [](uint64_t v) {
+        std::ostringstream os;
+        os << "0x" << std::hex << v;
+        return os.str();
+    };
+    for (size_t i = 0; i < accelerators.size(); ++i) {
+        if (!base[i]) continue;
+        const AccelParams& a = accelerators[i].accel;
+        const std::string g = accelerators[i].prefix();
+        const uint64_t size = a.memory_bytes * a.devices;
+        require(base[i] <= top && size <= top - base[i],
+                g + "accel.memory_bytes x devices = " + fmtNum(double(size)) + " at " + hex(base[i]) + " ends above " +
+                    hex(top) + "; allowed: device memory below " + hex(top));
+        const uint64_t end = base[i] + size;
+        for (size_t j = 0; j < i; ++j) {
+            if (!base[j]) continue;
+            const uint64_t endj = base[j] + accelerators[j].accel.memory_bytes * accelerators[j].accel.devices;
+            require(!(base[i] < endj && base[j] < end),
+                    g + "accel.memory_base = " + fmtNum(double(a.memory_base)) + " is not allowed: " +
+                        accelerators[i].name + "'s device memory [" + hex(base[i]) + ", " + hex(end) + ") overlaps " +
+                        accelerators[j].name + "'s [" + hex(base[j]) + ", " + hex(endj) +
+                        "); allowed: windows that do not overlap");
+        }
+        for (const WindowParams& w : windows)
+            require(!(base[i] < w.end() && w.base < end),
+                    g + "accel.memory_base = " + fmtNum(double(a.memory_base)) + " is not allowed: the device memory [" +
+                        hex(base[i]) + ", " + hex(end) + ") overlaps window " + hexRange(w) +
+                        " of the address map; allowed: device memory outside every window");
+    }
+}
+
 void SystemParams::validate() const {
     host.validate("host");
-    local_dram.validate("local_dram");
+    local_dram.validate(local_dram_name);
+    if (!accelerators.empty()) validateAccelerators();
     if (windows.empty()) {
         validateWindow(addressMap()[0]);
         return;

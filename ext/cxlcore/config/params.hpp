@@ -236,13 +236,36 @@ struct WindowParams : MemoryParams {
 
 // The largest physical address space a host decodes (52 bits, as CXL's HDM decoders).
 constexpr uint64_t kPhysAddrBits = 52;
+// Where Type-2 device memory is placed by default: above all host memory.
+constexpr uint64_t kDevMemBase = 1ull << 44;
 
-// A host and its memories. Without `windows`, the one memory of `kind` in the
-// inherited groups (a single-memory system).
+// A CXL.cache accelerator (Type-1; Type-2 in host or device bias, or HDM-DB)
+// on a root port and link of its own, with its cache, DMA engine and (Type-2)
+// memory media; accel.devices identical copies of it are built, one after another.
+struct AccelDeviceParams {
+    std::string name;  // prefix of its parameters' names ("": none, a single-device system)
+    LinkParams link;
+    DCacheParams cache;
+    AccelParams accel;
+    DmaParams dma;
+    DramParams media;
+    std::string prefix() const { return name.empty() ? "" : name + "."; }
+    // The name of its copy k (system-wide index `index`) in messages and reports.
+    std::string instance(uint32_t k, uint32_t index) const;
+};
+
+// A host, its memories and its devices: the windows of the host physical
+// address map (without `windows`, the one memory of `kind` in the inherited
+// groups: a single-memory system), and the CXL.cache accelerators beside them,
+// coherent through the host's home agent.
 struct SystemParams : MemoryParams {
     MemoryKind kind = MemoryKind::LocalDram;
     HostParams host;
     DramParams local_dram;
+    // How messages name the local DRAM's group (an accelerator preset calls it host_dram).
+    std::string local_dram_name = "local_dram";
+    HomeParams home;
+    std::vector<AccelDeviceParams> accelerators;
     uint64_t seed = 1;
     // Fault injection for the watchdog's tests, never set by a preset: the
     // Type-3 device sends no response after this many (0: off).
@@ -252,7 +275,16 @@ struct SystemParams : MemoryParams {
     std::vector<WindowParams> windows;
     // The map the system is built from: `windows`, or that one window.
     std::vector<WindowParams> addressMap() const;
+    // Accelerators in all (accel.devices summed over the descriptions).
+    uint32_t accelInstances() const;
+    // Where each Type-2 description's memory lies, [base, base + memory_bytes
+    // x accel.devices): at accel.memory_base, or (0) after the previous
+    // description's, from kDevMemBase. 0 for Type-1.
+    std::vector<uint64_t> accelMemoryBases() const;
     void validate() const;
+
+  private:
+    void validateAccelerators() const;
 };
 
 // Schema introspection for the bindings and the sync test.

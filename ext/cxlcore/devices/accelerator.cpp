@@ -8,7 +8,7 @@ namespace cxlcore {
 
 Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap,
                          const DmaParams& dp, const DramParams& media, uint64_t memBase, CxlLink& link,
-                         HomeAgent& home, MsgPool& pool, CoherenceChecker* checker, const std::string& where)
+                         HomeAgent& home, TxnPool& pool, CoherenceChecker* checker, const std::string& where)
     : Endpoint(host), index_(index), name_(where), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
       checker_(checker) {
     sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
@@ -20,26 +20,29 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
     if (ap_.type == 2) {
         memBase_ = memBase;  // placed by the system (CoherentParams::memoryBases)
         memBytes_ = ap_.memory_bytes;
-        mem_.reset(new MemPort(host, media, where + ".media"));
+        media_.reset(new DramController(host, media, where + ".media"));
+        mem_.reset(new MemPort(host, *media_, pool));
     }
-    uint32_t cr[kNumCClasses];
+    uint32_t cr[kNumChannels];
     channelCredits(cp_, link.params(), dp_, cr);
-    up_.init(&link.s2m_, this, &home, false, cr, link.s2m_.flitTime() + link.s2m_.latency(), dp_.tlp_overhead_bytes);
+    link.setCredits(cr);
+    link.setTlpOverhead(dp_.tlp_overhead_bytes);
+    up_.init(&link, this, &home, false);
 }
 
-Msg* Accelerator::msg(Opc op, CClass c, uint64_t line) {
-    Msg* m = pool_.get();
-    m->op = op;
-    m->cls = c;
-    m->line = line;
+Txn* Accelerator::msg(Opc op, Channel c, uint64_t line) {
+    Txn* m = pool_.get();
+    m->opc = op;
+    m->chan = c;
+    m->addr = line;
     m->dev = index_;
     return m;
 }
 
-void Accelerator::sendUp(Msg* m, Access* a) {
+void Accelerator::sendUp(Txn* m, Txn* a) {
     if (a) {
-        a->leave(kAQueue, now());
-        m->acc = a;
+        a->leave(kStageQueue, now());
+        m->parent = a;
     }
     up_.send(m);
 }
@@ -70,28 +73,28 @@ void Accelerator::setState(CLine& l, MState s) {
     if (checker_) checker_->state(l.line, index_, s, now());
 }
 
-void Accelerator::access(Access* a) {
+void Accelerator::access(Txn* a) {
     a->mark = now();
-    a->agent = index_;
+    a->src = index_;
     if (watch_) ++watch_->outstanding;
     (isWrite(a->kind) ? stats_.stores : stats_.loads)++;
     pipe_.push(now() + lat_, a);
     requestWake(now() + lat_);
 }
 
-void Accelerator::complete(Access* a) {
+void Accelerator::complete(Txn* a) {
     a->done = now();
-    a->leave(kAQueue, now());
+    a->leave(kStageQueue, now());
     if (watch_) {
         --watch_->outstanding;
         watch_->progress(now());
     }
-    finishAccess(a);
+    notifyDone(a);
 }
 
-void Accelerator::lookup(Access* a) {
-    a->leave(kACache, now());
-    const uint64_t L = a->line;
+void Accelerator::lookup(Txn* a) {
+    a->leave(kStageCache, now());
+    const uint64_t L = a->addr;
     auto mi = mshrs_.find(L);
     if (mi != mshrs_.end()) {
         a->missed = true;
@@ -122,13 +125,13 @@ void Accelerator::lookup(Access* a) {
     startMiss(a, valid ? c : nullptr);
 }
 
-bool Accelerator::startMiss(Access* a, CLine* present) {
-    const uint64_t L = a->line;
+bool Accelerator::startMiss(Txn* a, CLine* present) {
+    const uint64_t L = a->addr;
     const bool write = isWrite(a->kind);
-    Opc op = a->kind == Access::LoadCurrent    ? Opc::RdCurr
-             : a->kind == Access::LoadAny      ? Opc::RdAny
-             : a->kind == Access::StoreNoAlloc ? Opc::ItoMWr
-             : a->kind == Access::StoreWrInv   ? Opc::WrInv
+    Opc op = a->kind == Txn::LoadCurrent    ? Opc::RdCurr
+             : a->kind == Txn::LoadAny      ? Opc::RdAny
+             : a->kind == Txn::StoreNoAlloc ? Opc::ItoMWr
+             : a->kind == Txn::StoreWrInv   ? Opc::WrInv
              : write                           ? Opc::RdOwn
                                                : Opc::RdShared;
     if (present && (op == Opc::ItoMWr || op == Opc::WrInv)) op = Opc::RdOwn;  // upgrade the cached copy instead
@@ -176,7 +179,7 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
             if (checker_) checker_->state(evict->line, index_, MState::I, now());
             mshrs_.erase(evict->line);
         } else {
-            Msg* m = msg(e.op, kCD2HReq, evict->line);
+            Txn* m = msg(e.op, kD2HReq, evict->line);
             sendUp(m);
         }
         evict->st = MState::I;
@@ -196,19 +199,19 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
     }
     if (!local) {
         if (own) ++stats_.fwdReads;
-        Msg* m = msg(op, kCD2HReq, L);
+        Txn* m = msg(op, kD2HReq, L);
         if (op == Opc::ItoMWr || op == Opc::WrInv) m->value = a->value;
         sendUp(m, a);
         return true;
     }
-    a->leave(kAQueue, now());
+    a->leave(kStageQueue, now());
     if (ap_.hdm_db) {
         auto hc = hostCopy_.find(L);
         if (hc != hostCopy_.end()) {
             ms.biPending = true;
             ms.biInv = write || hc->second != MState::S;
             ++stats_.biSnps;
-            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, kCS2MBISnp, L));
+            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, kS2MBISnp, L));
             return true;
         }
     } else if (!deviceBias(L)) {
@@ -219,7 +222,7 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
         if (!flipping_[page]) {
             flipping_[page] = true;
             ++stats_.deviceBiasFlips;
-            sendUp(msg(Opc::BiasFlipReq, kCD2HReq, page * ap_.bias_page_bytes));
+            sendUp(msg(Opc::BiasFlipReq, kD2HReq, page * ap_.bias_page_bytes));
         }
         return true;
     }
@@ -230,7 +233,7 @@ bool Accelerator::startMiss(Access* a, CLine* present) {
 void Accelerator::install(uint64_t line, Mshr& ms) {
     if (ms.kind == Mshr::Uncached) {
         if (ms.op == Opc::RdCurr) {
-            Access* a = ms.waiting.front();
+            Txn* a = ms.waiting.front();
             a->value = ms.value;
             // RdCurr returns a snapshot without joining the coherence domain.
         }
@@ -250,14 +253,14 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
 
 void Accelerator::finishMshr(uint64_t line) {
     auto it = mshrs_.find(line);
-    std::deque<Access*> waiting = std::move(it->second.waiting);
-    std::deque<Msg*> snoops = std::move(it->second.snoops);
+    std::deque<Txn*> waiting = std::move(it->second.waiting);
+    std::deque<Txn*> snoops = std::move(it->second.snoops);
     const bool uncached = it->second.kind == Mshr::Uncached;
     const Opc op = it->second.op;
     const uint64_t value = it->second.value;
     mshrs_.erase(it);
     bool first = true;
-    for (Access* a : waiting) {
+    for (Txn* a : waiting) {
         if (first && uncached) {
             first = false;
             if (op == Opc::RdCurr) a->value = value;
@@ -265,20 +268,20 @@ void Accelerator::finishMshr(uint64_t line) {
             continue;
         }
         first = false;
-        a->leave(kAQueue, now());
+        a->leave(kStageQueue, now());
         lookup(a);  // cached now: performs as a hit, or misses again (e.g. a store to an S line)
     }
-    for (Msg* m : snoops) {
-        home_.down(index_).giveCredit(m->cls, now());
+    for (Txn* m : snoops) {
+        home_.down(index_).giveCredit(m->chan, now());
         snoop(m);
         pool_.put(m);
     }
     // Freed MSHRs let stalled accesses in.
     while (!stalled_.empty() && mshrs_.size() < cp_.mshrs) {
-        Access* a = stalled_.front();
+        Txn* a = stalled_.front();
         stalled_.pop_front();
         const size_t before = stalled_.size();
-        a->leave(kAQueue, now());
+        a->leave(kStageQueue, now());
         lookup(a);
         if (stalled_.size() > before) {
             // Still no room: put it back at the head.
@@ -290,9 +293,9 @@ void Accelerator::finishMshr(uint64_t line) {
     // Host requests that waited for this line.
     auto bl = memBlocked_.find(line);
     if (bl != memBlocked_.end()) {
-        std::deque<Msg*> q = std::move(bl->second);
+        std::deque<Txn*> q = std::move(bl->second);
         memBlocked_.erase(bl);
-        for (Msg* m : q) hostMemAccess(m);
+        for (Txn* m : q) hostMemAccess(m);
     }
 }
 
@@ -316,28 +319,28 @@ std::string Accelerator::describe() const {
 
 void Accelerator::oldest(Oldest& o) const {
     for (auto& kv : mshrs_)
-        for (const Access* a : kv.second.waiting)
-            o.see(a->issued, [&] {
+        for (const Txn* a : kv.second.waiting)
+            o.see(a->birth, [&] {
                 const Mshr& m = kv.second;
                 return name_ + " MSHR of line " + hexAddr(kv.first) + " (" + opName(m.op) +
                        (m.biPending ? ", waiting for a bias flip or BIRsp" : "") +
                        (m.gotGo ? ", GO received" : ", waiting for GO") +
                        (m.gotData ? ", data received)" : ", waiting for data)");
             });
-    for (const Access* a : stalled_) o.see(a->issued, [&] { return name_ + " queue for an MSHR or cache way"; });
-    up_.each([&](const Msg* m) {
-        if (m->acc)
-            o.see(m->acc->issued, [&] { return name_ + " link-up queue " + className(m->cls) + " (no credit)"; });
+    for (const Txn* a : stalled_) o.see(a->birth, [&] { return name_ + " queue for an MSHR or cache way"; });
+    up_.each([&](const Txn* m) {
+        if (m->parent)
+            o.see(m->parent->birth, [&] { return name_ + " link-up queue " + channelName(m->chan) + " (no credit)"; });
     });
     for (auto& kv : memBlocked_)
-        for (const Msg* m : kv.second)
-            if (m->acc)
-                o.see(m->acc->issued, [&] { return name_ + " device-memory queue of line " + hexAddr(kv.first); });
+        for (const Txn* m : kv.second)
+            if (m->parent)
+                o.see(m->parent->birth, [&] { return name_ + " device-memory queue of line " + hexAddr(kv.first); });
 }
 
-void Accelerator::snoop(Msg* m) {
-    const uint64_t L = m->line;
-    const int kind = m->op == Opc::SnpData ? 0 : m->op == Opc::SnpInv ? 1 : 2;
+void Accelerator::snoop(Txn* m) {
+    const uint64_t L = m->addr;
+    const int kind = m->opc == Opc::SnpData ? 0 : m->opc == Opc::SnpInv ? 1 : 2;
     ++stats_.snoopsRecv[kind];
     Opc rsp = Opc::RspIHitI;
     bool data = false;
@@ -346,10 +349,10 @@ void Accelerator::snoop(Msg* m) {
     if (c && c->st != MState::I) {
         const MState s = c->st;
         value = c->value;
-        if (m->op == Opc::SnpCur) {
+        if (m->opc == Opc::SnpCur) {
             rsp = s == MState::M ? Opc::RspVFwdV : Opc::RspVHitV;
             data = s == MState::M;
-        } else if (m->op == Opc::SnpData) {
+        } else if (m->opc == Opc::SnpData) {
             rsp = s == MState::M ? Opc::RspSFwdM : Opc::RspSHitSE;
             data = s == MState::M;
             setState(*c, MState::S);
@@ -363,7 +366,7 @@ void Accelerator::snoop(Msg* m) {
             }
         }
         if (bug_ == DropDirtyData && data) {
-            rsp = m->op == Opc::SnpInv ? Opc::RspIHitSE : m->op == Opc::SnpData ? Opc::RspSHitSE : Opc::RspVHitV;
+            rsp = m->opc == Opc::SnpInv ? Opc::RspIHitSE : m->opc == Opc::SnpData ? Opc::RspSHitSE : Opc::RspVHitV;
             data = false;
         }
     } else {
@@ -372,7 +375,7 @@ void Accelerator::snoop(Msg* m) {
             it->second.evictState != MState::I) {
             Mshr& e = it->second;
             value = e.value;
-            if (m->op == Opc::SnpCur) {
+            if (m->opc == Opc::SnpCur) {
                 data = e.evictState == MState::M;
                 rsp = data ? Opc::RspVFwdV : Opc::RspVHitV;
             } else {
@@ -384,21 +387,21 @@ void Accelerator::snoop(Msg* m) {
             }
         }
     }
-    Msg* r = msg(rsp, kCD2HRsp, L);
-    r->txn = m->txn;
+    Txn* r = msg(rsp, kD2HRsp, L);
+    r->htxn = m->htxn;
     sendUp(r);
     if (data) {
-        Msg* d = msg(Opc::Data, kCD2HData, L);
-        d->txn = m->txn;
+        Txn* d = msg(Opc::Data, kD2HData, L);
+        d->htxn = m->htxn;
         d->value = value;
         sendUp(d);
     }
 }
 
-void Accelerator::handle(Msg* m) {
-    const uint64_t L = m->line;
-    if (m->acc) m->acc->leave(kALinkDown, now());
-    switch (m->op) {
+void Accelerator::handle(Txn* m) {
+    const uint64_t L = m->addr;
+    if (m->parent) m->parent->leave(kStageLinkDown, now());
+    switch (m->opc) {
         case Opc::SnpData:
         case Opc::SnpInv:
         case Opc::SnpCur:
@@ -408,13 +411,13 @@ void Accelerator::handle(Msg* m) {
         case Opc::GO:
         case Opc::Data:
         case Opc::GO_WritePull: {
-            home_.down(index_).giveCredit(m->cls, now());
+            home_.down(index_).giveCredit(m->chan, now());
             auto it = mshrs_.find(L);
             if (it == mshrs_.end()) break;
             Mshr& ms = it->second;
             if (ms.kind == Mshr::Evict) {
-                if (m->op == Opc::GO_WritePull) {
-                    Msg* d = msg(Opc::Data, kCD2HData, L);
+                if (m->opc == Opc::GO_WritePull) {
+                    Txn* d = msg(Opc::Data, kD2HData, L);
                     d->value = ms.value;
                     d->bogus = ms.snooped;
                     if (bug_ == DropDirtyData) d->bogus = true;
@@ -425,15 +428,15 @@ void Accelerator::handle(Msg* m) {
                 finishMshr(L);
                 break;
             }
-            if (m->op == Opc::GO_WritePull) {
+            if (m->opc == Opc::GO_WritePull) {
                 // ItoMWr / WrInv: push the data; the write completes at GO.
-                Msg* d = msg(Opc::Data, kCD2HData, L);
+                Txn* d = msg(Opc::Data, kD2HData, L);
                 d->value = ms.waiting.front()->value;
                 sendUp(d);
                 finishMshr(L);
                 break;
             }
-            if (m->op == Opc::GO) {
+            if (m->opc == Opc::GO) {
                 ms.gotGo = true;
                 ms.granted = m->state;
             } else {
@@ -457,7 +460,7 @@ void Accelerator::handle(Msg* m) {
         case Opc::MemRd:
         case Opc::MemRdFwd:
         case Opc::MemWr:
-            home_.down(index_).giveCredit(m->cls, now());
+            home_.down(index_).giveCredit(m->chan, now());
             hostMemAccess(m);
             return;
         case Opc::IoMemWr:  // doorbell
@@ -476,7 +479,7 @@ void Accelerator::process() {
     const Tick now = this->now();
     while (inbox_.headReady() <= now) handle(inbox_.pop());
     while (snoopQ_.headReady() <= now) {
-        Msg* m = snoopQ_.pop();
+        Txn* m = snoopQ_.pop();
         if (bug_ == DropSnoops) {  // never answered, its credit never returned
             pool_.put(m);
             continue;
@@ -485,24 +488,57 @@ void Accelerator::process() {
             snoopQ_.push(now + std::max<Tick>(snoopLat_, 1000), m);
             continue;
         }
-        auto it = mshrs_.find(m->line);
+        auto it = mshrs_.find(m->addr);
         if (it != mshrs_.end() && it->second.gotGo && it->second.kind != Mshr::Evict) {
             // The host already ordered our request first: answer after the fill.
             it->second.snoops.push_back(m);
             continue;
         }
-        home_.down(index_).giveCredit(m->cls, now);
+        home_.down(index_).giveCredit(m->chan, now);
         snoop(m);
         pool_.put(m);
     }
-    while (later_.headReady() <= now) {
-        auto f = later_.pop();
-        f();
-    }
+    while (later_.headReady() <= now) run(later_.pop());
     while (pipe_.headReady() <= now) lookup(pipe_.pop());
     up_.pump();
     Tick next = std::min({inbox_.headReady(), snoopQ_.headReady(), later_.headReady(), pipe_.headReady()});
     if (next != kNever) requestWake(next);
+}
+
+}  // namespace cxlcore
+
+namespace cxlcore {
+
+void Accelerator::defer(Tick at, Later what, void* p, MState granted) {
+    later_.push(at, Deferred{what, granted, p});
+    requestWake(at);
+}
+
+void Accelerator::run(const Deferred& d) {
+    switch (d.what) {
+        case Later::LocalFill: {
+            Txn* a = static_cast<Txn*>(d.p);
+            mem_->read(a->addr - memBase_, this, a, kFillRead, a);
+            return;
+        }
+        case Later::FwdFill: {
+            Txn* a = static_cast<Txn*>(d.p);
+            a->state = d.granted;
+            mem_->read(a->addr - memBase_, this, a, kFwdFillRead, a);
+            return;
+        }
+        case Later::MemServe: {
+            Txn* m = static_cast<Txn*>(d.p);
+            mem_->read(m->addr - memBase_, this, m, kServeRead, m->parent);
+            return;
+        }
+        case Later::DmaFinish:
+            dmaFinish(*static_cast<DmaJob*>(d.p));
+            return;
+        case Later::DmaDescriptor:
+            dmaFetchDescriptor(static_cast<DmaJob*>(d.p));
+            return;
+    }
 }
 
 }  // namespace cxlcore

@@ -8,18 +8,17 @@
 #pragma once
 
 #include <deque>
-#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "cxlcore/coherence/access.hpp"
 #include "cxlcore/coherence/checker.hpp"
-#include "cxlcore/coherence/messages.hpp"
+#include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/coherence/wire.hpp"
 #include "cxlcore/devices/dma_engine.hpp"
 #include "cxlcore/link/link.hpp"
+#include "cxlcore/mem/dram.hpp"
 #include "cxlcore/mem/mem_port.hpp"
 
 namespace cxlcore {
@@ -54,14 +53,14 @@ struct AccelStats {
     }
 };
 
-class Accelerator : public Endpoint {
+class Accelerator : public Endpoint, public Client {
   public:
     Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap, const DmaParams& dp,
-                const DramParams& media, uint64_t memBase, CxlLink& link, HomeAgent& home, MsgPool& pool,
+                const DramParams& media, uint64_t memBase, CxlLink& link, HomeAgent& home, TxnPool& pool,
                 CoherenceChecker* checker, const std::string& where);
     // A requester's access, performed after the cache lookup; misses wait
     // for an MSHR inside the device, so a device never refuses one.
-    void access(Access* a);
+    void access(Txn* a);
     const AccelStats& stats() const { return stats_; }
     Wire& up() { return up_; }
     uint16_t index() const { return index_; }
@@ -82,8 +81,10 @@ class Accelerator : public Endpoint {
     std::string describe() const;  // outstanding work, for deadlock reports
     void oldest(Oldest& o) const;
     const std::string& name() const { return name_; }
-    // Lets a DMA transfer its holdData held go on to its data reads.
+    // Lets a DMA transfer its client held go on to its data reads.
     void dmaRelease(DmaJob* j);
+    // A read of the device's own media (Type-2 memory) is done.
+    void done(Txn* r) override;
 
   protected:
     void process() override;
@@ -99,40 +100,52 @@ class Accelerator : public Endpoint {
     struct Mshr {
         enum Kind : uint8_t { Fill, Uncached, Evict, Local } kind = Fill;
         Opc op = Opc::RdShared;
-        std::deque<Access*> waiting;  // first is the primary
+        std::deque<Txn*> waiting;  // first is the primary
         bool gotGo = false, gotData = false, snooped = false;
         MState granted = MState::I, evictState = MState::I;
         uint64_t value = 0;
         CLine* way = nullptr;
         bool biPending = false, hostReacquired = false, biInv = false;
-        std::deque<Msg*> snoops;  // snoops that arrived after GO, answered once the fill lands
+        std::deque<Txn*> snoops;  // snoops that arrived after GO, answered once the fill lands
     };
 
-    void handle(Msg* m);
-    void lookup(Access* a);
-    bool startMiss(Access* a, CLine* hitLine);
+    // Work done after a fixed delay, as plain records (no allocation per event).
+    enum class Later : uint8_t { LocalFill, FwdFill, MemServe, DmaFinish, DmaDescriptor };
+    struct Deferred {
+        Later what;
+        MState granted;  // FwdFill: the state the host granted
+        void* p;         // the access, the host's MemRd message or the DMA job
+    };
+    // Media reads of Type-2 memory, by what they are for (Txn::tag).
+    enum MediaRead : uint8_t { kFillRead, kFwdFillRead, kServeRead };
+    void defer(Tick at, Later what, void* p, MState granted = MState::I);
+    void run(const Deferred& d);
+    void handle(Txn* m);
+    void lookup(Txn* a);
+    bool startMiss(Txn* a, CLine* hitLine);
     CLine* find(uint64_t line);
     CLine* victim(uint64_t line);
     void install(uint64_t line, Mshr& ms);
     void finishMshr(uint64_t line);
-    void complete(Access* a);
+    void complete(Txn* a);
     void setState(CLine& l, MState s);
-    void snoop(Msg* m);
-    void sendUp(Msg* m, Access* a = nullptr);
-    Msg* msg(Opc op, CClass c, uint64_t line);
+    void snoop(Txn* m);
+    void sendUp(Txn* m, Txn* a = nullptr);
+    Txn* msg(Opc op, Channel c, uint64_t line);
     // Type-2 device memory (devices/accelerator_memory.cpp)
     bool deviceBias(uint64_t line) const;
-    void localFill(uint64_t line, Access* a, Mshr& ms);
-    void hostMemAccess(Msg* m);
-    Tick flipToHostBias(uint64_t page, Access* cause);
-    void biasFlipDone(Msg* m);
-    void backInvalidateResponse(Msg* m);
+    void localFill(uint64_t line, Txn* a, Mshr& ms);
+    void hostMemAccess(Txn* m);
+    Tick flipToHostBias(uint64_t page, Txn* cause);
+    void biasFlipDone(Txn* m);
+    void backInvalidateResponse(Txn* m);
     // DMA (devices/dma_engine.cpp)
-    void dmaDoorbell(Msg* m);
-    void dmaCompletion(Msg* m);
+    void dmaDoorbell(Txn* m);
+    void dmaCompletion(Txn* m);
     void dmaStart();
     void dmaPump(DmaJob& j);
     void dmaFinish(DmaJob& j);
+    void dmaFetchDescriptor(DmaJob* j);
 
     uint16_t index_;
     std::string name_;
@@ -142,7 +155,7 @@ class Accelerator : public Endpoint {
     DmaParams dp_;
     CxlLink& link_;
     HomeAgent& home_;
-    MsgPool& pool_;
+    TxnPool& pool_;
     CoherenceChecker* checker_;
     Bug bug_ = None;
     uint32_t sets_;
@@ -150,22 +163,23 @@ class Accelerator : public Endpoint {
     uint64_t lruClock_ = 0;
     std::unordered_map<uint64_t, Mshr> mshrs_;
     size_t maxMshrs_ = 0;
-    TimedQueue<Access*> pipe_;
-    std::deque<Access*> stalled_;
-    TimedQueue<Msg*> snoopQ_;   // snoops being answered
-    TimedQueue<std::function<void()>> later_;
+    TimedQueue<Txn*> pipe_;
+    std::deque<Txn*> stalled_;
+    TimedQueue<Txn*> snoopQ_;   // snoops being answered
+    TimedQueue<Deferred> later_;
     Wire up_;
     Tick lat_, snoopLat_, memLat_, flipLat_;
     // Type-2 memory
     uint64_t memBase_ = 0, memBytes_ = 0;
+    std::unique_ptr<DramController> media_;
     std::unique_ptr<MemPort> mem_;
     Values memVals_;
     std::unordered_map<uint64_t, bool> bias_;  // page -> device bias
     std::unordered_map<uint64_t, bool> flipping_;  // pages with a flip to device bias in flight
     std::unordered_map<uint64_t, MState> hostCopy_;  // HDM-DB: lines the host may hold
-    std::unordered_map<uint64_t, std::deque<Msg*>> memBlocked_;  // host requests waiting for a local op
+    std::unordered_map<uint64_t, std::deque<Txn*>> memBlocked_;  // host requests waiting for a local op
     // DMA
-    std::deque<Msg*> doorbells_;
+    std::deque<Txn*> doorbells_;
     uint32_t enginesBusy_ = 0;
     AccelStats stats_;
     friend class HomeAgent;

@@ -14,28 +14,48 @@ bool Accelerator::deviceBias(uint64_t line) const {
     return it == bias_.end() ? ap_.device_bias != 0 : it->second;
 }
 
-void Accelerator::localFill(uint64_t line, Access* a, Mshr& ms) {
+void Accelerator::localFill(uint64_t line, Txn* a, Mshr& ms) {
     ++stats_.localMemReads;
     ms.biPending = false;
-    const Tick start = now();
-    later_.push(start + memLat_, [this, line, a] {
-        mem_->read(line - memBase_, [this, line, a] {
-            auto it = mshrs_.find(line);
-            if (it == mshrs_.end()) protocolError("device memory fill without an MSHR");
-            Mshr& m = it->second;
-            a->leave(kAMemory, now());
-            m.value = valueOf(memVals_, line);
-            m.gotGo = m.gotData = true;
-            const bool sharedWithHost = ap_.hdm_db && hostCopy_.count(line);
-            m.granted = sharedWithHost ? MState::S : isWrite(a->kind) ? MState::M : MState::E;
-            if (checker_ && !sharedWithHost) checker_->memory(line, m.value, now());
-            install(line, m);
-        });
-    });
-    requestWake(start + memLat_);
+    if (a->addr != line) protocolError("device memory fill for another line's access");
+    defer(now() + memLat_, Later::LocalFill, a);
 }
 
-Tick Accelerator::flipToHostBias(uint64_t page, Access* cause) {
+void Accelerator::done(Txn* r) {
+    if (r->tag == kServeRead) {
+        // The host's MemRd becomes its MemData (S2M DRS).
+        Txn* m = static_cast<Txn*>(r->ctx);
+        if (m->parent) m->parent->absorb(*r, kStageDevice, now());
+        m->opc = Opc::MemData;
+        m->chan = kS2MDrs;
+        m->dev = index_;
+        m->value = valueOf(memVals_, m->addr);
+        up_.send(m);
+        requestWake(now());
+        return;
+    }
+    Txn* a = static_cast<Txn*>(r->ctx);
+    const uint64_t line = a->addr;
+    auto it = mshrs_.find(line);
+    if (it == mshrs_.end()) protocolError("device memory fill without an MSHR");
+    Mshr& m = it->second;
+    a->absorb(*r, kStageDevice, now());
+    m.value = valueOf(memVals_, line);
+    bool fromMemory = true;  // the value is memory's, for the checker
+    if (r->tag == kFwdFillRead) {
+        // Host bias: the host resolved coherence; the run put its grant in the access.
+        m.granted = a->state;
+    } else {
+        m.gotGo = m.gotData = true;
+        const bool sharedWithHost = ap_.hdm_db && hostCopy_.count(line);
+        m.granted = sharedWithHost ? MState::S : isWrite(a->kind) ? MState::M : MState::E;
+        fromMemory = !sharedWithHost;
+    }
+    if (checker_ && fromMemory) checker_->memory(line, m.value, now());
+    install(line, m);
+}
+
+Tick Accelerator::flipToHostBias(uint64_t page, Txn* cause) {
     // Flush the page's resident lines from the device cache (one cache access
     // each, dirty ones written back), then serve the host in host bias. The
     // walk visits the page's lines or the cache's ways, whichever are fewer.
@@ -64,18 +84,18 @@ Tick Accelerator::flipToHostBias(uint64_t page, Access* cause) {
     const Tick cost = flipLat_ + Tick(n) * lat_;
     if (cause) {
         // Charged to the flip stage; the access's clock moves past it.
-        cause->stage[kABiasFlip] += cost;
+        cause->stage[kStageBiasFlip] += cost;
         cause->mark += cost;
     }
     return cost;
 }
 
-void Accelerator::hostMemAccess(Msg* m) {
+void Accelerator::hostMemAccess(Txn* m) {
     // The host reads or writes device memory over CXL.mem.
-    const uint64_t L = m->line;
+    const uint64_t L = m->addr;
     const uint64_t page = L / ap_.bias_page_bytes;
     Tick extra = 0;
-    if (m->op == Opc::MemRd || m->op == Opc::MemRdFwd) {
+    if (m->opc == Opc::MemRd || m->opc == Opc::MemRdFwd) {
         auto ms = mshrs_.find(L);
         if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && !ms->second.biPending) {
             memBlocked_[L].push_back(m);  // a local fill is reading the line: serve after it
@@ -88,39 +108,29 @@ void Accelerator::hostMemAccess(Msg* m) {
                     memBlocked_[kv.first].push_back(m);
                     return;
                 }
-            extra = flipToHostBias(page, m->acc);
+            extra = flipToHostBias(page, m->parent);
         }
         if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && ms->second.biPending) ms->second.hostReacquired = true;
     }
-    if (m->op == Opc::MemRdFwd) {
+    if (m->opc == Opc::MemRdFwd) {
         // Host bias: the host resolved coherence; read locally and fill.
         auto it = mshrs_.find(L);
         if (it == mshrs_.end() || it->second.waiting.empty()) protocolError("MemRdFwd without a pending request");
         Mshr& ms = it->second;
         ms.gotGo = true;
-        Access* a = ms.waiting.front();
+        Txn* a = ms.waiting.front();
         const MState g = m->state;
         pool_.put(m);
         ++stats_.localMemReads;
-        later_.push(now() + memLat_ + extra, [this, L, a, g] {
-            mem_->read(L - memBase_, [this, L, a, g] {
-                auto it2 = mshrs_.find(L);
-                if (it2 == mshrs_.end()) protocolError("MemRdFwd fill without an MSHR");
-                a->leave(kAMemory, now());
-                it2->second.value = valueOf(memVals_, L);
-                it2->second.granted = g;
-                if (checker_) checker_->memory(L, it2->second.value, now());
-                install(L, it2->second);
-            });
-        });
-        requestWake(now() + memLat_ + extra);
+        if (a->addr != L) protocolError("MemRdFwd for another line's access");
+        defer(now() + memLat_ + extra, Later::FwdFill, a, g);
         return;
     }
-    if (m->op == Opc::MemWr) {
+    if (m->opc == Opc::MemWr) {
         memVals_[L] = m->value;
         mem_->write(L - memBase_);
-        Msg* r = msg(Opc::Cmp, kCS2M, L);
-        r->txn = m->txn;  // a bias flip waits for its write-backs
+        Txn* r = msg(Opc::Cmp, kS2MNdr, L);
+        r->htxn = m->htxn;  // a bias flip waits for its write-backs
         pool_.put(m);
         sendUp(r);
         return;
@@ -135,25 +145,12 @@ void Accelerator::hostMemAccess(Msg* m) {
             setState(*c, MState::I);
     }
     if (ap_.hdm_db) hostCopy_[L] = m->state;
-    Access* acc = m->acc;
-    HTxn* txn = m->txn;
-    pool_.put(m);
-    later_.push(now() + memLat_ + extra, [this, L, acc, txn] {
-        mem_->read(L - memBase_, [this, L, acc, txn] {
-            Msg* r = msg(Opc::MemData, kCS2M, L);
-            r->value = valueOf(memVals_, L);
-            r->acc = acc;
-            r->txn = txn;
-            up_.send(r);
-            requestWake(now());
-        });
-    });
-    requestWake(now() + memLat_ + extra);
+    defer(now() + memLat_ + extra, Later::MemServe, m);
 }
 
-void Accelerator::biasFlipDone(Msg* m) {
-    const uint64_t L = m->line;
-    home_.down(index_).giveCredit(m->cls, now());
+void Accelerator::biasFlipDone(Txn* m) {
+    const uint64_t L = m->addr;
+    home_.down(index_).giveCredit(m->chan, now());
     const uint64_t page = L / ap_.bias_page_bytes;
     bias_[page] = true;
     flipping_.erase(page);
@@ -166,31 +163,31 @@ void Accelerator::biasFlipDone(Msg* m) {
     for (uint64_t l : ready) {
         Mshr& ms = mshrs_[l];
         if (ms.waiting.empty()) protocolError("bias flip completion without a waiting access");
-        Access* a = ms.waiting.front();
-        a->leave(kABiasFlip, now());
+        Txn* a = ms.waiting.front();
+        a->leave(kStageBiasFlip, now());
         localFill(l, a, ms);
     }
 }
 
-void Accelerator::backInvalidateResponse(Msg* m) {
-    const uint64_t L = m->line;
-    home_.down(index_).giveCredit(m->cls, now());
+void Accelerator::backInvalidateResponse(Txn* m) {
+    const uint64_t L = m->addr;
+    home_.down(index_).giveCredit(m->chan, now());
     auto it = mshrs_.find(L);
-    if (m->op == Opc::BIRspI)
+    if (m->opc == Opc::BIRspI)
         hostCopy_.erase(L);
     else
         hostCopy_[L] = MState::S;
     if (it == mshrs_.end()) return;
     Mshr& ms = it->second;
     if (ms.waiting.empty()) protocolError("BIRsp without a waiting access");
-    Access* a = ms.waiting.front();
-    a->leave(kABackInv, now());
+    Txn* a = ms.waiting.front();
+    a->leave(kStageBackInv, now());
     if (ms.hostReacquired || (ms.biInv && hostCopy_.count(L))) {
         // The host took the line again meanwhile: snoop it again.
         ms.hostReacquired = false;
         ms.biInv = true;
         ++stats_.biSnps;
-        sendUp(msg(Opc::BISnpInv, kCS2MBISnp, L));
+        sendUp(msg(Opc::BISnpInv, kS2MBISnp, L));
         return;
     }
     localFill(L, a, ms);

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cxlcore/coherence/messages.hpp"
+#include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/kernel/sim.hpp"
 
 namespace cxlcore {

@@ -25,8 +25,9 @@ std::vector<NicRing> makeRings(uint32_t threads, const NicParams& p, uint64_t ba
 }
 
 CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
-               uint64_t& storeSeq)
-    : Component(host), p_(p), cache_(cache), rings_(rings), mem_(mem), storeSeq_(storeSeq), rs_(rings.size()),
+               uint64_t& storeSeq, TxnPool& pool)
+    : Component(host), p_(p), cache_(cache), rings_(rings), mem_(mem), storeSeq_(storeSeq), pool_(pool),
+      rs_(rings.size()),
       order_(uint32_t(rings.size()), resultsRing(p.ring_entries), mem, [this](AtomicSlot* s) { execute(s); }),
       out_(p.wire_gbps, p.wire_latency_ns), back_(p.wire_gbps, p.wire_latency_ns), poll_(nsToTicks(p.poll_ns)),
       alu_(nsToTicks(p.alu_ns)) {
@@ -34,8 +35,64 @@ CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<N
     for (auto& c : cq_) c.resize(p.ring_entries / p.completions_per_line);
 }
 
-Access* CxlNic::access(Access::Kind k, uint64_t line, uint64_t value) {
-    return newAccess(accesses_, k, line, value, now());
+Txn* CxlNic::access(Txn::Kind k, uint64_t line, uint64_t value, Done what, void* ctx) {
+    Txn* a = newAccess(pool_, k, line, value, now());
+    a->client = this;
+    a->tag = what;
+    a->ctx = ctx;
+    return a;
+}
+
+void CxlNic::done(Txn* x) {
+    const Done what = Done(x->tag);
+    void* ctx = x->ctx;
+    const uint64_t value = x->value;
+    const Tick birth = x->birth;
+    const bool hit = x->hit;
+    pool_.put(x);
+    switch (what) {
+        case Descriptor: {
+            AtomicSlot* s = static_cast<AtomicSlot*>(ctx);
+            if (value < s->op + 1) ++stats_.ringErrors;  // the descriptor the host wrote must be visible
+            s->o = rings_[s->ring].desc[s->op % rings_[s->ring].entries];
+            order_.arrive(s);
+            return;
+        }
+        case Doorbell: {
+            RingState& q = rs_[size_t(reinterpret_cast<uintptr_t>(ctx))];
+            q.polling = false;
+            if (value <= q.tail) return;  // unchanged: the next scan polls again
+            q.tail = value;
+            ++stats_.doorbellChanges;
+            fetch();
+            return;
+        }
+        case Operand: {
+            // The line is held now: the read-modify-write happens at this instant.
+            AtomicSlot* s = static_cast<AtomicSlot*>(ctx);
+            s->result = mem_.perform(s->ring, s->op, s->o.code, s->o.region, s->index, s->a, s->b);
+            stats_.executing += now() - birth;
+            stats_.hits += hit;
+            at(now() + alu_, AluDone, s);
+            return;
+        }
+        case Completions: {
+            CqLine* lp = static_cast<CqLine*>(ctx);
+            const uint32_t rg = lp->writing.front()->ring;
+            NicRing& rr = rings_[rg];
+            for (AtomicSlot* s : lp->writing) {
+                rr.cqOp[s->op % rr.entries] = s->op;
+                rr.cqVersion[s->op % rr.entries] = value;
+                slots_.put(s);
+                --inFlight_;
+                ++stats_.ops;
+            }
+            lp->writing.clear();
+            if (!lp->waiting.empty()) writeCompletions(rg, *lp);
+            fetch();
+            return;
+        }
+    }
 }
 
 void CxlNic::at(Tick t, EvKind k, AtomicSlot* s) {
@@ -64,30 +121,12 @@ void CxlNic::fetch() {
             stats_.maxInFlight = std::max(stats_.maxInFlight, inFlight_);
             order_.admit(s);
             ++stats_.descriptors;
-            Access* a = access(Access::Load, rings_[r].descLine(s->op), 0);
-            a->onDone = [this, s](Access* x) {
-                if (x->value < s->op + 1) ++stats_.ringErrors;  // the descriptor the host wrote must be visible
-                s->o = rings_[s->ring].desc[s->op % rings_[s->ring].entries];
-                accesses_.put(x);
-                order_.arrive(s);
-            };
-            cache_.access(a);
+            cache_.access(access(Txn::Load, rings_[r].descLine(s->op), 0, Descriptor, s));
         }
         if (st.head == st.tail && !st.polling && !stopped_) {
             st.polling = true;
             ++stats_.polls;
-            Access* a = access(Access::Load, rings_[r].doorbell, 0);
-            a->onDone = [this, r](Access* x) {
-                RingState& q = rs_[r];
-                q.polling = false;
-                const bool moved = x->value > q.tail;
-                accesses_.put(x);
-                if (!moved) return;  // unchanged: the next scan polls again
-                q.tail = x->value;
-                ++stats_.doorbellChanges;
-                fetch();
-            };
-            cache_.access(a);
+            cache_.access(access(Txn::Load, rings_[r].doorbell, 0, Doorbell, reinterpret_cast<void*>(uintptr_t(r))));
         }
     }
     rr_ = n ? (rr_ + 1) % n : 0;
@@ -103,16 +142,7 @@ void CxlNic::execute(AtomicSlot* s) {
 void CxlNic::performed(AtomicSlot* s) {
     // The operand's line: a shared copy to read it, ownership to change it.
     const bool w = s->o.writes();
-    Access* a = access(w ? Access::Store : Access::Load, s->line, w ? ++storeSeq_ : 0);
-    a->onDone = [this, s](Access* x) {
-        // The line is held now: the read-modify-write happens at this instant.
-        s->result = mem_.perform(s->ring, s->op, s->o.code, s->o.region, s->index, s->a, s->b);
-        stats_.executing += now() - x->issued;
-        stats_.hits += x->hit;
-        accesses_.put(x);
-        at(now() + alu_, AluDone, s);
-    };
-    cache_.access(a);
+    cache_.access(access(w ? Txn::Store : Txn::Load, s->line, w ? ++storeSeq_ : 0, Operand, s));
 }
 
 void CxlNic::aluDone(AtomicSlot* s) {
@@ -133,24 +163,7 @@ void CxlNic::complete(AtomicSlot* s) {
 void CxlNic::writeCompletions(uint32_t ring, CqLine& l) {
     l.writing.swap(l.waiting);
     const NicRing& r = rings_[ring];
-    Access* a = access(Access::Store, r.cqLine(l.writing.front()->op), ++storeSeq_);
-    CqLine* lp = &l;
-    a->onDone = [this, lp](Access* x) {
-        const uint32_t rg = lp->writing.front()->ring;
-        NicRing& rr = rings_[rg];
-        for (AtomicSlot* s : lp->writing) {
-            rr.cqOp[s->op % rr.entries] = s->op;
-            rr.cqVersion[s->op % rr.entries] = x->value;
-            slots_.put(s);
-            --inFlight_;
-            ++stats_.ops;
-        }
-        lp->writing.clear();
-        accesses_.put(x);
-        if (!lp->waiting.empty()) writeCompletions(rg, *lp);
-        fetch();
-    };
-    cache_.access(a);
+    cache_.access(access(Txn::Store, r.cqLine(l.writing.front()->op), ++storeSeq_, Completions, &l));
 }
 
 void CxlNic::process() {

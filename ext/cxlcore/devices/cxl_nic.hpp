@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "cxlcore/config/params.hpp"
-#include "cxlcore/coherence/access.hpp"
 #include "cxlcore/devices/accelerator.hpp"
 #include "cxlcore/devices/atomic_ops.hpp"
 #include "cxlcore/devices/net_port.hpp"
@@ -42,14 +41,13 @@ struct NicRing {
     }
 };
 
-// A recycled access, reset, for one load or store of a line issued now.
-inline Access* newAccess(ObjectPool<Access>& pool, Access::Kind k, uint64_t line, uint64_t value, Tick now) {
-    Access* a = pool.get();
-    *a = Access();
+// An access from the pool for one load or store of a line issued now.
+inline Txn* newAccess(TxnPool& pool, Txn::Kind k, uint64_t line, uint64_t value, Tick now) {
+    Txn* a = pool.get();
     a->kind = k;
-    a->line = line;
+    a->addr = line;
     a->value = value;
-    a->issued = now;
+    a->birth = now;
     return a;
 }
 
@@ -62,10 +60,12 @@ struct NicStats {
     size_t maxInFlight = 0;
 };
 
-class CxlNic : public Component {
+class CxlNic : public Component, public Client {
   public:
     CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
-           uint64_t& storeSeq);
+           uint64_t& storeSeq, TxnPool& pool);
+    // One of its cache accesses is done.
+    void done(Txn* x) override;
     void start();
     // The host has seen every completion it waits for: polling stops.
     void stop() { stopped_ = true; }
@@ -98,7 +98,9 @@ class CxlNic : public Component {
     struct CqLine {
         std::vector<AtomicSlot*> writing, waiting;
     };
-    Access* access(Access::Kind k, uint64_t line, uint64_t value);
+    // What an access is for (its tag; ctx: the slot, ring index or completion line).
+    enum Done : uint8_t { Descriptor, Doorbell, Operand, Completions };
+    Txn* access(Txn::Kind k, uint64_t line, uint64_t value, Done what, void* ctx);
     void fetch();
     void execute(AtomicSlot* s);
     void performed(AtomicSlot* s);
@@ -112,11 +114,11 @@ class CxlNic : public Component {
     std::vector<NicRing>& rings_;
     AtomicMemory& mem_;
     uint64_t& storeSeq_;
+    TxnPool& pool_;
     std::vector<RingState> rs_;
     std::vector<std::vector<CqLine>> cq_;
     AtomicOrdering order_;
     ObjectPool<AtomicSlot> slots_;
-    ObjectPool<Access> accesses_;
     TimedQueue<Ev> ev_;
     NetWire out_, back_;
     Tick poll_, alu_;

@@ -8,32 +8,30 @@
 
 namespace cxlcore {
 
-void Accelerator::dmaDoorbell(Msg* m) {
-    home_.down(index_).giveCredit(m->cls, now());
+void Accelerator::dmaDoorbell(Txn* m) {
+    home_.down(index_).giveCredit(m->chan, now());
     doorbells_.push_back(m);
     m->job->doorbellAt = now();
     dmaStart();
 }
 
-void Accelerator::dmaCompletion(Msg* m) {
-    home_.down(index_).giveCredit(m->cls, now());
+void Accelerator::dmaCompletion(Txn* m) {
+    home_.down(index_).giveCredit(m->chan, now());
     if (watch_) watch_->progress(now());
     DmaJob& j = *m->job;
     if (!j.haveDescriptor) {
         j.haveDescriptor = true;
         j.descriptorAt = now();
-        if (j.holdData && j.holdData(&j)) return;
+        if (j.client && j.client->holdData(&j)) return;
         dmaPump(j);
     } else {
-        j.received += m->bytes;
+        j.received += m->size;
         if (m->tag) --j.readsInFlight;
         if (j.received >= j.bytes) {
             j.dataAt = now();
-            if (j.onData) j.onData(&j);
+            if (j.client) j.client->dataIn(&j);
             if (j.computeTicks) {
-                DmaJob* jp = &j;
-                later_.push(now() + j.computeTicks, [this, jp] { dmaFinish(*jp); });
-                requestWake(now() + j.computeTicks);
+                defer(now() + j.computeTicks, Later::DmaFinish, &j);
             } else {
                 dmaFinish(j);
             }
@@ -47,22 +45,22 @@ void Accelerator::dmaFinish(DmaJob& j) {
     // The write-back in TLPs of at most max_payload bytes.
     for (uint32_t sent = 0; sent < j.writeBytes;) {
         const uint32_t n = std::min(dp_.max_payload, j.writeBytes - sent);
-        Msg* d = msg(Opc::IoMemWr, kCIoD2H, j.addr + sent);
-        d->bytes = n;
+        Txn* d = msg(Opc::IoMemWr, kIoUp, j.addr + sent);
+        d->size = n;
         d->job = &j;
         d->tag = 4;
         sendUp(d);
         sent += n;
     }
     // Completion record, then (optionally) the MSI-X write.
-    Msg* w = msg(Opc::IoMemWr, kCIoD2H, j.descAddr ? j.descAddr : j.addr);
-    w->bytes = 16;
+    Txn* w = msg(Opc::IoMemWr, kIoUp, j.descAddr ? j.descAddr : j.addr);
+    w->size = 16;
     w->job = &j;
     w->tag = 2;
     sendUp(w);
     if (dp_.interrupt) {
-        Msg* i = msg(Opc::IoMemWr, kCIoD2H, j.addr);
-        i->bytes = 4;
+        Txn* i = msg(Opc::IoMemWr, kIoUp, j.addr);
+        i->size = 4;
         i->job = &j;
         i->tag = 3;
         sendUp(i);
@@ -78,27 +76,27 @@ void Accelerator::dmaRelease(DmaJob* j) {
 
 void Accelerator::dmaStart() {
     while (!doorbells_.empty() && enginesBusy_ < dp_.engines) {
-        Msg* d = doorbells_.front();
+        Txn* d = doorbells_.front();
         doorbells_.pop_front();
         ++enginesBusy_;
         DmaJob* j = d->job;
         pool_.put(d);
-        const Tick t = now() + nsToTicks(dp_.engine_latency_ns);
-        later_.push(t, [this, j] {
-            Msg* r = msg(Opc::IoMemRd, kCIoD2H, j->descAddr ? j->descAddr : j->addr);
-            r->bytes = dp_.descriptor_bytes;
-            r->job = j;
-            sendUp(r);
-        });
-        requestWake(t);
+        defer(now() + nsToTicks(dp_.engine_latency_ns), Later::DmaDescriptor, j);
     }
+}
+
+void Accelerator::dmaFetchDescriptor(DmaJob* j) {
+    Txn* r = msg(Opc::IoMemRd, kIoUp, j->descAddr ? j->descAddr : j->addr);
+    r->size = dp_.descriptor_bytes;
+    r->job = j;
+    sendUp(r);
 }
 
 void Accelerator::dmaPump(DmaJob& j) {
     while (j.nextRead < j.bytes && j.readsInFlight < dp_.read_tags) {
         const uint64_t n = std::min<uint64_t>(dp_.max_read_request, j.bytes - j.nextRead);
-        Msg* r = msg(Opc::IoMemRd, kCIoD2H, j.addr + j.nextRead);
-        r->bytes = uint32_t(n);
+        Txn* r = msg(Opc::IoMemRd, kIoUp, j.addr + j.nextRead);
+        r->size = uint32_t(n);
         r->job = &j;
         r->tag = 1;
         j.nextRead += n;

@@ -6,11 +6,26 @@
 // CXL.io completer (coherence/io_completer.cpp).
 #pragma once
 
-#include <functional>
-
 #include "cxlcore/kernel/sim.hpp"
 
 namespace cxlcore {
+
+struct DmaJob;
+
+// Who rang a DMA transfer in: told when the driver notices it is done, and,
+// for a read-modify-write transfer (a PCIe NIC's atomic), asked whether to
+// hold its data reads once the descriptor is in (until
+// Accelerator::dmaRelease) and told when its data is in (it may set
+// computeTicks). One per workload; transfers are told apart by DmaJob::ctx.
+class DmaClient {
+  public:
+    virtual void dmaDone(DmaJob*) {}
+    virtual bool holdData(DmaJob*) { return false; }
+    virtual void dataIn(DmaJob*) {}
+
+  protected:
+    ~DmaClient() = default;
+};
 
 // One DMA read of host memory into the device, with the time of each phase.
 struct DmaJob {
@@ -21,17 +36,14 @@ struct DmaJob {
     uint64_t received = 0, nextRead = 0;
     uint32_t readsInFlight = 0;
     uint64_t cachedLines = 0, firstValue = 0;  // lines a cache supplied; the first line's version
-    std::function<void(DmaJob*)> onDone;
+    DmaClient* client = nullptr;
+    void* ctx = nullptr;
     // A read-modify-write transfer (a PCIe NIC's atomic): the descriptor comes
-    // from descAddr (0: addr); holdData, asked when the descriptor has arrived,
-    // may hold the data reads until Accelerator::dmaRelease; onData runs when
-    // the data is in and may set computeTicks; then writeBytes are written
-    // back to addr (posted, ahead of the completion record).
+    // from descAddr (0: addr); after the data and computeTicks, writeBytes are
+    // written back to addr (posted, ahead of the completion record).
     uint64_t descAddr = 0;
     uint32_t writeBytes = 0;
     Tick computeTicks = 0;
-    std::function<bool(DmaJob*)> holdData;
-    std::function<void(DmaJob*)> onData;
 };
 
 }  // namespace cxlcore

@@ -70,7 +70,7 @@ void Type3Device::process() {
     // Responses first: each one sent frees a controller slot for the intake below.
     while (tx_.headReady() <= t) {
         Txn* x = tx_.front();
-        const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+        const Channel c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
         if (stopAfter_ && sent_ >= stopAfter_) break;  // a device that stopped answering
         if (!link_.respBuffer_.available(t)) {
             link_.respBuffer_.wait(this);
@@ -87,8 +87,10 @@ void Type3Device::process() {
         ++stats_.devLoad[x->devLoad];
         ++(x->op == Op::Read ? stats_.reads : stats_.writes);
         x->leave(kStageDevice, t);
-        const Tick arr = link_.s2m_.send(t, kMsgUnits[c], x->op == Op::Read ? x->size : 0);
-        x->leave(kStageLinkResp, arr);
+        x->chan = c;
+        x->opc = c == kS2MDrs ? Opc::MemData : Opc::Cmp;
+        const Tick arr = link_.send(t, *x);
+        x->leave(kStageLinkUp, arr);
         --outstanding_;
         bridge_->deliverResp(port_, x, arr);
     }
@@ -99,7 +101,7 @@ void Type3Device::process() {
     // Link receive buffers -> controller; a freed buffer returns its credit.
     while (rx_.headReady() <= t && outstanding_ < p_.req_queue) {
         Txn* x = rx_.pop();
-        link_.credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].give(t);
+        link_.credits_[x->chan].give(t);
         ++outstanding_;
         const Tick at = t + reqLat_;
         const int k = x->op == Op::Write;

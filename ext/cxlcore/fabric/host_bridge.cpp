@@ -54,11 +54,13 @@ bool HostBridge::tryReq(Txn* t) {
 }
 
 bool HostBridge::send(Port& p, Txn* x, Tick at) {
-    const MsgClass c = x->op == Op::Read ? kM2SReq : kM2SRwD;
-    if (!p.link->credits_[c].take(at)) return false;
+    const bool read = x->op == Op::Read;
+    x->chan = read ? kM2SReq : kM2SRwD;
+    x->opc = read ? Opc::MemRd : Opc::MemWr;
+    if (!p.link->credits_[x->chan].take(at)) return false;
     x->leave(kStageHostPort, at);
-    const Tick arr = p.link->m2s_.send(at, kMsgUnits[c], x->op == Op::Write ? x->size : 0);
-    x->leave(kStageLinkReq, arr);
+    const Tick arr = p.link->send(at, *x);
+    x->leave(kStageLinkDown, arr);
     p.dev->deliver(x, arr);
     return true;
 }
@@ -76,7 +78,7 @@ void HostBridge::deliverResp(uint32_t port, Txn* t, Tick arrival) {
 }
 
 bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
-    const MsgClass c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+    const Channel c = x->chan;
     const uint64_t dpa = x->addr;
     const Tick mark = x->mark;
     const Tick host = x->stage[kStageHostPort];

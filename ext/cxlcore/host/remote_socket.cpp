@@ -29,7 +29,7 @@ bool InterSocket::tryReq(Txn* t) {
     ++outstanding_;
     const bool rd = t->op == Op::Read;
     Tick arr = out_.send(now(), rd ? reqUnits_ : dataUnits_, rd ? 0 : t->size);
-    t->leave(kStageLinkReq, arr);
+    t->leave(kStageLinkDown, arr);
     rx_.push(arr, t);
     requestWake(arr);
     return true;
@@ -65,7 +65,7 @@ bool InterSocket::tryResp(Txn* t) {
         requestWake(now());
     }
     Tick arr = back_.send(now(), rd ? dataUnits_ : reqUnits_, rd ? t->size : 0);
-    t->leave(kStageLinkResp, arr);
+    t->leave(kStageLinkUp, arr);
     tx_.push(arr, t);
     requestWake(arr);
     return true;
@@ -94,7 +94,7 @@ void InterSocket::process() {
     }
     while (!dramBlocked_ && rx_.headReady() <= t) {
         Txn* x = rx_.front();
-        x->leave(kStageLinkReq, t);
+        x->leave(kStageLinkDown, t);
         if (!dram_.tryReq(x)) {
             dramBlocked_ = true;
             break;
@@ -103,7 +103,7 @@ void InterSocket::process() {
     }
     while (!respBlocked_ && tx_.headReady() <= t) {
         Txn* x = tx_.front();
-        x->leave(kStageLinkResp, t);
+        x->leave(kStageLinkUp, t);
         if (!up_->tryResp(x)) {
             respBlocked_ = true;
             break;

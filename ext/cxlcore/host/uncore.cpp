@@ -11,18 +11,19 @@ Uncore::Uncore(Host& host, const HostParams& p) : Component(host) {
     respLat_ = nsToTicks(p.uncore_resp_latency_ns);
 }
 
-uint32_t Uncore::routeOf(Target* t) {
+uint32_t Uncore::routeOf(Target* t, Stage full) {
     for (size_t i = 0; i < routes_.size(); ++i)
         if (routes_[i].target == t) return uint32_t(i);
     routes_.emplace_back();
     routes_.back().target = t;
+    routes_.back().full = full;
     return uint32_t(routes_.size() - 1);
 }
 
 void Uncore::addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end,
-                       Target* target, bool rebase) {
+                       Target* target, bool rebase, Stage full) {
     const size_t before = routes_.size();
-    const uint32_t r = routeOf(target);
+    const uint32_t r = routeOf(target, full);
     if (routes_.size() > before) routes_[r].out.name("host.uncore (LLC miss path to " + path + ")");
     windows_.push_back(Window{base, end, rebase ? base : 0, r, uint32_t(windows_.size()), name});
     stats_.emplace_back();
@@ -30,7 +31,7 @@ void Uncore::addWindow(const std::string& name, const std::string& path, uint64_
 
 void Uncore::setPageTables(Target* target) {
     const size_t before = routes_.size();
-    ptRoute_ = routeOf(target);
+    ptRoute_ = routeOf(target, kStageMediaQueue);
     if (routes_.size() > before) routes_[ptRoute_].out.name("host.uncore (LLC miss path to the page tables)");
 }
 
@@ -42,7 +43,17 @@ void Uncore::outside(uint64_t addr) const {
     throw ConfigError(os.str());
 }
 
-bool Uncore::tryReq(Txn* t) {
+Target& Uncore::addInput(Requester* agent, double reqNs, double respNs) {
+    if (inputs_.size() >= 254) throw ConfigError("host.uncore: more than 254 agents besides the cores");
+    inputs_.emplace_back(new Input(*this, uint8_t(inputs_.size() + 1), nsToTicks(reqNs), nsToTicks(respNs)));
+    inputs_.back()->setRequester(agent);
+    return *inputs_.back();
+}
+
+bool Uncore::tryReq(Txn* t) { return accept(t, 0, reqLat_); }
+
+bool Uncore::accept(Txn* t, uint8_t input, Tick reqLat) {
+    t->route = input;
     uint32_t route;
     if (t->addr & kPageTableFlag) {
         t->addr &= ~kPageTableFlag;
@@ -54,14 +65,27 @@ bool Uncore::tryReq(Txn* t) {
         ++(t->op == Op::Read ? stats_[w.index].reads : stats_[w.index].writes);
     }
     Route& r = routes_[route];
-    const Tick ready = std::max(t->birth, now()) + reqLat_;
+    const Tick ready = std::max(t->birth, now()) + reqLat;
+    // Nothing ahead and no latency to add (the home agent's own pipeline is
+    // its whole cost): the target sees it at once, as a direct port would.
+    if (ready == now() && r.out.empty() && !r.blocked) {
+        t->leave(kStageUncore, ready);
+        if (r.target->tryReq(t)) return true;
+        r.blocked = true;
+    }
     r.out.push(ready, t);
     if (!r.blocked) requestWake(ready);
     return true;
 }
 
 bool Uncore::tryResp(Txn* t) {
-    // t->mark: when the response reaches the memory port; the core has it later.
+    // t->mark: when the response reaches the memory port; the agent has it later.
+    if (t->route) {
+        const Input& in = *inputs_[t->route - 1];
+        t->stage[kStageUncore] += in.resp_;
+        t->mark += in.resp_;
+        return in.requester()->tryResp(t);  // agents take responses as they come
+    }
     t->stage[kStageUncore] += respLat_;
     t->mark += respLat_;
     return up_->tryResp(t);  // cores always take their own responses
@@ -81,7 +105,10 @@ void Uncore::process() {
     for (Route& r : routes_) {
         while (!r.blocked && r.out.headReady() <= t) {
             Txn* x = r.out.front();
-            x->leave(kStageUncore, t);
+            // Past its ready time it waited for room in the target (a refused
+            // try already closed its uncore stage).
+            if (x->mark < r.out.headReady()) x->leave(kStageUncore, r.out.headReady());
+            x->leave(r.full, t);
             if (!r.target->tryReq(x)) {
                 r.blocked = true;
                 break;

@@ -1,6 +1,7 @@
 // The uncore: from a core's LLC miss to the memory port and back.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct WindowStats {
 
 // From the cores' LLC misses to the memory targets and back: the LLC miss
 // and the mesh/home-agent latency each way. Bounded by the cores' own MSHRs.
+// Other agents of the host (the CXL.cache home agent) enter through inputs
+// of their own, each with its own latency each way; every response goes
+// back through the input its request came in by (Txn::route).
 // Requests may be issued for a time in the future (a core reacting to a
 // response that lands then), so each route is ordered by ready time; the
 // response latency is added on the way through, without an event.
@@ -31,13 +35,19 @@ class Uncore : public Component, public Target, public Requester {
     // addresses relative to the base (a DRAM controller), else host physical
     // addresses (a host bridge decodes its own window). `path` names its
     // queue in stall reports. The first window is looked up first.
+    // `full`: the stage a request is in while it waits because the target
+    // has no room (a DRAM's full queue is media queueing, a host bridge's
+    // full tracker is the host port's).
     void addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end, Target* target,
-                   bool rebase);
+                   bool rebase, Stage full);
     // Where page-table reads go (after the windows: a target of its own is the last route).
     void setPageTables(Target* target);
     bool tryReq(Txn* t) override;  // t->birth: when the miss leaves the core (>= now)
     bool tryResp(Txn* t) override;
     void retryReq() override;
+    // Another input: a Target its agent sends requests to, whose responses
+    // go to `agent` after `respNs`; requests take `reqNs` to reach memory.
+    Target& addInput(Requester* agent, double reqNs, double respNs);
 
     const std::vector<WindowStats>& windowStats() const { return stats_; }
     void resetStats() { for (auto& s : stats_) s = WindowStats(); }
@@ -46,17 +56,27 @@ class Uncore : public Component, public Target, public Requester {
     void process() override;
 
   private:
+    class Input : public Target {
+      public:
+        Input(Uncore& u, uint8_t index, Tick req, Tick resp) : u_(u), index_(index), req_(req), resp_(resp) {}
+        bool tryReq(Txn* t) override { return u_.accept(t, index_, req_); }
+        Uncore& u_;
+        uint8_t index_;
+        Tick req_, resp_;
+    };
+    bool accept(Txn* t, uint8_t input, Tick reqLat);
     struct Route {
         Target* target = nullptr;
         TimedQueue<Txn*> out;
         bool blocked = false;
+        Stage full = kStageUncore;  // where the wait for room in the target is counted
     };
     struct Window {
         uint64_t base, end, rebase;  // rebase: subtracted from the address (0 or base)
         uint32_t route, index;
         std::string name;
     };
-    uint32_t routeOf(Target* t);
+    uint32_t routeOf(Target* t, Stage full);
     [[noreturn]] void outside(uint64_t addr) const;
     const Window& find(uint64_t addr) const {
         // The common case first: one window, or the address in the first.
@@ -70,6 +90,7 @@ class Uncore : public Component, public Target, public Requester {
     std::vector<WindowStats> stats_;
     uint32_t ptRoute_ = 0;
     Tick reqLat_, respLat_;
+    std::vector<std::unique_ptr<Input>> inputs_;  // 1, 2, ...: input 0 is the cores' (this)
 };
 
 }  // namespace cxlcore

@@ -1,11 +1,14 @@
 // Statistics shared by every workload: a bounded log-linear histogram of
-// non-negative integers (latencies in ticks), HdrHistogram-style.
+// non-negative integers (latencies in ticks), HdrHistogram-style, and the
+// latency statistics of a stream of requests built on it.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "cxlcore/kernel/txn.hpp"
 
 namespace cxlcore {
 
@@ -86,6 +89,30 @@ class LogHistogram {
     }
     std::vector<uint64_t> counts_;
     uint64_t n_ = 0, sum_ = 0, min_ = ~uint64_t(0), max_ = 0;
+};
+
+// Completed requests of one stream: their latency (a bounded histogram),
+// where it went (the stages, summed), and how many hit in the first cache.
+class LatencyStats {
+  public:
+    void add(const Txn& x, Tick done) {
+        hist_.add(done - x.birth);
+        for (int s = 0; s < kNumStages; ++s) stage_[s] += x.stage[s];
+        hits_ += x.hit;
+    }
+    void reset() { *this = LatencyStats(); }
+    const LogHistogram& hist() const { return hist_; }
+    uint64_t count() const { return hist_.count(); }
+    double meanNs() const { return hist_.count() ? double(hist_.sum()) / 1000.0 / double(hist_.count()) : 0.0; }
+    double percentileNs(double q) const { return hist_.percentile(q) / 1000.0; }  // ticks to ns
+    double maxNs() const { return double(hist_.max()) / 1000.0; }
+    double stageNs(int s) const { return hist_.count() ? double(stage_[s]) / 1000.0 / double(hist_.count()) : 0.0; }
+    double hitRate() const { return hist_.count() ? double(hits_) / double(hist_.count()) : 0.0; }
+
+  private:
+    LogHistogram hist_;
+    Tick stage_[kNumStages] = {};
+    uint64_t hits_ = 0;
 };
 
 }  // namespace cxlcore

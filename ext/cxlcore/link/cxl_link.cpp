@@ -33,9 +33,9 @@ CxlLink::CxlLink(const LinkParams& p, const std::string& where, uint64_t seed) :
     credits_[kS2MDrs].init(p_.credits_drs, ret);
 }
 
-double CxlLink::peakDataBytesPerSec(MsgClass c) const {
+double CxlLink::peakDataBytesPerSec(Channel c) const {
     const double flitsPerSec = rawRate_ / p_.flit_bytes;
-    return flitsPerSec * m2s_.unitsPerFlit() / kMsgUnits[c] * kLineBytes;
+    return flitsPerSec * m2s_.unitsPerFlit() / messageUnits(c) * kLineBytes;
 }
 
 }  // namespace cxlcore

@@ -213,12 +213,6 @@ class CreditPool {
     Component* waiter_ = nullptr;
 };
 
-// The CXL.mem message classes of the host bridge and Type-3 device (each with
-// its credits), and their size in half-slots from the one table of message sizes.
-enum MsgClass : uint8_t { kM2SReq, kM2SRwD, kS2MNdr, kS2MDrs, kNumMsgClasses };
-constexpr uint32_t kMsgUnits[kNumMsgClasses] = {messageUnits(Channel::M2SReq), messageUnits(Channel::M2SRwD),
-                                                messageUnits(Channel::S2MNdr), messageUnits(Channel::S2MDrs)};
-
 // A CXL link: two independent directions (full duplex) and per-class credits.
 class CxlLink {
   public:
@@ -226,12 +220,32 @@ class CxlLink {
 
     // Raw byte rate per direction after line coding, bytes per second.
     double rawBytesPerSec() const { return rawRate_; }
-    // Best-case data bandwidth per direction for a stream of one class.
-    double peakDataBytesPerSec(MsgClass c) const;
+    // Best-case data bandwidth per direction for a stream of one data channel.
+    double peakDataBytesPerSec(Channel c) const;
     uint32_t unitsPerFlit() const { return m2s_.unitsPerFlit(); }
 
     FlitChannel m2s_, s2m_;
-    CreditPool credits_[kNumMsgClasses];
+    // One credit class per channel, each used in its own direction. CXL.mem's
+    // come from the link's parameters; a CXL.cache device sets the others
+    // (setCredits) from its cache's and DMA engine's.
+    CreditPool credits_[kNumChannels];
+    void setCredits(const uint32_t* perChannel) {
+        for (int c = 0; c < kNumChannels; ++c) credits_[c].init(perChannel[c], creditReturn_);
+    }
+    // CXL.io TLP framing, header, sequence number and LCRC (a DMA engine's).
+    void setTlpOverhead(uint32_t bytes) { tlpOverhead_ = bytes; }
+    // Half-slots and payload of any message on this link: a CXL.cachemem
+    // message by its channel (the one table), a CXL.io TLP by its payload.
+    uint32_t units(const Txn& m) const {
+        return m.chan < kNumCacheMemChannels ? messageUnits(m.chan) : tlpUnits(tlpOverhead_, tlpPayload(m));
+    }
+    static uint32_t dataBytes(const Txn& m) {
+        return m.chan < kNumCacheMemChannels ? messageFormat(m.chan).dataBytes : tlpPayload(m);
+    }
+    // Sends a message in its channel's direction; returns when it is fully received.
+    Tick send(Tick now, const Txn& m) {
+        return (isUpstream(m.chan) ? s2m_ : m2s_).send(now, units(m), dataBytes(m));
+    }
     // The host bridge's response buffer for this port (HostBridge::addPort
     // sizes it): every S2M response needs an entry besides its class credit.
     CreditPool respBuffer_;
@@ -241,14 +255,18 @@ class CxlLink {
     void checkpoint(StateVisitor& v, const std::string& n) {
         m2s_.checkpoint(v, n + ".m2s");
         s2m_.checkpoint(v, n + ".s2m");
-        static const char* const names[kNumMsgClasses] = {"req", "rwd", "ndr", "drs"};
-        for (int c = 0; c < kNumMsgClasses; ++c) credits_[c].checkpoint(v, n + ".credits_" + names[c]);
+        static const char* const names[] = {"req", "rwd", "ndr", "drs"};
+        const Channel mem[] = {kM2SReq, kM2SRwD, kS2MNdr, kS2MDrs};
+        for (int c = 0; c < 4; ++c) credits_[mem[c]].checkpoint(v, n + ".credits_" + names[c]);
         respBuffer_.checkpoint(v, n + ".resp_buffer");
     }
 
   private:
+    // A read request TLP carries no payload; writes and completions carry their bytes.
+    static uint32_t tlpPayload(const Txn& m) { return m.opc == Opc::IoMemRd ? 0 : m.size; }
     LinkParams p_;
     double rawRate_;
+    uint32_t tlpOverhead_ = 24;
     Tick creditReturn_ = 0;
 };
 

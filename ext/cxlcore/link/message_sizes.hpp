@@ -24,16 +24,9 @@
 
 #include <cstdint>
 
-namespace cxlcore {
+#include "cxlcore/kernel/txn.hpp"
 
-// Every CXL.cachemem channel: direction and message class.
-enum class Channel : uint8_t {
-    M2SReq, M2SRwD, M2SBIRsp,   // host -> memory device
-    S2MNdr, S2MDrs, S2MBISnp,   // memory device -> host
-    D2HReq, D2HRsp, D2HData,    // CXL.cache device -> host
-    H2DReq, H2DRsp, H2DData,    // CXL.cache host -> device
-    kCount
-};
+namespace cxlcore {
 
 struct MessageFormat {
     const char* name;
@@ -44,7 +37,8 @@ struct MessageFormat {
 constexpr uint32_t kHalfSlotBytes = 8;
 constexpr uint32_t kHalfSlotBits = kHalfSlotBytes * 8;
 
-constexpr MessageFormat kMessageFormats[uint32_t(Channel::kCount)] = {
+// Indexed by Channel (kernel/txn.hpp), CXL.cachemem channels only.
+constexpr MessageFormat kMessageFormats[kNumCacheMemChannels] = {
     {"m2s_req", 87, 0},     // MemRd, MemRdFwd, MemInv, ...
     {"m2s_rwd", 87, 64},    // MemWr, MemWrPtl: header + a line
     {"m2s_birsp", 31, 0},   // BIRspI/S/E (CXL 3.x)
@@ -59,7 +53,7 @@ constexpr MessageFormat kMessageFormats[uint32_t(Channel::kCount)] = {
     {"h2d_data", 24, 64},   // data header + a line
 };
 
-constexpr const MessageFormat& messageFormat(Channel c) { return kMessageFormats[uint32_t(c)]; }
+constexpr const MessageFormat& messageFormat(Channel c) { return kMessageFormats[c]; }
 
 // Half-slots a message of the channel takes: its header, then its data.
 constexpr uint32_t messageUnits(Channel c) {

@@ -2,44 +2,57 @@
 
 namespace cxlcore {
 
-MemPort::MemPort(Host& host, const DramParams& p, const std::string& where) : host_(host), dram_(host, p, where) {
-    dram_.setRequester(this);
+MemPort::MemPort(Host& host, Target& memory, TxnPool& pool) : host_(host), mem_(memory), pool_(pool) {
+    mem_.setRequester(this);
 }
 
-void MemPort::read(uint64_t addr, std::function<void()> done) {
+void MemPort::read(uint64_t addr, Client* client, void* ctx, uint8_t tag, Txn* parent) {
     Txn* t = pool_.get();
     t->addr = t->hostAddr = addr;
     t->op = Op::Read;
+    t->internal = true;
+    t->client = client;
+    t->ctx = ctx;
+    t->tag = tag;
+    t->parent = parent;
     t->birth = t->mark = host_.now();
-    waiting_.emplace(t->id, std::move(done));
-    if (!refused_.empty() || !dram_.tryReq(t)) refused_.push_back(t);
+    issue(t);
 }
 
 void MemPort::write(uint64_t addr) {
     Txn* t = pool_.get();
     t->addr = t->hostAddr = addr;
     t->op = Op::Write;
+    t->internal = true;
     t->birth = t->mark = host_.now();
-    if (!refused_.empty() || !dram_.tryReq(t)) refused_.push_back(t);
+    issue(t);
+}
+
+void MemPort::issue(Txn* t) {
+    if (refused_.empty() && mem_.tryReq(t)) {
+        reads_ += t->op == Op::Read;
+        return;
+    }
+    refused_.push_back(t);
 }
 
 bool MemPort::tryResp(Txn* t) {
-    auto it = waiting_.find(t->id);
-    if (it != waiting_.end()) {
-        auto f = std::move(it->second);
-        waiting_.erase(it);
-        pool_.put(t);
-        f();
-    } else {
-        pool_.put(t);
+    if (t->op == Op::Read) {
+        --reads_;
+        t->done = t->mark > host_.now() ? t->mark : host_.now();
+        notifyDone(t);
     }
+    pool_.put(t);
     return true;
 }
 
 void MemPort::retryReq() { pump(); }
 
 void MemPort::pump() {
-    while (!refused_.empty() && dram_.tryReq(refused_.front())) refused_.pop_front();
+    while (!refused_.empty() && mem_.tryReq(refused_.front())) {
+        reads_ += refused_.front()->op == Op::Read;
+        refused_.pop_front();
+    }
 }
 
 }  // namespace cxlcore

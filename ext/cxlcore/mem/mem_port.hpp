@@ -1,34 +1,35 @@
-// A DRAM controller driven by a component that is not itself a Requester:
-// reads call back when their data returns, writes are posted.
+// The memory side of an agent that is not itself a Requester: the home
+// agent's path into the host's address map, a Type-2 device's own media. A
+// read tells its client, handing it the read's Txn (ctx and tag as the
+// caller set them, its stages filled in) before the port recycles it;
+// writes are posted.
 #pragma once
 
 #include <deque>
-#include <functional>
-#include <string>
-#include <unordered_map>
 
-#include "cxlcore/mem/dram.hpp"
+#include "cxlcore/kernel/sim.hpp"
 
 namespace cxlcore {
 
 class MemPort : public Requester {
   public:
-    MemPort(Host& host, const DramParams& p, const std::string& where);
-    void read(uint64_t addr, std::function<void()> done);
+    // Sends to `memory` (a DRAM controller, or an input of the uncore), whose requester it becomes.
+    MemPort(Host& host, Target& memory, TxnPool& pool);
+    // `parent`: the request this read is on behalf of (its latency), or null.
+    void read(uint64_t addr, Client* client, void* ctx, uint8_t tag, Txn* parent);
     void write(uint64_t addr);
     bool tryResp(Txn* t) override;
     void retryReq() override;
-    DramController& dram() { return dram_; }
-    const DramController& dram() const { return dram_; }
-    size_t pending() const { return waiting_.size() + refused_.size(); }
+    size_t pending() const { return reads_ + refused_.size(); }
 
   private:
+    void issue(Txn* t);
     void pump();
     Host& host_;
-    DramController dram_;
-    TxnPool pool_;
-    std::unordered_map<uint64_t, std::function<void()>> waiting_;
+    Target& mem_;
+    TxnPool& pool_;
     std::deque<Txn*> refused_;
+    size_t reads_ = 0;  // accepted, not yet answered
 };
 
 }  // namespace cxlcore

@@ -1,10 +1,11 @@
 #include "cxlcore/system/system.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 namespace cxlcore {
 
-System::System(const SystemParams& p) : p_(p), mapped_(!p.windows.empty()) {
+System::System(const SystemParams& p, bool check) : p_(p), mapped_(!p.windows.empty()) {
     p_.validate();
     const std::vector<WindowParams> map = p_.addressMap();
     // The host's DRAM is named after the window that maps it, if any.
@@ -49,11 +50,15 @@ System::System(const SystemParams& p) : p_(p), mapped_(!p.windows.empty()) {
     for (MemoryWindow& w : windows) {
         // DRAM behind the window sees offsets into it; a host bridge decodes host addresses.
         const bool rebase = w.p.kind != MemoryKind::CxlType3;
-        uncore_->addWindow(w.p.name, mapped_ ? w.p.name : "memory", w.p.base, w.p.end(), w.target, rebase);
+        const Stage full = w.p.kind == MemoryKind::LocalDram    ? kStageMediaQueue
+                           : w.p.kind == MemoryKind::RemoteNuma ? kStageLinkDown
+                                                                 : kStageHostPort;
+        uncore_->addWindow(w.p.name, mapped_ ? w.p.name : "memory", w.p.base, w.p.end(), w.target, rebase, full);
         w.target->setRequester(uncore_.get());
     }
     uncore_->setPageTables(localDram.get());
     localDram->setRequester(uncore_.get());
+    if (!p_.accelerators.empty()) buildAccelerators(check);
 }
 
 int System::windowIndex(const std::string& name) const {
@@ -64,8 +69,76 @@ int System::windowIndex(const std::string& name) const {
 
 void System::run() {
     loop.watch(&watchdog_);
+    if (home) {
+        runCoherent();
+        return;
+    }
     loop.run();
     if (!loop.stopped()) watchdog_.drained(loop.now());
+}
+
+namespace {
+std::string ns(Tick t) {
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(1);
+    os << ticksToNs(t);
+    return os.str();
+}
+}  // namespace
+
+Tick System::stallWindow() const {
+    // Longer than any single delay the parameters allow, so only a real stall trips it.
+    double longest = 0;
+    for (auto& d : p_.accelerators)
+        longest = std::max(longest, p_.home.latency_ns + p_.home.host_hit_ns + d.cache.latency_ns +
+                                        d.cache.snoop_latency_ns + d.accel.bias_flip_ns + d.accel.memory_latency_ns +
+                                        d.dma.setup_ns + d.dma.engine_latency_ns + d.dma.poll_interval_ns +
+                                        d.dma.interrupt_ns + d.link.phy_latency_ns + d.link.replay_latency_ns +
+                                        p_.local_dram.tRFC_ns + d.media.tRFC_ns);
+    return nsToTicks(100000.0 + 4.0 * longest);
+}
+
+void System::runCoherent() {
+    // Checked once per window of simulated time: stalled when no event is left,
+    // when nothing completed for a window, or when the oldest request has
+    // waited four windows while others complete (starvation).
+    const Tick window = stallWindow();
+    watch.lastProgress = loop.now();
+    for (Tick until = loop.now() + window;; until += window) {
+        loop.run(until);
+        if (loop.stopped()) return;
+        const bool drained = loop.idle();
+        if (drained && !watch.outstanding) return;
+        if (!watch.outstanding) continue;  // only background work left
+        const Tick t = drained ? loop.now() : until;
+        Oldest o;
+        for (auto& d : accels) d->oldest(o);
+        home->oldest(o);
+        std::string why;
+        if (drained)
+            why = "no event left to complete them";
+        else if (t - watch.lastProgress >= window)
+            why = "none completed for " + ns(t - watch.lastProgress) + " ns while events kept firing";
+        else if (o.issued != kNever && t - o.issued >= 4 * window)
+            why = "the oldest waited over " + ns(4 * window) + " ns while others completed";
+        else
+            continue;
+        std::string msg = "CXL.cache run stalled at " + ns(t) + " ns with " + std::to_string(watch.outstanding) +
+                          " requests outstanding: " + why + "; the oldest waits in ";
+        if (o.issued != kNever)
+            msg += o.where + ", age " + ns(t - o.issued) + " ns";
+        else
+            msg += "an unknown place (" + home->describe() + ")";
+        throw StallError(msg);
+    }
+}
+
+bool System::quiet() const {
+    if (home && !home->quiet()) return false;
+    for (auto& d : accels)
+        if (!d->quiet()) return false;
+    return true;
 }
 
 double System::mediaPeakBytesPerSec(const std::vector<uint32_t>& which) const {
@@ -100,75 +173,28 @@ void System::resetStats() {
     uncore_->resetStats();
 }
 
-namespace {
-void dramReport(Report& r, const std::string& k, const DramController& d, Tick s, Tick e) {
-    const DramStats& st = d.stats();
-    const double secs = double(e - s) * 1e-12;
-    const double acc = double(st.reads + st.writes);
-    r.emplace_back(k + ".read_gbps", secs > 0 ? st.reads * 64.0 / secs / 1e9 : 0);
-    r.emplace_back(k + ".write_gbps", secs > 0 ? st.writes * 64.0 / secs / 1e9 : 0);
-    r.emplace_back(k + ".peak_gbps", d.peakBytesPerSec() / 1e9);
-    r.emplace_back(k + ".bus_utilization",
-                   e > s ? double(st.busBusy) / double(e - s) / d.params().channels : 0);
-    r.emplace_back(k + ".row_hit_rate", acc > 0 ? st.rowHits / acc : 0);
-    r.emplace_back(k + ".row_conflict_rate", acc > 0 ? st.rowConflicts / acc : 0);
-    r.emplace_back(k + ".refreshes", double(st.refreshes));
-    r.emplace_back(k + ".refreshes_postponed", double(st.refreshesPostponed));
-    r.emplace_back(k + ".turnarounds", double(st.turnarounds));
-    r.emplace_back(k + ".rank_switches", double(st.rankSwitches));
-    r.emplace_back(k + ".write_bursts", double(st.writeBursts));
-    r.emplace_back(k + ".mean_read_queue", d.meanReadQueue(s, e));
-    r.emplace_back(k + ".retries", double(st.readRetries + st.writeRetries));
-}
-
-void channelReport(Report& r, const std::string& k, const FlitChannel& c, double rawBytesPerSec, Tick s, Tick e) {
-    const ChannelStats& st = c.stats();
-    const double secs = double(e - s) * 1e-12;
-    r.emplace_back(k + ".data_gbps", secs > 0 ? st.dataBytes / secs / 1e9 : 0);
-    r.emplace_back(k + ".raw_gbps", rawBytesPerSec / 1e9);
-    r.emplace_back(k + ".utilization", e > s ? std::min(1.0, double(c.busy()) / double(e - s)) : 0);
-    r.emplace_back(k + ".flits", double(st.flits));
-    r.emplace_back(k + ".messages", double(st.messages));
-    r.emplace_back(k + ".slot_fill",
-                   st.flits ? double(st.units) / (double(st.flits) * c.unitsPerFlit()) : 0);
-    r.emplace_back(k + ".crc_errors", double(st.crcErrors));
-    r.emplace_back(k + ".replayed_flits", double(st.replayedFlits));
-}
-}  // namespace
-
-void System::report(Report& r, Tick s, Tick e) const {
-    dramReport(r, localName_, *localDram, s, e);
-    for (const MemoryWindow& w : windows) {
-        if (w.remote) {
-            const std::string k = w.p.name;
-            dramReport(r, k + ".dram", w.remote->dram(), s, e);
-            channelReport(r, k + ".link.out", w.remote->out_, w.remote->bytesPerSec(), s, e);
-            channelReport(r, k + ".link.back", w.remote->back_, w.remote->bytesPerSec(), s, e);
+void System::buildAccelerators(bool check) {
+    if (check) checker.reset(new CoherenceChecker(p_.accelInstances() + 1));
+    // The home reaches host memory through the uncore: the address map routes
+    // each line to its window (the DRAM, a CXL expander, the remote socket).
+    // Its own pipeline (home.latency_ns) is the whole host-side cost.
+    home.reset(new HomeAgent(loop, p_.home, uncore_->addInput(nullptr, 0, 0), pool, checker.get()));
+    const std::vector<uint64_t> bases = p_.accelMemoryBases();
+    uint32_t i = 0;
+    for (uint32_t e = 0; e < p_.accelerators.size(); ++e) {
+        const AccelDeviceParams& d = p_.accelerators[e];
+        for (uint32_t k = 0; k < d.accel.devices; ++k, ++i) {
+            const uint64_t memBase = bases[e] ? bases[e] + uint64_t(k) * d.accel.memory_bytes : 0;
+            accelLinks.emplace_back(
+                new CxlLink(d.link, d.name.empty() ? "cxl.link" : d.prefix() + "link", p_.seed * 131 + i));
+            accels.emplace_back(new Accelerator(loop, uint16_t(i), d.cache, d.accel, d.dma, d.media, memBase,
+                                                *accelLinks.back(), *home, pool, checker.get(), d.instance(k, i)));
+            accelEntry.push_back(e);
+            home->addDevice(accels.back().get(), accelLinks.back().get(), d.dma);
+            accels.back()->setWatch(&watch);
         }
-        for (size_t i = 0; i < w.devices.size(); ++i) {
-            const std::string& k = w.deviceNames[i];
-            const CxlLink& l = *w.links[i];
-            channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
-            channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
-            dramReport(r, k + ".media", w.devices[i]->media(), s, e);
-            const DeviceStats& ds = w.devices[i]->stats();
-            r.emplace_back(k + ".device.mean_occupancy", w.devices[i]->meanOccupancy(s, e));
-            const char* names[4] = {"light", "optimal", "moderate", "severe"};
-            for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + names[j], double(ds.devLoad[j]));
-            r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
-        }
-        if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
     }
-    if (!mapped_) return;
-    // What the address map sent to each window: data requests, not page walks.
-    const double secs = double(e - s) * 1e-12;
-    for (size_t i = 0; i < windows.size(); ++i) {
-        const WindowStats& st = uncore_->windowStats()[i];
-        const std::string k = "window." + windows[i].p.name;
-        r.emplace_back(k + ".read_gbps", secs > 0 ? st.reads * double(kLineBytes) / secs / 1e9 : 0);
-        r.emplace_back(k + ".write_gbps", secs > 0 ? st.writes * double(kLineBytes) / secs / 1e9 : 0);
-        r.emplace_back(k + ".requests", double(st.reads + st.writes));
-    }
+    home->setWatch(&watch);
 }
 
 }  // namespace cxlcore

@@ -1,4 +1,9 @@
-// A whole host and its host physical address map, wired from SystemParams.
+// A whole system wired from one description (SystemParams): a host with its
+// cores' path into the memory (the uncore), the windows of its host physical
+// address map (local DRAM, the remote socket, CXL host bridges with Type-3
+// expanders on their root ports), and the CXL.cache accelerators beside them
+// on root ports of their own, coherent through the host's home agent, whose
+// memory traffic goes through the same address map.
 #pragma once
 
 #include <memory>
@@ -6,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "cxlcore/coherence/checker.hpp"
+#include "cxlcore/coherence/home_agent.hpp"
+#include "cxlcore/devices/accelerator.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "cxlcore/host/remote_socket.hpp"
 #include "cxlcore/host/uncore.hpp"
@@ -29,10 +37,11 @@ struct MemoryWindow {
 
 class System {
   public:
-    explicit System(const SystemParams& p);
+    // `check`: run the coherence checker over every CXL.cache access.
+    explicit System(const SystemParams& p, bool check = false);
 
     EventLoop loop;
-    TxnPool pool;
+    TxnPool pool;  // every access and message of the run
     const SystemParams& params() const { return p_; }
     Uncore& uncore() { return *uncore_; }
     // Theoretical limit the results must respect, bytes per second: the
@@ -41,18 +50,36 @@ class System {
     // The window of a name, or -1.
     int windowIndex(const std::string& name) const;
 
-    // Runs the event loop under the progress watchdog: a run that stops
-    // making progress throws StallError naming where its oldest request is.
+    // Runs the event loop until no work is left, under watchdogs: a run that
+    // stops making progress throws StallError naming where its oldest request is.
     void run();
 
     void resetStats();
-    // Component statistics over [start, end].
+    // Statistics over [start, end]: the memories, and the coherent part's counters.
     void report(Report& r, Tick start, Tick end) const;
 
     std::unique_ptr<DramController> localDram;
     std::vector<MemoryWindow> windows;  // the address map, in its order
 
+    // CXL.cache (when the description has accelerators): the checker, the
+    // home agent, and every copy of every accelerator description with its link.
+    std::unique_ptr<CoherenceChecker> checker;
+    std::unique_ptr<HomeAgent> home;
+    std::vector<std::unique_ptr<CxlLink>> accelLinks;
+    std::vector<std::unique_ptr<Accelerator>> accels;
+    std::vector<uint32_t> accelEntry;  // the description each accelerator was built from
+    CoherentProgress watch;            // CXL.cache accesses and DMA transfers outstanding
+    // How long CXL.cache requests may wait before the run counts as stalled.
+    Tick stallWindow() const;
+    // Nothing left in flight anywhere in the coherent part.
+    bool quiet() const;
+
   private:
+    void buildAccelerators(bool check);
+    void runCoherent();
+    void reportMemory(Report& r, Tick s, Tick e) const;
+    void reportCoherent(Report& r, Tick end) const;
+    void reportAccelerators(Report& r, Tick end) const;
     SystemParams p_;
     bool mapped_;  // built from an explicit map (else the one window of a single-memory system)
     std::string localName_;

@@ -16,13 +16,13 @@ void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
 }
 
-Access::Kind kindOf(const std::string& op, const char* where) {
-    if (op == "load") return Access::Load;
-    if (op == "store") return Access::Store;
-    if (op == "rdcurr") return Access::LoadCurrent;
-    if (op == "rdany") return Access::LoadAny;
-    if (op == "itomwr") return Access::StoreNoAlloc;
-    if (op == "wrinv") return Access::StoreWrInv;
+Txn::Kind kindOf(const std::string& op, const char* where) {
+    if (op == "load") return Txn::Load;
+    if (op == "store") return Txn::Store;
+    if (op == "rdcurr") return Txn::LoadCurrent;
+    if (op == "rdany") return Txn::LoadAny;
+    if (op == "itomwr") return Txn::StoreNoAlloc;
+    if (op == "wrinv") return Txn::StoreWrInv;
     throw ConfigError(std::string(where) + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, rdany, itomwr, wrinv");
 }
 
@@ -37,37 +37,16 @@ Accelerator::Bug bugOf(const std::string& inject, const char* where) {
     return Accelerator::None;
 }
 
-// The callback is dropped on return so an access holds no stale captures.
-class AccessPool : public ObjectPool<Access> {
-  public:
-    void put(Access* a) {
-        a->onDone = nullptr;
-        ObjectPool<Access>::put(a);
-    }
-};
-
-// Latency statistics of completed accesses (a bounded histogram,
-// kernel/stats.hpp), with the per-stage breakdown.
-struct LatStats {
-    LogHistogram lat;
-    double stage[kNumAStages] = {};
-    uint64_t hits = 0;
-    void add(const Access* a) {
-        lat.add(a->done - a->issued);
-        for (int s = 0; s < kNumAStages; ++s) stage[s] += ticksToNs(a->stage[s]);
-        hits += a->hit;
-    }
-    void report(Report& r, const std::string& prefix) const {
-        const double n = lat.count() ? double(lat.count()) : 1.0;
-        r.emplace_back(prefix + "latency_mean_ns", ticksToNs(lat.sum()) / n);
-        r.emplace_back(prefix + "latency_p50_ns", lat.percentile(0.5) / 1000.0);  // ticks to ns
-        r.emplace_back(prefix + "latency_p99_ns", lat.percentile(0.99) / 1000.0);
-        r.emplace_back(prefix + "latency_max_ns", ticksToNs(lat.max()));
-        r.emplace_back(prefix + "hit_rate", double(hits) / n);
-        for (int s = 0; s < kNumAStages; ++s)
-            r.emplace_back(prefix + "stage_" + stageName(AStage(s)) + "_ns", stage[s] / n);
-    }
-};
+// A stream's accesses under `prefix`: latency, hit rate and stages.
+void reportLatency(Report& r, const LatencyStats& st, const std::string& prefix) {
+    r.emplace_back(prefix + "latency_mean_ns", st.meanNs());
+    r.emplace_back(prefix + "latency_p50_ns", st.percentileNs(0.5));
+    r.emplace_back(prefix + "latency_p99_ns", st.percentileNs(0.99));
+    r.emplace_back(prefix + "latency_max_ns", st.maxNs());
+    r.emplace_back(prefix + "hit_rate", st.hitRate());
+    for (int s = 0; s < kNumStages; ++s)
+        r.emplace_back(prefix + "stage_" + stageName(Stage(s)) + "_ns", st.stageNs(s));
+}
 
 }  // namespace
 
@@ -77,7 +56,7 @@ namespace {
 
 // A stream's settings, checked: what it issues and where its lines lie.
 struct StreamPlan {
-    Access::Kind kind = Access::Load;
+    Txn::Kind kind = Txn::Load;
     int pattern = 2;              // 0 single, 1 sequential, 2 random
     uint32_t requesters = 0, depth = 1;
     uint64_t lines = 1, requests = 0;
@@ -85,22 +64,22 @@ struct StreamPlan {
 };
 
 // The description named `name`, or -1.
-int entryNamed(const CoherentParams& p, const std::string& name) {
-    for (size_t e = 0; e < p.devices.size(); ++e)
-        if (!p.devices[e].name.empty() && p.devices[e].name == name) return int(e);
+int entryNamed(const SystemParams& p, const std::string& name) {
+    for (size_t e = 0; e < p.accelerators.size(); ++e)
+        if (!p.accelerators[e].name.empty() && p.accelerators[e].name == name) return int(e);
     return -1;
 }
 
-std::string targetValues(const CoherentParams& p) {
+std::string targetValues(const SystemParams& p) {
     std::string s = "host, device";
-    for (auto& d : p.devices)
+    for (auto& d : p.accelerators)
         if (d.accel.type == 2 && !d.name.empty()) s += ", " + d.name;
     return s;
 }
 
 // `self`: the description whose devices run it ("device" is its memory);
 // `w`: the prefix of the settings' names in messages.
-StreamPlan plan(const CoherentParams& p, const DeviceStream& s, int self, const std::string& w, bool mayIdle) {
+StreamPlan plan(const SystemParams& p, const DeviceStream& s, int self, const std::string& w, bool mayIdle) {
     StreamPlan out;
     out.kind = kindOf(s.op, (w + "op").c_str());
     need(s.pattern == "single" || s.pattern == "sequential" || s.pattern == "random",
@@ -113,7 +92,7 @@ StreamPlan plan(const CoherentParams& p, const DeviceStream& s, int self, const 
     need(s.target == "host" || out.memory >= 0,
          w + "target = '" + s.target + "' is not allowed; allowed values: " + targetValues(p));
     if (out.memory >= 0) {
-        const CoherentDeviceParams& m = p.devices[size_t(out.memory)];
+        const AccelDeviceParams& m = p.accelerators[size_t(out.memory)];
         need(m.accel.type == 2, w + "target = '" + s.target + "' is not allowed with " + m.prefix() +
                                     "accel.type = 1 (no device memory); allowed values: host");
     }
@@ -124,7 +103,7 @@ StreamPlan plan(const CoherentParams& p, const DeviceStream& s, int self, const 
     need(s.footprint_bytes >= kLineBytes && s.footprint_bytes <= (1ull << 40),
          w + "footprint_bytes = " + fmtNum(double(s.footprint_bytes)) + " is out of range; allowed: 64 to 1099511627776");
     if (out.memory >= 0) {
-        const CoherentDeviceParams& m = p.devices[size_t(out.memory)];
+        const AccelDeviceParams& m = p.accelerators[size_t(out.memory)];
         need(s.footprint_bytes <= m.accel.memory_bytes,
              w + "footprint_bytes = " + fmtNum(double(s.footprint_bytes)) +
                  " is out of range for device memory; allowed: up to " + m.prefix() + "accel.memory_bytes (" +
@@ -138,18 +117,18 @@ StreamPlan plan(const CoherentParams& p, const DeviceStream& s, int self, const 
 }
 
 // The first device built from description e.
-size_t firstOf(const CoherentSystem& sys, int e) {
-    for (size_t i = 0; i < sys.entryOf.size(); ++i)
-        if (int(sys.entryOf[i]) == e) return i;
+size_t firstOf(const System& sys, int e) {
+    for (size_t i = 0; i < sys.accelEntry.size(); ++i)
+        if (int(sys.accelEntry[i]) == e) return i;
     return 0;
 }
 
 }  // namespace
 
-Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& progress) {
+Report runAccel(const SystemParams& p, const AccelConfig& c, const Progress& progress) {
     const DeviceStream base{c.op, c.pattern, c.target, c.requesters, c.depth, c.footprint_bytes, c.requests};
     p.validate();
-    const size_t entries = p.devices.size();
+    const size_t entries = p.accelerators.size();
     need(c.streams.empty() || c.streams.size() == entries,
          "accel.streams holds " + std::to_string(c.streams.size()) + " streams; allowed: one per device (" +
              std::to_string(entries) + ") or none");
@@ -160,7 +139,7 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     for (size_t e = 0; e < entries; ++e) {
         const bool own = !c.streams.empty();
         plans.push_back(plan(p, own ? c.streams[e] : base, int(e),
-                             own ? "accel." + p.devices[e].prefix() : "accel.", own));
+                             own ? "accel." + p.accelerators[e].prefix() : "accel.", own));
         busy += plans.back().requests;
     }
     need(busy >= 1, "accel.streams: every device is idle (requesters = 0); allowed: one or more busy");
@@ -168,10 +147,9 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     need(c.host_store_fraction >= 0 && c.host_store_fraction <= 1,
          "accel.host_store_fraction = " + fmtNum(c.host_store_fraction) + " is out of range; allowed: 0 to 1");
 
-    CoherentSystem sys(p, c.check);
-    AccessPool accesses;
-    LatStats lat;
-    std::vector<LatStats> entryLat(entries);
+    System sys(p, c.check);
+    LatencyStats lat;
+    std::vector<LatencyStats> entryLat(entries);
     std::vector<uint64_t> entryOps(entries, 0);
     std::vector<Tick> entryLast(entries, 0);
     struct Stream {
@@ -183,16 +161,16 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
         Rng rng;
     };
     std::vector<Stream> streams;
-    const uint32_t nd = uint32_t(sys.devices.size());
+    const uint32_t nd = uint32_t(sys.accels.size());
     uint32_t id = 0;
     uint64_t total = 0;
     auto memoryOf = [&](const StreamPlan& sp, size_t dev) -> uint64_t {
         if (sp.memory < 0) return kHostBase;
-        return int(sys.entryOf[dev]) == sp.memory ? sys.devices[dev]->memBase()
-                                                   : sys.devices[firstOf(sys, sp.memory)]->memBase();
+        return int(sys.accelEntry[dev]) == sp.memory ? sys.accels[dev]->memBase()
+                                                   : sys.accels[firstOf(sys, sp.memory)]->memBase();
     };
     for (uint32_t d = 0; d < nd; ++d) {
-        const StreamPlan& sp = plans[sys.entryOf[d]];
+        const StreamPlan& sp = plans[sys.accelEntry[d]];
         total += sp.requests;
         for (uint32_t r = 0; r < sp.requesters; ++r) {
             Stream s;
@@ -212,7 +190,7 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
         s.id = id++;
         s.plan = &hostPlan;
         s.target = ~0ull;
-        s.base = hostPlan.memory < 0 ? kHostBase : sys.devices[0]->memBase();
+        s.base = hostPlan.memory < 0 ? kHostBase : sys.accels[0]->memBase();
         s.rng = Rng(p.seed * 7919 + s.id);
         streams.push_back(s);
     }
@@ -220,14 +198,14 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     Tick last = 0;
     bool stop = false;
     std::function<void(Stream&)> issue;
-    // Per access the callback holds two pointers, so std::function never allocates.
-    std::function<void(Stream*, Access*)> finished = [&](Stream* sp, Access* x) {
+    auto finished = makeClient([&](Txn* x) {
+        Stream* sp = static_cast<Stream*>(x->ctx);
         --sp->inflight;
         ++sp->done;
         if (sp->dev >= 0) {
-            lat.add(x);
-            const uint32_t e = sys.entryOf[size_t(sp->dev)];
-            entryLat[e].add(x);
+            lat.add(*x, x->done);
+            const uint32_t e = sys.accelEntry[size_t(sp->dev)];
+            entryLat[e].add(*x, x->done);
             ++entryOps[e];
             entryLast[e] = x->done;
             last = x->done;
@@ -236,25 +214,26 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
                 throw Cancelled();
             if (!remaining) stop = true;
         }
-        accesses.put(x);
+        sys.pool.put(x);
         issue(*sp);
-    };
+    });
     issue = [&](Stream& s) {
         const StreamPlan& sp = *s.plan;
         while (!stop && s.inflight < (s.dev < 0 ? 1u : sp.depth) && s.issued < s.target) {
-            Access* a = accesses.get();
+            Txn* a = sys.pool.get();
             const uint64_t idx = sp.pattern == 0 ? 0 : sp.pattern == 1 ? (s.seq++ % sp.lines) : s.rng.below(sp.lines);
-            a->line = s.base + idx * kLineBytes;
-            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Access::Store : Access::Load) : sp.kind;
+            a->addr = s.base + idx * kLineBytes;
+            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Txn::Store : Txn::Load) : sp.kind;
             if (isWrite(a->kind)) a->value = ++storeSeq;
-            a->issued = sys.loop.now();
+            a->birth = sys.loop.now();
             ++s.issued;
             ++s.inflight;
-            a->onDone = [f = &finished, sp = &s](Access* x) { (*f)(sp, x); };
+            a->client = &finished;
+            a->ctx = &s;
             if (s.dev < 0)
                 sys.home->hostAccess(a);
             else
-                sys.devices[size_t(s.dev)]->access(a);
+                sys.accels[size_t(s.dev)]->access(a);
         }
     };
     for (auto& s : streams) issue(s);
@@ -268,18 +247,17 @@ Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& p
     r.emplace_back("elapsed_ns", ns);
     r.emplace_back("throughput_mops", ns > 0 ? ops / ns * 1e3 : 0.0);
     r.emplace_back("bandwidth_gbps", ns > 0 ? ops * kLineBytes / ns : 0.0);
-    lat.report(r, "");
-    sys.report(r, last);
-    r.emplace_back("accesses_allocated", double(accesses.allocated()));
+    reportLatency(r, lat, "");
+    sys.report(r, 0, last);
     if (entries > 1) {
         // Each description's own stream, under its name: bandwidth over its own run.
         for (size_t e = 0; e < entries; ++e) {
-            const std::string g = p.devices[e].prefix();
+            const std::string g = p.accelerators[e].prefix();
             const double t = ticksToNs(entryLast[e]);
             r.emplace_back(g + "ops", double(entryOps[e]));
             r.emplace_back(g + "elapsed_ns", t);
             r.emplace_back(g + "bandwidth_gbps", t > 0 ? double(entryOps[e]) * kLineBytes / t : 0.0);
-            entryLat[e].report(r, g);
+            reportLatency(r, entryLat[e], g);
         }
     }
     return r;
@@ -291,21 +269,20 @@ namespace {
 
 // Issues accesses from one side (a device or the host) with bounded depth.
 struct Side {
-    CoherentSystem* sys;
+    System* sys;
     int dev;  // -1: host
-    AccessPool* pool;
-    void go(Access* a) {
-        a->issued = sys->loop.now();
+    void go(Txn* a) {
+        a->birth = sys->loop.now();
         if (dev < 0)
             sys->home->hostAccess(a);
         else
-            sys->devices[size_t(dev)]->access(a);
+            sys->accels[size_t(dev)]->access(a);
     }
 };
 
 }  // namespace
 
-Report runSharing(const CoherentParams& p, const SharingConfig& c) {
+Report runSharing(const SystemParams& p, const SharingConfig& c) {
     need(c.mode == "pingpong" || c.mode == "producer-consumer",
          "sharing.mode = '" + c.mode + "' is not allowed; allowed values: pingpong, producer-consumer");
     need(c.rounds >= 1 && c.rounds <= 100000000, "sharing.rounds = " + fmtNum(double(c.rounds)) +
@@ -313,44 +290,53 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c) {
     need(c.lines >= 1 && c.lines <= (1ull << 24), "sharing.lines = " + fmtNum(double(c.lines)) +
                                                       " is out of range; allowed: 1 to 16777216");
     need(c.depth >= 1 && c.depth <= 4096, "sharing.depth = " + fmtNum(c.depth) + " is out of range; allowed: 1 to 4096");
-    CoherentSystem sys(p, c.check);
-    AccessPool pool;
+    System sys(p, c.check);
+    TxnPool& pool = sys.pool;
     Report r;
-    Side dev{&sys, 0, &pool}, host{&sys, -1, &pool};
+    Side dev{&sys, 0}, host{&sys, -1};
     if (c.mode == "pingpong") {
         // Device writes odd values, the host even ones; each waits for its turn.
         const uint64_t flag = kHostBase;
         uint64_t handoffs = 0;
-        LatStats devLat, hostLat;
+        LatencyStats devLat, hostLat;
         uint64_t spins[2] = {0, 0};
-        std::function<void(Side&, int)> spin = [&](Side& s, int who) {
-            if (handoffs >= c.rounds) return;
-            Access* a = pool.get();
-            a->kind = Access::Load;
-            a->line = flag;
-            a->onDone = [&, who](Access* x) {
-                Side& me = who ? host : dev;
-                const bool myTurn = (x->value % 2) == uint64_t(who);
-                (who ? hostLat : devLat).add(x);
-                const uint64_t v = x->value;
+        // An access's tag: its side (bit 0: the host) and whether it is the store of a handoff (bit 1).
+        std::function<void(Side&, int)> spin;
+        Client* self = nullptr;  // finished, for the stores it issues
+        auto finished = makeClient([&](Txn* x) {
+            const int who = x->tag & 1;
+            Side& me = who ? host : dev;
+            (who ? hostLat : devLat).add(*x, x->done);
+            if (x->tag & 2) {
                 pool.put(x);
-                if (!myTurn || handoffs >= c.rounds) {
-                    ++spins[who];
-                    spin(me, who);
-                    return;
-                }
-                Access* w = pool.get();
-                w->kind = Access::Store;
-                w->line = flag;
-                w->value = v + 1;
-                w->onDone = [&, who](Access* y) {
-                    (who ? hostLat : devLat).add(y);
-                    pool.put(y);
-                    ++handoffs;
-                    spin(who ? host : dev, who);
-                };
-                me.go(w);
-            };
+                ++handoffs;
+                spin(me, who);
+                return;
+            }
+            const bool myTurn = (x->value % 2) == uint64_t(who);
+            const uint64_t v = x->value;
+            pool.put(x);
+            if (!myTurn || handoffs >= c.rounds) {
+                ++spins[who];
+                spin(me, who);
+                return;
+            }
+            Txn* w = pool.get();
+            w->kind = Txn::Store;
+            w->addr = flag;
+            w->value = v + 1;
+            w->tag = uint8_t(who | 2);
+            w->client = self;
+            me.go(w);
+        });
+        self = &finished;
+        spin = [&](Side& s, int who) {
+            if (handoffs >= c.rounds) return;
+            Txn* a = pool.get();
+            a->kind = Txn::Load;
+            a->addr = flag;
+            a->tag = uint8_t(who);
+            a->client = &finished;
             s.go(a);
         };
         spin(dev, 0);
@@ -363,9 +349,9 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c) {
         r.emplace_back("handoff_ns", ns / double(handoffs));
         r.emplace_back("device_spins", double(spins[0]));
         r.emplace_back("host_spins", double(spins[1]));
-        devLat.report(r, "device_");
-        hostLat.report(r, "host_");
-        sys.report(r, sys.loop.now());
+        reportLatency(r, devLat, "device_");
+        reportLatency(r, hostLat, "host_");
+        sys.report(r, 0, sys.loop.now());
         return r;
     }
     // Producer-consumer, both ways: the producer writes the buffer, then a
@@ -375,63 +361,78 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c) {
         const Tick t0 = sys.loop.now();
         uint64_t issued = 0, done = 0, readIssued = 0, readDone = 0;
         Tick flagSeen = 0, produced = 0;
-        LatStats consLat;
+        LatencyStats consLat;
         std::function<void()> produce, consume, spinFlag;
-        produce = [&] {
-            while (issued < c.lines && issued - done < c.depth) {
-                Access* a = pool.get();
-                a->kind = Access::Store;
-                a->line = buf + issued * kLineBytes;
-                a->value = flagValue * (1ull << 32) + issued + 1;
-                ++issued;
-                a->onDone = [&](Access* x) {
+        enum : uint8_t { kData, kFlag, kRead, kSpin };  // what an access is, in its tag
+        Client* self = nullptr;  // finished, for the flag store it issues
+        auto finished = makeClient([&](Txn* x) {
+            switch (x->tag) {
+                case kData:
                     pool.put(x);
                     if (++done == c.lines) {
-                        Access* f = pool.get();
-                        f->kind = Access::Store;
-                        f->line = flag;
+                        Txn* f = pool.get();
+                        f->kind = Txn::Store;
+                        f->addr = flag;
                         f->value = flagValue;
-                        f->onDone = [&](Access* y) {
-                            produced = y->done;
-                            pool.put(y);
-                        };
+                        f->tag = kFlag;
+                        f->client = self;
                         prod.go(f);
                     } else {
                         produce();
                     }
-                };
+                    return;
+                case kFlag:
+                    produced = x->done;
+                    pool.put(x);
+                    return;
+                case kRead:
+                    consLat.add(*x, x->done);
+                    pool.put(x);
+                    ++readDone;
+                    consume();
+                    return;
+                default: {
+                    const bool set = x->value == flagValue;
+                    pool.put(x);
+                    if (set) {
+                        flagSeen = sys.loop.now();
+                        consume();
+                    } else {
+                        spinFlag();
+                    }
+                }
+            }
+        });
+        self = &finished;
+        produce = [&] {
+            while (issued < c.lines && issued - done < c.depth) {
+                Txn* a = pool.get();
+                a->kind = Txn::Store;
+                a->addr = buf + issued * kLineBytes;
+                a->value = flagValue * (1ull << 32) + issued + 1;
+                a->tag = kData;
+                a->client = &finished;
+                ++issued;
                 prod.go(a);
             }
         };
         consume = [&] {
             while (readIssued < c.lines && readIssued - readDone < c.depth) {
-                Access* a = pool.get();
-                a->kind = Access::Load;
-                a->line = buf + readIssued * kLineBytes;
+                Txn* a = pool.get();
+                a->kind = Txn::Load;
+                a->addr = buf + readIssued * kLineBytes;
+                a->tag = kRead;
+                a->client = &finished;
                 ++readIssued;
-                a->onDone = [&](Access* x) {
-                    consLat.add(x);
-                    pool.put(x);
-                    ++readDone;
-                    consume();
-                };
                 cons.go(a);
             }
         };
         spinFlag = [&] {
-            Access* a = pool.get();
-            a->kind = Access::Load;
-            a->line = flag;
-            a->onDone = [&](Access* x) {
-                const bool set = x->value == flagValue;
-                pool.put(x);
-                if (set) {
-                    flagSeen = sys.loop.now();
-                    consume();
-                } else {
-                    spinFlag();
-                }
-            };
+            Txn* a = pool.get();
+            a->kind = Txn::Load;
+            a->addr = flag;
+            a->tag = kSpin;
+            a->client = &finished;
             cons.go(a);
         };
         produce();
@@ -444,17 +445,17 @@ Report runSharing(const CoherentParams& p, const SharingConfig& c) {
         r.emplace_back(name + "_consume_ns", consNs);
         r.emplace_back(name + "_total_ns", ticksToNs(end - t0));
         r.emplace_back(name + "_consume_gbps", consNs > 0 ? double(c.lines * kLineBytes) / consNs : 0.0);
-        consLat.report(r, name + "_consumer_");
+        reportLatency(r, consLat, name + "_consumer_");
     };
     phase(host, dev, 1, "host_to_device");
     phase(dev, host, 2, "device_to_host");
-    sys.report(r, sys.loop.now());
+    sys.report(r, 0, sys.loop.now());
     return r;
 }
 
 // ---------------------------------------------------------------- stress
 
-Report runStress(const CoherentParams& p, const StressConfig& c, const Progress& progress, std::string* detail) {
+Report runStress(const SystemParams& p, const StressConfig& c, const Progress& progress, std::string* detail) {
     need(c.lines >= 1 && c.lines <= (1ull << 20), "stress.lines = " + fmtNum(double(c.lines)) +
                                                       " is out of range; allowed: 1 to 1048576");
     need(c.host_threads + c.device_requesters >= 1, "stress: host_threads + device_requesters must be at least 1");
@@ -465,14 +466,14 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
         need(f >= 0 && f <= 1, "stress fractions (store_fraction, uncached_fraction, device_memory_fraction) = " +
                                    fmtNum(f) + " is out of range; allowed: 0 to 1");
     const Accelerator::Bug bug = bugOf(c.inject, "stress.inject");
-    CoherentSystem sys(p, true);
-    for (auto& d : sys.devices) d->inject(bug);
-    AccessPool pool;
+    System sys(p, true);
+    for (auto& d : sys.accels) d->inject(bug);
+    TxnPool& pool = sys.pool;
     // The lines: in host memory, and for Type-2 devices partly in device memory.
     std::vector<uint64_t> lines;
     Rng pick(p.seed * 31 + 7);
     std::vector<const Accelerator*> withMemory;  // Type-2 devices
-    for (auto& d : sys.devices)
+    for (auto& d : sys.accels)
         if (d->memBytes()) withMemory.push_back(d.get());
     for (uint64_t i = 0; i < c.lines; ++i) {
         const bool devMem = !withMemory.empty() && pick.uniform() < c.device_memory_fraction;
@@ -494,34 +495,36 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     };
     std::vector<Req> reqs;
     for (uint32_t h = 0; h < c.host_threads; ++h) reqs.push_back(Req{-1, Rng(p.seed * 1009 + h)});
-    for (uint32_t d = 0; d < uint32_t(sys.devices.size()); ++d)
+    for (uint32_t d = 0; d < uint32_t(sys.accels.size()); ++d)
         for (uint32_t r = 0; r < c.device_requesters; ++r)
             reqs.push_back(Req{int(d), Rng(p.seed * 2003 + d * 1024 + r)});
     std::function<void(Req&)> next;
-    std::function<void(Req*, Access*)> finished = [&](Req* qp, Access* x) {
+    auto finished = makeClient([&](Txn* x) {
+        Req* qp = static_cast<Req*>(x->ctx);
         pool.put(x);
         if (++done % 65536 == 0 && progress && !progress(double(done) / double(c.ops))) throw Cancelled();
         next(*qp);
-    };
+    });
     next = [&](Req& q) {
         if (issued >= c.ops) return;
         ++issued;
-        Access* a = pool.get();
-        a->line = lines[q.rng.below(lines.size())];
+        Txn* a = pool.get();
+        a->addr = lines[q.rng.below(lines.size())];
         const bool store = q.rng.uniform() < c.store_fraction;
         const bool unc = q.dev >= 0 && q.rng.uniform() < c.uncached_fraction;
         if (store) {
-            a->kind = unc ? (q.rng.uniform() < 0.5 ? Access::StoreNoAlloc : Access::StoreWrInv) : Access::Store;
+            a->kind = unc ? (q.rng.uniform() < 0.5 ? Txn::StoreNoAlloc : Txn::StoreWrInv) : Txn::Store;
             a->value = ++storeSeq;
         } else {
-            a->kind = unc ? Access::LoadCurrent : (q.dev >= 0 && q.rng.uniform() < 0.5) ? Access::LoadAny : Access::Load;
+            a->kind = unc ? Txn::LoadCurrent : (q.dev >= 0 && q.rng.uniform() < 0.5) ? Txn::LoadAny : Txn::Load;
         }
-        a->issued = sys.loop.now();
-        a->onDone = [f = &finished, qp = &q](Access* x) { (*f)(qp, x); };
+        a->birth = sys.loop.now();
+        a->client = &finished;
+        a->ctx = &q;
         if (q.dev < 0)
             sys.home->hostAccess(a);
         else
-            sys.devices[size_t(q.dev)]->access(a);
+            sys.accels[size_t(q.dev)]->access(a);
     };
     for (auto& q : reqs) next(q);
     sys.run();
@@ -531,7 +534,7 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
             *detail = sys.checker->first();
         else if (done < c.ops) {
             *detail = "no progress after " + std::to_string(done) + " of " + std::to_string(c.ops) + " operations;";
-            for (auto& d : sys.devices) *detail += " " + d->describe();
+            for (auto& d : sys.accels) *detail += " " + d->describe();
             *detail += " " + sys.home->describe();
         }
     }
@@ -540,18 +543,18 @@ Report runStress(const CoherentParams& p, const StressConfig& c, const Progress&
     r.emplace_back("elapsed_ns", ticksToNs(sys.loop.now()));
     r.emplace_back("lines", double(lines.size()));
     r.emplace_back("events", double(sys.loop.events()));
-    sys.report(r, sys.loop.now());
+    sys.report(r, 0, sys.loop.now());
     return r;
 }
 
 // ---------------------------------------------------------------- scripts
 
-ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& steps, bool check,
+ScriptResult runScript(const SystemParams& p, const std::vector<ScriptStep>& steps, bool check,
                        const std::string& inject) {
     const Accelerator::Bug bug = bugOf(inject, "script.inject");
     p.validate();
-    const int devices = int(p.instances());
-    const CoherentDeviceParams& first = p.devices[0];
+    const int devices = int(p.accelInstances());
+    const AccelDeviceParams& first = p.accelerators[0];
     for (size_t i = 0; i < steps.size(); ++i) {
         const ScriptStep& st = steps[i];
         const std::string at = "script step " + std::to_string(i);
@@ -575,9 +578,8 @@ ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& s
         need(st.offset < limit, at + ": offset = " + fmtNum(double(st.offset)) + " is out of range; allowed: 0 to " +
                                     fmtNum(double(limit - 1)));
     }
-    CoherentSystem sys(p, check);
-    for (auto& d : sys.devices) d->inject(bug);
-    AccessPool pool;
+    System sys(p, check);
+    for (auto& d : sys.accels) d->inject(bug);
     ScriptResult out;
     uint64_t storeSeq = 0;
     for (const ScriptStep& st : steps) {
@@ -597,37 +599,38 @@ ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& s
             r.emplace_back("cached_lines", double(job.cachedLines));
             r.emplace_back("value", double(job.firstValue));
         } else {
-            Access* a = pool.get();
+            Txn* a = sys.pool.get();
             a->kind = kindOf(st.op, "script.op");
-            a->line = (st.target == "host" ? kHostBase : sys.devices[0]->memBase()) + (st.offset & ~uint64_t(kLineBytes - 1));
+            a->addr = (st.target == "host" ? kHostBase : sys.accels[0]->memBase()) + (st.offset & ~uint64_t(kLineBytes - 1));
             if (isWrite(a->kind)) a->value = ++storeSeq;
-            a->issued = t0;
+            a->birth = t0;
             Tick done = 0;
-            a->onDone = [&done](Access* x) { done = x->done; };
+            auto finished = makeClient([&done](Txn* x) { done = x->done; });
+            a->client = &finished;
             if (st.agent < 0)
                 sys.home->hostAccess(a);
             else
-                sys.devices[size_t(st.agent)]->access(a);
+                sys.accels[size_t(st.agent)]->access(a);
             sys.run();
             r.emplace_back("latency_ns", ticksToNs(done - t0));
-            for (int s = 0; s < kNumAStages; ++s)
-                r.emplace_back(std::string("stage_") + stageName(AStage(s)) + "_ns", ticksToNs(a->stage[s]));
+            for (int s = 0; s < kNumStages; ++s)
+                r.emplace_back(std::string("stage_") + stageName(Stage(s)) + "_ns", ticksToNs(a->stage[s]));
             r.emplace_back("hit", a->hit ? 1.0 : 0.0);
             r.emplace_back("value", double(a->value));
-            pool.put(a);
+            sys.pool.put(a);
         }
         r.emplace_back("start_ns", ticksToNs(t0));
         out.steps.push_back(r);
     }
-    sys.report(out.system, sys.loop.now());
+    sys.report(out.system, 0, sys.loop.now());
     return out;
 }
 
 // ---------------------------------------------------------------- lmbench (pointer chase)
 
-std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChaseConfig& c, const Progress& progress) {
+std::vector<Report> runCoherentChase(const SystemParams& p, const CoherentChaseConfig& c, const Progress& progress) {
     p.validate();
-    const int devices = int(p.instances());
+    const int devices = int(p.accelInstances());
     need(c.agent >= -1 && c.agent < devices, "lmbench.agent = " + std::to_string(c.agent) +
                                                  " is out of range; allowed: -1 (a host core) to " +
                                                  std::to_string(devices - 1));
@@ -639,14 +642,14 @@ std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChas
         const uint64_t size = c.sizes[k];
         need(size >= kLineBytes && size <= (1ull << 32), "lmbench.sizes contains " + fmtNum(double(size)) +
                                                               ", out of range; allowed: 64 to 4294967296 bytes");
-        CoherentSystem sys(p, false);
+        System sys(p, false);
         // The agent's description ("device" is its memory; a host core's is device 0's).
-        const int self = c.agent < 0 ? 0 : int(sys.entryOf[size_t(c.agent)]);
+        const int self = c.agent < 0 ? 0 : int(sys.accelEntry[size_t(c.agent)]);
         const StreamPlan where = plan(p, DeviceStream{"load", "random", c.target, 1, 1, size, 1}, self, "lmbench.", false);
         uint64_t base = kHostBase;
         if (where.memory >= 0)
-            base = where.memory == self && c.agent >= 0 ? sys.devices[size_t(c.agent)]->memBase()
-                                                        : sys.devices[firstOf(sys, where.memory)]->memBase();
+            base = where.memory == self && c.agent >= 0 ? sys.accels[size_t(c.agent)]->memBase()
+                                                        : sys.accels[firstOf(sys, where.memory)]->memBase();
         // lat_mem_rd -t: the lines in one random cycle (Sattolo's shuffle).
         const uint64_t n = where.lines;
         std::vector<uint32_t> next(n);
@@ -657,42 +660,41 @@ std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChas
         // twice what they hold, so a set that fits is resident and one that
         // does not has evicted the lines the timed loads come back to.
         const uint64_t cacheLines = c.agent < 0 ? p.home.host_cache_bytes / kLineBytes
-                                                : sys.devices[size_t(c.agent)]->cacheParams().bytes / kLineBytes;
+                                                : sys.accels[size_t(c.agent)]->cacheParams().bytes / kLineBytes;
         const uint64_t warm = std::min<uint64_t>(n, 2 * cacheLines);
-        AccessPool pool;
-        LatStats lat;
+        LatencyStats lat;
         uint64_t at = 0, issued = 0;
         Tick timedFrom = 0;
         std::function<void()> go;
-        std::function<void(Access*)> finished = [&](Access* x) {
-            if (issued > warm) lat.add(x);
-            pool.put(x);
+        auto finished = makeClient([&](Txn* x) {
+            if (issued > warm) lat.add(*x, x->done);
+            sys.pool.put(x);
             if (issued == warm) timedFrom = sys.loop.now();
             go();
-        };
+        });
         go = [&] {
             if (issued >= warm + c.loads) return;
-            Access* a = pool.get();
-            a->kind = Access::Load;
-            a->line = base + uint64_t(at) * kLineBytes;
+            Txn* a = sys.pool.get();
+            a->kind = Txn::Load;
+            a->addr = base + uint64_t(at) * kLineBytes;
             at = next[at];
-            a->issued = sys.loop.now();
+            a->birth = sys.loop.now();
             ++issued;
-            a->onDone = [f = &finished](Access* x) { (*f)(x); };
+            a->client = &finished;
             if (c.agent < 0)
                 sys.home->hostAccess(a);
             else
-                sys.devices[size_t(c.agent)]->access(a);
+                sys.accels[size_t(c.agent)]->access(a);
         };
         go();
         sys.run();
-        need(lat.lat.count() == c.loads, "internal: the chase stopped early");
+        need(lat.count() == c.loads, "internal: the chase stopped early");
         Report r;
         r.emplace_back("working_set_bytes", double(size));
         r.emplace_back("latency_ns", ticksToNs(sys.loop.now() - timedFrom) / double(c.loads));
         r.emplace_back("warm_loads", double(warm));
-        lat.report(r, "");
-        sys.report(r, sys.loop.now());
+        reportLatency(r, lat, "");
+        sys.report(r, 0, sys.loop.now());
         out.push_back(r);
         if (progress && !progress(double(k + 1) / double(c.sizes.size()))) throw Cancelled();
     }
@@ -701,7 +703,7 @@ std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChas
 
 // ---------------------------------------------------------------- DMA vs CXL.cache
 
-std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfig& c, const Progress& progress) {
+std::vector<Report> runDmaVsCache(const SystemParams& p, const DmaVsCacheConfig& c, const Progress& progress) {
     need(!c.sizes.empty(), "dma_vs_cache.sizes is empty; allowed: one or more sizes from 1 to 1073741824 bytes");
     for (uint64_t s : c.sizes)
         need(s >= 1 && s <= (1ull << 30), "dma_vs_cache.sizes contains " + fmtNum(double(s)) +
@@ -713,7 +715,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
     need(c.stream_bytes <= (1ull << 34), "dma_vs_cache.stream_bytes = " + fmtNum(double(c.stream_bytes)) +
                                              " is out of range; allowed: up to 17179869184");
     std::vector<Report> out;
-    const Access::Kind kind = c.cache_op == "load" ? Access::Load : Access::LoadCurrent;
+    const Txn::Kind kind = c.cache_op == "load" ? Txn::Load : Txn::LoadCurrent;
     size_t step = 0;
     const size_t steps = c.sizes.size() * 4;
     auto tick = [&] {
@@ -724,23 +726,28 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
         const uint64_t count = std::max<uint64_t>(c.min_transfers, (c.stream_bytes + size - 1) / size);
         // DMA: one transfer alone (latency), then `count` back to back (bandwidth).
         for (int bw = 0; bw < 2; ++bw) {
-            CoherentSystem sys(p, false);
+            System sys(p, false);
             const uint64_t n = bw ? count : 1;
             std::vector<std::unique_ptr<DmaJob>> jobs;
-            Tick last = 0;
-            uint64_t finished = 0;
+            struct Noticed final : DmaClient {
+                Tick last = 0;
+                uint64_t finished = 0;
+                void dmaDone(DmaJob* x) override {
+                    last = std::max(last, x->noticedAt);
+                    ++finished;
+                }
+            } noticed;
+            Tick& last = noticed.last;
+            uint64_t& finished = noticed.finished;
             const uint64_t stride = (size + 4095) / 4096 * 4096;
             for (uint64_t i = 0; i < n; ++i) {
                 jobs.emplace_back(new DmaJob());
                 DmaJob* j = jobs.back().get();
                 j->addr = kHostBase + i * stride;
                 j->bytes = size;
-                j->onDone = [&](DmaJob* x) {
-                    last = std::max(last, x->noticedAt);
-                    ++finished;
-                };
+                j->client = &noticed;
                 // The driver prepares and rings descriptors one after another.
-                sys.home->doorbell(0, j, Tick(i) * nsToTicks(p.devices[0].dma.setup_ns));
+                sys.home->doorbell(0, j, Tick(i) * nsToTicks(p.accelerators[0].dma.setup_ns));
             }
             sys.run();
             need(finished == n, "internal: DMA run stopped with transfers outstanding");
@@ -764,32 +771,31 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
         }
         // CXL.cache: the device loads the lines itself, as many at once as its MSHRs allow.
         for (int bw = 0; bw < 2; ++bw) {
-            CoherentSystem sys(p, false);
-            AccessPool pool;
+            System sys(p, false);
             const uint64_t lines = (size + kLineBytes - 1) / kLineBytes;
             const uint64_t total = bw ? lines * count : lines;
             const uint64_t stride = (size + 4095) / 4096 * 4096;
             uint64_t issued = 0, done = 0;
             Tick last = 0;
-            LatStats lat;
+            LatencyStats lat;
             std::function<void()> pump;
-            std::function<void(Access*)> finished = [&](Access* x) {
-                lat.add(x);
+            auto finished = makeClient([&](Txn* x) {
+                lat.add(*x, x->done);
                 last = std::max(last, x->done);
-                pool.put(x);
+                sys.pool.put(x);
                 ++done;
                 pump();
-            };
+            });
             pump = [&] {
-                while (issued < total && issued - done < p.devices[0].cache.mshrs) {
+                while (issued < total && issued - done < p.accelerators[0].cache.mshrs) {
                     const uint64_t t = issued / lines, l = issued % lines;
-                    Access* a = pool.get();
+                    Txn* a = sys.pool.get();
                     a->kind = kind;
-                    a->line = kHostBase + t * stride + l * kLineBytes;
-                    a->issued = sys.loop.now();
+                    a->addr = kHostBase + t * stride + l * kLineBytes;
+                    a->birth = sys.loop.now();
                     ++issued;
-                    a->onDone = [f = &finished](Access* x) { (*f)(x); };
-                    sys.devices[0]->access(a);
+                    a->client = &finished;
+                    sys.accels[0]->access(a);
                 }
             };
             pump();
@@ -799,7 +805,7 @@ std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfi
                 Report r;
                 r.emplace_back("transfer_bytes", double(size));
                 r.emplace_back("latency_ns", ticksToNs(last));
-                lat.report(r, "line_");
+                reportLatency(r, lat, "line_");
                 out.push_back(r);
             } else {
                 Report& lr = out.back();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cxlcore/system/coherent_system.hpp"
+#include "cxlcore/system/system.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace cxlcore {
@@ -76,13 +76,13 @@ struct ScriptResult {
     std::vector<Report> steps;
     Report system;
 };
-ScriptResult runScript(const CoherentParams& p, const std::vector<ScriptStep>& steps, bool check,
+ScriptResult runScript(const SystemParams& p, const std::vector<ScriptStep>& steps, bool check,
                        const std::string& inject = "");
 
-Report runAccel(const CoherentParams& p, const AccelConfig& c, const Progress& progress);
-Report runSharing(const CoherentParams& p, const SharingConfig& c);
+Report runAccel(const SystemParams& p, const AccelConfig& c, const Progress& progress);
+Report runSharing(const SystemParams& p, const SharingConfig& c);
 // `detail` receives the first violation or, after a deadlock, what is stuck.
-Report runStress(const CoherentParams& p, const StressConfig& c, const Progress& progress,
+Report runStress(const SystemParams& p, const StressConfig& c, const Progress& progress,
                  std::string* detail = nullptr);
 // lmbench's lat_mem_rd on a coherent system: one agent (a device, or -1 a
 // host core) chases a random cyclic permutation of the lines of a working set
@@ -94,8 +94,8 @@ struct CoherentChaseConfig {
     std::vector<uint64_t> sizes;   // working sets, bytes
     uint64_t loads = 2000;         // timed loads per working set, after up to twice the agent's cache in warm-up
 };
-std::vector<Report> runCoherentChase(const CoherentParams& p, const CoherentChaseConfig& c, const Progress& progress);
+std::vector<Report> runCoherentChase(const SystemParams& p, const CoherentChaseConfig& c, const Progress& progress);
 
-std::vector<Report> runDmaVsCache(const CoherentParams& p, const DmaVsCacheConfig& c, const Progress& progress);
+std::vector<Report> runDmaVsCache(const SystemParams& p, const DmaVsCacheConfig& c, const Progress& progress);
 
 }  // namespace cxlcore

@@ -10,41 +10,22 @@
 #include <sstream>
 
 #include "cxlcore/kernel/stats.hpp"
+#include "cxlcore/workloads/accel_load.hpp"
+#include "cxlcore/workloads/mixed.hpp"
 
 namespace cxlcore {
 
 namespace {
 
-const char* kStageNames[kNumStages] = {"host_uncore", "host_port",     "link_req", "device",
-                                       "media_queue", "media_service", "link_resp"};
-
-// Read latencies: a log-linear histogram (kernel/stats.hpp) gives
-// percentiles in bounded memory however many requests a run has.
-class LatencyStats {
-  public:
-    void add(const Txn& x, Tick done) {
-        hist_.add(done - x.birth);
-        for (int s = 0; s < kNumStages; ++s) stage_[s] += x.stage[s];
-    }
-    void reset() { *this = LatencyStats(); }
-    uint64_t count() const { return hist_.count(); }
-    double meanNs() const { return hist_.count() ? ticksToNs(hist_.sum()) / double(hist_.count()) : 0.0; }
-    double percentileNs(double q) const { return hist_.percentile(q) / 1000.0; }  // ticks to ns
-    void report(Report& r, const std::string& k) const {
-        const uint64_t n = hist_.count();
-        r.emplace_back(k + "_latency_ns_mean", meanNs());
-        r.emplace_back(k + "_latency_ns_p50", percentileNs(0.5));
-        r.emplace_back(k + "_latency_ns_p90", percentileNs(0.9));
-        r.emplace_back(k + "_latency_ns_p99", percentileNs(0.99));
-        r.emplace_back(k + "_latency_ns_max", ticksToNs(hist_.max()));
-        for (int s = 0; s < kNumStages; ++s)
-            r.emplace_back(k + ".stage." + kStageNames[s] + "_ns", n ? ticksToNs(stage_[s]) / double(n) : 0.0);
-    }
-
-  private:
-    LogHistogram hist_;
-    Tick stage_[kNumStages] = {};
-};
+// A stream's read latency under `k`: mean, percentiles and stages.
+void reportLatency(Report& r, const LatencyStats& st, const std::string& k) {
+    r.emplace_back(k + "_latency_ns_mean", st.meanNs());
+    r.emplace_back(k + "_latency_ns_p50", st.percentileNs(0.5));
+    r.emplace_back(k + "_latency_ns_p90", st.percentileNs(0.9));
+    r.emplace_back(k + "_latency_ns_p99", st.percentileNs(0.99));
+    r.emplace_back(k + "_latency_ns_max", st.maxNs());
+    for (int s = 0; s < kNumStages; ++s) r.emplace_back(k + ".stage." + stageName(Stage(s)) + "_ns", st.stageNs(s));
+}
 
 // Requests reach the memory system through the uncore; LLC miss detection
 // is part of that path for every core.
@@ -371,6 +352,9 @@ class TrafficDriver : public Driver {
     Tick windowStart_ = 0, windowEnd_ = 0;
     uint64_t wLoads_ = 0, wStores_ = 0, wReadBytes_ = 0, wWriteBytes_ = 0;
     LatencyStats reads_, probeLat_;
+    // Told when the measurement window opens (true) and closes: other work in
+    // the same system (accelerators) is measured over the same window.
+    std::function<void(bool, Tick)> onWindow;
 
   protected:
     void process() override {
@@ -460,8 +444,10 @@ class TrafficDriver : public Driver {
         if (!windowStart_ && completed_ >= total_ / 10) {
             windowStart_ = t;
             sys_.resetStats();
+            if (onWindow) onWindow(true, t);
         } else if (windowStart_ && !windowEnd_ && completed_ >= total_ - total_ / 10) {
             windowEnd_ = t;
+            if (onWindow) onWindow(false, t);
             sys_.loop.stop();
         }
         if (progress_ && completed_ % progressStep_ == 0 && !progress_(double(completed_) / double(total_)))
@@ -643,7 +629,7 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
     r.emplace_back("stlb_hit", double(d.stlbHits_) / cfg.accesses);
     r.emplace_back("page_walk", double(d.walks_) / cfg.accesses);
     r.emplace_back("page_walk_memory", double(d.walkMisses_) / cfg.accesses);
-    d.mem_.report(r, "memory");
+    reportLatency(r, d.mem_, "memory");
     return r;
 }
 
@@ -673,7 +659,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     r.emplace_back("stream_gbps", secs > 0 ? (d.wLoads_ + d.wStores_) * kLineBytes / secs / 1e9 : 0);
     r.emplace_back("threads", cfg.threads);
     commonReport(r, s, d.place_, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
-    d.reads_.report(r, "read");
+    reportLatency(r, d.reads_, "read");
     return r;
 }
 
@@ -715,8 +701,65 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
     r.emplace_back("read_fraction", cfg.read_fraction);
     r.emplace_back("requests", double(cfg.requests));
     commonReport(r, s, d.place_, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
-    d.reads_.report(r, "read");
-    if (cfg.probe) d.probeLat_.report(r, "probe");
+    reportLatency(r, d.reads_, "read");
+    if (cfg.probe) reportLatency(r, d.probeLat_, "probe");
+    return r;
+}
+
+// ---------------------------------------------------------------- host and accelerators at once
+
+Report runMixed(const SystemParams& sp, const MixedConfig& cfg, const Progress& progress) {
+    if (!cfg.host && cfg.accel.empty())
+        throw ConfigError("mixed: neither the host nor any accelerator runs; allowed: the host, accelerators or both");
+    if (!cfg.accel.empty() && sp.accelerators.empty())
+        throw ConfigError("mixed.accel: the system has no accelerators; allowed: a system with devices, or the host "
+                          "alone");
+    if (cfg.host) {
+        checkThreads("stream", cfg.stream.threads, sp);
+        if (cfg.stream.lines_per_thread < 100 || cfg.stream.lines_per_thread > (1ull << 34))
+            throw ConfigError("stream.lines_per_thread = " + fmtNum(double(cfg.stream.lines_per_thread)) +
+                              " is out of range; allowed: 100 to 17179869184");
+    } else if (cfg.accel_requests < 100 || cfg.accel_requests > (1ull << 40)) {
+        throw ConfigError("mixed.accel_requests = " + fmtNum(double(cfg.accel_requests)) +
+                          " is out of range; allowed: 100 to 1099511627776");
+    }
+    System s(sp);
+    std::unique_ptr<AccelLoad> acc;
+    if (!cfg.accel.empty()) acc.reset(new AccelLoad(s, cfg.accel));
+    std::unique_ptr<TrafficDriver> d;
+    if (cfg.host) {
+        const StreamConfig& st = cfg.stream;
+        const uint64_t opsPerLine = (st.kernel == "add" || st.kernel == "triad") ? 3 : 2;
+        d.reset(new TrafficDriver(s, st.threads, st.threads * st.lines_per_thread * opsPerLine, progress));
+        d->setStream(st.kernel, st.lines_per_thread, st.placement, st.stores, sp.host.page_bytes);
+        d->place_ = PagePlacement(s, st.target, "stream");
+        if (d->place_.windows().size() > 1) d->interleaved();
+        if (acc) d->onWindow = [&acc](bool open, Tick t) { open ? acc->open(t) : acc->close(t); };
+        d->start();
+    } else {
+        acc->pace(cfg.accel_requests);
+    }
+    if (acc) acc->start();
+    s.run();
+    Report r;
+    if (d) {
+        requireWindow("mixed", *d);
+        const double secs = double(d->windowEnd_ - d->windowStart_) * 1e-12;
+        r.emplace_back("host.stream_gbps", secs > 0 ? (d->wLoads_ + d->wStores_) * kLineBytes / secs / 1e9 : 0);
+        r.emplace_back("host.read_gbps", secs > 0 ? d->wReadBytes_ / secs / 1e9 : 0);
+        r.emplace_back("host.write_gbps", secs > 0 ? d->wWriteBytes_ / secs / 1e9 : 0);
+        reportLatency(r, d->reads_, "host.read");
+        r.emplace_back("window_ns", ticksToNs(d->windowEnd_ - d->windowStart_));
+        if (acc) acc->report(r);
+        s.report(r, d->windowStart_, d->windowEnd_);
+    } else {
+        if (acc->completed() < cfg.accel_requests - cfg.accel_requests / 10)
+            throw StallError("mixed: the run ended before 90 % of the accelerators' accesses completed");
+        r.emplace_back("window_ns", ticksToNs(acc->to() - acc->from()));
+        acc->report(r);
+        s.report(r, acc->from(), acc->to());
+    }
+    r.emplace_back("events", double(s.loop.events()));
     return r;
 }
 
@@ -861,8 +904,8 @@ Report runTrace(const SystemParams& sp, const TraceConfig& cfg, const Progress& 
     r.emplace_back("requests", double(d.requests_));
     const Tick start = d.first_ == kNever ? 0 : d.first_;
     commonReport(r, s, d.place_, start, std::max(d.last_, start), d.readBytes_, d.writeBytes_);
-    d.reads_.report(r, "read");
-    d.writes_.report(r, "write");
+    reportLatency(r, d.reads_, "read");
+    reportLatency(r, d.writes_, "write");
     return r;
 }
 

@@ -31,11 +31,11 @@ int kernelOf(const std::string& k) {
 
 }  // namespace
 
-void checkRao(const CoherentParams& p, const NicParams& n, const RaoConfig& c) {
+void checkRao(const SystemParams& p, const NicParams& n, const RaoConfig& c) {
     p.validate();
     n.validate("nic");
     // The NIC is the system's first device; any others stay idle beside it.
-    need(!p.devices.empty(), "rao: the system has no device; allowed: a Type-1 device first, the NIC");
+    need(!p.accelerators.empty(), "rao: the system has no device; allowed: a Type-1 device first, the NIC");
     kernelOf(c.kernel);
     need(c.op == "add" || c.op == "cas", "rao.op = '" + c.op + "' is not allowed; allowed values: add, cas");
     need(c.mechanism == "cxl-nic" || c.mechanism == "pcie-nic" || c.mechanism == "host",
@@ -185,9 +185,9 @@ class AlarmClock : public Component {
 };
 
 // One RAO run: the coherent system, the host threads and the mechanism.
-class RaoRun {
+class RaoRun : public Client, public DmaClient {
   public:
-    RaoRun(const CoherentParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress)
+    RaoRun(const SystemParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress)
         : p_(p), n_(n), c_(c), progress_(progress), sys_(p, c.check), kernel_(c, p.seed),
           mem_(kArrayBase, c.elements, kIndexBase, kernel_.index(), c.record), per_(kernel_.opsPerThread()),
           clock_(sys_.loop, *this) {
@@ -202,6 +202,12 @@ class RaoRun {
     }
     Report run();
     void fire(const Alarm& a);
+    // A host core's access is done (its tag says which step; ctx its thread or core).
+    void done(Txn* x) override;
+    // The PCIe NIC's DMA transfers (ctx: the PJob).
+    bool holdData(DmaJob* x) override;
+    void dataIn(DmaJob* x) override;
+    void dmaDone(DmaJob* x) override;
     RaoResult result;
 
   private:
@@ -215,7 +221,6 @@ class RaoRun {
     struct PJob {
         DmaJob job;
         AtomicSlot slot;
-        RaoRun* run = nullptr;
         bool inHold = false, readyNow = false;
     };
     struct LineOwner {
@@ -224,8 +229,14 @@ class RaoRun {
     };
     Tick now() const { return sys_.loop.now(); }
     void at(Tick t, AlarmKind k, uint32_t who, void* p = nullptr) { clock_.at(t, Alarm{k, who, p}); }
-    Access* access(Access::Kind k, uint64_t line, uint64_t value) {
-        return newAccess(accesses_, k, line, value, now());
+    // What a host core's access is for (its tag).
+    enum Step : uint8_t { PostDescriptor, RingDoorbell, PollCompletion, HostAtomic };
+    Txn* access(Txn::Kind k, uint64_t line, uint64_t value, Step step, uint32_t who) {
+        Txn* a = newAccess(sys_.pool, k, line, value, now());
+        a->client = this;
+        a->tag = step;
+        a->ctx = reinterpret_cast<void*>(uintptr_t(who));
+        return a;
     }
     void completed(Tick latency);
     // CXL-NIC: the host thread's side of the rings.
@@ -236,15 +247,16 @@ class RaoRun {
     // A host core's locked read-modify-write (or atomic load) of a line:
     // host threads run their next operation, noise cores their pick.
     void hostAtomic(uint32_t who, uint64_t line, bool write);
+    void hostAtomicDone(uint32_t who, Txn* y);
     void hostStep(uint32_t t);
     void noiseStep(uint32_t h);
     bool allDone() const { return done_ == total_; }
 
-    CoherentParams p_;
+    SystemParams p_;
     NicParams n_;
     RaoConfig c_;
     Progress progress_;
-    CoherentSystem sys_;
+    System sys_;
     RaoKernel kernel_;
     AtomicMemory mem_;
     uint64_t per_, total_ = 0, done_ = 0, storeSeq_ = 0, noiseOps_ = 0;
@@ -257,7 +269,6 @@ class RaoRun {
     std::unique_ptr<AtomicOrdering> order_;
     std::unique_ptr<NetWire> out_, back_;
     ObjectPool<PJob> jobs_;
-    ObjectPool<Access> accesses_;
     std::unordered_map<uint64_t, LineOwner> owners_;
     std::vector<Rng> noise_;
     std::vector<uint64_t> noiseIndex_;
@@ -306,7 +317,7 @@ void RaoRun::fire(const Alarm& a) {
         }
         case PcieRelease: {
             PJob* j = static_cast<PJob*>(a.p);
-            sys_.devices[0]->dmaRelease(&j->job);
+            sys_.accels[0]->dmaRelease(&j->job);
             break;
         }
         case PcieFinish: order_->finish(&static_cast<PJob*>(a.p)->slot); break;
@@ -325,54 +336,59 @@ void RaoRun::nicStep(uint32_t t) {
     } else if (canPost) {
         const uint64_t k = th.posted;
         const Tick start = now();
-        Access* a = access(Access::Store, r.descLine(k), k + 1);
-        a->onDone = [this, t](Access* x) {
-            Thread& h = threads_[t];
-            const uint64_t op = x->value - 1;
-            rings_[t].desc[op % n_.ring_entries] = kernel_.op(t, op);
-            ++h.posted;
-            accesses_.put(x);
-            nicStep(t);
-        };
+        Txn* a = access(Txn::Store, r.descLine(k), k + 1, PostDescriptor, t);
         th.postedAt[k % R] = start;
         sys_.home->hostAccess(a);
         return;
     } else if (th.rung < th.posted) {
-        Access* a = access(Access::Store, r.doorbell, th.posted);
-        a->onDone = [this, t](Access* x) {
-            Thread& h = threads_[t];
-            h.rung = x->value;
-            h.pollNext = true;
-            accesses_.put(x);
-            nicStep(t);
-        };
-        sys_.home->hostAccess(a);
+        sys_.home->hostAccess(access(Txn::Store, r.doorbell, th.posted, RingDoorbell, t));
         return;
     }
     if (th.consumed >= th.posted) return;  // every operation of this thread has completed
-    Access* a = access(Access::Load, r.cqLine(th.consumed), 0);
-    a->onDone = [this, t](Access* x) {
-        Thread& h = threads_[t];
-        const NicRing& ring = rings_[t];
-        // Every completion of the polled line the data read includes, in order.
-        bool seen = false;
-        while (h.consumed < h.posted && ring.cqLine(h.consumed) == x->line && ring.completedIn(h.consumed, x->value)) {
-            completed(now() - h.postedAt[h.consumed % n_.ring_entries]);
-            ++h.consumed;
-            seen = true;
-        }
-        accesses_.put(x);
-        if (seen) {
-            nicStep(t);
-            return;
-        }
-        const bool more = (h.posted < per_ && h.posted - h.consumed < n_.ring_entries) || h.rung < h.posted;
-        if (more)
-            nicStep(t);
-        else
-            at(now() + nsToTicks(n_.host_poll_ns), HostStep, t);
-    };
-    sys_.home->hostAccess(a);
+    sys_.home->hostAccess(access(Txn::Load, r.cqLine(th.consumed), 0, PollCompletion, t));
+}
+
+void RaoRun::done(Txn* x) {
+    const uint32_t t = uint32_t(reinterpret_cast<uintptr_t>(x->ctx));
+    const Step step = Step(x->tag);
+    if (step == HostAtomic) {
+        hostAtomicDone(t, x);
+        return;
+    }
+    Thread& h = threads_[t];
+    if (step == PostDescriptor) {
+        const uint64_t op = x->value - 1;
+        rings_[t].desc[op % n_.ring_entries] = kernel_.op(t, op);
+        ++h.posted;
+        sys_.pool.put(x);
+        nicStep(t);
+        return;
+    }
+    if (step == RingDoorbell) {
+        h.rung = x->value;
+        h.pollNext = true;
+        sys_.pool.put(x);
+        nicStep(t);
+        return;
+    }
+    const NicRing& ring = rings_[t];
+    // Every completion of the polled line the data read includes, in order.
+    bool seen = false;
+    while (h.consumed < h.posted && ring.cqLine(h.consumed) == x->addr && ring.completedIn(h.consumed, x->value)) {
+        completed(now() - h.postedAt[h.consumed % n_.ring_entries]);
+        ++h.consumed;
+        seen = true;
+    }
+    sys_.pool.put(x);
+    if (seen) {
+        nicStep(t);
+        return;
+    }
+    const bool more = (h.posted < per_ && h.posted - h.consumed < n_.ring_entries) || h.rung < h.posted;
+    if (more)
+        nicStep(t);
+    else
+        at(now() + nsToTicks(n_.host_poll_ns), HostStep, t);
 }
 
 // ---------------------------------------------------------------- PCIe NIC
@@ -383,7 +399,6 @@ void RaoRun::pciePost(uint32_t t) {
         const uint64_t k = th.posted++;
         PJob* j = jobs_.get();
         j->job = DmaJob();
-        j->run = this;
         AtomicSlot& s = j->slot;
         s = AtomicSlot();
         s.ring = t;
@@ -396,42 +411,48 @@ void RaoRun::pciePost(uint32_t t) {
         d.addr = d.descAddr;
         d.bytes = 8;
         d.writeBytes = s.o.writes() ? 8 : 0;
-        d.holdData = [j](DmaJob*) {
-            j->inHold = true;
-            j->readyNow = false;
-            j->run->order_->arrive(&j->slot);
-            j->inHold = false;
-            return !j->readyNow;
-        };
-        d.onData = [j](DmaJob* x) {
-            RaoRun& run = *j->run;
-            AtomicSlot& sl = j->slot;
-            sl.result = run.mem_.perform(sl.ring, sl.op, sl.o.code, sl.o.region, sl.index, sl.a, sl.b);
-            const Tick alu = nsToTicks(run.n_.alu_ns);
-            x->computeTicks = run.n_.network ? run.back_->send(run.now() + alu, run.n_.result_bytes) - run.now() : alu;
-            run.at(run.now() + alu, PcieFinish, 0, j);
-        };
-        d.onDone = [j](DmaJob* x) {
-            RaoRun& run = *j->run;
-            Thread& h = run.threads_[j->slot.ring];
-            ++h.consumed;
-            --run.pcieInFlight_;
-            run.phase_[0] += x->doorbellAt - x->start;
-            run.phase_[1] += x->descriptorAt - x->doorbellAt;
-            run.phase_[2] += x->dataAt - x->descriptorAt;
-            run.phase_[3] += x->noticedAt - x->dataAt;
-            run.completed(x->noticedAt - x->start);
-            const uint32_t who = j->slot.ring;
-            run.jobs_.put(j);
-            run.pciePost(who);
-        };
+        d.client = this;
+        d.ctx = j;
         // The driver writes the descriptor and rings the doorbell (dma.setup_ns), one post after another.
         const Tick start = std::max(now(), th.busyUntil);
-        th.busyUntil = start + nsToTicks(sys_.params().devices.at(0).dma.setup_ns);
+        th.busyUntil = start + nsToTicks(sys_.params().accelerators.at(0).dma.setup_ns);
         ++pcieInFlight_;
         maxPcieInFlight_ = std::max(maxPcieInFlight_, pcieInFlight_);
         sys_.home->doorbell(0, &d, start - now());
     }
+}
+
+bool RaoRun::holdData(DmaJob* x) {
+    PJob* j = static_cast<PJob*>(x->ctx);
+    j->inHold = true;
+    j->readyNow = false;
+    order_->arrive(&j->slot);
+    j->inHold = false;
+    return !j->readyNow;
+}
+
+void RaoRun::dataIn(DmaJob* x) {
+    PJob* j = static_cast<PJob*>(x->ctx);
+    AtomicSlot& sl = j->slot;
+    sl.result = mem_.perform(sl.ring, sl.op, sl.o.code, sl.o.region, sl.index, sl.a, sl.b);
+    const Tick alu = nsToTicks(n_.alu_ns);
+    x->computeTicks = n_.network ? back_->send(now() + alu, n_.result_bytes) - now() : alu;
+    at(now() + alu, PcieFinish, 0, j);
+}
+
+void RaoRun::dmaDone(DmaJob* x) {
+    PJob* j = static_cast<PJob*>(x->ctx);
+    Thread& h = threads_[j->slot.ring];
+    ++h.consumed;
+    --pcieInFlight_;
+    phase_[0] += x->doorbellAt - x->start;
+    phase_[1] += x->descriptorAt - x->doorbellAt;
+    phase_[2] += x->dataAt - x->descriptorAt;
+    phase_[3] += x->noticedAt - x->dataAt;
+    completed(x->noticedAt - x->start);
+    const uint32_t who = j->slot.ring;
+    jobs_.put(j);
+    pciePost(who);
 }
 
 void RaoRun::pcieReady(PJob* j) {
@@ -442,37 +463,37 @@ void RaoRun::pcieReady(PJob* j) {
     } else if (j->inHold) {
         j->readyNow = true;
     } else {
-        sys_.devices[0]->dmaRelease(&j->job);
+        sys_.accels[0]->dmaRelease(&j->job);
     }
 }
 
 // ---------------------------------------------------------------- host cores
 
 void RaoRun::hostAtomic(uint32_t who, uint64_t line, bool write) {
-    Access* x = access(write ? Access::Store : Access::Load, line, write ? ++storeSeq_ : 0);
-    x->onDone = [this, who](Access* y) {
-        // The core holds the line now; a locked operation keeps it for
-        // host_atomic_ns, after host_transfer_ns if another core had it last.
-        LineOwner& lo = owners_[y->line];
-        const bool wr = isWrite(y->kind);
-        const Tick start = std::max(now(), lo.free);
-        const Tick moved = wr && lo.last != ~0u && lo.last != who ? nsToTicks(n_.host_transfer_ns) : 0;
-        lo.free = start + moved + (wr ? nsToTicks(n_.host_atomic_ns) : 0);
-        if (wr) lo.last = who;
-        accesses_.put(y);
-        if (who < c_.threads) {
-            Thread& th = threads_[who];
-            const uint64_t k = th.issued - 1;
-            const AtomicOp o = kernel_.op(who, k);
-            uint64_t index = 0, a = 0, b = 0;
-            need(th.results.resolve(o, mem_.words(o.region), index, a, b), "internal: a host operation ran before its inputs");
-            th.results.set(k, mem_.perform(who, k, o.code, o.region, index, a, b));
-        } else {
-            mem_.perform(who, noiseOps_++, AtomicCode::FetchAdd, 0, noiseIndex_[who - c_.threads], 1, 0);
-        }
-        at(lo.free, HostDone, who);
-    };
-    sys_.home->hostAccess(x);
+    sys_.home->hostAccess(access(write ? Txn::Store : Txn::Load, line, write ? ++storeSeq_ : 0, HostAtomic, who));
+}
+
+void RaoRun::hostAtomicDone(uint32_t who, Txn* y) {
+    // The core holds the line now; a locked operation keeps it for
+    // host_atomic_ns, after host_transfer_ns if another core had it last.
+    LineOwner& lo = owners_[y->addr];
+    const bool wr = isWrite(y->kind);
+    const Tick start = std::max(now(), lo.free);
+    const Tick moved = wr && lo.last != ~0u && lo.last != who ? nsToTicks(n_.host_transfer_ns) : 0;
+    lo.free = start + moved + (wr ? nsToTicks(n_.host_atomic_ns) : 0);
+    if (wr) lo.last = who;
+    sys_.pool.put(y);
+    if (who < c_.threads) {
+        Thread& th = threads_[who];
+        const uint64_t k = th.issued - 1;
+        const AtomicOp o = kernel_.op(who, k);
+        uint64_t index = 0, a = 0, b = 0;
+        need(th.results.resolve(o, mem_.words(o.region), index, a, b), "internal: a host operation ran before its inputs");
+        th.results.set(k, mem_.perform(who, k, o.code, o.region, index, a, b));
+    } else {
+        mem_.perform(who, noiseOps_++, AtomicCode::FetchAdd, 0, noiseIndex_[who - c_.threads], 1, 0);
+    }
+    at(lo.free, HostDone, who);
 }
 
 void RaoRun::hostStep(uint32_t t) {
@@ -497,7 +518,7 @@ Report RaoRun::run() {
     const std::string& m = c_.mechanism;
     if (m == "cxl-nic") {
         rings_ = makeRings(c_.threads, n_, kRingBase);
-        nic_.reset(new CxlNic(sys_.loop, n_, *sys_.devices[0], rings_, mem_, storeSeq_));
+        nic_.reset(new CxlNic(sys_.loop, n_, *sys_.accels[0], rings_, mem_, storeSeq_, sys_.pool));
         nic_->start();
         for (uint32_t t = 0; t < c_.threads; ++t) nicStep(t);
         for (uint32_t h = 0; h < c_.noise_threads; ++h) {
@@ -552,8 +573,7 @@ Report RaoRun::run() {
         r.emplace_back("wire_frames", double(out_->frames()));
     }
     r.emplace_back("jobs_allocated", double(jobs_.allocated()));
-    r.emplace_back("accesses_allocated", double(accesses_.allocated()));
-    sys_.report(r, last_);
+    sys_.report(r, 0, last_);
     if (c_.record) {
         result.log = mem_.log();
         result.array = mem_.contents(0);
@@ -564,9 +584,9 @@ Report RaoRun::run() {
 
 }  // namespace
 
-RaoResult runRao(const CoherentParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress) {
+RaoResult runRao(const SystemParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress) {
     checkRao(p, n, c);
-    need(c.mechanism != "pcie-nic" || p.devices.at(0).dma.engines >= 1, "dma.engines must be at least 1");
+    need(c.mechanism != "pcie-nic" || p.accelerators.at(0).dma.engines >= 1, "dma.engines must be at least 1");
     RaoRun run(p, n, c, progress);
     RaoResult out;
     out.report = run.run();

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cxlcore/devices/atomic_ops.hpp"
-#include "cxlcore/system/coherent_system.hpp"
+#include "cxlcore/system/system.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace cxlcore {
@@ -43,13 +43,13 @@ class RaoKernel {
 };
 
 // Checks a configuration; throws ConfigError naming the field.
-void checkRao(const CoherentParams& p, const NicParams& n, const RaoConfig& c);
+void checkRao(const SystemParams& p, const NicParams& n, const RaoConfig& c);
 
 struct RaoResult {
     Report report;
     std::vector<AtomicMemory::Entry> log;
     std::vector<uint64_t> array, index;
 };
-RaoResult runRao(const CoherentParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress);
+RaoResult runRao(const SystemParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress);
 
 }  // namespace cxlcore

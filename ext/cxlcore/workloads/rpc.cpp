@@ -20,15 +20,16 @@ void need(bool ok, const std::string& msg) {
 // Touches groups of lines, a group once the group it hangs from is done (an
 // object's strings and sub-objects after the object, whose slots point to
 // them), at most `limit` accesses at a time.
-class LineWalk {
+class LineWalk : public Client {
   public:
     struct Group {
         std::vector<uint64_t> lines;
         int parent = -1;
         size_t left = 0;
     };
-    LineWalk(Access::Kind kind, uint32_t limit, std::function<void(Access*)> issue, std::function<Tick()> now)
-        : kind_(kind), limit_(limit), issue_(std::move(issue)), now_(std::move(now)) {}
+    LineWalk(TxnPool& pool, Txn::Kind kind, uint32_t limit, std::function<void(Txn*)> issue,
+             std::function<Tick()> now)
+        : kind_(kind), limit_(limit), issue_(std::move(issue)), now_(std::move(now)), pool_(pool) {}
     std::vector<Group> groups;
     void start(std::function<void()> done) {
         done_ = std::move(done);
@@ -38,6 +39,19 @@ class LineWalk {
         }
         pump();
         if (remaining() == 0) done_();
+    }
+    // One of its accesses is done (ctx: its group).
+    void done(Txn* x) override {
+        const size_t gi = size_t(reinterpret_cast<uintptr_t>(x->ctx));
+        pool_.put(x);
+        --out_;
+        if (--groups[gi].left == 0) finishGroup(gi);
+        pump();
+        if (remaining() == 0 && out_ == 0 && ready_.empty() && done_) {
+            auto d = std::move(done_);
+            done_ = nullptr;
+            d();
+        }
     }
     uint64_t lines() const {
         uint64_t n = 0;
@@ -63,30 +77,20 @@ class LineWalk {
         while (!ready_.empty() && out_ < limit_) {
             auto [g, line] = ready_.front();
             ready_.pop_front();
-            Access* a = newAccess(pool_, kind_, line, kind_ == Access::Load ? 0 : ++seq_, now_());
-            size_t gi = g;
-            a->onDone = [this, gi](Access* x) {
-                pool_.put(x);
-                --out_;
-                if (--groups[gi].left == 0) finishGroup(gi);
-                pump();
-                if (remaining() == 0 && out_ == 0 && ready_.empty() && done_) {
-                    auto d = std::move(done_);
-                    done_ = nullptr;
-                    d();
-                }
-            };
+            Txn* a = newAccess(pool_, kind_, line, kind_ == Txn::Load ? 0 : ++seq_, now_());
+            a->client = this;
+            a->ctx = reinterpret_cast<void*>(uintptr_t(g));
             ++out_;
             issue_(a);
         }
     }
-    Access::Kind kind_;
+    Txn::Kind kind_;
     uint32_t limit_;
-    std::function<void(Access*)> issue_;
+    std::function<void(Txn*)> issue_;
     std::function<Tick()> now_;
     std::function<void()> done_;
     std::deque<std::pair<size_t, uint64_t>> ready_;
-    ObjectPool<Access> pool_;
+    TxnPool& pool_;
     uint32_t out_ = 0;
     size_t groupsDone_ = 0;
     uint64_t seq_ = 1ull << 40;
@@ -143,7 +147,7 @@ class Timer : public Component {
 
 }  // namespace
 
-Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
+Report runRpc(const SystemParams& p, const NicParams& n, const RpcConfig& c) {
     p.validate();
     n.validate("nic");
     const PbShape& shape = pbShape(c.shape);
@@ -151,30 +155,41 @@ Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
          "rpc.direction = '" + c.direction + "' is not allowed; allowed values: serialize, deserialize");
     need(c.mechanism == "cxl-nic" || c.mechanism == "pcie-nic" || c.mechanism == "host",
          "rpc.mechanism = '" + c.mechanism + "' is not allowed; allowed values: cxl-nic, pcie-nic, host");
-    CoherentSystem sys(p, c.check);
+    System sys(p, c.check);
     Timer timer(sys.loop);
     const std::vector<PbMessage> tree = makeMessage(shape, p.seed, kObjects);
     const uint64_t bytes = wireBytes(tree), fields = fieldCount(tree);
     const bool ser = c.direction == "serialize";
     auto now = [&] { return sys.loop.now(); };
-    auto onHost = [&](Access* a) { sys.home->hostAccess(a); };
-    auto onNic = [&](Access* a) { sys.devices[0]->access(a); };
+    auto onHost = [&](Txn* a) { sys.home->hostAccess(a); };
+    auto onNic = [&](Txn* a) { sys.accels[0]->access(a); };
     const Tick nicCompute = nsToTicks(double(fields) * n.rpc_field_ns + double(bytes) / n.rpc_gbps);
     const Tick hostCompute = nsToTicks(double(fields) * n.host_field_ns + double(bytes) / n.host_copy_gbps);
     Tick done = 0;
     bool finished = false;
+    // The PCIe NIC's transfer: what follows its data, or the driver's notice of it.
+    struct Then final : DmaClient {
+        std::function<void()> data, noticed;
+        void dataIn(DmaJob*) override {
+            if (data) data();
+        }
+        void dmaDone(DmaJob*) override {
+            if (noticed) noticed();
+        }
+    } then;
     DmaJob job;
+    job.client = &then;
     const uint32_t half = std::max<uint32_t>(1, n.host_outstanding / 2);  // host line fills per stream
     // Objects: read (serialising, pointers first) or written (deserialising).
     const bool nicWalks = c.mechanism == "cxl-nic";
-    LineWalk objects(ser ? Access::Load : (nicWalks ? Access::StoreNoAlloc : Access::Store),
-                     nicWalks ? p.devices.at(0).cache.mshrs : std::max<uint32_t>(1, n.host_outstanding - half),
-                     nicWalks ? std::function<void(Access*)>(onNic) : std::function<void(Access*)>(onHost), now);
+    LineWalk objects(sys.pool, ser ? Txn::Load : (nicWalks ? Txn::StoreNoAlloc : Txn::Store),
+                     nicWalks ? p.accelerators.at(0).cache.mshrs : std::max<uint32_t>(1, n.host_outstanding - half),
+                     nicWalks ? std::function<void(Txn*)>(onNic) : std::function<void(Txn*)>(onHost), now);
     addGroups(objects, tree, ser);
     // The encoded message's buffer: a host core serialising writes it as it
     // reads the objects, one deserialising reads it as it writes them; the
     // two streams share the core's line fills.
-    LineWalk buffer(ser ? Access::Store : Access::Load, half, onHost, now);
+    LineWalk buffer(sys.pool, ser ? Txn::Store : Txn::Load, half, onHost, now);
     buffer.groups.push_back(LineWalk::Group{linesOf(kBuffer, bytes), -1, 0});
     // Serialising: the application has just built the objects, so they sit
     // dirty in the host's caches (written by a host core, untimed).
@@ -182,7 +197,7 @@ Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
     // a buffer in its caches.
     Tick t0 = 0;
     if (ser || c.mechanism == "host") {
-        LineWalk build(Access::Store, n.host_outstanding, onHost, now);
+        LineWalk build(sys.pool, Txn::Store, n.host_outstanding, onHost, now);
         if (ser)
             addGroups(build, tree, false);
         else
@@ -214,7 +229,7 @@ Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
         // the NIC fetches the descriptor and reads the buffer.
         job.addr = kBuffer;
         job.bytes = bytes;
-        job.onData = [&](DmaJob*) { finish(); };
+        then.data = finish;
         overlapped({&objects, &buffer}, hostCompute, [&] { sys.home->doorbell(0, &job); });
     } else {
         // The NIC writes the message into a posted receive buffer (after fetching
@@ -223,7 +238,7 @@ Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
         job.addr = kBuffer;
         job.bytes = 8;
         job.writeBytes = uint32_t(bytes);
-        job.onDone = [&](DmaJob*) { overlapped({&objects, &buffer}, hostCompute, finish); };
+        then.noticed = [&] { overlapped({&objects, &buffer}, hostCompute, finish); };
         sys.home->doorbell(0, &job);
     }
     sys.run();
@@ -235,7 +250,7 @@ Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c) {
     r.emplace_back("object_lines", double(objects.lines()));
     r.emplace_back("latency_ns", ticksToNs(done));
     r.emplace_back("throughput_gbps", done ? double(bytes) / ticksToNs(done) : 0.0);
-    sys.report(r, done);
+    sys.report(r, 0, done);
     return r;
 }
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "cxlcore/system/coherent_system.hpp"
+#include "cxlcore/system/system.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace cxlcore {
@@ -18,6 +18,6 @@ struct RpcConfig {
     bool check = false;
 };
 
-Report runRpc(const CoherentParams& p, const NicParams& n, const RpcConfig& c);
+Report runRpc(const SystemParams& p, const NicParams& n, const RpcConfig& c);
 
 }  // namespace cxlcore

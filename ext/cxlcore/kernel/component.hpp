@@ -1,0 +1,91 @@
+// Components, the host that wakes them, and the request/response port protocol.
+#pragma once
+
+#include <cstddef>
+
+#include "cxlcore/kernel/txn.hpp"
+
+namespace cxlcore {
+
+class Component;
+
+// The engine a component lives in: the standalone EventLoop or a gem5 wrapper.
+class Host {
+  public:
+    virtual ~Host() = default;
+    virtual Tick now() const = 0;
+    // The component's earliest pending work is now at t (never earlier than now).
+    virtual void wakeAt(Component* c, Tick t) = 0;
+    virtual void attach(Component*) {}
+    virtual void detach(Component*) {}
+};
+
+// A component keeps its own pending work and asks its host for one wake-up
+// at the earliest of it; an idle component costs nothing.
+class Component {
+  public:
+    explicit Component(Host& host) : host_(host) { host_.attach(this); }
+    virtual ~Component() { host_.detach(this); }
+    Component(const Component&) = delete;
+    Component& operator=(const Component&) = delete;
+
+    // Called by the host at the requested time; a wake-up superseded by an
+    // earlier one is ignored.
+    void fire(Tick t) {
+        if (t != scheduled_) return;
+        scheduled_ = kNever;
+        process();
+    }
+    void requestWake(Tick t) {
+        const Tick n = host_.now();
+        if (t < n) t = n;
+        if (t < scheduled_) {
+            scheduled_ = t;
+            host_.wakeAt(this, t);
+        }
+    }
+    Tick scheduled() const { return scheduled_; }
+    Tick now() const { return host_.now(); }
+    size_t slot = 0;  // the host's index for this component
+
+  protected:
+    virtual void process() = 0;
+    Host& host_;
+
+  private:
+    Tick scheduled_ = kNever;
+};
+
+class Requester;
+
+// Receives requests. tryReq returns false when there is no room (no credit);
+// the target then calls the requester's retryReq once it has room.
+class Target {
+  public:
+    virtual ~Target() = default;
+    virtual bool tryReq(Txn* t) = 0;
+    // Response path back-pressure: the requester had no room for a response.
+    virtual void retryResp() {}
+    void setRequester(Requester* r) { up_ = r; }
+    Requester* requester() const { return up_; }
+
+  protected:
+    Requester* up_ = nullptr;
+};
+
+class Requester {
+  public:
+    virtual ~Requester() = default;
+    virtual bool tryResp(Txn* t) = 0;
+    virtual void retryReq() = 0;
+};
+
+// Called by the event loop every so many events, to notice a run that has
+// stopped making progress while events still fire.
+class Watch {
+  public:
+    virtual ~Watch() = default;
+    virtual void check(Tick now) = 0;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,151 @@
+// Timed queues, pools of plain objects and time-weighted occupancy.
+#pragma once
+
+#include <deque>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cxlcore/kernel/txn.hpp"
+
+namespace cxlcore {
+
+// Recycles objects of one kind so memory stays flat however long a run is.
+template <typename T>
+class ObjectPool {
+  public:
+    T* get() {
+        if (free_.empty()) {
+            store_.emplace_back(new T());
+            return store_.back().get();
+        }
+        T* t = free_.back();
+        free_.pop_back();
+        *t = T();
+        return t;
+    }
+    void put(T* t) { free_.push_back(t); }
+    size_t allocated() const { return store_.size(); }
+
+  private:
+    std::vector<std::unique_ptr<T>> store_;
+    std::vector<T*> free_;
+};
+
+// A FIFO whose entries become ready at non-decreasing times: models a fixed
+// pipeline latency without an event per stage. Ring buffer, bounded capacity.
+template <typename T>
+class TimedFifo {
+  public:
+    explicit TimedFifo(size_t cap = 0) { reset(cap); }
+    // Names the FIFO in stall reports and overflow errors.
+    void name(const std::string& n) { name_ = internName(n); }
+    void reset(size_t cap) {
+        buf_.assign(cap ? cap : 1, Slot{});
+        cap_ = cap;
+        head_ = 0;
+        size_ = 0;
+    }
+    bool full() const { return size_ >= cap_; }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    size_t capacity() const { return cap_; }
+    // Callers check full() first: an entry past capacity is a model bug, never
+    // a write past the buffer.
+    void push(Tick ready, T v) {
+        if (size_ >= cap_)
+            throw std::logic_error(std::string("internal error: FIFO ") + (name_ ? name_ : "(unnamed)") +
+                                   " pushed past its capacity of " + std::to_string(cap_));
+        stampQueue(v, name_);
+        size_t i = head_ + size_;
+        if (i >= buf_.size()) i -= buf_.size();
+        buf_[i] = Slot{ready, v};
+        ++size_;
+    }
+    Tick headReady() const { return size_ ? buf_[head_].ready : kNever; }
+    T& front() { return buf_[head_].v; }
+    T pop() {
+        T v = buf_[head_].v;
+        if (++head_ == buf_.size()) head_ = 0;
+        --size_;
+        return v;
+    }
+
+  private:
+    struct Slot {
+        Tick ready;
+        T v;
+    };
+    std::vector<Slot> buf_;
+    size_t cap_ = 0, head_ = 0, size_ = 0;
+    const char* name_ = nullptr;
+};
+
+// Entries ordered by ready time. Nearly all arrive in order and go to the
+// back in O(1); a rare early one is inserted from the back. Equal times keep
+// arrival order, so results are deterministic.
+template <typename T>
+class TimedQueue {
+  public:
+    bool empty() const { return q_.empty(); }
+    size_t size() const { return q_.size(); }
+    void name(const std::string& n) { name_ = internName(n); }
+    void push(Tick ready, T v) {
+        stampQueue(v, name_);
+        if (q_.empty() || q_.back().first <= ready) {
+            q_.emplace_back(ready, v);
+            return;
+        }
+        auto it = q_.end();
+        while (it != q_.begin() && std::prev(it)->first > ready) --it;
+        q_.emplace(it, ready, v);
+    }
+    Tick headReady() const { return q_.empty() ? kNever : q_.front().first; }
+    Tick readyAt(size_t i) const { return q_[i].first; }
+    T& front() { return q_.front().second; }
+    T pop() {
+        T v = q_.front().second;
+        q_.pop_front();
+        return v;
+    }
+    void clear() { q_.clear(); }
+
+  private:
+    std::deque<std::pair<Tick, T>> q_;
+    const char* name_ = nullptr;
+};
+
+// Head of a FIFO as a wake-up source: a head already due is blocked on
+// something that will wake its owner itself (a credit, a retry), so it is not one.
+inline Tick due(Tick head, Tick t) { return head > t ? head : kNever; }
+
+// Time-weighted average of an occupancy (queue depth) without sampling events.
+class Occupancy {
+  public:
+    void set(Tick now, uint64_t level) {
+        area_ += static_cast<double>(level_) * static_cast<double>(now - last_);
+        last_ = now;
+        level_ = level;
+        if (level > max_) max_ = level;
+    }
+    double mean(Tick start, Tick end) const {
+        double a = area_ + static_cast<double>(level_) * static_cast<double>(end - last_);
+        return end > start ? a / static_cast<double>(end - start) : 0.0;
+    }
+    void reset(Tick now) {
+        area_ = 0;
+        last_ = now;
+        max_ = level_;
+    }
+    uint64_t max() const { return max_; }
+
+  private:
+    double area_ = 0;
+    Tick last_ = 0;
+    uint64_t level_ = 0, max_ = 0;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,244 @@
+// The one message of the core. Every access a core or device thread issues,
+// and every request, response and protocol message on every CXL channel
+// (CXL.mem, CXL.cache with back-invalidate, CXL.io TLPs), is a Txn drawn
+// from one pool; components key in-flight work by its id, never by address.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <mutex>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cxlcore/kernel/time.hpp"
+
+namespace cxlcore {
+
+enum class Op : uint8_t { Read, Write };
+
+// Line states of a coherent cache.
+enum class MState : uint8_t { I, S, E, M };
+const char* stateName(MState s);
+
+// Opcodes of every channel (CXL 2.0 Sec. 3.2-3.3, CXL 3.x back-invalidate,
+// PCIe TLPs for CXL.io). A CXL.mem request of the host's memory path is
+// MemRd or MemWr; Txn::op says which way its data goes.
+enum class Opc : uint8_t {
+    // D2H Req
+    RdCurr, RdOwn, RdShared, RdAny, ItoMWr, WrInv, CleanEvict, DirtyEvict, BiasFlipReq,
+    // D2H Rsp
+    RspIHitI, RspVHitV, RspIHitSE, RspSHitSE, RspSFwdM, RspIFwdM, RspVFwdV,
+    // H2D Req (snoops)
+    SnpData, SnpInv, SnpCur,
+    // H2D Rsp
+    GO, GO_WritePull, BiasFlipDone,
+    // home-internal: a snoop-filter eviction
+    SFEvict,
+    // data of either direction
+    Data,
+    // CXL.mem (M2S Req/RwD, S2M DRS/NDR) and CXL 3.x back-invalidate
+    MemRd, MemRdFwd, MemWr, MemData, Cmp, BISnpData, BISnpInv, BIRspI, BIRspS,
+    // CXL.io TLPs
+    IoMemRd, IoMemWr, IoCplD,
+    kCount
+};
+const char* opName(Opc o);
+
+// The channels of a CXL link, each a credit class of its own (CXL 3.x gives
+// back-invalidate snoops and their answers channels of their own: a BISnp
+// holds its credit until the home answers, and the home may first need
+// MemData, so sharing a class could deadlock). The CXL.cachemem channels
+// index the one table of message sizes (link/message_sizes.hpp); CXL.io
+// TLPs are sized by their payload.
+enum Channel : uint8_t {
+    kM2SReq, kM2SRwD, kM2SBIRsp,  // host -> memory device
+    kS2MNdr, kS2MDrs, kS2MBISnp,  // memory device -> host
+    kD2HReq, kD2HRsp, kD2HData,   // CXL.cache device -> host
+    kH2DReq, kH2DRsp, kH2DData,   // CXL.cache host -> device
+    kIoUp, kIoDown,               // CXL.io TLPs, device -> host and host -> device
+    kNumChannels
+};
+constexpr uint32_t kNumCacheMemChannels = kIoUp;
+const char* channelName(Channel c);
+// Whether a channel carries traffic from the device to the host.
+constexpr bool isUpstream(Channel c) {
+    return c == kS2MNdr || c == kS2MDrs || c == kS2MBISnp || c == kD2HReq || c == kD2HRsp || c == kD2HData ||
+           c == kIoUp;
+}
+
+// Where a request's latency went: the one breakdown every workload reports.
+// Stages are contiguous (each component closes its stage when it hands the
+// request on), so they always add up to the total latency.
+enum Stage : uint8_t {
+    kStageQueue,        // waiting for an MSHR, a tracker entry or an earlier request to the line
+    kStageCache,        // device (or coherent host) cache lookup
+    kStageUncore,       // host: LLC miss path, mesh and home agent
+    kStageHostPort,     // CXL host bridge / root port (both directions)
+    kStageLinkDown,     // link host -> device (or inter-socket link out)
+    kStageDevice,       // device controller pipeline (both directions)
+    kStageSnoop,        // waiting for snoop responses from other caches
+    kStageBiasFlip,     // Type-2 bias flips
+    kStageBackInv,      // CXL 3.x back-invalidate snoops
+    kStageMediaQueue,   // waiting in a DRAM controller's queue
+    kStageMediaService, // DRAM commands and data burst
+    kStageLinkUp,       // link device -> host (or inter-socket link back)
+    kNumStages
+};
+const char* stageName(Stage s);
+
+struct Txn;
+struct HTxn;
+struct DmaJob;
+
+// Told when a request it issued completes. A workload keeps one per kind of
+// request and tells requests apart by Txn::ctx: nothing is allocated per request.
+class Client {
+  public:
+    virtual void done(Txn* t) = 0;
+
+  protected:
+    ~Client() = default;
+};
+
+// A Client forwarding to a callable the workload holds for the whole run.
+template <typename F>
+class ClientFn final : public Client {
+  public:
+    explicit ClientFn(F f) : f_(std::move(f)) {}
+    void done(Txn* t) override { f_(t); }
+
+  private:
+    F f_;
+};
+template <typename F>
+ClientFn<F> makeClient(F f) {
+    return ClientFn<F>(std::move(f));
+}
+
+struct Txn {
+    // An access by a core or device thread (CXL.cache agents).
+    enum Kind : uint8_t { Load, Store, LoadCurrent, StoreNoAlloc, StoreWrInv, LoadAny };
+
+    uint64_t id = 0;
+    uint64_t addr = 0;     // address as seen by the component holding it (a line on CXL.cache)
+    uint64_t hostAddr = 0; // address the core issued
+    uint64_t value = 0;    // CXL.cache: the line's data, as a version number
+    Txn* parent = nullptr; // the request whose latency this message carries
+    HTxn* htxn = nullptr;  // home transaction a snoop, write-pull or memory read belongs to
+    DmaJob* job = nullptr; // CXL.io: the DMA transfer a TLP belongs to
+    Client* client = nullptr;  // told when this request completes
+    void* ctx = nullptr;       // the client's own context (its stream, thread, ...)
+    const char* at = "issued"; // the queue holding it (interned name), for stall reports
+    Tick birth = 0;
+    Tick mark = 0;         // time the current stage began
+    Tick done = 0;
+    Tick stage[kNumStages] = {};
+    uint32_t size = kLineBytes;  // bytes (a CXL.io TLP: its payload)
+    uint16_t src = 0;      // issuing core or device
+    uint16_t dev = 0;      // CXL.cache: the device a message travels to or from
+    Op op = Op::Read;
+    Opc opc = Opc::MemRd;
+    Channel chan = kM2SReq;
+    MState state = MState::I;  // GO, MemRdFwd and MemRd: the state granted or asked for
+    Kind kind = Load;
+    uint8_t devLoad = 0;   // CXL DevLoad field of the response (0..3)
+    uint8_t tag = 0;       // private to whoever made it (a workload's access, a component's message)
+    uint8_t route = 0;     // the input of the uncore it entered by, where its response goes back
+    bool own = false;      // a read for ownership (a store's write-allocate)
+    bool internal = false; // made by a component for itself (never reaches a core)
+    bool live = false;     // handed out by a TxnPool and not yet returned
+    bool bogus = false;    // D2H data of a line snooped away during its eviction
+    bool hit = false;      // served by the first cache lookup
+    bool missed = false;
+
+    void leave(Stage s, Tick now) {
+        stage[s] += now - mark;
+        mark = now;
+    }
+    // A request this one waited for (a memory read on its behalf) ends at
+    // `now`: its stages become this one's, the time before it began stays
+    // `before`'s, and time it spent before this one's current stage began
+    // (already counted there) is dropped from its earliest stages, which
+    // the enum lists in path order.
+    void absorb(const Txn& child, Stage before, Tick now) {
+        Tick overlap = mark > child.birth ? mark - child.birth : 0;
+        leave(before, child.birth > mark ? child.birth : mark);
+        for (int s = 0; s < kNumStages; ++s) {
+            const Tick cut = child.stage[s] < overlap ? child.stage[s] : overlap;
+            overlap -= cut;
+            stage[s] += child.stage[s] - cut;
+        }
+        mark = now;
+    }
+};
+
+inline bool isWrite(Txn::Kind k) { return k == Txn::Store || k == Txn::StoreNoAlloc || k == Txn::StoreWrInv; }
+
+// Tells a request's client that it is done. The client may recycle it.
+inline void notifyDone(Txn* t) {
+    if (t->client) t->client->done(t);
+}
+
+// Names of queues, kept for the whole process: transactions point at them.
+inline const char* internName(const std::string& name) {
+    static std::mutex m;
+    static std::set<std::string> names;
+    std::lock_guard<std::mutex> g(m);
+    return names.insert(name).first->c_str();
+}
+
+static_assert(std::is_trivially_destructible<Txn>::value, "TxnPool re-creates transactions in place");
+
+// Transactions are recycled so memory stays flat however long a run is. The
+// pool knows which are in flight, so a stalled run can say where the oldest is.
+class TxnPool {
+  public:
+    Txn* get() {
+        Txn* t;
+        if (free_.empty()) {
+            storage_.emplace_back(new Txn());
+            t = storage_.back().get();
+        } else {
+            t = free_.back();
+            free_.pop_back();
+            new (t) Txn();  // in place: no temporary to copy (Txn is trivially destructible)
+        }
+        t->id = nextId_++;
+        t->live = true;
+        return t;
+    }
+    void put(Txn* t) {
+        t->live = false;
+        ++returned_;
+        free_.push_back(t);
+    }
+    size_t allocated() const { return storage_.size(); }
+    size_t live() const { return storage_.size() - free_.size(); }
+    uint64_t returned() const { return returned_; }
+    // The live request issued first (nullptr when none is live). Protocol
+    // messages that carry a request's latency (parent set) are not requests.
+    const Txn* oldest() const {
+        const Txn* o = nullptr;
+        for (auto& t : storage_)
+            if (t->live && !t->parent && (!o || t->birth < o->birth || (t->birth == o->birth && t->id < o->id)))
+                o = t.get();
+        return o;
+    }
+
+  private:
+    std::vector<std::unique_ptr<Txn>> storage_;
+    std::vector<Txn*> free_;
+    uint64_t nextId_ = 1, returned_ = 0;
+};
+
+// Queues of transactions stamp each one with their name as it enters.
+inline void stampQueue(Txn* t, const char* name) {
+    if (name) t->at = name;
+}
+template <typename T>
+inline void stampQueue(const T&, const char*) {}
+
+}  // namespace cxlcore

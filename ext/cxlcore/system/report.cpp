@@ -1,0 +1,199 @@
+// What a system reports: every memory's DRAM, link and device counters over
+// an interval, what the address map sent to each window, and the coherent
+// part's protocol counters and bounds.
+#include <algorithm>
+
+#include "cxlcore/system/system.hpp"
+
+namespace cxlcore {
+
+namespace {
+void dramReport(Report& r, const std::string& k, const DramController& d, Tick s, Tick e) {
+    const DramStats& st = d.stats();
+    const double secs = double(e - s) * 1e-12;
+    const double acc = double(st.reads + st.writes);
+    r.emplace_back(k + ".read_gbps", secs > 0 ? st.reads * 64.0 / secs / 1e9 : 0);
+    r.emplace_back(k + ".write_gbps", secs > 0 ? st.writes * 64.0 / secs / 1e9 : 0);
+    r.emplace_back(k + ".peak_gbps", d.peakBytesPerSec() / 1e9);
+    r.emplace_back(k + ".bus_utilization",
+                   e > s ? double(st.busBusy) / double(e - s) / d.params().channels : 0);
+    r.emplace_back(k + ".row_hit_rate", acc > 0 ? st.rowHits / acc : 0);
+    r.emplace_back(k + ".row_conflict_rate", acc > 0 ? st.rowConflicts / acc : 0);
+    r.emplace_back(k + ".refreshes", double(st.refreshes));
+    r.emplace_back(k + ".refreshes_postponed", double(st.refreshesPostponed));
+    r.emplace_back(k + ".turnarounds", double(st.turnarounds));
+    r.emplace_back(k + ".rank_switches", double(st.rankSwitches));
+    r.emplace_back(k + ".write_bursts", double(st.writeBursts));
+    r.emplace_back(k + ".mean_read_queue", d.meanReadQueue(s, e));
+    r.emplace_back(k + ".retries", double(st.readRetries + st.writeRetries));
+}
+
+void channelReport(Report& r, const std::string& k, const FlitChannel& c, double rawBytesPerSec, Tick s, Tick e) {
+    const ChannelStats& st = c.stats();
+    const double secs = double(e - s) * 1e-12;
+    r.emplace_back(k + ".data_gbps", secs > 0 ? st.dataBytes / secs / 1e9 : 0);
+    r.emplace_back(k + ".raw_gbps", rawBytesPerSec / 1e9);
+    r.emplace_back(k + ".utilization", e > s ? std::min(1.0, double(c.busy()) / double(e - s)) : 0);
+    r.emplace_back(k + ".flits", double(st.flits));
+    r.emplace_back(k + ".messages", double(st.messages));
+    r.emplace_back(k + ".slot_fill",
+                   st.flits ? double(st.units) / (double(st.flits) * c.unitsPerFlit()) : 0);
+    r.emplace_back(k + ".crc_errors", double(st.crcErrors));
+    r.emplace_back(k + ".replayed_flits", double(st.replayedFlits));
+}
+}  // namespace
+
+void System::reportMemory(Report& r, Tick s, Tick e) const {
+    dramReport(r, localName_, *localDram, s, e);
+    for (const MemoryWindow& w : windows) {
+        if (w.remote) {
+            const std::string k = w.p.name;
+            dramReport(r, k + ".dram", w.remote->dram(), s, e);
+            channelReport(r, k + ".link.out", w.remote->out_, w.remote->bytesPerSec(), s, e);
+            channelReport(r, k + ".link.back", w.remote->back_, w.remote->bytesPerSec(), s, e);
+        }
+        for (size_t i = 0; i < w.devices.size(); ++i) {
+            const std::string& k = w.deviceNames[i];
+            const CxlLink& l = *w.links[i];
+            channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
+            channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
+            dramReport(r, k + ".media", w.devices[i]->media(), s, e);
+            const DeviceStats& ds = w.devices[i]->stats();
+            r.emplace_back(k + ".device.mean_occupancy", w.devices[i]->meanOccupancy(s, e));
+            const char* names[4] = {"light", "optimal", "moderate", "severe"};
+            for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + names[j], double(ds.devLoad[j]));
+            r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
+        }
+        if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
+    }
+    if (!mapped_) return;
+    // What the address map sent to each window: data requests, not page walks.
+    const double secs = double(e - s) * 1e-12;
+    for (size_t i = 0; i < windows.size(); ++i) {
+        const WindowStats& st = uncore_->windowStats()[i];
+        const std::string k = "window." + windows[i].p.name;
+        r.emplace_back(k + ".read_gbps", secs > 0 ? st.reads * double(kLineBytes) / secs / 1e9 : 0);
+        r.emplace_back(k + ".write_gbps", secs > 0 ? st.writes * double(kLineBytes) / secs / 1e9 : 0);
+        r.emplace_back(k + ".requests", double(st.reads + st.writes));
+    }
+}
+
+void System::report(Report& r, Tick s, Tick e) const {
+    reportMemory(r, s, e);
+    if (home) reportCoherent(r, e);
+}
+
+void System::reportCoherent(Report& r, Tick end) const {
+    AccelStats sum;
+    size_t maxMshrs = 0, maxUp = 0, maxDown = 0;
+    uint64_t up[kNumChannels] = {}, down[kNumChannels] = {};
+    double upBusy = 0, downBusy = 0;
+    for (size_t i = 0; i < accels.size(); ++i) {
+        sum.add(accels[i]->stats());
+        maxMshrs = std::max(maxMshrs, accels[i]->maxMshrs());
+        maxUp = std::max(maxUp, accels[i]->up().maxQueued());
+        maxDown = std::max(maxDown, home->down(uint16_t(i)).maxQueued());
+        for (int c = 0; c < kNumChannels; ++c) {
+            up[c] += accels[i]->up().sent(Channel(c));
+            down[c] += home->down(uint16_t(i)).sent(Channel(c));
+        }
+        upBusy += double(accelLinks[i]->s2m_.busy());
+        downBusy += double(accelLinks[i]->m2s_.busy());
+    }
+    const double n = accels.empty() ? 1.0 : double(accels.size());
+    r.emplace_back("device_loads", double(sum.loads));
+    r.emplace_back("device_stores", double(sum.stores));
+    r.emplace_back("device_hits", double(sum.hits));
+    r.emplace_back("device_misses", double(sum.misses));
+    r.emplace_back("mshr_full_stalls", double(sum.mshrFull));
+    r.emplace_back("fills_shared", double(sum.grants[int(MState::S)]));
+    r.emplace_back("fills_exclusive", double(sum.grants[int(MState::E)]));
+    r.emplace_back("snoops_received_SnpData", double(sum.snoopsRecv[0]));
+    r.emplace_back("snoops_received_SnpInv", double(sum.snoopsRecv[1]));
+    r.emplace_back("snoops_received_SnpCur", double(sum.snoopsRecv[2]));
+    r.emplace_back("clean_evicts", double(sum.cleanEvicts));
+    r.emplace_back("dirty_evicts", double(sum.dirtyEvicts));
+    r.emplace_back("bogus_writebacks", double(sum.bogusData));
+    r.emplace_back("bias_flips_to_device", double(sum.deviceBiasFlips));
+    r.emplace_back("bias_flips_to_host", double(sum.hostBiasFlips));
+    r.emplace_back("back_invalidates", double(sum.biSnps));
+    r.emplace_back("device_memory_local_reads", double(sum.localMemReads));
+    r.emplace_back("device_memory_via_host", double(sum.fwdReads));
+    r.emplace_back("dma_transfers", double(sum.dmaTransfers));
+    const HomeStats& h = home->stats();
+    for (int o = 0; o < int(Opc::BiasFlipReq) + 1; ++o)
+        r.emplace_back(std::string("home_requests_") + opName(Opc(o)), double(h.requests[o]));
+    r.emplace_back("home_back_invalidates", double(h.biSnps));
+    r.emplace_back("home_snoops_SnpData", double(h.snoops[0]));
+    r.emplace_back("home_snoops_SnpInv", double(h.snoops[1]));
+    r.emplace_back("home_snoops_SnpCur", double(h.snoops[2]));
+    r.emplace_back("host_hits", double(h.hostHits));
+    r.emplace_back("host_misses", double(h.hostMisses));
+    r.emplace_back("host_memory_reads", double(h.memReads));
+    r.emplace_back("host_memory_writes", double(h.memWrites));
+    r.emplace_back("home_conflicts", double(h.conflicts));
+    r.emplace_back("snoop_filter_evictions", double(h.sfEvictions));
+    r.emplace_back("max_home_tracker", double(h.maxTracker));
+    r.emplace_back("max_line_queue", double(h.maxLineQueue));
+    r.emplace_back("max_mshrs", double(maxMshrs));
+    r.emplace_back("max_queued_up", double(maxUp));
+    r.emplace_back("max_queued_down", double(maxDown));
+    for (int c = 0; c < kNumChannels; ++c) {
+        r.emplace_back(std::string("messages_") + channelName(Channel(c)), double(isUpstream(Channel(c)) ? up[c] : down[c]));
+    }
+    r.emplace_back("link_up_utilization", end ? upBusy / n / double(end) : 0.0);
+    r.emplace_back("link_down_utilization", end ? downBusy / n / double(end) : 0.0);
+    r.emplace_back("messages_allocated", double(pool.allocated()));
+    r.emplace_back("home_line_states_max", double(h.maxLineStates));
+    r.emplace_back("home_line_states_at_end", double(home->lineStates()));
+    r.emplace_back("host_cache_lines_max", double(h.maxHostLines));
+    r.emplace_back("host_cache_lines_at_end", double(home->hostLines()));
+    r.emplace_back("host_cache_dirty_at_end", double(home->hostDirtyLines()));
+    r.emplace_back("host_cache_dirtied", double(h.hostDirtied));
+    r.emplace_back("host_cache_evictions", double(h.hostEvictions));
+    r.emplace_back("host_cache_writebacks", double(h.hostWritebacks));
+    r.emplace_back("host_dram_reads", double(localDram->stats().reads));
+    r.emplace_back("host_dram_writes", double(localDram->stats().writes));
+    r.emplace_back("bias_flip_host_lines_flushed", double(h.flushedLines));
+    r.emplace_back("bias_flip_device_lines_flushed", double(sum.flushedLines));
+    r.emplace_back("quiet_at_end", quiet() ? 1.0 : 0.0);
+    if (checker) {
+        r.emplace_back("checker_checks", double(checker->checks()));
+        r.emplace_back("checker_violations", double(checker->violations()));
+    }
+    if (p_.accelerators.size() > 1) reportAccelerators(r, end);
+}
+
+void System::reportAccelerators(Report& r, Tick end) const {
+    // Each description's own counters, under its name (its copies summed).
+    for (uint32_t e = 0; e < p_.accelerators.size(); ++e) {
+        AccelStats s;
+        double upBusy = 0, downBusy = 0, n = 0;
+        size_t maxMshrs = 0;
+        for (size_t i = 0; i < accels.size(); ++i) {
+            if (accelEntry[i] != e) continue;
+            s.add(accels[i]->stats());
+            maxMshrs = std::max(maxMshrs, accels[i]->maxMshrs());
+            upBusy += double(accelLinks[i]->s2m_.busy());
+            downBusy += double(accelLinks[i]->m2s_.busy());
+            ++n;
+        }
+        const std::string g = p_.accelerators[e].prefix();
+        r.emplace_back(g + "device_loads", double(s.loads));
+        r.emplace_back(g + "device_stores", double(s.stores));
+        r.emplace_back(g + "device_hits", double(s.hits));
+        r.emplace_back(g + "device_misses", double(s.misses));
+        r.emplace_back(g + "mshr_full_stalls", double(s.mshrFull));
+        r.emplace_back(g + "snoops_received", double(s.snoopsRecv[0] + s.snoopsRecv[1] + s.snoopsRecv[2]));
+        r.emplace_back(g + "bias_flips_to_device", double(s.deviceBiasFlips));
+        r.emplace_back(g + "bias_flips_to_host", double(s.hostBiasFlips));
+        r.emplace_back(g + "back_invalidates", double(s.biSnps));
+        r.emplace_back(g + "device_memory_local_reads", double(s.localMemReads));
+        r.emplace_back(g + "device_memory_via_host", double(s.fwdReads));
+        r.emplace_back(g + "max_mshrs", double(maxMshrs));
+        r.emplace_back(g + "link_up_utilization", end && n ? upBusy / n / double(end) : 0.0);
+        r.emplace_back(g + "link_down_utilization", end && n ? downBusy / n / double(end) : 0.0);
+    }
+}
+
+}  // namespace cxlcore

@@ -23,7 +23,7 @@ from gem5.simulate.simulator import Simulator  # noqa: E402
 
 from simcxl.gem5 import cxl_memory, read_stats, set_param, stat, write_csv  # noqa: E402
 
-STAGES = ("host_uncore", "host_port", "link_req", "device", "media_queue", "media_service", "link_resp")
+STAGES = ("host_uncore", "host_port", "link_down", "device", "media_queue", "media_service", "link_up")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")

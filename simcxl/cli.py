@@ -664,7 +664,8 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
         stages = [c for c in df.columns if c.startswith("stage_") and df[c].any()]
         click.echo("mean ns per access by stage:")
         click.echo(table(df.rename(columns={c: c[6:-3] for c in stages}), ["system"] + [c[6:-3] for c in stages]))
-        per = [{"system": r["system"], "device": d.name, "bandwidth_gbps": r[f"{d.name}.bandwidth_gbps"],
+        # The accelerator's name under "accel": "device" is a stage (its controller).
+        per = [{"system": r["system"], "accel": d.name, "bandwidth_gbps": r[f"{d.name}.bandwidth_gbps"],
                 "latency_mean_ns": r[f"{d.name}.latency_mean_ns"],
                 **{st: r[f"{d.name}.stage_{st}_ns"] for st in coherent.STAGES}}
                for s, (_, r) in zip(frames_systems, df.iterrows()) if not s.single() for d in s.devices]
@@ -672,8 +673,92 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
             pdf = pd.DataFrame(per)
             shown_stages = [st for st in coherent.STAGES if pdf[st].any()]
             click.echo("per device (mean ns per access by stage):")
-            click.echo(table(pdf, ["system", "device", "bandwidth_gbps", "latency_mean_ns"] + shown_stages))
+            click.echo(table(pdf, ["system", "accel", "bandwidth_gbps", "latency_mean_ns"] + shown_stages))
     _outputs(df, plot, csv_path, "accel")
+
+
+def _device_settings(per_device) -> dict:
+    """--device NAME.KEY=VALUE options as {name: {key: value}}."""
+    streams: dict = {}
+    for o in per_device:
+        key, sep, value = o.partition("=")
+        name, dot, k = key.strip().rpartition(".")
+        if not sep or not dot:
+            raise ParamError(f"--device {o!r} is not NAME.KEY=VALUE (e.g. gpu.target=cxl0)")
+        v = value.strip()
+        streams.setdefault(name, {})[k] = int(v) if v.isdigit() and k != "footprint" else v
+    return streams
+
+
+@run.command("mixed")
+@click.option("--memory", "-m", "memory", default="ddr=ddr-local+cxl0=cxl-asic", show_default=True,
+              help="The memories: a preset, or presets joined with + as windows of one address map.")
+@click.option("--accel", "-a", "accel", default="gpu=type1-asic", show_default=True,
+              help="Accelerators beside them, each on a root port of its own: NAME=PRESET joined with +.")
+@set_opt
+@click.option("--kernel", type=click.Choice(engine.KERNELS), default="triad", show_default=True,
+              help="The host's STREAM kernel.")
+@click.option("--threads", type=int, default=None, help="Host threads (default: min(16, host cores)).")
+@click.option("--lines", type=count(100, 1 << 34), default=20000, show_default=True,
+              help="Cache lines per array per host thread.")
+@target_opt
+@click.option("--device", "per_device", multiple=True, metavar="NAME.KEY=VALUE",
+              help="A device's stream: op, pattern (random, sequential), target (a window, device, or a Type-2 "
+                   "device's name), requesters (0: idle), depth, footprint; e.g. --device gpu.target=cxl0.")
+@click.option("--compare/--no-compare", default=True, show_default=True,
+              help="Also run the host alone and the accelerators alone, and show what each side lost.")
+@json_opt
+@csv_opt
+def run_mixed_cmd(memory, accel, overrides, kernel, threads, lines, target, per_device, compare, as_json, csv_path):
+    """The host's STREAM and accelerator streams at once, in one system (a Type-3 expander and an
+    accelerator on root ports of their own, say): each side's bandwidth drops only where they share
+    something, and the stages show where."""
+    from . import mixed
+    with user_errors():
+        s = mixed.attach(memory, accel)
+        kv = _kv(overrides, "gpu.cache.mshrs=32") if overrides else {}
+        if kv:
+            s = s.replace(**kv)
+        devices = _device_settings(per_device)
+        kw = dict(kernel=kernel, threads=threads, lines_per_thread=lines, target=target, devices=devices)
+        runs = [("together", dict(host=True, accelerators=True))]
+        if compare:
+            runs += [("host alone", dict(host=True, accelerators=False)),
+                     ("accelerators alone", dict(host=False, accelerators=True))]
+        rows = []
+        for name, flags in runs:
+            with progress_bar(f"mixed {name}") as cb:
+                df = mixed.run(s, progress=cb, **kw, **flags)
+            df.insert(1, "run", name)
+            rows.append(df)
+        df = concat(rows)
+    if as_json:
+        emit_json(df.to_dict("records"))
+    else:
+        stages = [st for st in engine.STAGES]
+        out = []
+        for _, r in df.iterrows():
+            if not pd.isna(r.get("host.stream_gbps")):
+                out.append({"run": r["run"], "side": f"host ({r['host_target']})", "gbps": r["host.stream_gbps"],
+                            "latency_ns": r["host.read_latency_ns_mean"],
+                            **{st: r[f"host.read.stage.{st}_ns"] for st in stages}})
+            for d in s.device_names():
+                if not pd.isna(r.get(f"accel.{d}.bandwidth_gbps")):
+                    out.append({"run": r["run"], "side": d, "gbps": r[f"accel.{d}.bandwidth_gbps"],
+                                "latency_ns": r[f"accel.{d}.latency_ns_mean"],
+                                **{st: r[f"accel.{d}.stage.{st}_ns"] for st in stages}})
+        t = pd.DataFrame(out)
+        shown_stages = [st for st in stages if t[st].any()]
+        click.echo(f"{s.name}: host STREAM {kernel} (GB/s as STREAM counts) and accelerator streams "
+                   "(GB/s of lines); latency and its stages in mean ns per read")
+        click.echo(table(t, ["run", "side", "gbps", "latency_ns"] + shown_stages))
+        if compare:
+            base = {x["side"]: x["gbps"] for x in out if x["run"] != "together"}
+            lost = [f"{x['side']} {round(100 * (1 - x['gbps'] / base[x['side']]), 1) + 0.0:.1f} %"
+                    for x in out if x["run"] == "together" and base.get(x["side"])]
+            click.echo("bandwidth lost to the other side: " + ", ".join(lost))
+        _windows_table(df.assign(memory=df["run"]))
+    _outputs(df, None, csv_path, "mixed")
 
 
 @run.command("accel-lmbench")

@@ -27,14 +27,16 @@ import pandas as pd
 
 from . import _core
 from .engine import Progress, _version, parse_size
-from .params import (AccelParams, DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, ParamError,
-                     ParamGroup, read_text, set_dotted, shown)
+from .params import (ADDRESS_TOP, DEVICE_GROUPS, DEVICE_MEMORY_BASE, MAX_DEVICES, AccelDevice, AccelParams,
+                     DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, ParamError, ParamGroup,
+                     check_device_name, check_devices, memory_windows, read_device_list, read_text, set_dotted,
+                     shown)
 
 PRESET_DIR = Path(__file__).with_name("presets") / "accel"
 
 OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")
-STAGES = ("queue", "cache", "link_up", "home", "snoop", "memory", "link_down", "bias_flip", "back_invalidate")
+STAGES = tuple(_core.STAGES)  # the one stage list of every request (engine.STAGES)
 
 #: Every way a device holds or reaches memory: the preset and the settings that make it so.
 DEVICE_MODES = {
@@ -50,73 +52,7 @@ DMA_SIZES = tuple(64 << k for k in range(0, 17, 2))
 
 #: The host's groups, shared by every device.
 HOST_GROUPS = (("host_dram", DramParams), ("home", HomeParams))
-#: Each device's groups.
-DEVICE_GROUPS = (("link", LinkParams), ("cache", DCacheParams), ("accel", AccelParams), ("dma", DmaParams),
-                 ("media", DramParams))
 _GROUPS = HOST_GROUPS + DEVICE_GROUPS
-
-#: Where device memory starts by default, above every host address (16 TiB), and the top of the address space.
-DEVICE_MEMORY_BASE = 1 << 44
-ADDRESS_TOP = 1 << 52
-#: Accelerators one host takes in all (copies included).
-MAX_DEVICES = 16
-
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-_RESERVED = {g for g, _ in _GROUPS} | {"seed", "devices", "name", "host", "device"}
-
-
-def check_device_name(name: Any, where: str) -> None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _RESERVED:
-        raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -, "
-                         f"not one of {', '.join(sorted(_RESERVED))}")
-
-
-@dataclass
-class AccelDevice:
-    """One accelerator description: its type and mode (``accel``), cache, DMA engine, link and
-    (Type-2) memory media. ``accel.devices`` identical copies of it are built, one after another."""
-    name: str = "dev0"
-    link: LinkParams = field(default_factory=LinkParams)
-    cache: DCacheParams = field(default_factory=DCacheParams)
-    accel: AccelParams = field(default_factory=AccelParams)
-    dma: DmaParams = field(default_factory=DmaParams)
-    media: DramParams = field(default_factory=DramParams)
-
-    def groups(self, prefix: str) -> Dict[str, ParamGroup]:
-        return {f"{prefix}{g}": getattr(self, g) for g, _ in DEVICE_GROUPS}
-
-    def validate(self, prefix: str) -> None:
-        for g, _ in DEVICE_GROUPS:
-            getattr(self, g).validate(prefix + g)
-
-    def kind(self) -> str:
-        a = self.accel
-        if a.type == 1:
-            return "type-1"
-        return "type-2 hdm-db" if a.hdm_db else "type-2 " + ("device bias" if a.device_bias else "host bias")
-
-    @classmethod
-    def from_dict(cls, d: Dict[str, Any], name: str, prefix: str) -> "AccelDevice":
-        return cls(name=name, **{g: t.from_dict(d.get(g, {}), prefix + g) for g, t in DEVICE_GROUPS})
-
-
-def memory_windows(devices: Sequence[AccelDevice]) -> List[Optional[tuple]]:
-    """Each description's device memory, (base, end), or None for Type-1: at accel.memory_base,
-    or (0) right after the previous description's, from 16 TiB, aligned to its bias page."""
-    out: List[Optional[tuple]] = []
-    nxt = DEVICE_MEMORY_BASE
-    for d in devices:
-        a = d.accel
-        if a.type != 2:
-            out.append(None)
-            continue
-        page = a.bias_page_bytes
-        base = a.memory_base or (nxt + page - 1) // page * page
-        out.append((base, base + a.memory_bytes * a.devices))
-        nxt = base + a.memory_bytes * a.devices
-    return out
-
-
 @dataclass
 class AccelSystem:
     """Host and accelerators of a CXL.cache experiment."""
@@ -194,34 +130,10 @@ class AccelSystem:
             raise ParamError(f"seed = {self.seed!r} is out of range; allowed: a whole number from 0 to {2 ** 53 - 1}")
         for g, _ in HOST_GROUPS:
             getattr(self, g).validate(g)
-        if not self.devices:
-            raise ParamError("devices is empty; allowed: one or more device descriptions")
-        seen = set()
-        for i, d in enumerate(self.devices):
-            if not self.single():
+        if not self.single():
+            for i, d in enumerate(self.devices):
                 check_device_name(d.name, f"devices[{i}].name")
-            d.validate(self.prefix(d))
-            if d.name in seen:
-                raise ParamError(f"devices[{i}].name = '{d.name}' appears twice; allowed: a name of its own for "
-                                 "each device")
-            seen.add(d.name)
-        n = sum(d.accel.devices for d in self.devices)
-        if n > MAX_DEVICES:
-            raise ParamError(f"devices: {n} accelerators in all (accel.devices summed over the devices) is out of "
-                             f"range; allowed: 1 to {MAX_DEVICES}")
-        wins = memory_windows(self.devices)
-        for i, (d, w) in enumerate(zip(self.devices, wins)):
-            if w is None:
-                continue
-            g = self.prefix(d)
-            if w[1] > ADDRESS_TOP:
-                raise ParamError(f"{g}accel.memory_bytes x devices = {w[1] - w[0]} at {w[0]:#x} ends above "
-                                 f"{ADDRESS_TOP:#x}; allowed: device memory below {ADDRESS_TOP:#x}")
-            for e, v in zip(self.devices[:i], wins[:i]):
-                if v is not None and w[0] < v[1] and v[0] < w[1]:
-                    raise ParamError(f"{g}accel.memory_base = {d.accel.memory_base} is not allowed: {d.name}'s "
-                                     f"device memory [{w[0]:#x}, {w[1]:#x}) overlaps {e.name}'s [{v[0]:#x}, "
-                                     f"{v[1]:#x}); allowed: windows that do not overlap")
+        check_devices(self.devices, self.prefix)
         return self
 
     def to_dict(self) -> Dict[str, Any]:
@@ -234,8 +146,7 @@ class AccelSystem:
             for g, _ in DEVICE_GROUPS:
                 d[g] = getattr(self.devices[0], g).to_dict()
         else:
-            d["devices"] = [{"name": x.name, **{g: getattr(x, g).to_dict() for g, _ in DEVICE_GROUPS}}
-                            for x in self.devices]
+            d["devices"] = [x.to_dict() for x in self.devices]
         return d
 
     def to_core(self) -> Dict[str, Any]:
@@ -263,23 +174,7 @@ class AccelSystem:
             if both:
                 raise ParamError(f"{where}: {both[0]} is given beside devices; allowed: a single device's groups at "
                                  "the top level, or every device in devices")
-            lst = d["devices"]
-            if not isinstance(lst, list) or not lst:
-                raise ParamError(f"{where}: devices must be a list of one or more devices (name, link, cache, accel, "
-                                 "dma, media)")
-            devs = []
-            for i, x in enumerate(lst):
-                at = f"devices[{i}]"
-                if not isinstance(x, dict):
-                    raise ParamError(f"{where}: {at} must be a table (name, link, cache, accel, dma, media)")
-                bad = sorted(set(x) - ({"name"} | {g for g, _ in DEVICE_GROUPS}), key=str)
-                if bad:
-                    raise ParamError(f"{where}: {at}.{shown(bad[0])} is not a device key; allowed: name, "
-                                     + ", ".join(g for g, _ in DEVICE_GROUPS))
-                if "name" not in x:
-                    raise ParamError(f"{where}: {at}.name is missing")
-                check_device_name(x["name"], f"{at}.name")
-                devs.append(AccelDevice.from_dict(x, x["name"], "" if len(lst) == 1 else x["name"] + "."))
+            devs = read_device_list(d["devices"], where)
             kw["devices"] = devs
         else:
             kw["devices"] = [AccelDevice.from_dict(d, "dev0", "")]
@@ -460,7 +355,7 @@ def accel(system: Union[str, AccelSystem], op: str = "load", pattern: str = "ran
     own, by name: ``devices={"gpu": {"op": "store", "target": "device"}, "nic": {"requesters": 0}}``
     (``requesters = 0``: idle). ``target`` is ``host``, ``device`` (the device's own memory) or a
     Type-2 device's name (its memory). With several devices each one's figures are also under its
-    name (``gpu.bandwidth_gbps``, ``gpu.stage_home_ns``, ...)."""
+    name (``gpu.bandwidth_gbps``, ``gpu.stage_host_uncore_ns``, ...)."""
     s = load(system)
     fp = parse_size(footprint)
     streams = _streams(s, devices)

@@ -112,6 +112,7 @@ def run(out: Path, testbed: Path = TESTBED, quick: bool = False) -> None:
 
     bd = engine.breakdown(lat[lat["working_set_bytes"] == max(sizes)])
     piv = bd.pivot_table(index="memory", columns="stage", values="ns", sort=False)[list(engine.STAGES)]
+    piv = piv.loc[:, (piv != 0).any()]  # the stages a host's memory request passes through
     click.echo(f"\nWhere a {plots._size_label(max(sizes))}-working-set miss spends its time (ns, mean per request):")
     click.echo(piv.reindex(MEMORIES).to_string(float_format=lambda v: f"{v:7.1f}"))
 

@@ -22,7 +22,8 @@ from .presets import load
 Memory = Union[str, Path, System]
 Progress = Optional[Callable[[float], object]]
 
-STAGES = ("host_uncore", "host_port", "link_req", "device", "media_queue", "media_service", "link_resp")
+#: Where a request's latency goes, in the order of its path: the core's one stage list (kernel/txn.hpp).
+STAGES = tuple(_core.STAGES)
 KERNELS = ("copy", "scale", "add", "triad")
 
 #: lat_mem_rd's working sets from 512 B to 1 GiB (the published testbed's list).

@@ -322,10 +322,9 @@ class LinkParams(ParamGroup):
 
     @property
     def raw_gbps(self) -> float:
-        """Bytes per second per direction after line coding (PCIe 5: 128b/130b)."""
-        rate = 32e9 if self.gen == 5 else 64e9
-        coding = 128 / 130 if self.gen == 5 else 1.0
-        return rate * self.lanes * coding / 8 / 1e9
+        """GB/s per direction after line coding (PCIe 5: 128b/130b), as the core's link computes it."""
+        from . import _core  # the one formula: the core's (CxlLink)
+        return _core.link_info(self.to_dict())["raw_gbps"]
 
 
 @dataclass
@@ -562,6 +561,132 @@ class Window:
         return f"{self.name} [0x{self.range.base:x}, 0x{self.end:x})"
 
 
+#: Each accelerator's groups.
+DEVICE_GROUPS = (("link", LinkParams), ("cache", DCacheParams), ("accel", AccelParams), ("dma", DmaParams),
+                 ("media", DramParams))
+#: Where device memory starts by default, above every host address (16 TiB), and the top of the address space.
+DEVICE_MEMORY_BASE = 1 << 44
+ADDRESS_TOP = 1 << 52
+#: Accelerators one host takes in all (copies included).
+MAX_DEVICES = 16
+_DEVICE_RESERVED = {g for g, _ in DEVICE_GROUPS} | {"host_dram", "home", "seed", "devices", "name", "host", "device"}
+
+
+def check_device_name(name: Any, where: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _DEVICE_RESERVED:
+        raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -, "
+                         f"not one of {', '.join(sorted(_DEVICE_RESERVED))}")
+
+
+@dataclass
+class AccelDevice:
+    """One accelerator description: its type and mode (``accel``), cache, DMA engine, link and
+    (Type-2) memory media. ``accel.devices`` identical copies of it are built, one after another,
+    each on a root port and link of its own."""
+    name: str = "dev0"
+    link: LinkParams = field(default_factory=LinkParams)
+    cache: DCacheParams = field(default_factory=DCacheParams)
+    accel: AccelParams = field(default_factory=AccelParams)
+    dma: DmaParams = field(default_factory=DmaParams)
+    media: DramParams = field(default_factory=DramParams)
+
+    def groups(self, prefix: str) -> Dict[str, ParamGroup]:
+        return {f"{prefix}{g}": getattr(self, g) for g, _ in DEVICE_GROUPS}
+
+    def validate(self, prefix: str) -> None:
+        for g, _ in DEVICE_GROUPS:
+            getattr(self, g).validate(prefix + g)
+
+    def kind(self) -> str:
+        a = self.accel
+        if a.type == 1:
+            return "type-1"
+        return "type-2 hdm-db" if a.hdm_db else "type-2 " + ("device bias" if a.device_bias else "host bias")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, **{g: getattr(self, g).to_dict() for g, _ in DEVICE_GROUPS}}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any], name: str, prefix: str) -> "AccelDevice":
+        return cls(name=name, **{g: t.from_dict(d.get(g, {}), prefix + g) for g, t in DEVICE_GROUPS})
+
+
+def memory_windows(devices: List[AccelDevice]) -> List[Optional[tuple]]:
+    """Each description's device memory, (base, end), or None for Type-1: at accel.memory_base,
+    or (0) right after the previous description's, from 16 TiB, aligned to its bias page."""
+    out: List[Optional[tuple]] = []
+    nxt = DEVICE_MEMORY_BASE
+    for d in devices:
+        a = d.accel
+        if a.type != 2:
+            out.append(None)
+            continue
+        page = a.bias_page_bytes
+        base = a.memory_base or (nxt + page - 1) // page * page
+        out.append((base, base + a.memory_bytes * a.devices))
+        nxt = base + a.memory_bytes * a.devices
+    return out
+
+
+def read_device_list(lst: Any, where: str, named: bool = False) -> List[AccelDevice]:
+    """A preset's ``devices``: a list of named accelerators. Their parameters are named after them
+    (``gpu.cache.mshrs``), but for the only device of an accelerator preset (``named`` False)."""
+    if not isinstance(lst, list) or not lst:
+        raise ParamError(f"{where}: devices must be a list of one or more devices (name, link, cache, accel, "
+                         "dma, media)")
+    devs = []
+    for i, x in enumerate(lst):
+        at = f"devices[{i}]"
+        if not isinstance(x, dict):
+            raise ParamError(f"{where}: {at} must be a table (name, link, cache, accel, dma, media)")
+        bad = sorted(set(x) - ({"name"} | {g for g, _ in DEVICE_GROUPS}), key=str)
+        if bad:
+            raise ParamError(f"{where}: {at}.{shown(bad[0])} is not a device key; allowed: name, "
+                             + ", ".join(g for g, _ in DEVICE_GROUPS))
+        if "name" not in x:
+            raise ParamError(f"{where}: {at}.name is missing")
+        check_device_name(x["name"], f"{at}.name")
+        devs.append(AccelDevice.from_dict(x, x["name"], "" if len(lst) == 1 and not named else x["name"] + "."))
+    return devs
+
+
+def check_devices(devices: List[AccelDevice], prefix, windows=()) -> None:
+    """Names, counts and device-memory windows of a list of accelerators: no two names alike, at most
+    MAX_DEVICES copies in all, and no device memory overlapping another's or a window of the
+    address map (``windows``: (name, base, end))."""
+    if not devices:
+        raise ParamError("devices is empty; allowed: one or more device descriptions")
+    seen = set()
+    for i, d in enumerate(devices):
+        d.validate(prefix(d))
+        if d.name in seen:
+            raise ParamError(f"devices[{i}].name = '{d.name}' appears twice; allowed: a name of its own for "
+                             "each device")
+        seen.add(d.name)
+    n = sum(d.accel.devices for d in devices)
+    if n > MAX_DEVICES:
+        raise ParamError(f"devices: {n} accelerators in all (accel.devices summed over the devices) is out of "
+                         f"range; allowed: 1 to {MAX_DEVICES}")
+    wins = memory_windows(devices)
+    for i, (d, w) in enumerate(zip(devices, wins)):
+        if w is None:
+            continue
+        g = prefix(d)
+        if w[1] > ADDRESS_TOP:
+            raise ParamError(f"{g}accel.memory_bytes x devices = {w[1] - w[0]} at {w[0]:#x} ends above "
+                             f"{ADDRESS_TOP:#x}; allowed: device memory below {ADDRESS_TOP:#x}")
+        for e, v in zip(devices[:i], wins[:i]):
+            if v is not None and w[0] < v[1] and v[0] < w[1]:
+                raise ParamError(f"{g}accel.memory_base = {d.accel.memory_base} is not allowed: {d.name}'s "
+                                 f"device memory [{w[0]:#x}, {w[1]:#x}) overlaps {e.name}'s [{v[0]:#x}, "
+                                 f"{v[1]:#x}); allowed: windows that do not overlap")
+        for name, base, end in windows:
+            if w[0] < end and base < w[1]:
+                raise ParamError(f"{g}accel.memory_base = {d.accel.memory_base} is not allowed: {d.name}'s "
+                                 f"device memory [{w[0]:#x}, {w[1]:#x}) overlaps window {name} [{base:#x}, "
+                                 f"{end:#x}) of the address map; allowed: device memory outside every window")
+
+
 @dataclass
 class System:
     """A host and the memory under test. ``kind`` says where data lives; page
@@ -578,6 +703,10 @@ class System:
     provenance: Dict[str, Any] = field(default_factory=dict)
     #: kind "address-map": the windows of the host physical address map, in order.
     map: Optional[List[Window]] = None
+    #: CXL.cache accelerators beside the memories, each on a root port of its own, coherent through
+    #: the host's home agent (``home``); their parameters are named after them (``gpu.cache.mshrs``).
+    home: Optional[HomeParams] = None
+    devices: Optional[List[AccelDevice]] = None
 
     _SUBS: ClassVar[Dict[str, Tuple[Tuple[str, type], ...]]] = {
         "remote": (("link", InterSocketParams), ("dram", DramParams)),
@@ -598,7 +727,9 @@ class System:
         self.local_dram.validate("local_dram")
         if self.kind == MAP_KIND or self.map is not None:
             self._validate_map()
+            self._validate_devices()
             return self
+        self._validate_devices()
         if self.kind == "remote-numa":
             if self.remote is None:
                 raise ParamError("remote is missing: a remote-numa system needs [remote.link] and [remote.dram]")
@@ -651,6 +782,28 @@ class System:
                                  f"{w.name}.bridge.interleave_bytes ({w.cxl.bridge.interleave_bytes})")
             seen[w.name] = w
 
+    def _validate_devices(self) -> None:
+        if self.devices is None:
+            if self.home is not None:
+                raise ParamError("home is given without devices; allowed: home with one or more devices")
+            return
+        if self.home is None:
+            self.home = HomeParams()
+        self.home.validate("home")
+        if not isinstance(self.devices, list):
+            raise ParamError("devices must be a list of accelerators")
+        windows = set(self.window_names()) if self.map is not None else set()
+        for i, d in enumerate(self.devices):
+            check_device_name(d.name, f"devices[{i}].name")
+            if d.name in windows or d.name in _RESERVED:
+                raise ParamError(f"devices[{i}].name = '{d.name}' is not allowed: it names a window or group; allowed: "
+                                 "a name of its own")
+        spans = [(w.name, w.range.base, w.end) for w in self.map or []]
+        check_devices(self.devices, lambda d: d.name + ".", spans)
+
+    def device_names(self) -> List[str]:
+        return [d.name for d in self.devices or []]
+
     def window_names(self) -> List[str]:
         """The windows of the address map, in order (a single-memory system has one, named as the engine
         names it: local_dram, remote or cxl)."""
@@ -673,6 +826,9 @@ class System:
                 d[key] = {sub: getattr(obj, sub).to_dict() for sub, _ in self._SUBS[key]}
         if self.map is not None:
             d["map"] = [self._window_dict(w) for w in self.map]
+        if self.devices is not None:
+            d["home"] = (self.home or HomeParams()).to_dict()
+            d["devices"] = [x.to_dict() for x in self.devices]
         return d
 
     def _window_dict(self, w: Window) -> Dict[str, Any]:
@@ -726,7 +882,7 @@ class System:
         if not isinstance(d, dict):
             raise ParamError(f"{where}: a preset must be a table")
         allowed = {"name", "kind", "description", "source", "seed", "provenance", "host", "local_dram",
-                   "remote", "cxl", "map"}
+                   "remote", "cxl", "map", "home", "devices"}
         unknown = sorted(set(d) - allowed)
         if unknown:
             raise ParamError(f"{where}: {shown(unknown[0])} is not a preset key; allowed: {', '.join(sorted(allowed))}")
@@ -744,6 +900,11 @@ class System:
             if not isinstance(d["map"], list):
                 raise ParamError(f"{where}: map must be a list of windows")
             kw["map"] = [cls._window_from(w, i) for i, w in enumerate(d["map"])]
+        if "home" in d:
+            kw["home"] = HomeParams.from_dict(d["home"], "home")
+        if "devices" in d:
+            # Several or one, each device's parameters are named after it beside the memories.
+            kw["devices"] = read_device_list(d["devices"], where, named=True)
         return cls(**kw).validate()
 
     # -- dotted access, for overrides and sweeps ---------------------------------------
@@ -772,6 +933,10 @@ class System:
             if obj is not None:
                 for sub, _ in self._SUBS[key]:
                     out[f"{key}.{sub}"] = getattr(obj, sub)
+        if self.devices is not None:
+            out["home"] = self.home or HomeParams()
+            for x in self.devices:
+                out.update(x.groups(x.name + "."))
         # A window's groups are named after it: cxl0.base, cxl0.media.ranks, far.link.latency_ns.
         for w in self.map or []:
             out[w.name] = w.range

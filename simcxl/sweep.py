@@ -54,14 +54,25 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
             "iters": (1, 1 << 32, int), "elements": (8, 1 << 30, int), "stride": (1, 1 << 30, int)},
     "rpc": {"shape": (("64B", "512B", "4KiB", "16KiB", "64KiB"),), "direction": (("serialize", "deserialize"),),
             "mechanism": (("cxl-nic", "pcie-nic", "host"),)},
+    # The host's STREAM beside accelerator streams in one system (simcxl.mixed; the base is a memory
+    # system with devices, its accelerators' parameters named after them: gpu.cache.mshrs)
+    "mixed": {"kernel": (("copy", "scale", "add", "triad"),), "threads": (1, 1024, int),
+              "lines_per_thread": (100, 1 << 34, int)},
 }
 #: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
 COHERENT = ("accel", "dma-vs-cache", "rao", "rpc")
 # Where a memory workload's pages lie: a window of the base's address map or
 # "WINDOW:W,WINDOW:W" (checked against the base, see Sweep.check).
 TARGET = (None,)
-for _k in ("traffic", "stream", "lmbench", "loaded-latency"):
+for _k in ("traffic", "stream", "lmbench", "loaded-latency", "mixed"):
     WORKLOADS[_k]["target"] = TARGET
+# Each accelerator's stream in a mixed run: {device: {op, pattern, target, requesters, depth, footprint}},
+# checked by the run itself.
+DEVICES = (None,)
+WORKLOADS["mixed"]["devices"] = DEVICES
+# Switches: a mixed run's host or accelerators off (each side alone).
+SWITCH = (None, None)
+WORKLOADS["mixed"]["host"] = WORKLOADS["mixed"]["accelerators"] = SWITCH
 DEFAULT_METRICS = {
     "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"],
     "stream": ["stream_gbps", "read_gbps", "write_gbps"],
@@ -71,6 +82,7 @@ DEFAULT_METRICS = {
     "dma-vs-cache": ["latency_ns", "bandwidth_gbps"],
     "rao": ["ops_per_second", "latency_ns"],
     "rpc": ["latency_ns", "throughput_gbps"],
+    "mixed": ["host.stream_gbps", "accel.bandwidth_gbps"],
 }
 METHODS = ("grid", "random", "lhs")
 
@@ -358,6 +370,15 @@ def _check_workload(kind: str, name: str, value: Any, where: str) -> None:
     if spec is None:
         raise ParamError(f"{where}: {shown(name)} is not a parameter of the {kind} workload; allowed: "
                          f"{', '.join(WORKLOADS[kind])}")
+    if spec is SWITCH:
+        if not isinstance(value, bool):
+            raise ParamError(f"{where}: {value!r} is not allowed; allowed values: true, false")
+        return
+    if spec is DEVICES:
+        if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+            raise ParamError(f"{where}: {value!r} is not allowed; allowed: a table of device name -> stream "
+                             "settings (op, pattern, target, requesters, depth, footprint)")
+        return
     if spec is TARGET:
         if not isinstance(value, str):
             raise ParamError(f"{where}: {value!r} is not allowed; allowed: a window name or 'WINDOW:W,WINDOW:W'")
@@ -405,6 +426,9 @@ def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], se
         mech = wl.pop("mechanism", "cxl.cache")
         df = coherent.dma_vs_cache(s, [size], **wl)
         df = df[df["mechanism"] == mech].reset_index(drop=True)
+    elif kind == "mixed":
+        from . import mixed
+        df = mixed.run(s, **wl)
     elif kind == "traffic":
         df = engine.traffic(s, **wl)
     elif kind == "stream":

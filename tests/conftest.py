@@ -24,11 +24,16 @@ FUZZ = os.environ.get("SIMCXL_FUZZ", "ci")
 FUZZ_SCALE = {"soak": float(os.environ.get("SIMCXL_FUZZ_SCALE", "20")), "sanitize": 0.2}.get(FUZZ, 1.0)
 # The deadline flags an example that runs for seconds where milliseconds are
 # expected; it is far above a slow shared core so that CI does not flake.
+# Under the sanitizers every example runs several times slower, and a busy
+# machine slows it again (a 20-point sweep once took over 10 s there), so
+# that run has no deadline: hang_guard still ends a hang.
 settings.register_profile("ci", derandomize=True, database=None, deadline=10_000, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.register_profile("soak", derandomize=False, database=None, deadline=10_000, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-settings.load_profile("soak" if FUZZ == "soak" else "ci")
+settings.register_profile("sanitize", derandomize=True, database=None, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile(FUZZ if FUZZ in ("soak", "sanitize") else "ci")
 
 
 def fuzz(cases: int):

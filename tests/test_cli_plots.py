@@ -39,7 +39,7 @@ def _overlaps(fig, legend, patches) -> list:
 
 def test_accel_breakdown_legend_clear_of_the_bar(tmp_path, figures):
     df = pd.DataFrame([{"system": "type1-asic", "stage_cache_ns": 5.0, "stage_link_up_ns": 26.0,
-                        "stage_home_ns": 40.0, "stage_memory_ns": 86.0, "stage_link_down_ns": 27.0}])
+                        "stage_host_uncore_ns": 40.0, "stage_media_service_ns": 86.0, "stage_link_down_ns": 27.0}])
     plots.accel_breakdown(df, tmp_path / "where.png")
     ax = figures[0].axes[0]
     assert _overlaps(figures[0], ax.get_legend(), ax.patches) == []

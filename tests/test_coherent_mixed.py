@@ -79,7 +79,7 @@ def test_each_device_has_its_own_cache_mshrs_and_memory_window():
     assert r["a.max_mshrs"] == 4 and 4 < r["b.max_mshrs"] <= 32
     assert r["a.ops"] == r["b.ops"] == 4000 and r["checker_violations"] == 0
     # b's loads stay on its own memory in device bias: no link, no home; a's all go to the host.
-    assert r["b.stage_link_up_ns"] == r["b.stage_home_ns"] == 0
+    assert r["b.stage_link_up_ns"] == r["b.stage_host_uncore_ns"] == 0
     assert r["b.device_memory_local_reads"] == r["b.device_misses"] > 3000
     assert r["home_requests_RdShared"] == r["a.device_misses"]
     # b's window is [16 TiB, 16 TiB + 64 MiB): a footprint beyond it is refused by both sides.
@@ -162,7 +162,7 @@ def test_cli_runs_several_devices_with_their_own_streams(tmp_path):
     assert res.exit_code == 0, res.output
     r = json.loads(res.stdout)[0]
     assert r["gpu.device_stores"] == 2000 and r["mem.device_loads"] == 2000
-    assert r["mem.stage_home_ns"] == 0 and r["gpu.stage_home_ns"] > 0
+    assert r["mem.stage_host_uncore_ns"] == 0 and r["gpu.stage_host_uncore_ns"] > 0
     res = CliRunner().invoke(main, ["run", "accel", "-a", "gpu=type1-asic+mem=type2-bias", "--requests", "2000"])
     assert res.exit_code == 0 and "per device (mean ns per access by stage):" in res.stdout
     assert [ln.split()[1] for ln in res.stdout.splitlines()[-2:]] == ["gpu", "mem"]
@@ -250,11 +250,13 @@ def test_lmbench_on_device_memory_saves_the_home_round_trip_in_device_bias():
     trip = one_way + home.latency_ns + one_way
     assert hb["stage_link_up_ns"] == pytest.approx(one_way, abs=1e-6)
     assert hb["stage_link_down_ns"] == pytest.approx(one_way, abs=1e-6)
-    assert hb["stage_home_ns"] == pytest.approx(home.latency_ns, abs=1e-6)
-    assert db["stage_link_up_ns"] == db["stage_home_ns"] == db["stage_link_down_ns"] == 0
+    assert hb["stage_host_uncore_ns"] == pytest.approx(home.latency_ns, abs=1e-6)
+    assert db["stage_link_up_ns"] == db["stage_host_uncore_ns"] == db["stage_link_down_ns"] == 0
     assert hb["latency_ns"] - db["latency_ns"] == pytest.approx(trip, abs=1e-3)
-    # The device's own path is the same in both: its cache lookup and its memory.
-    assert hb["stage_memory_ns"] == pytest.approx(db["stage_memory_ns"], abs=1e-6)
+    # The device's own path is the same in both: its cache lookup, its controller and its media.
+    for st in ("device", "media_queue", "media_service"):
+        assert hb[f"stage_{st}_ns"] == pytest.approx(db[f"stage_{st}_ns"], abs=1e-6), st
+    assert db["stage_device_ns"] == pytest.approx(dev_bias.accel.memory_latency_ns)
     assert db["stage_cache_ns"] == pytest.approx(dev_bias.cache.latency_ns)
     # With refresh on, the gap is the same round trip within refresh's noise.
     hb2 = coherent.lmbench(mode("type2-host-bias"), **kw).iloc[0]
@@ -305,10 +307,11 @@ def test_devices_share_host_memory_at_its_service_rate_and_the_breakdown_shows_i
     # Little's law: 128 reads of each device in flight, served at half the rate.
     inflight = 8 * 16
     assert both["a.latency_mean_ns"] == pytest.approx(inflight * 64 / (rate / 2), rel=0.03)
-    # Where: only the memory stage grows, by the wait for the other device's reads.
-    for stage in ("cache", "link_up", "home", "link_down"):
+    # Where: only the wait in the DRAM's queue grows, by the other device's reads.
+    for stage in ("cache", "link_up", "host_uncore", "link_down", "media_service"):
         assert both[f"a.stage_{stage}_ns"] == pytest.approx(alone[f"a.stage_{stage}_ns"], rel=1e-3), stage
-    assert both["a.stage_memory_ns"] - alone["a.stage_memory_ns"] == pytest.approx(inflight * 64 / rate, rel=0.05)
+    assert both["a.stage_media_queue_ns"] - alone["a.stage_media_queue_ns"] == pytest.approx(inflight * 64 / rate,
+                                                                                             rel=0.05)
 
 
 def test_devices_that_share_nothing_do_not_slow_each_other():
@@ -317,6 +320,7 @@ def test_devices_that_share_nothing_do_not_slow_each_other():
     kw = dict(op="load", pattern="random", requesters=8, depth=8, footprint="64m", requests=40_000)
     alone = coherent.accel(s, devices={"b": {"requesters": 0}}, **kw).iloc[0]
     both = coherent.accel(s, devices={"b": {"target": "device"}}, **kw).iloc[0]
-    for key in ("bandwidth_gbps", "latency_mean_ns", "stage_memory_ns", "stage_home_ns"):
+    for key in ("bandwidth_gbps", "latency_mean_ns", "stage_media_queue_ns", "stage_media_service_ns",
+                "stage_host_uncore_ns"):
         assert both[f"a.{key}"] == alone[f"a.{key}"], key
-    assert both["b.bandwidth_gbps"] > 0 and both["b.stage_home_ns"] == 0
+    assert both["b.bandwidth_gbps"] > 0 and both["b.stage_host_uncore_ns"] == 0

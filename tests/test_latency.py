@@ -144,12 +144,12 @@ def test_breakdown_adds_up_to_the_latency(presets):
 
 def test_breakdown_stages_land_where_they_belong(presets):
     local = simcxl.traffic(presets["ddr-local"], threads=1, requests=5000).iloc[0]
-    for s in ("host_port", "link_req", "link_resp", "device"):
+    for s in ("host_port", "link_down", "link_up", "device"):
         assert local[f"read.stage.{s}_ns"] == 0
     cxl = simcxl.traffic(presets["cxl-asic"], threads=1, requests=5000).iloc[0]
     link = presets["cxl-asic"].cxl.link
-    assert cxl["read.stage.link_req_ns"] >= link.phy_latency_ns
-    assert cxl["read.stage.link_resp_ns"] >= link.phy_latency_ns
+    assert cxl["read.stage.link_down_ns"] >= link.phy_latency_ns
+    assert cxl["read.stage.link_up_ns"] >= link.phy_latency_ns
     dev = presets["cxl-asic"].cxl.device
     assert cxl["read.stage.device_ns"] >= dev.req_latency_ns + dev.resp_latency_ns
 

@@ -178,7 +178,7 @@ def test_more_dmas_in_flight_speed_the_pcie_nic_and_queues_stay_bounded():
     assert many["ops_per_second"] > 2 * one["ops_per_second"]
     big = run("rand", "add", "cxl-nic", 4, 2000, 4096)
     assert big["max_ops_in_flight"] <= NIC["ops_in_flight"] and 1 <= big["nic_max_line_queue"] <= NIC["ops_in_flight"]
-    assert big["accesses_allocated"] < 4 * NIC["ops_in_flight"] + 64
+    # The one pool holds the NIC's and host cores' accesses and every protocol message.
     assert big["messages_allocated"] < 2000
 
 

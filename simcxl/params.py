@@ -148,6 +148,14 @@ class HostParams(ParamGroup):
     stlb_latency_ns: float = param(2.5, 0, 100, "ns", "extra latency of a DTLB miss that hits the STLB")
     walk_latency_ns: float = param(4.0, 0, 1000, "ns", "page-walk overhead besides fetching the leaf PTE")
     page_bytes: int = param(4096, 4096, GiB, "B", "page size (a power of two)")
+    frame_run_pages: int = param(
+        63, 1, 1 << 20, "pages",
+        "pages the OS hands out as physically contiguous frames, in the order they are first touched; each run "
+        "starts at a random frame. Linux refills a CPU's free-page list with pcp->batch frames split in order "
+        "from one free block (mm/page_alloc.c: zone_batchsize gives 63 on a zone of more than 256 MiB, "
+        "rmqueue_bulk takes them in ascending order). The L2 is indexed by physical address, so this decides "
+        "how evenly a working set fills its sets (lmbench's chase faults its pages in chase order); 1 puts "
+        "every page on a random frame")
     uncore_req_latency_ns: float = param(10.0, 0, 1000, "ns", "mesh and home agent, LLC miss to memory port")
     uncore_resp_latency_ns: float = param(10.0, 0, 1000, "ns", "memory port back to the core")
 

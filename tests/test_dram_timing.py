@@ -171,3 +171,31 @@ def test_refresh_options_are_checked():
         System("t", "local-dram").replace(**{"local_dram.refresh_per_bank": 2}).validate()
     with pytest.raises(ParamError, match="tRFCsb_ns x banks_per_group"):
         System("t", "local-dram").replace(**{"local_dram.refresh_per_bank": 1, "local_dram.tREFI_ns": 500.0}).validate()
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.8])
+def test_row_hit_reads_at_random_times_queue_for_the_data_bus_as_md1_says(rho):
+    # Reads to open rows, one bank group after another (tCCD_S = the burst, so
+    # no other timing binds), arriving as a Poisson stream: the data bus is a
+    # single server with a deterministic service time S, one burst. Queueing
+    # theory (M/D/1, Pollaczek-Khinchine) puts the mean wait at
+    # rho S / (2 (1 - rho)) on top of the unloaded front end + tCL + burst +
+    # back end. An M/M/1 server would wait twice that, periodic arrivals none.
+    import random
+
+    d = dram()
+    s = burst(d)
+    rows = {g: [address(d, 0, g, skip=k) for k in range(8)] for g in range(d.bank_groups)}
+    opened = [(float(g), "R", rows[g][0]) for g in range(d.bank_groups)]
+    rng, t, reqs = random.Random(7), T0, []
+    n = 20000
+    for i in range(n):
+        t += rng.expovariate(rho / s)
+        g = i % d.bank_groups
+        reqs.append((round(t, 3), "R", rows[g][1 + (i // d.bank_groups) % 7]))
+    r = replay(d, opened + reqs)
+    assert r["row_hits"] == n and r["refreshes"] == 0
+    done = r["done_ns"][len(opened):]
+    wait = sum(dn - a for dn, (a, _, _) in zip(done, reqs)) / n - (
+        d.frontend_latency_ns + d.tCL_ns + s + d.backend_latency_ns)
+    assert wait == pytest.approx(rho * s / (2 * (1 - rho)), rel=0.06)

@@ -101,3 +101,18 @@ def test_loaded_bandwidth_never_exceeds_what_the_link_or_media_carry(mode, threa
     assert r["write_gbps"] <= link["write_data_peak_gbps"] * 1.001
     assert r["bandwidth_gbps"] <= s.cxl.media.peak_gbps * 1.001
     assert r["cxl.media.read_gbps"] + r["cxl.media.write_gbps"] <= s.cxl.media.peak_gbps * 1.001
+
+
+def test_non_posted_writes_never_take_more_acknowledgements_than_the_write_queue_holds():
+    # With non-posted writes each queued write owes an acknowledgement when its
+    # data is written. The controller used to admit writes while acknowledgements
+    # waited for a device that was not taking them, and overran its
+    # acknowledgement queue (an internal error). Every request completes, and
+    # the memory traffic has the mix asked for: all writes, or (stores that
+    # read for ownership) half writes.
+    s = simcxl.load_preset("cxl-asic").replace(**{"cxl.media.posted_writes": 0, "cxl.media.write_queue": 16,
+                                                  "cxl.media.min_writes_per_switch": 8})
+    for stores, rf in (("non-temporal", 0.0), ("write-allocate", 0.5)):
+        r = simcxl.loaded_latency(s, threads=(32,), read_fractions=(rf,), stores=stores, requests=20000).iloc[0]
+        assert r["write_gbps"] / r["bandwidth_gbps"] == pytest.approx(1 - rf, abs=0.02)
+        assert r["cxl.media.write_gbps"] == pytest.approx(r["write_gbps"], rel=0.02)

@@ -35,6 +35,7 @@ namespace cxlcore {
     X(double, stlb_latency_ns, 2.5, 0, 100)                 \
     X(double, walk_latency_ns, 4.0, 0, 1000)                \
     X(uint64_t, page_bytes, 4096, 4096, 1ull << 30)         \
+    X(uint32_t, frame_run_pages, 63, 1, 1u << 20)           \
     X(double, uncore_req_latency_ns, 10.0, 0, 1000)         \
     X(double, uncore_resp_latency_ns, 10.0, 0, 1000)
 

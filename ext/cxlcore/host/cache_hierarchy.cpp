@@ -4,19 +4,10 @@
 
 namespace cxlcore {
 
-namespace {
-inline uint64_t mix(uint64_t x) {  // murmur3 finaliser
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-}  // namespace
 
-TagArray::TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, bool hashedIndex, uint64_t seed)
-    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), rrip_(bimodalProb >= 0), hashed_(hashedIndex),
+TagArray::TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, Index index, uint64_t seed)
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), rrip_(bimodalProb >= 0),
+      pageHash_(index == Index::kPageHash),
       bimodal_(uint64_t(std::min(1.0, std::max(0.0, bimodalProb)) * 4294967296.0)), rng_(seed) {
     if (rrip_)
         fp_.assign(sets_ * assoc_, 0);
@@ -35,16 +26,15 @@ void TagArray::clear() {
 }
 
 namespace {
-inline uint64_t rripSet(uint64_t key, bool hashed, bool pow2, uint64_t sets) {
-    // 4 KiB pages land on random physical frames: lines of a page fill
-    // consecutive sets, pages scatter (hashedIndex: every line scatters).
-    const uint64_t frame = hashed ? key : (mix(key >> 6) << 6) | (key & 63);
-    return pow2 ? frame & (sets - 1) : frame % sets;
+inline uint64_t setOf(uint64_t key, bool pageHash, bool pow2, uint64_t sets) {
+    // kPageHash: lines of a page fill consecutive sets, pages scatter.
+    const uint64_t k = pageHash ? (mix64(key >> 6) << 6) | (key & 63) : key;
+    return pow2 ? k & (sets - 1) : k % sets;
 }
 }  // namespace
 
 void TagArray::prefetch(uint64_t key) const {
-    if (rrip_) __builtin_prefetch(&fp_[rripSet(key, hashed_, pow2_, sets_) * assoc_]);
+    if (rrip_) __builtin_prefetch(&fp_[setOf(key, pageHash_, pow2_, sets_) * assoc_]);
 }
 
 bool TagArray::access(uint64_t key) {
@@ -52,8 +42,8 @@ bool TagArray::access(uint64_t key) {
         // Large arrays keep a 30-bit fingerprint of a 64-bit hash next to the
         // 2-bit RRPV: a third of the memory of full tags and stamps; a false
         // match has odds ~assoc/2^30.
-        const uint64_t h = mix(key);
-        const uint64_t set = rripSet(key, hashed_, pow2_, sets_);
+        const uint64_t h = mix64(key);
+        const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
         const uint32_t f = (uint32_t(h >> 32) | 4u) & ~3u;
         uint32_t* t = &fp_[set * assoc_];
         uint32_t w = 0;
@@ -91,8 +81,7 @@ bool TagArray::access(uint64_t key) {
         t[w] = f | (distant ? 3u : 2u);
         return false;
     }
-    const uint64_t hk = hashed_ ? mix(key) : key;
-    const uint64_t set = pow2_ ? (hk & (sets_ - 1)) : hk % sets_;
+    const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
     uint64_t* t = &tags_[set * assoc_];
     uint64_t* s = &stamp_[set * assoc_];
     const uint64_t k = key + 1;
@@ -112,12 +101,12 @@ bool TagArray::access(uint64_t key) {
 }
 
 CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
-    : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, -1, false, seed),
-      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, 1.0, false, seed + 1),  // SRRIP: every insertion "long"
-      // Indexed by physical line address (pages on random frames); DRRIP.
-      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, p.llc_bimodal_insert_prob, false, seed + 2),
-      dtlb_(p.dtlb_entries, p.dtlb_assoc, -1, false, seed + 3),
-      stlb_(p.stlb_entries, p.stlb_assoc, -1, false, seed + 4) {
+    : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, -1, TagArray::Index::kDirect, seed),
+      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, 1.0, TagArray::Index::kDirect, seed + 1),  // SRRIP: insertions "long"
+      // DRRIP; the slice hash scatters pages over the slices' sets.
+      llc_(p.llc_bytes / kLineBytes, p.llc_assoc, p.llc_bimodal_insert_prob, TagArray::Index::kPageHash, seed + 2),
+      dtlb_(p.dtlb_entries, p.dtlb_assoc, -1, TagArray::Index::kDirect, seed + 3),
+      stlb_(p.stlb_entries, p.stlb_assoc, -1, TagArray::Index::kDirect, seed + 4) {
     pageShift_ = 0;
     while ((1ull << pageShift_) < p.page_bytes) ++pageShift_;
 }

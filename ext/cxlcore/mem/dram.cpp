@@ -180,11 +180,14 @@ bool DramChannel::tryRead(Txn* t, const DramController::Loc& l) {
 }
 
 bool DramChannel::tryWrite(Txn* t, const DramController::Loc& l) {
-    if (writeQ_.size() >= c_.p_.write_queue || acks_.full()) return false;
+    const bool posted = c_.p_.posted_writes;
+    // Every write queued will take an acknowledgement slot: a posted one now,
+    // a non-posted one when its data is written, so those count as taken.
+    if (writeQ_.size() >= c_.p_.write_queue || acks_.size() + (posted ? 0 : writeQ_.size()) >= c_.p_.write_queue)
+        return false;
     if (c_.p_.write_buffer && c_.writesQueued_ >= c_.p_.write_buffer) return false;
     ++c_.writesQueued_;
     const Tick n = std::max(now(), t->mark);
-    const bool posted = c_.p_.posted_writes;
     writeQ_.push_back(Req{posted ? nullptr : t, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
     arrive(l.rank);
     if (posted) {

@@ -120,7 +120,8 @@ class ChaseWalk {
         : h_(hp, cacheSeed), stride_(stride ? stride : kLineBytes), n_(ws / (stride ? stride : kLineBytes)),
           random_(stride == 0), paged_(random_ && ws % hp.page_bytes == 0),
           npages_(paged_ ? ws / hp.page_bytes : 0), perPage_(hp.page_bytes / kLineBytes),
-          shuffle_(paged_ ? std::max(region, ws) / hp.page_bytes : n_, seed), page_(hp.page_bytes) {
+          shuffle_(paged_ ? std::max(region, ws) / hp.page_bytes : n_, seed), page_(hp.page_bytes),
+          run_(hp.frame_run_pages), runSeed_(cacheSeed * 0x9E3779B97F4A7C15ull) {
         if (paged_) {
             int bits = 0;
             while ((2ull << bits) <= perPage_) ++bits;  // perPage_ = 2^bits
@@ -142,15 +143,25 @@ class ChaseWalk {
         return (random_ ? shuffle_(k % n_) : k % n_) * stride_;
     }
     uint64_t lines() const { return n_; }
+    // The physical address of the k-th load. lat_mem_rd's initialisation
+    // writes its pages in chase order (a stride chase in address order), so
+    // that is the order they fault in and take frames: runs of
+    // frame_run_pages consecutive frames, each run starting at a random frame.
+    uint64_t physOf(uint64_t k) const {
+        const uint64_t va = addrOf(k);
+        const uint64_t touch = paged_ ? (k % n_) % npages_ : va / page_;
+        const uint64_t frame = (mix64(run_.div(touch) + runSeed_) >> 24) + run_.mod(touch);
+        return frame * page_ + va % page_;
+    }
     ChaseLoad step() {
         // The order is known ahead: fetch the LLC set of a later load while
         // this one is looked up (the LLC's tags are larger than the host's caches).
-        h_.prefetch(addrOf(k_ + 8));
+        h_.prefetch(physOf(k_ + 8));
         ChaseLoad o;
-        o.addr = addrOf(k_++);
+        o.addr = addrOf(k_);
         o.translate = uint8_t(h_.translate(o.addr));
         o.pte = o.translate == 2 ? uint8_t(h_.access(CacheHierarchy::pteAddr(o.addr, page_))) : 0;
-        o.data = uint8_t(h_.access(o.addr));
+        o.data = uint8_t(h_.access(physOf(k_++)));
         return o;
     }
     void warm(uint64_t count) {
@@ -178,6 +189,8 @@ class ChaseWalk {
     uint64_t npages_, perPage_;
     Shuffle shuffle_;
     uint64_t page_, k_ = 0;
+    Divisor run_;
+    uint64_t runSeed_;
     std::vector<uint64_t> words_;
 };
 
@@ -578,7 +591,7 @@ std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64
     os.precision(17);
     os << h.l1_bytes << ',' << h.l1_assoc << ',' << h.l2_bytes << ',' << h.l2_assoc << ',' << h.llc_bytes << ','
        << h.llc_assoc << ',' << h.llc_bimodal_insert_prob << ',' << h.dtlb_entries << ',' << h.dtlb_assoc << ','
-       << h.stlb_entries << ',' << h.stlb_assoc << ',' << h.page_bytes << ';' << sp.seed << ',' << ws << ','
+       << h.stlb_entries << ',' << h.stlb_assoc << ',' << h.page_bytes << ',' << h.frame_run_pages << ';' << sp.seed << ',' << ws << ','
        << stride << ',' << warm << ',' << accesses << ',' << region;
     return os.str();
 }

@@ -16,15 +16,16 @@ like the local preset's host (simcxl.gem5_board.host_caches).
 (benchmarks/guest/build_guest.py prints it as vmlinux_initramfs=); --numa is
 the NUMA description `simcxl fs` computes with the standalone engine
 (simcxl.numa). KVM cores (--cpu kvm) fast-forward the boot and run with
-usePerf=False (no hardware counters on these hosts); where KVM is missing the
-run stops with a message: use --cpu atomic. The console is written to
+usePerf=False (no hardware counters on these hosts); where /dev/kvm is missing
+or does not run guest kernel code natively (simcxl.gem5_kvm's probe) the boot
+falls back to atomic cores and says so (a "fallback:" line; --force-kvm
+overrides). The console is written to
 board.pc.com_1.device in the output directory; the run ends at the guest's m5
 exit, at --max-seconds of simulated time, or when the console matches --until.
 """
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -42,6 +43,7 @@ from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
 
 from simcxl.gem5 import check_fs_inputs  # noqa: E402
+from simcxl.gem5_kvm import probe as probe_kvm  # noqa: E402
 from simcxl.gem5_board import host_caches, numa_board, parse_cxl, window_layout  # noqa: E402
 from simcxl.presets import load as load_preset  # noqa: E402
 from simcxl.numa import Numa  # noqa: E402
@@ -67,6 +69,8 @@ parser.add_argument("--restore", default=None, help="resume the checkpoint in th
 parser.add_argument("--warm", choices=["none", "atomic"], default="none",
                     help="with --restore: run on atomic cores and switch to --cpu (timing or o3) only between the "
                          "guest's work_begin and work_end marks (chase -m): GiB working sets in minutes")
+parser.add_argument("--force-kvm", action="store_true",
+                    help="with --cpu kvm: use KVM cores even where the probe finds them slower than atomic ones")
 parser.add_argument("--local-preset", default=None,
                     help="preset whose host shapes the caches (default: the NUMA description's node 0)")
 args = parser.parse_args()
@@ -81,8 +85,15 @@ if args.restore and not (Path(args.restore) / "m5.cpt").is_file():
 if args.warm == "atomic" and not (args.restore and args.cpu in ("timing", "o3")):
     parser.error("--warm atomic is for restored runs timed on detailed cores; allowed with --restore and "
                  "--cpu timing or o3")
-if args.cpu == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
-    parser.error("--cpu kvm needs /dev/kvm (read and write); boot on atomic cores instead: --cpu atomic")
+if args.cpu == "kvm":
+    # KVM cores only pay where the host runs guest kernel code natively; elsewhere
+    # (no /dev/kvm, or one that emulates ring 0: simcxl.gem5_kvm) boot on atomic cores.
+    kvm = probe_kvm()
+    print(f"kvm probe: {kvm.reason}", flush=True)
+    if not kvm.usable and not args.force_kvm:
+        print(f"fallback: --cpu kvm -> atomic: {kvm.reason}", flush=True)
+        print(f"warn: booting on atomic cores, not KVM: {kvm.reason}", file=sys.stderr, flush=True)
+        args.cpu = "atomic"
 try:
     numa = Numa.from_dict(json.loads(Path(args.numa).read_text()))
     cxl = [parse_cxl(spec) for spec in args.cxl or ["cxl-asic:1GiB"]]

@@ -1224,9 +1224,12 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, cxl, cpu, cores, s
         r = fs.boot(gem5, out, kernel=kernel, warm=warm, local=local, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
                     local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore)
     if as_json:
-        emit_json({"cause": r.cause, "topology": r.topology.__dict__, "command": run,
+        emit_json({"cause": r.cause, "cpu": r.cpu, "fallback": r.fallback or None, "topology": r.topology.__dict__,
+                   "command": run,
                    "results": r.frame.to_dict(orient="records")})
         return
+    if r.fallback:
+        click.echo(f"simcxl: booted on atomic cores, not KVM: {r.fallback}", err=True)
     click.echo(f"gem5: {r.cause or 'no exit cause'}; guest nodes: " + ", ".join(
         f"{n} ({r.topology.size_mb.get(n, 0)} MB, cpus {r.topology.cpus.get(n) or '-'})" for n in sorted(r.topology.cpus)))
     if r.topology.distances:

@@ -148,6 +148,8 @@ class FsRun:
     results: pd.DataFrame
     outdir: Path
     frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cpu: str = ""            # the cores the run used (atomic where a KVM boot fell back)
+    fallback: str = ""       # why a KVM boot ran on atomic cores, if it did
 
 
 def _build_guest_module():
@@ -279,6 +281,8 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     console_file = outdir / "m5out" / "board.pc.com_1.device"
     console = console_file.read_text(errors="replace") if console_file.exists() else ""
     m = re.search(r"^exit: (.*) at ", r.stdout, re.M)
+    fb = re.search(r"^fallback: --cpu kvm -> atomic: (.*)$", r.stdout, re.M)
+    ran_on = "atomic" if fb else cpu
     if r.returncode and not console:
         last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["no output"])[-1]
         raise Gem5RunError(f"gem5 failed ({shlex.join(cmd[:3])} ...): {last}; see {outdir / 'gem5.log'}")
@@ -287,6 +291,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if boot_console and boot_console.is_file():  # the topology was printed before the checkpoint
         console = boot_console.read_text(errors="replace") + console
     df = frame(bench, rows, f"node{node}") if bench else pd.DataFrame()
-    df.attrs.update({"engine": "gem5-fs", "cpu": cpu, "warm": warm, "cores": cores, "command": run, "local": local,
+    df.attrs.update({"engine": "gem5-fs", "cpu": ran_on, "fallback": fb.group(1) if fb else None, "warm": warm, "cores": cores, "command": run, "local": local,
                      "cxl": list(cxl), "node": node, "restored_from": str(restore) if restore else None})
-    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df)
+    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df, ran_on,
+                 fb.group(1) if fb else "")

@@ -229,3 +229,45 @@ def test_simcxl_fs_says_what_is_wrong_in_one_line_and_starts_nothing(tmp_path, f
                            capture_output=True, text=True, timeout=120, env=env)
         user_error(p, *needles)
     assert not (tmp_path / "ran").exists()
+
+
+# ------------------------------------------------ KVM cores only where they pay; else atomic, said so
+
+from simcxl import gem5_kvm  # noqa: E402
+
+FALLBACK_GEM5 = r'''#!/bin/sh
+echo "kvm probe: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), slower than gem5's atomic core"
+echo "fallback: --cpu kvm -> atomic: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), slower than gem5's atomic core"
+echo "exit: m5_exit instruction encountered at 0.634 simulated s, 1.0 s wall, cpu=atomic"
+'''
+
+
+def test_a_kvm_boot_that_fell_back_to_atomic_cores_says_so(tmp_path):
+    gem5 = tmp_path / "gem5"
+    gem5.write_text(FALLBACK_GEM5)
+    gem5.chmod(0o755)
+    kernel = tmp_path / "vmlinux"
+    kernel.write_bytes(ELF_X86_64)
+    numa = Numa([Node("ddr-local", 100, 100, 30, 30), Node("cxl-asic", 250, 250, 20, 20)], [[10, 25], [25, 10]])
+    r = fs.boot(str(gem5), tmp_path / "o", kernel=str(kernel), cpu="kvm", numa=numa)
+    assert r.cpu == "atomic" and r.frame.attrs["cpu"] == "atomic"
+    assert r.fallback.startswith("/dev/kvm emulates guest kernel code (0.70 M instructions/s")
+    assert r.frame.attrs["fallback"] == r.fallback
+
+
+def test_kvm_probe_without_a_device_says_why():
+    p = gem5_kvm.probe(device="/nonexistent/kvm")
+    assert (p.usable, p.ring0_ips) == (False, 0.0) and p.reason == "/nonexistent/kvm does not exist (no KVM on this host)"
+
+
+@pytest.mark.skipif(not os.access("/dev/kvm", os.R_OK | os.W_OK), reason="needs a readable and writable /dev/kvm")
+def test_kvm_probe_times_guest_kernel_code_on_this_host():
+    # The same loop twice as long takes about twice as long wherever KVM runs it (natively or
+    # emulated): a rate, not a one-off cost. Hardware KVM runs it at billions of instructions
+    # a second; a software one well under 50 million.
+    a, b = gem5_kvm.probe(200_000), gem5_kvm.probe(800_000)
+    assert a.usable == b.usable == (a.ring0_ips >= gem5_kvm.NATIVE_MIN_IPS)
+    if not a.usable:
+        assert 0.3 < b.ring0_ips / a.ring0_ips < 3.0, (a, b)
+        assert "emulates guest kernel code" in a.reason
+    print(f"\n/dev/kvm: {b.reason}")

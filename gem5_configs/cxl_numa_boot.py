@@ -121,6 +121,7 @@ with open(disk, "wb") as f:
     f.truncate(1 << 20)
 if args.warm == "atomic":
     board.exit_on_work_items = True  # the guest's work_begin/work_end marks return to this script
+# The DSDT is empty, so PCI devices are found by the legacy scan (pci=noacpi).
 # The TSC runs at the board's clock; telling Linux so (tsc_early_khz) keeps the guest's
 # clock_gettime exact whatever the cores (a KVM core's PIT calibration is not).
 # Every console byte is a port write that leaves a KVM guest (tens of microseconds
@@ -128,7 +129,7 @@ if args.warm == "atomic":
 console_args = ["quiet", "loglevel=4"] if args.cpu == "kvm" else ["earlyprintk=ttyS0"]
 board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
-    kernel_args=console_args + ["console=ttyS0", f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
+    kernel_args=console_args + ["console=ttyS0", "pci=noacpi", f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
                                 "lpj=7999923", "panic=-1", "no_timer_check",
                  # A checkpointed guest takes its command from readfile when it resumes.
                  'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',

@@ -104,9 +104,9 @@ def madt(cores: int):
 
 def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]], granularities: Sequence[int],
                 numa: Numa):
-    """MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
+    """FADT (with its DSDT), MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
     CPUs and node i = windows[i - 1], CPU-less."""
-    from m5.objects import CXLAcpiCedt, CXLAcpiHmat, CXLAcpiSlit, CXLAcpiSrat
+    from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiSlit, CXLAcpiSrat
     n = 1 + len(windows)
     if len(numa.nodes) != n:
         raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {n} "
@@ -132,7 +132,9 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
                        window_ways=[1] * len(windows),
                        window_granularities=[min(16384, max(256, g)) for g in granularities],
                        window_targets=list(range(len(windows))), window_restrictions=[0x6] * len(windows))
-    return [madt(cores), srat, slit, hmat, cedt]
+    # The FADT lets Linux enable ACPI; with ACPI disabled it parses no HMAT.
+    fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL")
+    return [fadt, madt(cores), srat, slit, hmat, cedt]
 
 
 def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple], numa: Numa,

@@ -169,6 +169,33 @@ def test_bad_tables_are_refused_by_field(call, message):
         call()
 
 
+ACPIEXEC = shutil.which("acpiexec")
+
+
+@pytest.mark.skipif(not ACPIEXEC, reason="needs acpiexec (Debian: acpica-tools) to load the tables as an OS would")
+def test_acpica_loads_our_fadt_and_dsdt_as_an_os_does_and_finds_the_pm1_blocks(tmp_path):
+    """ACPICA is the ACPI core Linux runs. acpiexec installs our FADT and empty
+    DSDT, loads the namespace and exercises the fixed hardware; a FADT whose
+    required PM1 control block is missing is reported as a firmware error
+    (the check can fail)."""
+    def run(fadt: bytes) -> str:
+        (tmp_path / "facp.dat").write_bytes(fadt)
+        (tmp_path / "dsdt.dat").write_bytes(A.table("DSDT", A.REVISIONS["DSDT"], b""))
+        r = subprocess.run([ACPIEXEC, "-b", "quit", "dsdt.dat", "facp.dat"], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
+        return r.stdout + r.stderr
+    good = A.table("FACP", A.REVISIONS["FACP"], A.fadt(0xF1000))
+    out = run(good)
+    assert re.search(r"ACPI: FACP 0x[0-9A-F]+ 000114 \(v06 SIMCXL SIMCXL", out), out
+    assert "1 ACPI AML tables successfully acquired and loaded" in out, out
+    assert "Firmware Error" not in out and "Required FADT field" not in out, out
+    bad = bytearray(good)
+    bad[64:68], bad[172:184] = bytes(4), bytes(12)   # PM1a_CNT_BLK and X_PM1a_CNT_BLK
+    bad[9] = 0
+    bad[9] = -sum(bad) & 0xFF
+    assert "Required FADT field Pm1aControlBlock has zero address" in run(bytes(bad))
+
+
 QEMU = shutil.which("qemu-system-x86_64")
 
 

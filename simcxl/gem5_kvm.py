@@ -7,7 +7,7 @@ SVM, nested or not). Some hosts offer a /dev/kvm that does not: a software
 hypervisor (e.g. PVM, "pagetable-based virtual machine", which cloud sandboxes
 use inside their own VMs) runs guest user code natively but steps the guest's
 ring-0 code through KVM's instruction emulator, about a microsecond an
-instruction, slower than gem5's own atomic core, and that emulator cannot run
+instruction, no faster than gem5's own atomic core, and that emulator cannot run
 instructions a stock Linux kernel uses there (RDTSCP, MONITOR/MWAIT, x87 and
 SSE such as FNCLEX), which ends gem5 with "KVM: Internal error (suberror: 1)".
 
@@ -120,7 +120,7 @@ def probe(instructions: int = 200_000, device: str = "/dev/kvm") -> KvmProbe:
             os.close(fd)
     if ips < NATIVE_MIN_IPS:
         return KvmProbe(False, ips, f"{device} emulates guest kernel code ({ips / 1e6:.2f} M instructions/s: no "
-                                    "hardware virtualisation), slower than gem5's atomic core")
+                                    "hardware virtualisation), no faster than gem5's atomic core")
     return KvmProbe(True, ips, f"{device} runs guest kernel code natively ({ips / 1e6:.0f} M instructions/s)")
 
 

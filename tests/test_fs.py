@@ -236,8 +236,8 @@ def test_simcxl_fs_says_what_is_wrong_in_one_line_and_starts_nothing(tmp_path, f
 from simcxl import gem5_kvm  # noqa: E402
 
 FALLBACK_GEM5 = r'''#!/bin/sh
-echo "kvm probe: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), slower than gem5's atomic core"
-echo "fallback: --cpu kvm -> atomic: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), slower than gem5's atomic core"
+echo "kvm probe: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), no faster than gem5's atomic core"
+echo "fallback: --cpu kvm -> atomic: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), no faster than gem5's atomic core"
 echo "exit: m5_exit instruction encountered at 0.634 simulated s, 1.0 s wall, cpu=atomic"
 '''
 

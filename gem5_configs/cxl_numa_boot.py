@@ -44,7 +44,7 @@ from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E
 
 from simcxl.gem5 import check_fs_inputs  # noqa: E402
 from simcxl.gem5_kvm import probe as probe_kvm  # noqa: E402
-from simcxl.gem5_board import host_caches, numa_board, parse_cxl, window_layout  # noqa: E402
+from simcxl.gem5_board import host_caches, numa_board, parse_cxl, shape_tlbs, window_layout  # noqa: E402
 from simcxl.presets import load as load_preset  # noqa: E402
 from simcxl.numa import Numa  # noqa: E402
 from simcxl.params import ParamError  # noqa: E402
@@ -109,7 +109,9 @@ try:
     for core in processor._all_cores():
         if core.is_kvm_core():
             core.get_simobject().usePerf = False  # no hardware performance counters on these hosts
-    caches = host_caches(load_preset(args.local_preset or numa.nodes[0].name).host)
+    host = load_preset(args.local_preset or numa.nodes[0].name).host
+    caches = host_caches(host)
+    shape_tlbs(processor, host)
     board = numa_board(processor=processor, cache_hierarchy=caches,
                        local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa,
                        clk_freq=f"{CLOCK_KHZ // 1000}MHz")
@@ -131,6 +133,8 @@ board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
     kernel_args=console_args + ["console=ttyS0", "pci=noacpi", f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
                                 "lpj=7999923", "panic=-1", "no_timer_check",
+                                # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them
+                                "transparent_hugepage=never",
                  # A checkpointed guest takes its command from readfile when it resumes.
                  'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',
                  f"simcxl.checkpoint={1 if args.checkpoint else 0}", "simcxl.after=m5exit"],

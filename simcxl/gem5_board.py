@@ -212,10 +212,21 @@ def warm_lines(host) -> int:
     return 2 * (llc_geometry(host.llc_bytes, host.llc_assoc)[0] + host.l2_bytes) // 64
 
 
+def shape_tlbs(processor, host) -> None:
+    """gem5's X86 TLBs (one level, fully associative) on every core of
+    `processor`, switched in or not: the data TLB gets as many entries as
+    the preset's host has in its second-level TLB (host.stlb_entries), so that
+    working sets within the STLB's reach walk no page tables, as on the host."""
+    cores = processor._all_cores() if hasattr(processor, "_all_cores") else processor.get_cores()
+    for core in cores:
+        core.get_simobject().mmu.dtb.size = host.stlb_entries
+
+
 def host_caches(host, clk_ghz: float = 3.0):
     """A classic three-level hierarchy shaped like a preset's host (the
     standalone engine's HostParams): private L1I/L1D and L2 per core, one
-    shared LLC, no prefetchers (as the calibration testbed ran). Hit
+    shared LLC, no prefetchers (as the calibration testbed ran); page walks
+    go through the L2. Hit
     latencies are the preset's load-to-use figures in cycles of the board's
     clock, each level adding what the level above does not already take."""
     from m5.objects import BadAddr, Cache, L2XBar, SystemXBar
@@ -265,7 +276,9 @@ def host_caches(host, clk_ghz: float = 3.0):
                 self.l2[i].mem_side = self.llcbus.cpu_side_ports
                 cpu.connect_icache(self.l1i[i].cpu_side)
                 cpu.connect_dcache(self.l1d[i].cpu_side)
-                cpu.connect_walker_ports(self.membus.cpu_side_ports, self.membus.cpu_side_ports)
+                # Page walks load through the core's L2 (and the LLC), as a core's page
+                # walker does, not straight from memory past every cache.
+                cpu.connect_walker_ports(self.l2bus[i].cpu_side_ports, self.l2bus[i].cpu_side_ports)
                 if board.get_processor().get_isa() == ISA.X86:
                     cpu.connect_interrupt(self.membus.mem_side_ports, self.membus.cpu_side_ports)
                 else:

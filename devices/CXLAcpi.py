@@ -69,3 +69,19 @@ class CXLAcpiCedt(X86ACPISysDescTable):
     window_granularities = VectorParam.UInt32([], "interleave granularity of each window (256 to 16384 B)")
     window_targets = VectorParam.UInt32([], "host bridge UIDs of every window's ways, window after window")
     window_restrictions = VectorParam.UInt16([], "restrictions of each window (bit 1 Type-3, bit 2 volatile)")
+
+
+class CXLAcpiFadt(X86ACPISysDescTable):
+    """Fixed ACPI Description Table and, written beside it, an empty DSDT:
+    with them Linux enables ACPI (and so parses HMAT); without them it boots
+    with ACPI disabled. The PM1 ports are answered by the PC's unclaimed-port
+    device (reads 0)."""
+
+    type = "CXLAcpiFadt"
+    cxx_header = "devices/cxl_acpi.hh"
+    cxx_class = "gem5::CXLAcpiFadt"
+
+    sci_interrupt = Param.UInt16(9, "SCI interrupt (ISA IRQ)")
+    pm1a_event_port = Param.UInt32(0x600, "I/O port of the PM1a event block (4 bytes)")
+    pm1a_control_port = Param.UInt32(0x604, "I/O port of the PM1a control block (2 bytes)")
+    boot_arch = Param.UInt16(0x3, "IA-PC boot architecture flags (bit 0 legacy devices, bit 1 8042)")

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/logging.hh"
+#include "mem/port_proxy.hh"
 #include "cxlcore/kernel/sim.hpp"
 #include "cxlcore/platform/acpi.hpp"
 
@@ -143,6 +144,33 @@ CXLAcpiCedt::CXLAcpiCedt(const Params &p)
               "the windows' ways summed (%u)", name(),
               unsigned(p.window_targets.size()), unsigned(next));
     body = build(name(), [&] { return acpi::cedtBody(br, win); });
+}
+
+CXLAcpiFadt::CXLAcpiFadt(const Params &p)
+    : SysDescTable(p, "FACP", acpi::kFadtRevision)
+{
+    // Check the parameters now, at configuration time, with a stand-in DSDT address.
+    build(name(), [&] {
+        return acpi::fadtBody({1, p.sci_interrupt, p.pm1a_event_port,
+                               p.pm1a_control_port, p.boot_arch});
+    });
+}
+
+Addr
+CXLAcpiFadt::writeBuf(PortProxy &phys, X86ISA::ACPI::Allocator &alloc,
+                      std::vector<uint8_t> &mem) const
+{
+    // An empty definition block: no devices in the namespace.
+    const std::vector<uint8_t> dsdt =
+        acpi::table("DSDT", acpi::kDsdtRevision, {});
+    const Addr dsdt_addr = alloc.alloc(dsdt.size(), 16);
+    phys.writeBlob(dsdt_addr, dsdt.data(), dsdt.size());
+    const std::vector<uint8_t> body = acpi::fadtBody(
+        {dsdt_addr, params().sci_interrupt, params().pm1a_event_port,
+         params().pm1a_control_port, params().boot_arch});
+    mem.resize(acpi::kHeaderBytes);
+    mem.insert(mem.end(), body.begin(), body.end());
+    return SysDescTable::writeBuf(phys, alloc, mem);
 }
 
 } // namespace gem5

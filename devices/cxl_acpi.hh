@@ -10,6 +10,7 @@
 
 #include "arch/x86/bios/acpi.hh"
 #include "params/CXLAcpiCedt.hh"
+#include "params/CXLAcpiFadt.hh"
 #include "params/CXLAcpiHmat.hh"
 #include "params/CXLAcpiSlit.hh"
 #include "params/CXLAcpiSrat.hh"
@@ -57,6 +58,18 @@ class CXLAcpiCedt : public CXLAcpiTable
   public:
     PARAMS(CXLAcpiCedt);
     CXLAcpiCedt(const Params &p);
+};
+
+// The FADT's body holds the DSDT's address, so it is built when written.
+class CXLAcpiFadt : public X86ISA::ACPI::SysDescTable
+{
+  public:
+    PARAMS(CXLAcpiFadt);
+    CXLAcpiFadt(const Params &p);
+
+  protected:
+    Addr writeBuf(PortProxy &phys, X86ISA::ACPI::Allocator &alloc,
+                  std::vector<uint8_t> &mem) const override;
 };
 
 } // namespace gem5

@@ -16,15 +16,16 @@ like the local preset's host (simcxl.gem5_board.host_caches).
 (benchmarks/guest/build_guest.py prints it as vmlinux_initramfs=); --numa is
 the NUMA description `simcxl fs` computes with the standalone engine
 (simcxl.numa). KVM cores (--cpu kvm) fast-forward the boot and run with
-usePerf=False (no hardware counters on these hosts); where KVM is missing the
-run stops with a message: use --cpu atomic. The console is written to
+usePerf=False (no hardware counters on these hosts); where /dev/kvm is missing
+or does not run guest kernel code natively (simcxl.gem5_kvm's probe) the boot
+falls back to atomic cores and says so (a "fallback:" line; --force-kvm
+overrides). The console is written to
 board.pc.com_1.device in the output directory; the run ends at the guest's m5
 exit, at --max-seconds of simulated time, or when the console matches --until.
 """
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -37,16 +38,18 @@ from m5.objects import Root  # noqa: E402
 from m5.util.convert import toMemorySize  # noqa: E402
 from gem5.components.memory.single_channel import SingleChannelDDR4_2400  # noqa: E402
 from gem5.components.processors.cpu_types import CPUTypes  # noqa: E402
-from gem5.components.processors.simple_processor import SimpleProcessor  # noqa: E402
+from gem5.components.processors.simple_switchable_processor import SimpleSwitchableProcessor  # noqa: E402
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
 
 from simcxl.gem5 import check_fs_inputs  # noqa: E402
-from simcxl.gem5_board import host_caches, numa_board  # noqa: E402
+from simcxl.gem5_kvm import probe as probe_kvm  # noqa: E402
+from simcxl.gem5_board import host_caches, numa_board, parse_cxl, shape_tlbs, window_layout  # noqa: E402
 from simcxl.presets import load as load_preset  # noqa: E402
 from simcxl.numa import Numa  # noqa: E402
 from simcxl.params import ParamError  # noqa: E402
 
+CLOCK_KHZ = 3000000  # the board's 3 GHz
 CPUS = {"kvm": CPUTypes.KVM, "atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -54,7 +57,8 @@ parser.add_argument("--kernel", required=True, help="x86-64 vmlinux with the ini
 parser.add_argument("--numa", required=True, help="NUMA description (JSON, from `simcxl fs` / simcxl.numa)")
 parser.add_argument("--local-size", default="1GiB", help="local DDR4 (node 0): up to 3 GiB")
 parser.add_argument("--cxl", action="append", default=None,
-                    help="PRESET:SIZE of one CXL window (a node each; repeat for more; default cxl-asic:1GiB)")
+                    help="PRESET:SIZE[@BASE] of one CXL window (a node each; repeat for more; default cxl-asic:1GiB, "
+                         "placed from 4 GiB up)")
 parser.add_argument("--cpu", choices=sorted(CPUS), default="kvm")
 parser.add_argument("--cores", type=int, default=1)
 parser.add_argument("--run", default="numactl -H", help="the guest's command (simcxl.run)")
@@ -62,6 +66,11 @@ parser.add_argument("--until", default=r"Kernel panic", help="also stop when the
 parser.add_argument("--max-seconds", type=float, default=5.0, help="simulated seconds at most")
 parser.add_argument("--checkpoint", default=None, help="boot, save a checkpoint here at the shell, stop")
 parser.add_argument("--restore", default=None, help="resume the checkpoint in this folder and run --run")
+parser.add_argument("--warm", choices=["none", "atomic"], default="none",
+                    help="with --restore: run on atomic cores and switch to --cpu (timing or o3) only between the "
+                         "guest's work_begin and work_end marks (chase -m): GiB working sets in minutes")
+parser.add_argument("--force-kvm", action="store_true",
+                    help="with --cpu kvm: use KVM cores even where the probe finds them slower than atomic ones")
 parser.add_argument("--local-preset", default=None,
                     help="preset whose host shapes the caches (default: the NUMA description's node 0)")
 args = parser.parse_args()
@@ -73,35 +82,59 @@ if args.checkpoint and args.restore:
     parser.error("--checkpoint and --restore are not allowed together; allowed: one of them")
 if args.restore and not (Path(args.restore) / "m5.cpt").is_file():
     parser.error(f"--restore {args.restore}: no gem5 checkpoint there (no m5.cpt)")
-if args.cpu == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
-    parser.error("--cpu kvm needs /dev/kvm (read and write); boot on atomic cores instead: --cpu atomic")
+if args.warm == "atomic" and not (args.restore and args.cpu in ("timing", "o3")):
+    parser.error("--warm atomic is for restored runs timed on detailed cores; allowed with --restore and "
+                 "--cpu timing or o3")
+if args.cpu == "kvm":
+    # KVM cores only pay where the host runs guest kernel code natively; elsewhere
+    # (no /dev/kvm, or one that emulates ring 0: simcxl.gem5_kvm) boot on atomic cores.
+    kvm = probe_kvm()
+    print(f"kvm probe: {kvm.reason}", flush=True)
+    if not kvm.usable and not args.force_kvm:
+        print(f"fallback: --cpu kvm -> atomic: {kvm.reason}", flush=True)
+        print(f"warn: booting on atomic cores, not KVM: {kvm.reason}", file=sys.stderr, flush=True)
+        args.cpu = "atomic"
 try:
     numa = Numa.from_dict(json.loads(Path(args.numa).read_text()))
-    cxl = []
-    for spec in args.cxl or ["cxl-asic:1GiB"]:
-        preset, sep, size = spec.rpartition(":")
-        if not sep or not preset:
-            raise ParamError(f"--cxl {spec!r} is not allowed; allowed: PRESET:SIZE, e.g. cxl-asic:1GiB")
-        cxl.append((preset, toMemorySize(size)))
-    processor = SimpleProcessor(cpu_type=CPUS[args.cpu], isa=ISA.X86, num_cores=args.cores)
-    if args.cpu == "kvm":
-        for core in processor.get_cores():
+    cxl = [parse_cxl(spec) for spec in args.cxl or ["cxl-asic:1GiB"]]
+    window_layout([w[1] for w in cxl], [w[2] for w in cxl], toMemorySize(args.local_size))
+    # Always a switchable processor, so that boots and restores name their cores alike
+    # (board.processor.start/switch) and a checkpoint taken on one restores on the other.
+    # Boots run on --cpu; a restore with --warm atomic starts on atomic cores and
+    # switches to --cpu for the timed part.
+    start_cpu = "atomic" if args.warm == "atomic" else args.cpu
+    switch_cpu = args.cpu if args.warm == "atomic" else ("timing" if args.cpu in ("kvm", "atomic") else "atomic")
+    processor = SimpleSwitchableProcessor(starting_core_type=CPUS[start_cpu], switch_core_type=CPUS[switch_cpu],
+                                          isa=ISA.X86, num_cores=args.cores)
+    for core in processor._all_cores():
+        if core.is_kvm_core():
             core.get_simobject().usePerf = False  # no hardware performance counters on these hosts
-    caches = host_caches(load_preset(args.local_preset or numa.nodes[0].name).host)
+    host = load_preset(args.local_preset or numa.nodes[0].name).host
+    caches = host_caches(host)
+    shape_tlbs(processor, host)
     board = numa_board(processor=processor, cache_hierarchy=caches,
-                       local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa)
+                       local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa,
+                       clk_freq=f"{CLOCK_KHZ // 1000}MHz")
 except (ParamError, ValueError, OSError) as e:
     parser.error(str(e))
 outdir = Path(m5.options.outdir)
 disk = outdir / "empty.img"  # the board wants a disk; the guest runs from its initramfs
 with open(disk, "wb") as f:
     f.truncate(1 << 20)
+if args.warm == "atomic":
+    board.exit_on_work_items = True  # the guest's work_begin/work_end marks return to this script
+# The DSDT is empty, so PCI devices are found by the legacy scan (pci=noacpi).
+# The TSC runs at the board's clock; telling Linux so (tsc_early_khz) keeps the guest's
+# clock_gettime exact whatever the cores (a KVM core's PIT calibration is not).
 # Every console byte is a port write that leaves a KVM guest (tens of microseconds
 # each), so KVM boots print warnings and the guest's own output only.
 console_args = ["quiet", "loglevel=4"] if args.cpu == "kvm" else ["earlyprintk=ttyS0"]
 board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
-    kernel_args=console_args + ["console=ttyS0", "lpj=7999923", "panic=-1", "no_timer_check",
+    kernel_args=console_args + ["console=ttyS0", "pci=noacpi", f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
+                                "lpj=7999923", "panic=-1", "no_timer_check",
+                                # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them
+                                "transparent_hugepage=never",
                  # A checkpointed guest takes its command from readfile when it resumes.
                  'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',
                  f"simcxl.checkpoint={1 if args.checkpoint else 0}", "simcxl.after=m5exit"],
@@ -121,6 +154,7 @@ chunk = 10 * 10**9  # 10 ms of simulated time between console checks
 limit = int(args.max_seconds * 10**12)
 start = time.time()
 cause = ""
+switches = 0
 while m5.curTick() < limit:
     event = m5.simulate(chunk)
     cause = event.getCause()
@@ -132,11 +166,16 @@ while m5.curTick() < limit:
         print(f"checkpoint: {args.checkpoint} at {m5.curTick() / 1e12:.3f} simulated s, "
               f"{time.time() - start:.1f} s wall, cpu={args.cpu}")
         sys.exit(0)
+    if cause in ("workbegin", "workend") and args.warm == "atomic":
+        processor.switch()  # work_begin: onto --cpu; work_end: back to atomic
+        switches += 1
+        continue
     if cause != "simulate() limit reached" or until.search(text):
         break
 wall = time.time() - start
 text = console.read_text(errors="replace") if console.exists() else ""
-print(f"exit: {cause} at {m5.curTick() / 1e12:.3f} simulated s, {wall:.1f} s wall, cpu={args.cpu}")
+print(f"exit: {cause} at {m5.curTick() / 1e12:.3f} simulated s, {wall:.1f} s wall, cpu={args.cpu}"
+      + (f", warm=atomic, {switches} switches" if args.warm == "atomic" else ""))
 for ln in text.splitlines():
     if re.search(r"NUMA|SRAT|SLIT|HMAT|node|Memory:|BIOS-e820|simcxl-guest|available|size|free|distances", ln):
         print("console:", ln.strip())

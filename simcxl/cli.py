@@ -1260,17 +1260,30 @@ def guest_build(cache, jobs, install, as_json):
 @click.option("--gem5", envvar="GEM5", required=True, help="gem5 X86 binary built with this repository as EXTRAS "
               "(default $GEM5).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--kernel", default=None, help="Guest vmlinux with its initramfs built in (default: the one "
+              "`simcxl guest build` cached).")
 @click.option("--bench", type=click.Choice(["topology", "lmbench", "stream", "loaded-latency"]), default="topology",
               show_default=True, help="Guest benchmark, pinned with numactl to --node's memory and node 0's CPUs.")
 @click.option("--node", type=click.IntRange(0, 63), default=1, show_default=True,
               help="NUMA node holding the benchmark's memory (0: local DDR; 1, 2, ...: the --cxl windows).")
 @click.option("--local", default="ddr-local", show_default=True, help="Preset of node 0 (its host shapes the caches).")
 @click.option("--local-size", default="1GiB", show_default=True)
-@click.option("--cxl", multiple=True, default=["cxl-asic:1GiB"], show_default=True, metavar="PRESET:SIZE",
-              help="One CXL window (a CPU-less node); repeat for more.")
+@click.option("--cxl", multiple=True, default=["cxl-asic:1GiB"], show_default=True, metavar="PRESET:SIZE[@BASE]",
+              help="One CXL window (a CPU-less node), placed from 4 GiB up unless @BASE is given; repeat for more.")
 @click.option("--cpu", type=click.Choice(["kvm", "atomic", "timing", "o3"]), default="kvm", show_default=True)
 @click.option("--cores", type=click.IntRange(1, 64), default=1, show_default=True)
 @click.option("--sizes", default="1MiB,64MiB", show_default=True, help="lmbench: working sets.")
+@click.option("--accesses", type=click.IntRange(1, 1 << 32), default=100000, show_default=True,
+              help="lmbench / loaded-latency: timed loads per working set.")
+@click.option("--stream-kernel", type=click.Choice(["copy", "scale", "add", "triad"]), default="triad",
+              show_default=True, help="stream: the kernel.")
+@click.option("--elements", type=click.IntRange(1, 1 << 40), default=1 << 20, show_default=True,
+              help="stream: elements of each array per thread.")
+@click.option("--timed", type=click.IntRange(0, 1 << 40), default=0, show_default=True,
+              help="stream with --warm atomic: elements of each slice timed on --cpu (0: all).")
+@click.option("--warm", type=click.Choice(["none", "atomic"]), default="none", show_default=True,
+              help="With --restore and --cpu timing/o3: run on atomic cores and switch to --cpu only for the "
+                   "benchmark's timed part (lmbench warms about twice the caches' lines first).")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="stream / loaded-latency: threads (traffic threads for loaded-latency).")
 @click.option("--mode", type=click.Choice(["R", "W2", "W3", "W5"]), default="R", show_default=True,
@@ -1282,20 +1295,26 @@ def guest_build(cache, jobs, install, as_json):
 @click.option("--max-seconds", type=click.FloatRange(0.001, 1e4), default=5.0, show_default=True,
               help="Simulated seconds at most.")
 @json_opt
-def fs_cmd(gem5, out, bench, node, local, local_size, cxl, cpu, cores, sizes, threads, mode, checkpoint, restore,
-           max_seconds, as_json):
+def fs_cmd(gem5, out, kernel, bench, node, local, local_size, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
+           timed, warm, threads, mode, checkpoint, restore, max_seconds, as_json):
     """Full system: Linux on gem5's X86 board with CXL memory as CPU-less NUMA nodes."""
     from . import fs
     from .engine import parse_size
     with user_errors():
+        marks = warm == "atomic"
         run = fs.guest_command(bench, node, sizes=[parse_size(x, "sizes") for x in sizes.split(",")],
-                               threads=threads, mode=mode)
-        r = fs.boot(gem5, out, local=local, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
+                               accesses=accesses, threads=threads, mode=mode, kernel=stream_kernel,
+                               elements=elements, marks=marks, timed=timed,
+                               warm_lines=fs.default_warm_lines(local) if marks else 0)
+        r = fs.boot(gem5, out, kernel=kernel, warm=warm, local=local, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
                     local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore)
     if as_json:
-        emit_json({"cause": r.cause, "topology": r.topology.__dict__, "command": run,
+        emit_json({"cause": r.cause, "cpu": r.cpu, "fallback": r.fallback or None, "topology": r.topology.__dict__,
+                   "command": run,
                    "results": r.frame.to_dict(orient="records")})
         return
+    if r.fallback:
+        click.echo(f"simcxl: booted on atomic cores, not KVM: {r.fallback}", err=True)
     click.echo(f"gem5: {r.cause or 'no exit cause'}; guest nodes: " + ", ".join(
         f"{n} ({r.topology.size_mb.get(n, 0)} MB, cpus {r.topology.cpus.get(n) or '-'})" for n in sorted(r.topology.cpus)))
     if r.topology.distances:

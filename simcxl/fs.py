@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
+from .gem5_board import parse_bytes, parse_cxl, window_layout
 from .params import ParamError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,6 +68,7 @@ def parse_rows(text: str) -> pd.DataFrame:
     return df
 
 
+CPUS = ("kvm", "atomic", "timing", "o3")
 BENCHES = ("topology", "lmbench", "stream", "loaded-latency")
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 _MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:write traffic modes
@@ -74,9 +76,17 @@ _MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:
 
 def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20, 64 << 20), accesses: int = 100000,
                   threads: int = 1, kernel: str = "triad", elements: int = 1 << 20, mode: str = "R",
-                  chase_bytes: int = 64 << 20, cpu_node: int = 0) -> str:
+                  chase_bytes: int = 64 << 20, cpu_node: int = 0, marks: bool = False, warm_lines: int = 0,
+                  timed: int = 0) -> str:
     """The guest command that runs `bench` with its memory on NUMA node
-    `node` and its threads on `cpu_node` (numactl --membind/--cpunodebind)."""
+    `node` and its threads on `cpu_node` (numactl --membind/--cpunodebind).
+
+    ``marks`` (for runs warmed on atomic cores, boot(warm="atomic")): the
+    timed part is bracketed with gem5's work_begin/work_end; lmbench then
+    builds only ``warm_lines`` lines before the timed ones of each cycle (0:
+    whole cycles; about twice the caches' lines leaves them as a long chase
+    would), and STREAM runs one untimed pass first and times the first
+    ``timed`` elements of each thread's slice (0: all)."""
     if bench not in BENCHES:
         raise ParamError(f"bench = {bench!r} is not allowed; allowed: {', '.join(BENCHES)}")
     if bench == "topology":
@@ -87,13 +97,19 @@ def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20,
     if bench == "lmbench":
         if not sizes or any(not 64 <= int(x) <= 1 << 40 for x in sizes):
             raise ParamError(f"sizes = {list(sizes)} is not allowed; allowed: one or more sizes of 64 B to 1 TiB")
-        return f"{pin} chase -a {int(accesses)} " + " ".join(str(int(x)) for x in sizes)
+        if warm_lines < 0:
+            raise ParamError(f"warm_lines = {warm_lines} is out of range; allowed: 0 or more")
+        m = (" -m" + (f" -w {int(warm_lines)}" if warm_lines else "")) if marks else ""
+        return f"{pin} chase -a {int(accesses)}{m} " + " ".join(str(int(x)) for x in sizes)
     if not 1 <= threads <= 64:
         raise ParamError(f"threads = {threads} is out of range; allowed: 1 to 64")
     if bench == "stream":
         if kernel not in STREAM_KERNELS:
             raise ParamError(f"kernel = {kernel!r} is not allowed; allowed: {', '.join(STREAM_KERNELS)}")
-        return f"{pin} stream {kernel} {threads} {int(elements)}"
+        if not 0 <= timed <= elements:
+            raise ParamError(f"timed = {timed} is out of range; allowed: 0 (all) to elements = {elements}")
+        m = (" -m -w" + (f" -t {int(timed)}" if timed else "")) if marks else ""
+        return f"{pin} stream{m} {kernel} {threads} {int(elements)}"
     if mode not in _MLC_RW:
         raise ParamError(f"mode = {mode!r} is not allowed; allowed: {', '.join(_MLC_RW)}")
     r, w = _MLC_RW[mode]
@@ -132,6 +148,8 @@ class FsRun:
     results: pd.DataFrame
     outdir: Path
     frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cpu: str = ""            # the cores the run used (atomic where a KVM boot fell back)
+    fallback: str = ""       # why a KVM boot ran on atomic cores, if it did
 
 
 def _build_guest_module():
@@ -154,25 +172,70 @@ def build_guest(cache=None, jobs: int = 2, install: bool = False) -> Dict[str, P
 
 
 def guest_kernel() -> Path:
-    paths = _build_guest_module().built()
+    bg = _build_guest_module()
+    paths = bg.built()
     if not paths:
-        raise ParamError("the guest is not built: run `python3 benchmarks/guest/build_guest.py --install` "
-                         "(about 30 minutes on 2 cores) or give kernel=")
+        raise ParamError(f"the guest is not built (nothing for the current inputs in {bg.default_cache()}): "
+                         "run `simcxl guest build --install` (about 10 minutes on 2 cores) or give a kernel "
+                         "(--kernel, or kernel= in Python)")
     return paths["vmlinux_initramfs"]
+
+
+def default_warm_lines(local: str = "ddr-local") -> int:
+    """Lines a warmed chase walks before its timed loads on the board whose
+    caches are shaped like `local`'s host (simcxl.gem5_board.warm_lines)."""
+    from .gem5_board import warm_lines
+    from .presets import load
+    return warm_lines(load(local).host)
+
+
+def check_kernel(kernel) -> Path:
+    """The guest kernel: an existing x86-64 ELF file (gem5's X86 loader takes no bzImage)."""
+    path = Path(kernel)
+    if not path.is_file():
+        raise ParamError(f"kernel = {str(kernel)!r}: no such file; allowed: an x86-64 vmlinux with the initramfs "
+                         "built in (the vmlinux_initramfs `simcxl guest build` prints)")
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if head[:4] != b"\x7fELF" or head[4:5] != b"\x02" or head[18:20] != b"\x3e\x00":
+        raise ParamError(f"kernel = {str(kernel)!r}: not an x86-64 ELF file; allowed: a vmlinux (not a bzImage) "
+                         "with the initramfs built in (the vmlinux_initramfs `simcxl guest build` prints)")
+    return path
+
+
+def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "ddr-local") -> None:
+    """Everything about the board that can be wrong before gem5 starts: the
+    presets, the windows' sizes and places (simcxl.gem5_board.window_layout),
+    and that `node` is one of the board's nodes. Raises ParamError (one line)."""
+    from .presets import load
+
+    if not cxl:
+        raise ParamError("cxl = []: not allowed; allowed: one or more PRESET:SIZE[@BASE] windows")
+    windows = [parse_cxl(spec) for spec in cxl]
+    window_layout([w[1] for w in windows], [w[2] for w in windows], parse_bytes(local_size, "local_size"))
+    if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node <= len(windows):
+        raise ParamError(f"node = {node!r} is not one of the board's nodes; allowed: 0 (local DRAM) to "
+                         f"{len(windows)} (one node per CXL window: {', '.join(cxl)})")
+    for name in [local] + [w[0] for w in windows]:
+        load(name)
 
 
 def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-local",
          cxl: Sequence[str] = ("cxl-asic:1GiB",), cpu: str = "kvm", cores: int = 1, run: str = "",
          bench: str = "", node: int = 1, local_size: str = "1GiB", max_seconds: float = 5.0,
          checkpoint: Optional[str] = None, restore: Optional[str] = None, numa=None,
-         timeout: float = 7200) -> FsRun:
+         timeout: float = 7200, warm: str = "none") -> FsRun:
     """Boot the guest on the CXL NUMA board and run `run` in it.
 
     ``checkpoint``: boot, save a checkpoint there at the guest's shell (before
     its command) and stop; ``restore``: resume such a checkpoint (on timing or
     O3 cores, say) and run `run` there, handed over by gem5's readfile.
     ``bench`` names what `run` is (see guest_command) so that its rows come
-    back as ``frame`` in the standalone engine's columns. ``numa``: the
+    back as ``frame`` in the standalone engine's columns. ``warm="atomic"``
+    (with ``restore`` and ``cpu`` timing or o3): the restored run goes on
+    atomic cores and switches to ``cpu`` only between the guest's
+    work_begin and work_end (a command built with guest_command(marks=True)).
+    ``numa``: the
     board's NUMA description (simcxl.numa.Numa); by default the standalone
     engine computes it for the presets (about 10 s a preset)."""
     from .numa import describe
@@ -180,24 +243,27 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if not gem5 or not Path(gem5).is_file():
         raise ParamError(f"gem5 = {gem5!r}: not a file; give a gem5 binary built for X86 with this repository "
                          "as EXTRAS (scons build/X86/gem5.opt EXTRAS=<repo>)")
+    if cpu not in CPUS:
+        raise ParamError(f"cpu = {cpu!r} is not allowed; allowed: {', '.join(CPUS)}")
     if checkpoint and restore:
         raise ParamError("checkpoint and restore are not allowed together; allowed: one of them, or neither")
+    if warm not in ("none", "atomic"):
+        raise ParamError(f"warm = {warm!r} is not allowed; allowed: none, atomic")
+    if warm == "atomic" and not (restore and cpu in ("timing", "o3")):
+        raise ParamError("warm = 'atomic' is for restored runs timed on detailed cores; allowed with restore= "
+                         "and cpu = timing or o3")
     if restore and not (Path(restore) / "m5.cpt").is_file():
         raise ParamError(f"restore = {restore!r}: no gem5 checkpoint there (no m5.cpt)")
+    check_board(cxl, local_size, node, local=local)
+    kernel = check_kernel(kernel) if kernel else guest_kernel()
+    presets = [parse_cxl(spec)[0] for spec in cxl]
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    kernel = Path(kernel) if kernel else guest_kernel()
-    presets = []
-    for spec in cxl:
-        preset, sep, _ = spec.rpartition(":")
-        if not sep or not preset:
-            raise ParamError(f"cxl = {spec!r} is not allowed; allowed: PRESET:SIZE, e.g. cxl-asic:1GiB")
-        presets.append(preset)
     numa_file = outdir / "numa.json"
     numa_file.write_text(json.dumps((numa or describe(local, presets)).to_dict(), indent=1))
     cmd = [gem5, "-d", str(outdir / "m5out"), str(CONFIG), "--kernel", str(kernel), "--numa", str(numa_file),
            "--local-size", local_size, "--cpu", cpu, "--cores", str(cores), "--run", run or "true",
-           "--max-seconds", str(max_seconds)]
+           "--max-seconds", str(max_seconds), "--warm", warm]
     for spec in cxl:
         cmd += ["--cxl", spec]
     if checkpoint:
@@ -215,6 +281,8 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     console_file = outdir / "m5out" / "board.pc.com_1.device"
     console = console_file.read_text(errors="replace") if console_file.exists() else ""
     m = re.search(r"^exit: (.*) at ", r.stdout, re.M)
+    fb = re.search(r"^fallback: --cpu kvm -> atomic: (.*)$", r.stdout, re.M)
+    ran_on = "atomic" if fb else cpu
     if r.returncode and not console:
         last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["no output"])[-1]
         raise Gem5RunError(f"gem5 failed ({shlex.join(cmd[:3])} ...): {last}; see {outdir / 'gem5.log'}")
@@ -223,6 +291,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if boot_console and boot_console.is_file():  # the topology was printed before the checkpoint
         console = boot_console.read_text(errors="replace") + console
     df = frame(bench, rows, f"node{node}") if bench else pd.DataFrame()
-    df.attrs.update({"engine": "gem5-fs", "cpu": cpu, "cores": cores, "command": run, "local": local,
+    df.attrs.update({"engine": "gem5-fs", "cpu": ran_on, "fallback": fb.group(1) if fb else None, "warm": warm, "cores": cores, "command": run, "local": local,
                      "cxl": list(cxl), "node": node, "restored_from": str(restore) if restore else None})
-    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df)
+    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df, ran_on,
+                 fb.group(1) if fb else "")

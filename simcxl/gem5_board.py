@@ -8,31 +8,88 @@ Import inside gem5 only (it imports m5 lazily, in the functions).
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+import re
+from typing import List, Optional, Sequence, Tuple
 
 from .numa import Numa
 from .params import ParamError
 
 GiB = 1 << 30
 CXL_BASE = 4 * GiB          # above the 32-bit I/O hole, as firmware places CXL windows
+LOCAL_MAX = 3 * GiB         # X86Board keeps DRAM below its I/O hole at 3 GiB
+PHYS_LIMIT = 1 << 46        # Linux's x86-64 physical address limit with 4-level paging
 CHBS_BASE = 0xFD000000      # component-register blocks of the host bridges (CEDT CHBS), 64 KiB each
 CFMWS_ALIGN = 256 << 20     # CXL 3.1 9.18.1.3: windows are 256 MiB aligned and sized
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "mb": 1 << 20,
+          "g": GiB, "gib": GiB, "gb": GiB, "t": 1 << 40, "tib": 1 << 40, "tb": 1 << 40}
+
+
+def parse_bytes(text: str, what: str) -> int:
+    """'1GiB', '512MiB', '4g', '0x100000000' or a byte count -> bytes (units are binary)."""
+    t = str(text).strip()
+    m = re.fullmatch(r"(0x[0-9a-fA-F]+|\d+)\s*([a-zA-Z]*)", t)
+    if not m or m.group(2).lower() not in _UNITS or (m.group(1).startswith("0x") and m.group(2)):
+        raise ParamError(f"{what} {text!r} is not a size; allowed: bytes, a number with KiB/MiB/GiB/TiB, or hex")
+    return int(m.group(1), 0) * _UNITS[m.group(2).lower()]
+
+
+def parse_cxl(spec: str) -> Tuple[str, int, Optional[int]]:
+    """One CXL window, PRESET:SIZE[@BASE] -> (preset, size, base or None: placed by window_layout)."""
+    head, at, base = str(spec).partition("@")
+    preset, sep, size = head.rpartition(":")
+    if not sep or not preset or not size or (at and not base):
+        raise ParamError(f"--cxl {spec!r} is not allowed; allowed: PRESET:SIZE[@BASE], e.g. cxl-asic:1GiB "
+                         "or cxl-asic:1GiB@8GiB")
+    return preset, parse_bytes(size, f"--cxl {spec!r}: size"), (parse_bytes(base, f"--cxl {spec!r}: base") if at else None)
+
+
+def _hex_range(base: int, size: int) -> str:
+    return f"[{base:#x}, {base + size:#x})"
+
+
+def window_layout(sizes: Sequence[int], bases: Optional[Sequence[Optional[int]]] = None,
+                  local_size: int = 0) -> List[Tuple[int, int]]:
+    """(base, size) of each CXL window: sizes a multiple of 256 MiB; a window
+    without a base goes at the next 1 GiB boundary from 4 GiB up, past the
+    windows before it; a given base must be 256 MiB aligned, clear of local
+    DRAM [0, local_size) and the I/O hole below 4 GiB, and of every other
+    window. Raises ParamError naming the first window that breaks a rule."""
+    if not 0 < local_size <= LOCAL_MAX:
+        raise ParamError(f"--local-size {local_size} is out of range; allowed: above 0 up to 3GiB "
+                         "(X86Board keeps DRAM below its I/O hole)")
+    bases = list(bases) if bases is not None else [None] * len(sizes)
+    if len(bases) != len(sizes):
+        raise ParamError(f"{len(bases)} window bases for {len(sizes)} windows; allowed: one each (or None)")
+    out: List[Tuple[int, int]] = []
+    nxt = CXL_BASE
+    for i, (s, b) in enumerate(zip(sizes, bases)):
+        name = f"CXL window {i + 1}"
+        if s <= 0 or s % CFMWS_ALIGN:
+            raise ParamError(f"{name}: size {s} is not allowed; allowed: a positive multiple of 256 MiB")
+        if b is None:
+            b = nxt
+        elif b % CFMWS_ALIGN:
+            raise ParamError(f"{name}: base {b:#x} is not allowed; allowed: a multiple of 256 MiB")
+        if b < local_size:
+            raise ParamError(f"{name} {_hex_range(b, s)} overlaps local DRAM {_hex_range(0, local_size)}; "
+                             f"allowed: a base at or above 4 GiB ({CXL_BASE:#x})")
+        if b < CXL_BASE:
+            raise ParamError(f"{name} {_hex_range(b, s)} is below 4 GiB (the board's I/O hole is "
+                             f"{_hex_range(LOCAL_MAX, GiB)}); allowed: a base at or above {CXL_BASE:#x}")
+        if b + s > PHYS_LIMIT:
+            raise ParamError(f"{name} {_hex_range(b, s)} ends past {PHYS_LIMIT:#x}; allowed: below 64 TiB")
+        for j, (ob, os_) in enumerate(out):
+            if b < ob + os_ and ob < b + s:
+                raise ParamError(f"{name} {_hex_range(b, s)} overlaps CXL window {j + 1} {_hex_range(ob, os_)}; "
+                                 "allowed: windows that do not overlap")
+        out.append((b, s))
+        nxt = max(nxt, _round_up(b + s, GiB))
+    return out
 
 
 def _round_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a
-
-
-def window_layout(sizes: Sequence[int]) -> List[Tuple[int, int]]:
-    """(base, size) of each CXL window: from 4 GiB up, each at a 1 GiB
-    boundary, sizes a multiple of 256 MiB."""
-    out, base = [], CXL_BASE
-    for s in sizes:
-        if s <= 0 or s % CFMWS_ALIGN:
-            raise ParamError(f"CXL window size {s} is not allowed; allowed: a positive multiple of 256 MiB")
-        out.append((base, s))
-        base = _round_up(base + s, GiB)
-    return out
 
 
 def madt(cores: int):
@@ -47,9 +104,9 @@ def madt(cores: int):
 
 def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]], granularities: Sequence[int],
                 numa: Numa):
-    """MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
+    """FADT (with its DSDT), MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
     CPUs and node i = windows[i - 1], CPU-less."""
-    from m5.objects import CXLAcpiCedt, CXLAcpiHmat, CXLAcpiSlit, CXLAcpiSrat
+    from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiSlit, CXLAcpiSrat
     n = 1 + len(windows)
     if len(numa.nodes) != n:
         raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {n} "
@@ -75,19 +132,23 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
                        window_ways=[1] * len(windows),
                        window_granularities=[min(16384, max(256, g)) for g in granularities],
                        window_targets=list(range(len(windows))), window_restrictions=[0x6] * len(windows))
-    return [madt(cores), srat, slit, hmat, cedt]
+    # The FADT lets Linux enable ACPI; with ACPI disabled it parses no HMAT.
+    fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL")
+    return [fadt, madt(cores), srat, slit, hmat, cedt]
 
 
-def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple[object, int]], numa: Numa,
+def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple], numa: Numa,
                clk_freq: str = "3GHz"):
     """An X86Board with `local_memory` (a stdlib memory system of at most
-    3 GiB) as node 0 and one CXL window per (preset, size) in `cxl`."""
+    3 GiB) as node 0 and one CXL window per (preset, size) or (preset, size,
+    base) in `cxl` (see window_layout for where windows go)."""
     from m5.objects import AddrRange, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT, X86E820Entry
     from gem5.components.boards.x86_board import X86Board
     from .gem5 import host_bridge
 
-    layout = window_layout([size for _, size in cxl])
-    bridges = [host_bridge(preset) for preset, _ in cxl]
+    layout = window_layout([w[1] for w in cxl], [w[2] if len(w) > 2 else None for w in cxl],
+                           local_memory.get_size())
+    bridges = [host_bridge(w[0]) for w in cxl]
 
     class CXLNumaBoard(X86Board):
         def _setup_memory_ranges(self):
@@ -143,10 +204,29 @@ def llc_geometry(size: int, assoc: int, line: int = 64) -> Tuple[int, int]:
     return sets * assoc * line, assoc
 
 
+def warm_lines(host) -> int:
+    """Lines a chase walks before its timed loads so that host_caches(host)
+    hold what a long-running chase leaves there: twice the lines of the LLC
+    (as gem5 builds it) and one L2, so that every set sees more lines than it
+    has ways."""
+    return 2 * (llc_geometry(host.llc_bytes, host.llc_assoc)[0] + host.l2_bytes) // 64
+
+
+def shape_tlbs(processor, host) -> None:
+    """gem5's X86 TLBs (one level, fully associative) on every core of
+    `processor`, switched in or not: the data TLB gets as many entries as
+    the preset's host has in its second-level TLB (host.stlb_entries), so that
+    working sets within the STLB's reach walk no page tables, as on the host."""
+    cores = processor._all_cores() if hasattr(processor, "_all_cores") else processor.get_cores()
+    for core in cores:
+        core.get_simobject().mmu.dtb.size = host.stlb_entries
+
+
 def host_caches(host, clk_ghz: float = 3.0):
     """A classic three-level hierarchy shaped like a preset's host (the
     standalone engine's HostParams): private L1I/L1D and L2 per core, one
-    shared LLC, no prefetchers (as the calibration testbed ran). Hit
+    shared LLC, no prefetchers (as the calibration testbed ran); page walks
+    go through the L2. Hit
     latencies are the preset's load-to-use figures in cycles of the board's
     clock, each level adding what the level above does not already take."""
     from m5.objects import BadAddr, Cache, L2XBar, SystemXBar
@@ -196,7 +276,9 @@ def host_caches(host, clk_ghz: float = 3.0):
                 self.l2[i].mem_side = self.llcbus.cpu_side_ports
                 cpu.connect_icache(self.l1i[i].cpu_side)
                 cpu.connect_dcache(self.l1d[i].cpu_side)
-                cpu.connect_walker_ports(self.membus.cpu_side_ports, self.membus.cpu_side_ports)
+                # Page walks load through the core's L2 (and the LLC), as a core's page
+                # walker does, not straight from memory past every cache.
+                cpu.connect_walker_ports(self.l2bus[i].cpu_side_ports, self.l2bus[i].cpu_side_ports)
                 if board.get_processor().get_isa() == ISA.X86:
                     cpu.connect_interrupt(self.membus.mem_side_ports, self.membus.cpu_side_ports)
                 else:

@@ -67,6 +67,26 @@ def test_srat_uses_x2apic_affinity_for_apic_ids_past_254(tmp_path):
 
 
 @needs_iasl
+def test_fadt_gives_linux_acpi_mode_and_the_pm1_blocks_the_board_answers(tmp_path):
+    # Without a FADT and DSDT Linux disables ACPI after boot and then parses no HMAT.
+    dsl = dump(tmp_path, "FACP", A.fadt(0xF1000, sci_interrupt=9, pm1a_event_port=0x600, pm1a_control_port=0x604))
+    assert "Table Length : 00000114" in dsl  # 276 bytes: revision 6
+    assert fields(dsl, "DSDT Address") == [0xF1000, 0xF1000]  # 32-bit and X_DSDT
+    assert fields(dsl, "SMI Command Port") == [0]  # already in ACPI mode
+    assert fields(dsl, "SCI Interrupt") == [9]
+    assert fields(dsl, "PM1A Event Block Address") == [0x600]
+    assert fields(dsl, "PM1A Control Block Address") == [0x604]
+    assert fields(dsl, "PM1 Event Block Length") == [4] and fields(dsl, "PM1 Control Block Length") == [2]
+    assert fields(dsl, "PM Timer Block Address") == [0] and fields(dsl, "FACS Address") == [0, 0]
+    assert "8042 Present on ports 60/64 (V2) : 1" in dsl
+    assert fields(dsl, "FADT Minor Revision") == [5]
+    raw = A.table("FACP", A.REVISIONS["FACP"], A.fadt(0xF1000))
+    # X_PM1a_EVT_BLK at offset 148: I/O space, 32 bits, port 0x600 (ACPI 6.5 table 5.9).
+    assert struct.unpack_from("<BBBBQ", raw, 148) == (1, 32, 0, 3, 0x600)
+    assert struct.unpack_from("<BBBBQ", raw, 172) == (1, 16, 0, 2, 0x604)
+
+
+@needs_iasl
 def test_slit_distances_row_by_row(tmp_path):
     d = [10, 21, 30, 21, 10, 35, 30, 35, 10]
     dsl = dump(tmp_path, "SLIT", A.slit(3, d))
@@ -139,9 +159,86 @@ def test_cedt_describes_host_bridges_and_an_interleaved_window():
      "allowed: a multiple of ways x 256 MiB"),
     (lambda: A.cedt([(0, 1, 0, 0x10000)], [dict(base=4 * GiB, size=GiB, ways=1, granularity=256, targets=[4])]),
      "names host bridge UID 4, which no CHBS has"),
+    (lambda: A.fadt(0), "fadt.dsdt: 0 is not allowed"),
+    (lambda: A.fadt(0xF1000, pm1a_event_port=0), "fadt.pm1a ports: allowed 1 to 0xfffc"),
     (lambda: A.hmat([0], [0], [dict(initiator=0, target=0, read_latency_ns=0.0, write_latency_ns=1.0,
                                     read_bandwidth_gbps=1.0, write_bandwidth_gbps=1.0)]), "allowed: a finite value above 0"),
 ])
 def test_bad_tables_are_refused_by_field(call, message):
     with pytest.raises(_core.ConfigError, match=re.escape(message)):
         call()
+
+
+ACPIEXEC = shutil.which("acpiexec")
+
+
+@pytest.mark.skipif(not ACPIEXEC, reason="needs acpiexec (Debian: acpica-tools) to load the tables as an OS would")
+def test_acpica_loads_our_fadt_and_dsdt_as_an_os_does_and_finds_the_pm1_blocks(tmp_path):
+    """ACPICA is the ACPI core Linux runs. acpiexec installs our FADT and empty
+    DSDT, loads the namespace and exercises the fixed hardware; a FADT whose
+    required PM1 control block is missing is reported as a firmware error
+    (the check can fail)."""
+    def run(fadt: bytes) -> str:
+        (tmp_path / "facp.dat").write_bytes(fadt)
+        (tmp_path / "dsdt.dat").write_bytes(A.table("DSDT", A.REVISIONS["DSDT"], b""))
+        r = subprocess.run([ACPIEXEC, "-b", "quit", "dsdt.dat", "facp.dat"], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL)
+        return r.stdout + r.stderr
+    good = A.table("FACP", A.REVISIONS["FACP"], A.fadt(0xF1000))
+    out = run(good)
+    assert re.search(r"ACPI: FACP 0x[0-9A-F]+ 000114 \(v06 SIMCXL SIMCXL", out), out
+    assert "1 ACPI AML tables successfully acquired and loaded" in out, out
+    assert "Firmware Error" not in out and "Required FADT field" not in out, out
+    bad = bytearray(good)
+    bad[64:68], bad[172:184] = bytes(4), bytes(12)   # PM1a_CNT_BLK and X_PM1a_CNT_BLK
+    bad[9] = 0
+    bad[9] = -sum(bad) & 0xFF
+    assert "Required FADT field Pm1aControlBlock has zero address" in run(bytes(bad))
+
+
+QEMU = shutil.which("qemu-system-x86_64")
+
+
+@pytest.mark.slow
+def test_linux_reads_our_srat_slit_and_hmat_as_the_numa_nodes_and_access_classes_they_give(tmp_path):
+    """A third reader, Linux itself: our SRAT, SLIT and HMAT (bytes from this module) handed to the
+    project's guest under QEMU (-acpitable; QEMU's own FADT and DSDT enable ACPI, and it writes no SRAT
+    or HMAT of its own without -numa). Linux reports HMAT latencies in ns rounded up from the table's
+    picoseconds and bandwidths in MB/s (drivers/acpi/numa/hmat.c, hmat_normalize for revision 2)."""
+    import importlib.util
+    from conftest import REPO
+    if QEMU is None:
+        pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
+    spec = importlib.util.spec_from_file_location("build_guest", REPO / "benchmarks" / "guest" / "build_guest.py")
+    bg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bg)
+    paths = bg.built()
+    if paths is None:
+        pytest.skip("the guest is not built: run `simcxl guest build`")
+    tables = {
+        "srat": A.srat([(0, 0), (1, 0)], [(0, GiB, 0, False), (GiB, GiB, 1, False)]),
+        "slit": A.slit(2, [10, 26, 26, 10]),
+        "hmat": A.hmat([0, 1], [0, -1], [
+            dict(initiator=0, target=0, read_latency_ns=106.3, write_latency_ns=107.0, read_bandwidth_gbps=31.0,
+                 write_bandwidth_gbps=28.4),
+            dict(initiator=0, target=1, read_latency_ns=267.2, write_latency_ns=271.0, read_bandwidth_gbps=20.9,
+                 write_bandwidth_gbps=19.35)]),
+    }
+    args = []
+    for name, body in tables.items():
+        f = tmp_path / f"{name}.dat"
+        f.write_bytes(A.table(name.upper(), A.REVISIONS[name.upper()], body))
+        args += ["-acpitable", f"file={f}"]
+    cmd = [QEMU, "-accel", "tcg", "-machine", "pc", "-m", "2G", "-smp", "2", "-nographic", "-no-reboot", *args,
+           "-kernel", str(paths["bzimage"]), "-initrd", str(paths["initramfs"]),
+           "-append", 'console=ttyS0 panic=-1 simcxl.run="true" simcxl.after=reboot']
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL).stdout
+    assert re.search(r"node 0 cpus: 0 1\s", out) and re.search(r"node 1 cpus:\s*\n", out), out
+    assert re.search(r"node distances:\nnode\s+0\s+1\s*\n\s+0:\s+10\s+26\s*\n\s+1:\s+26\s+10", out), out
+    got = dict(ln.split(" ", 1)[1].split("=", 1) for ln in out.splitlines() if ln.startswith("hmat node"))
+    for node, want in ((0, dict(read_latency="107", write_latency="107", read_bandwidth="31000",
+                                write_bandwidth="28400")),
+                       (1, dict(read_latency="268", write_latency="271", read_bandwidth="20900",
+                                write_bandwidth="19350"))):
+        for k, v in want.items():
+            assert got[f"node{node}/access0/initiators/{k}"] == v, (node, k, got)

@@ -51,6 +51,7 @@ def test_no_marks_no_rows():
 # ------------------------------------------------ the guest commands and results
 
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
@@ -70,6 +71,18 @@ def test_guest_commands_pin_memory_to_the_node_and_threads_to_node_0():
         "numactl --membind=1 --cpunodebind=0 loaded_latency -a 10 -t 3 -r 2:1 1048576"
     assert fs.guest_command("loaded-latency", 0, mode="W5").split()[-2] == "1:1"
     assert fs.guest_command("topology") == "true"
+
+
+def test_warmed_runs_mark_their_timed_part_and_warm_twice_the_caches():
+    # ddr-local's host: a 97.5 MiB 15-way LLC, which gem5 builds with 2^17 sets (120 MiB), and a 2 MiB L2:
+    # twice their lines is 2 * (125829120 + 2097152) / 64.
+    assert fs.default_warm_lines("ddr-local") == 3997696
+    assert fs.guest_command("lmbench", 1, sizes=[1 << 30], accesses=20000, marks=True, warm_lines=3997696) == \
+        "numactl --membind=1 --cpunodebind=0 chase -a 20000 -m -w 3997696 1073741824"
+    assert fs.guest_command("stream", 0, kernel="copy", elements=1 << 25, marks=True, timed=1 << 20) == \
+        "numactl --membind=0 --cpunodebind=0 stream -m -w -t 1048576 copy 1 33554432"
+    with pytest.raises(ParamError, match="^timed = 9 is out of range; allowed: 0 .all. to elements = 8"):
+        fs.guest_command("stream", 0, elements=8, marks=True, timed=9)
 
 
 @pytest.mark.parametrize("bad, field", [(dict(bench="x"), "bench"), (dict(bench="lmbench", sizes=[]), "sizes"),
@@ -99,6 +112,9 @@ def test_guest_rows_become_the_standalone_engines_columns():
                                              "stream_gbps": 20.125, "check": "ok"}]
 
 
+#: The first 64 bytes of an x86-64 ELF file (class 64-bit, machine 0x3e), all fs.boot looks at.
+ELF_X86_64 = b"\x7fELF\x02\x01\x01" + bytes(11) + b"\x3e\x00" + bytes(44)
+
 FAKE_GEM5 = r'''#!{python}
 # Stands in for gem5: records its arguments, writes a console as the guest would, exits as gem5 does.
 import json, pathlib, sys
@@ -118,7 +134,7 @@ def test_boot_runs_gem5_on_the_board_and_returns_the_guests_rows(tmp_path):
     gem5.write_text(FAKE_GEM5.format(python=sys.executable, console=console))
     gem5.chmod(0o755)
     kernel = tmp_path / "vmlinux"
-    kernel.write_bytes(b"\x7fELF")
+    kernel.write_bytes(ELF_X86_64)
     numa = Numa([Node("ddr-local", 100, 100, 30, 30), Node("cxl-asic", 250, 250, 20, 20)], [[10, 25], [25, 10]])
     run = fs.guest_command("lmbench", 1, sizes=[65536], accesses=100)
     r = fs.boot(str(gem5), tmp_path / "o", kernel=str(kernel), cpu="atomic", run=run, bench="lmbench", numa=numa,
@@ -139,3 +155,119 @@ def test_boot_refuses_checkpoint_with_restore_and_a_folder_without_a_checkpoint(
         fs.boot(str(gem5), tmp_path / "o", checkpoint="a", restore="b")
     with pytest.raises(ParamError, match="no gem5 checkpoint there"):
         fs.boot(str(gem5), tmp_path / "o", restore=str(tmp_path))
+
+
+# ------------------------------------------------ bad input fails before simulation, in one line
+
+import subprocess  # noqa: E402
+
+from simcxl.gem5_board import parse_cxl, window_layout  # noqa: E402
+from test_cli import _cmd, user_error  # noqa: E402
+
+GiB = 1 << 30
+NEVER_RUN = "#!/bin/sh\necho ran > \"$(dirname \"$0\")/ran\"\n"
+
+
+@pytest.fixture
+def fake(tmp_path):
+    """A gem5 stand-in that leaves a mark if it is ever started, and an x86-64 ELF kernel header."""
+    gem5 = tmp_path / "gem5"
+    gem5.write_text(NEVER_RUN)
+    gem5.chmod(0o755)
+    kernel = tmp_path / "vmlinux"
+    kernel.write_bytes(ELF_X86_64)
+    return gem5, kernel
+
+
+def test_windows_are_placed_from_4_gib_at_1_gib_steps_unless_a_base_is_given():
+    assert window_layout([GiB, 512 << 20, GiB], local_size=3 * GiB) == [(4 * GiB, GiB), (5 * GiB, 512 << 20),
+                                                                       (6 * GiB, GiB)]
+    assert window_layout([GiB, GiB], [8 * GiB, None], local_size=GiB) == [(8 * GiB, GiB), (9 * GiB, GiB)]
+    assert parse_cxl("cxl-fpga:512MiB@0x180000000") == ("cxl-fpga", 512 << 20, 6 * GiB)
+    assert parse_cxl("cxl-asic:2GiB") == ("cxl-asic", 2 * GiB, None)
+
+
+@pytest.mark.parametrize("bad, needle", [
+    (dict(kernel="missing"), "kernel = '{tmp}/missing': no such file; allowed: an x86-64 vmlinux"),
+    (dict(kernel="gem5"), "kernel = '{tmp}/gem5': not an x86-64 ELF file"),
+    (dict(node=2), "node = 2 is not one of the board's nodes; allowed: 0 (local DRAM) to 1"),
+    (dict(node=3, cxl=["cxl-asic:1GiB", "cxl-fpga:1GiB"]), "node = 3 is not one of the board's nodes; allowed: "
+                                                         "0 (local DRAM) to 2"),
+    (dict(cxl=["cxl-asic:1GiB@2GiB"], local_size="3GiB"),
+     "CXL window 1 [0x80000000, 0xc0000000) overlaps local DRAM [0x0, 0xc0000000); allowed: a base at or above 4 GiB"),
+    (dict(cxl=["cxl-asic:1GiB@3GiB"], local_size="1GiB"), "is below 4 GiB (the board's I/O hole is"),
+    (dict(cxl=["cxl-asic:2GiB", "cxl-fpga:1GiB@5GiB"]),
+     "CXL window 2 [0x140000000, 0x180000000) overlaps CXL window 1 [0x100000000, 0x180000000)"),
+    (dict(cxl=["cxl-asic:1GiB@0x100001000"]), "base 0x100001000 is not allowed; allowed: a multiple of 256 MiB"),
+    (dict(cxl=["cxl-asic:100MiB"]), "size 104857600 is not allowed; allowed: a positive multiple of 256 MiB"),
+    (dict(cxl=["cxl-asic"]), "allowed: PRESET:SIZE[@BASE]"),
+    (dict(cxl=["cxl-nope:1GiB"]), "memory = 'cxl-nope' is neither a preset nor a preset file"),
+    (dict(local_size="4GiB"), "--local-size 4294967296 is out of range; allowed: above 0 up to 3GiB"),
+    (dict(warm="atomic", cpu="timing"), "warm = 'atomic' is for restored runs timed on detailed cores"),
+    (dict(cpu="minor"), "cpu = 'minor' is not allowed; allowed: kvm, atomic, timing, o3"),
+])
+def test_bad_board_input_fails_before_gem5_starts(tmp_path, fake, bad, needle):
+    gem5, kernel = fake
+    kw = dict(kernel=str(kernel), cxl=["cxl-asic:1GiB"], local_size="1GiB", node=1)
+    kw.update(bad)
+    if bad.get("kernel"):
+        kw["kernel"] = str(tmp_path / bad["kernel"])
+    with pytest.raises(ParamError) as e:
+        fs.boot(str(gem5), tmp_path / "o", **kw)
+    assert needle.format(tmp=tmp_path) in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "o" / "numa.json").exists()
+
+
+def test_simcxl_fs_says_what_is_wrong_in_one_line_and_starts_nothing(tmp_path, fake):
+    gem5, kernel = fake
+    cases = [(["--cxl", "cxl-asic:1GiB", "--node", "2"], ["node = 2 is not one of the board's nodes"]),
+             (["--cxl", "cxl-asic:1GiB@1GiB", "--local-size", "2GiB"], ["overlaps local DRAM"]),
+             (["--cpu", "atomic"], ["the guest is not built", "simcxl guest build", "--kernel"])]
+    env = dict(os.environ, SIMCXL_GUEST_CACHE=str(tmp_path / "empty-cache"))
+    for args, needles in cases:
+        p = subprocess.run(_cmd(["fs", "--gem5", str(gem5), "--out", str(tmp_path / "o"), *args]),
+                           capture_output=True, text=True, timeout=120, env=env)
+        user_error(p, *needles)
+    assert not (tmp_path / "ran").exists()
+
+
+# ------------------------------------------------ KVM cores only where they pay; else atomic, said so
+
+from simcxl import gem5_kvm  # noqa: E402
+
+FALLBACK_GEM5 = r'''#!/bin/sh
+echo "kvm probe: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), no faster than gem5's atomic core"
+echo "fallback: --cpu kvm -> atomic: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), no faster than gem5's atomic core"
+echo "exit: m5_exit instruction encountered at 0.634 simulated s, 1.0 s wall, cpu=atomic"
+'''
+
+
+def test_a_kvm_boot_that_fell_back_to_atomic_cores_says_so(tmp_path):
+    gem5 = tmp_path / "gem5"
+    gem5.write_text(FALLBACK_GEM5)
+    gem5.chmod(0o755)
+    kernel = tmp_path / "vmlinux"
+    kernel.write_bytes(ELF_X86_64)
+    numa = Numa([Node("ddr-local", 100, 100, 30, 30), Node("cxl-asic", 250, 250, 20, 20)], [[10, 25], [25, 10]])
+    r = fs.boot(str(gem5), tmp_path / "o", kernel=str(kernel), cpu="kvm", numa=numa)
+    assert r.cpu == "atomic" and r.frame.attrs["cpu"] == "atomic"
+    assert r.fallback.startswith("/dev/kvm emulates guest kernel code (0.70 M instructions/s")
+    assert r.frame.attrs["fallback"] == r.fallback
+
+
+def test_kvm_probe_without_a_device_says_why():
+    p = gem5_kvm.probe(device="/nonexistent/kvm")
+    assert (p.usable, p.ring0_ips) == (False, 0.0) and p.reason == "/nonexistent/kvm does not exist (no KVM on this host)"
+
+
+@pytest.mark.skipif(not os.access("/dev/kvm", os.R_OK | os.W_OK), reason="needs a readable and writable /dev/kvm")
+def test_kvm_probe_times_guest_kernel_code_on_this_host():
+    # The same loop twice as long takes about twice as long wherever KVM runs it (natively or
+    # emulated): a rate, not a one-off cost. Hardware KVM runs it at billions of instructions
+    # a second; a software one well under 50 million.
+    a, b = gem5_kvm.probe(200_000), gem5_kvm.probe(800_000)
+    assert a.usable == b.usable == (a.ring0_ips >= gem5_kvm.NATIVE_MIN_IPS)
+    if not a.usable:
+        assert 0.3 < b.ring0_ips / a.ring0_ips < 3.0, (a, b)
+        assert "emulates guest kernel code" in a.reason
+    print(f"\n/dev/kvm: {b.reason}")

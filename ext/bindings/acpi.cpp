@@ -16,7 +16,8 @@ void bindAcpi(py::module_& parent) {
     py::module_ m = parent.def_submodule("acpi", "ACPI SRAT, SLIT, HMAT and CEDT bodies (bytes after the 36-byte header).");
     m.attr("HEADER_BYTES") = acpi::kHeaderBytes;
     m.attr("REVISIONS") = py::dict(py::arg("SRAT") = acpi::kSratRevision, py::arg("SLIT") = acpi::kSlitRevision,
-                                   py::arg("HMAT") = acpi::kHmatRevision, py::arg("CEDT") = acpi::kCedtRevision);
+                                   py::arg("HMAT") = acpi::kHmatRevision, py::arg("CEDT") = acpi::kCedtRevision,
+                                   py::arg("FACP") = acpi::kFadtRevision, py::arg("DSDT") = acpi::kDsdtRevision);
     m.def("srat", [](const std::vector<std::pair<uint32_t, uint32_t>>& cpus,
                      const std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>>& memory) {
         std::vector<acpi::CpuAffinity> c;
@@ -25,6 +26,10 @@ void bindAcpi(py::module_& parent) {
         for (auto& [base, size, dom, hot] : memory) mem.push_back({base, size, dom, hot});
         return asBytes(acpi::sratBody(c, mem));
     }, py::arg("cpus"), py::arg("memory"), "cpus: [(apic_id, domain)]; memory: [(base, size, domain, hot_pluggable)].");
+    m.def("fadt", [](uint64_t dsdt, uint16_t sci, uint32_t evt, uint32_t cnt, uint16_t boot) {
+        return asBytes(acpi::fadtBody({dsdt, sci, evt, cnt, boot}));
+    }, py::arg("dsdt"), py::arg("sci_interrupt") = 9, py::arg("pm1a_event_port") = 0x600,
+       py::arg("pm1a_control_port") = 0x604, py::arg("boot_arch") = 0x3);
     m.def("slit", [](uint32_t n, const std::vector<uint8_t>& d) { return asBytes(acpi::slitBody(n, d)); },
           py::arg("localities"), py::arg("distances"), "distances: localities^2 entries, row-major.");
     m.def("hmat", [](const std::vector<uint32_t>& doms, const std::vector<int64_t>& attached, const std::vector<py::dict>& locs) {

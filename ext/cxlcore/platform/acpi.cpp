@@ -232,6 +232,53 @@ std::vector<uint8_t> cedtBody(const std::vector<HostBridgeStructure>& bridges,
     return o.b;
 }
 
+std::vector<uint8_t> fadtBody(const FixedHardware& hw) {
+    if (hw.dsdt == 0) bad("fadt.dsdt: 0 is not allowed; allowed: the DSDT's physical address");
+    if (hw.pm1aEventPort == 0 || hw.pm1aEventPort > 0xfffc || hw.pm1aControlPort == 0 || hw.pm1aControlPort > 0xfffe)
+        bad("fadt.pm1a ports: allowed 1 to 0xfffc (event) and 0xfffe (control)");
+    // Generic Address Structure of an I/O port block.
+    auto gas = [](Bytes& o, uint32_t port, uint32_t bytes) {
+        o.u8(1);  // system I/O space
+        o.u8(bytes * 8);
+        o.u8(0);
+        o.u8(bytes == 4 ? 3 : 2);  // access size: dword / word
+        o.u64(port);
+    };
+    auto none = [](Bytes& o) { for (int i = 0; i < 12; ++i) o.u8(0); };
+    Bytes o;
+    o.u32(0);                        // FIRMWARE_CTRL: no FACS
+    o.u32(hw.dsdt <= 0xffffffffu ? hw.dsdt : 0);
+    o.u8(0);                         // reserved
+    o.u8(0);                         // preferred PM profile: unspecified
+    o.u16(hw.sciInterrupt);
+    o.u32(0);                        // SMI_CMD: already in ACPI mode
+    o.u8(0); o.u8(0); o.u8(0); o.u8(0);  // ACPI_ENABLE, ACPI_DISABLE, S4BIOS_REQ, PSTATE_CNT
+    o.u32(hw.pm1aEventPort); o.u32(0);
+    o.u32(hw.pm1aControlPort); o.u32(0);
+    o.u32(0); o.u32(0);              // PM2 control, PM timer
+    o.u32(0); o.u32(0);              // GPE0, GPE1
+    o.u8(4); o.u8(2); o.u8(0); o.u8(0);  // PM1 event and control lengths; PM2, PM timer none
+    o.u8(0); o.u8(0); o.u8(0); o.u8(0);  // GPE0/1 lengths, GPE1 base, CST_CNT
+    o.u16(101); o.u16(1001);         // C2/C3 latencies above 100/1000 us: not supported
+    o.u16(0); o.u16(0);              // flush size and stride
+    o.u8(0); o.u8(0); o.u8(0); o.u8(0); o.u8(0);  // duty offset/width, day/month alarm, century
+    o.u16(hw.bootArch);
+    o.u8(0);
+    o.u32(1u << 0 | 1u << 4 | 1u << 5);  // WBINVD; power and sleep buttons not fixed features
+    none(o);                         // RESET_REG
+    o.u8(0);                         // RESET_VALUE
+    o.u16(0);                        // ARM boot flags
+    o.u8(5);                         // FADT minor version: ACPI 6.5
+    o.u64(0);                        // X_FIRMWARE_CTRL
+    o.u64(hw.dsdt);
+    gas(o, hw.pm1aEventPort, 4); none(o);
+    gas(o, hw.pm1aControlPort, 2); none(o);
+    none(o); none(o); none(o); none(o);  // PM2 control, PM timer, GPE0, GPE1
+    none(o); none(o);                // sleep control and status
+    o.u64(0);                        // hypervisor vendor
+    return o.b;
+}
+
 std::vector<uint8_t> table(const std::string& sig, uint8_t revision, const std::vector<uint8_t>& body,
                            const std::string& oemId, const std::string& oemTableId) {
     if (sig.size() != 4) bad("acpi table signature '" + sig + "' is not allowed; allowed: 4 characters");

@@ -57,13 +57,29 @@ struct FixedMemoryWindow {  // CFMWS
 std::vector<uint8_t> cedtBody(const std::vector<HostBridgeStructure>& bridges,
                               const std::vector<FixedMemoryWindow>& windows);
 
+// FADT (ACPI 6.5 section 5.2.9, revision 6): enough fixed hardware for an OS
+// to enable ACPI (without it Linux runs with ACPI disabled, and then parses
+// no HMAT). SMI_CMD is 0, so the platform is already in ACPI mode; the PM1
+// event and control blocks are I/O ports the board answers with zeros; no
+// FACS, PM timer or GPE blocks. `dsdt` is the DSDT's physical address.
+struct FixedHardware {
+    uint64_t dsdt = 0;
+    uint16_t sciInterrupt = 9;
+    uint32_t pm1aEventPort = 0x600;   // 4 bytes: status and enable
+    uint32_t pm1aControlPort = 0x604; // 2 bytes
+    uint16_t bootArch = 0x3;          // IA-PC boot flags: legacy devices, 8042
+};
+constexpr uint32_t kFadtBytes = 276;
+std::vector<uint8_t> fadtBody(const FixedHardware& hw);
+
 // The whole table: header (signature, length, revision, checksum, OEM ids)
 // and body. The bytes sum to 0 modulo 256.
 std::vector<uint8_t> table(const std::string& signature, uint8_t revision, const std::vector<uint8_t>& body,
                            const std::string& oemId = "SIMCXL", const std::string& oemTableId = "SIMCXL");
 
 // Revisions written by the table builders' callers.
-constexpr uint8_t kSratRevision = 3, kSlitRevision = 1, kHmatRevision = 2, kCedtRevision = 1;
+constexpr uint8_t kSratRevision = 3, kSlitRevision = 1, kHmatRevision = 2, kCedtRevision = 1, kFadtRevision = 6,
+                  kDsdtRevision = 2;
 
 }  // namespace acpi
 }  // namespace cxlcore

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Full-system measurements of issue 19: the project's guest on the CXL NUMA board.
+
+    GEM5=/path/to/gem5.opt .venv/bin/python benchmarks/fs_numa.py --out fs-numa [--steps ...]
+
+One board: ddr-local DDR4 (gem5's SingleChannelDDR4_2400, 3 GiB) as node 0 with
+the CPU, cxl-asic (2 GiB) as node 1 and cxl-fpga (2 GiB) as node 2, behind
+SimCXL host bridges, described by our SRAT/SLIT/HMAT/CEDT (and FADT). Steps:
+
+  boot         boot (KVM cores where /dev/kvm runs guest kernel code natively,
+               else atomic, said so), print numactl -H and the HMAT attributes
+               Linux registered, checkpoint at the shell; wall time
+  chase        restore; lmbench-style chase at 1 GiB on nodes 0, 1, 2 (built and
+               warmed on atomic cores, 20,000 loads timed on timing cores);
+               latency and ratio to node 0, beside the spr-cxl-dmsim testbed's
+               ratios and the standalone engine's figures for the same presets
+  stream       restore; STREAM triad and copy on each node (arrays 2x the
+               caches, one untimed pass on atomic cores, 1 Mi elements timed on
+               one O3 core), beside the standalone engine with one thread
+  curve        restore; a whole lat_mem_rd curve (4 KiB to 1 GiB, 19 sizes) on
+               node 1 in one guest command; wall time
+  determinism  restore the same checkpoint twice for the same chase; identical?
+
+Results go to OUT/results.json and a Markdown summary on stdout. Every figure is a
+simulation: gem5 (this board, these commands) or the standalone engine
+(simcxl.lmbench / simcxl.stream on the named preset); the testbed ratios are the
+published measurements in calibration/testbeds/spr-cxl-dmsim (CXL-DMSim, TCAD 2025).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+STEPS = ("boot", "chase", "stream", "curve", "determinism")
+LOCAL, CXL = "ddr-local", ["cxl-asic:2GiB", "cxl-fpga:2GiB"]
+NODES = {0: "ddr-local", 1: "cxl-asic", 2: "cxl-fpga"}
+GiB = 1 << 30
+
+
+def testbed_latency(memory: str, size: int = GiB) -> float:
+    with open(REPO / "calibration" / "testbeds" / "spr-cxl-dmsim" / "lat_mem_rd.csv") as f:
+        for row in csv.DictReader(f):
+            if row["memory"] == memory and int(row["working_set_bytes"]) == size:
+                return float(row["latency_ns"])
+    raise KeyError(memory)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gem5", default=os.environ.get("GEM5"), help="gem5 X86 binary (default $GEM5)")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of {', '.join(STEPS)}")
+    ap.add_argument("--cpu", default="kvm", choices=["kvm", "atomic"], help="boot cores (kvm falls back to atomic)")
+    ap.add_argument("--accesses", type=int, default=20000, help="timed loads per working set")
+    args = ap.parse_args()
+    steps = args.steps.split(",")
+    if any(s not in STEPS for s in steps):
+        ap.error(f"--steps {args.steps}: allowed: {', '.join(STEPS)}")
+
+    from simcxl import fs
+    from simcxl.numa import Numa, describe
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    res_file = out / "results.json"
+    res = json.loads(res_file.read_text()) if res_file.exists() else {}
+    numa_file = out / "numa.json"
+    if numa_file.exists():
+        numa = Numa.from_dict(json.loads(numa_file.read_text()))
+    else:
+        numa = describe(LOCAL, [c.split(":")[0] for c in CXL])
+        numa_file.write_text(json.dumps(numa.to_dict(), indent=1))
+    board = dict(local=LOCAL, cxl=CXL, local_size="3GiB", numa=numa, max_seconds=60.0)
+    ck = out / "ckpt"
+    warm = fs.default_warm_lines(LOCAL)
+
+    def save():
+        res_file.write_text(json.dumps(res, indent=1))
+
+    def restore(name, run, bench, node, cpu="timing"):
+        t = time.time()
+        r = fs.boot(args.gem5, out / name, cpu=cpu, warm="atomic", run=run, bench=bench, node=node,
+                    restore=str(ck), **board)
+        wall = time.time() - t
+        if "m5_exit" not in r.cause:
+            sys.exit(f"{name}: the guest did not finish ({r.cause}); see {out / name}")
+        return r, wall
+
+    if "boot" in steps:
+        t = time.time()
+        r = fs.boot(args.gem5, out / "boot", cpu=args.cpu, checkpoint=str(ck), **board)
+        wall = time.time() - t
+        hmat = [ln for ln in r.console.splitlines() if ln.startswith("hmat node")]
+        res["boot"] = {"cpu": r.cpu, "fallback": r.fallback, "wall_s": round(wall, 1),
+                       "gem5_line": (out / "boot" / "gem5.log").read_text().strip().splitlines()[-1:],
+                       "numactl": r.console[r.console.find("available:"):].split("hmat ")[0].strip(),
+                       "hmat": hmat, "numa_description": numa.to_dict()}
+        save()
+        print(f"boot: {wall:.0f} s wall on {r.cpu} cores" + (f" (KVM fell back: {r.fallback})" if r.fallback else ""))
+    if not (ck / "m5.cpt").is_file():
+        sys.exit(f"no checkpoint at {ck}: run --steps boot first")
+
+    if "chase" in steps:
+        import simcxl
+        rows = {}
+        for node, preset in NODES.items():
+            run = fs.guest_command("lmbench", node, sizes=[GiB], accesses=args.accesses, marks=True, warm_lines=warm)
+            r, wall = restore(f"chase{node}", run, "lmbench", node)
+            sa = float(simcxl.lmbench(simcxl.load_preset(preset), working_sets=[GiB]).iloc[0]["latency_ns"])
+            rows[node] = {"preset": preset, "gem5_ns": float(r.frame["latency_ns"].iloc[0]), "wall_s": round(wall, 1),
+                          "mismatches": int(r.results["mismatches"].dropna().iloc[0]), "standalone_ns": sa,
+                          "testbed_ns": testbed_latency(preset), "command": run}
+        for node, row in rows.items():
+            for k in ("gem5", "standalone", "testbed"):
+                row[f"{k}_ratio"] = row[f"{k}_ns"] / rows[0][f"{k}_ns"]
+        res["chase_1GiB"] = rows
+        save()
+
+    if "stream" in steps:
+        import simcxl
+        # Arrays of twice the caches' lines (the LLC as gem5 builds it and an L2) per array.
+        elements = warm * 64 // 8
+        rows = []
+        for node, preset in NODES.items():
+            for kernel in ("triad", "copy"):
+                run = fs.guest_command("stream", node, kernel=kernel, elements=elements, marks=True, timed=1 << 20)
+                r, wall = restore(f"stream{node}-{kernel}", run, "stream", node, cpu="o3")
+                sa = simcxl.stream(simcxl.load_preset(preset), kernels=[kernel], threads=1)
+                rows.append({"node": node, "preset": preset, "kernel": kernel,
+                             "gem5_gbps": float(r.frame["stream_gbps"].iloc[0]), "check": r.frame["check"].iloc[0],
+                             "standalone_1thread_gbps": float(sa.iloc[0]["stream_gbps"]), "wall_s": round(wall, 1),
+                             "command": run})
+        res["stream"] = rows
+        save()
+
+    if "curve" in steps:
+        sizes = [4096 << i for i in range(19)]   # 4 KiB .. 1 GiB
+        run = fs.guest_command("lmbench", 1, sizes=sizes, accesses=args.accesses, marks=True, warm_lines=warm)
+        r, wall = restore("curve", run, "lmbench", 1)
+        res["curve_node1"] = {"wall_s": round(wall, 1), "command": run,
+                              "points": r.frame[["working_set_bytes", "latency_ns"]].to_dict(orient="records")}
+        save()
+
+    if "determinism" in steps:
+        run = fs.guest_command("lmbench", 1, sizes=[64 << 20], accesses=args.accesses, marks=True, warm_lines=warm)
+        a, _ = restore("again0", run, "lmbench", 1)
+        b, _ = restore("again1", run, "lmbench", 1)
+        res["determinism"] = {"command": run, "first": a.frame.to_dict(orient="records"),
+                              "second": b.frame.to_dict(orient="records"),
+                              "identical": a.frame.to_dict(orient="records") == b.frame.to_dict(orient="records")}
+        save()
+
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -122,34 +122,37 @@ struct Txn {
     // An access by a core or device thread (CXL.cache agents).
     enum Kind : uint8_t { Load, Store, LoadCurrent, StoreNoAlloc, StoreWrInv, LoadAny };
 
+    // Laid out by use: what every request's path touches (the first cache
+    // line, then the stages), then what only CXL.cache and CXL.io messages use.
     uint64_t id = 0;
     uint64_t addr = 0;     // address as seen by the component holding it (a line on CXL.cache)
     uint64_t hostAddr = 0; // address the core issued
-    uint64_t value = 0;    // CXL.cache: the line's data, as a version number
-    Txn* parent = nullptr; // the request whose latency this message carries
-    HTxn* htxn = nullptr;  // home transaction a snoop, write-pull or memory read belongs to
-    DmaJob* job = nullptr; // CXL.io: the DMA transfer a TLP belongs to
-    Client* client = nullptr;  // told when this request completes
-    void* ctx = nullptr;       // the client's own context (its stream, thread, ...)
     const char* at = "issued"; // the queue holding it (interned name), for stall reports
     Tick birth = 0;
     Tick mark = 0;         // time the current stage began
-    Tick done = 0;
-    Tick stage[kNumStages] = {};
     uint32_t size = kLineBytes;  // bytes (a CXL.io TLP: its payload)
     uint16_t src = 0;      // issuing core or device
-    uint16_t dev = 0;      // CXL.cache: the device a message travels to or from
     Op op = Op::Read;
     Opc opc = Opc::MemRd;
     Channel chan = kM2SReq;
-    MState state = MState::I;  // GO, MemRdFwd and MemRd: the state granted or asked for
-    Kind kind = Load;
     uint8_t devLoad = 0;   // CXL DevLoad field of the response (0..3)
     uint8_t tag = 0;       // private to whoever made it (a workload's access, a component's message)
     uint8_t route = 0;     // the input of the uncore it entered by, where its response goes back
     bool own = false;      // a read for ownership (a store's write-allocate)
     bool internal = false; // made by a component for itself (never reaches a core)
     bool live = false;     // handed out by a TxnPool and not yet returned
+    Tick stage[kNumStages] = {};
+    // CXL.cache and CXL.io
+    uint64_t value = 0;    // the line's data, as a version number
+    Txn* parent = nullptr; // the request whose latency this message carries
+    HTxn* htxn = nullptr;  // home transaction a snoop, write-pull or memory read belongs to
+    DmaJob* job = nullptr; // CXL.io: the DMA transfer a TLP belongs to
+    Client* client = nullptr;  // told when this request completes
+    void* ctx = nullptr;       // the client's own context (its stream, thread, ...)
+    Tick done = 0;
+    uint16_t dev = 0;      // the device a message travels to or from
+    MState state = MState::I;  // GO, MemRdFwd and MemRd: the state granted or asked for
+    Kind kind = Load;
     bool bogus = false;    // D2H data of a line snooped away during its eviction
     bool hit = false;      // served by the first cache lookup
     bool missed = false;
@@ -197,15 +200,10 @@ static_assert(std::is_trivially_destructible<Txn>::value, "TxnPool re-creates tr
 class TxnPool {
   public:
     Txn* get() {
-        Txn* t;
-        if (free_.empty()) {
-            storage_.emplace_back(new Txn());
-            t = storage_.back().get();
-        } else {
-            t = free_.back();
-            free_.pop_back();
-            new (t) Txn();  // in place: no temporary to copy (Txn is trivially destructible)
-        }
+        if (free_.empty()) grow();
+        Txn* t = free_.back();
+        free_.pop_back();
+        new (t) Txn();  // in place: no temporary to copy (Txn is trivially destructible)
         t->id = nextId_++;
         t->live = true;
         return t;
@@ -215,22 +213,33 @@ class TxnPool {
         ++returned_;
         free_.push_back(t);
     }
-    size_t allocated() const { return storage_.size(); }
-    size_t live() const { return storage_.size() - free_.size(); }
+    size_t allocated() const { return allocated_; }
+    size_t live() const { return allocated_ - free_.size(); }
     uint64_t returned() const { return returned_; }
     // The live request issued first (nullptr when none is live). Protocol
     // messages that carry a request's latency (parent set) are not requests.
     const Txn* oldest() const {
         const Txn* o = nullptr;
-        for (auto& t : storage_)
+        for (size_t i = 0; i < allocated_; ++i) {
+            const Txn* t = &chunks_[i / kChunk][i % kChunk];
             if (t->live && !t->parent && (!o || t->birth < o->birth || (t->birth == o->birth && t->id < o->id)))
-                o = t.get();
+                o = t;
+        }
         return o;
     }
 
   private:
-    std::vector<std::unique_ptr<Txn>> storage_;
+    // Transactions live in chunks, side by side: a run's few hundred in
+    // flight stay within as few cache lines as they can.
+    static constexpr size_t kChunk = 64;
+    void grow() {
+        chunks_.emplace_back(new Txn[kChunk]);
+        for (size_t i = kChunk; i-- > 0;) free_.push_back(&chunks_.back()[i]);
+        allocated_ += kChunk;
+    }
+    std::vector<std::unique_ptr<Txn[]>> chunks_;
     std::vector<Txn*> free_;
+    size_t allocated_ = 0;
     uint64_t nextId_ = 1, returned_ = 0;
 };
 

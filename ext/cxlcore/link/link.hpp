@@ -2,7 +2,9 @@
 // sender may have outstanding in the receiver's buffers.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/kernel/sim.hpp"
@@ -157,7 +159,8 @@ class CreditPool {
         avail_ = n;
         total_ = n;
         delay_ = returnDelay;
-        returns_.clear();
+        ring_.assign(std::max<uint32_t>(n, 1), 0);
+        head_ = size_ = 0;
     }
     bool take(Tick now) {
         land(now);
@@ -173,7 +176,7 @@ class CreditPool {
     // The receiver frees a buffer at `now`; the credit lands after the return delay.
     void give(Tick now) { giveAt(now + delay_); }
     void giveAt(Tick at) {
-        returns_.push(at, 0);
+        push(at);
         if (waiter_) {
             waiter_->requestWake(at);
             waiter_ = nullptr;
@@ -181,8 +184,8 @@ class CreditPool {
     }
     // A sender that found no credit is woken when the next one lands.
     void wait(Component* c) {
-        if (!returns_.empty())
-            c->requestWake(returns_.headReady());
+        if (size_)
+            c->requestWake(ring_[head_]);
         else
             waiter_ = c;
     }
@@ -190,27 +193,50 @@ class CreditPool {
     // Free credits and the ones still on their way back, with their landing times.
     void checkpoint(StateVisitor& v, const std::string& n) {
         v(n + ".avail", avail_);
-        uint64_t pending = returns_.size();
+        uint64_t pending = size_;
         v(n + ".pending", pending);
-        if (v.loading()) returns_.clear();
+        if (v.loading()) head_ = size_ = 0;
         for (uint64_t i = 0; i < pending; ++i) {
-            Tick at = v.loading() ? 0 : returns_.readyAt(i);
+            Tick at = v.loading() ? 0 : at_(uint32_t(i));
             v(n + ".return" + std::to_string(i), at);
-            if (v.loading()) returns_.push(at, 0);
+            if (v.loading()) push(at);
         }
     }
 
   private:
+    // Returns in flight, in landing order, in a ring held with the pool: its
+    // state is a few words that share cache lines with the pool's counters.
+    Tick& at_(uint32_t i) {
+        uint32_t k = head_ + i;
+        if (k >= ring_.size()) k -= uint32_t(ring_.size());
+        return ring_[k];
+    }
+    void push(Tick at) {
+        if (size_ == ring_.size()) {  // more returns than credits (a pool given back more): grow
+            std::vector<Tick> r(ring_.size() * 2);
+            for (uint32_t i = 0; i < size_; ++i) r[i] = at_(i);
+            ring_.swap(r);
+            head_ = 0;
+        }
+        // Nearly always the latest; an earlier one is moved into place from the back.
+        uint32_t i = size_++;
+        while (i > 0 && at_(i - 1) > at) {
+            at_(i) = at_(i - 1);
+            --i;
+        }
+        at_(i) = at;
+    }
     void land(Tick now) {
-        while (returns_.headReady() <= now) {
-            returns_.pop();
+        while (size_ && ring_[head_] <= now) {
+            if (++head_ == ring_.size()) head_ = 0;
+            --size_;
             ++avail_;
         }
     }
-    uint32_t avail_ = 0, total_ = 0;
+    uint32_t avail_ = 0, total_ = 0, head_ = 0, size_ = 0;
     Tick delay_ = 0;
-    TimedQueue<char> returns_;
     Component* waiter_ = nullptr;
+    std::vector<Tick> ring_;
 };
 
 // A CXL link: two independent directions (full duplex) and per-class credits.

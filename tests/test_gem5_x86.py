@@ -112,3 +112,25 @@ def test_linux_boots_on_an_x86board_with_cxl_memory(tmp_path, x86):
     kib = int(row["kernel_memory"].split("Memory:")[1].split("/")[1].split("K")[0])
     assert 1020 * 1024 < kib <= 1024 * 1024
     assert float(row["bridge_reads"]) > 1e5 and float(row["bridge_writes"]) > 1e4
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cxl", "cxl-asic:1GiB@2GiB", "--local-size", "3GiB"],
+     "CXL window 1 [0x80000000, 0xc0000000) overlaps local DRAM [0x0, 0xc0000000); allowed: a base at or above 4 GiB"),
+    (["--cxl", "cxl-asic:1GiB", "--cxl", "cxl-fpga:1GiB@4GiB"],
+     "CXL window 2 [0x100000000, 0x140000000) overlaps CXL window 1 [0x100000000, 0x140000000)"),
+    (["--cxl", "cxl-asic:1GiB", "--warm", "atomic"], "--warm atomic is for restored runs timed on detailed cores"),
+])
+def test_the_numa_boot_config_refuses_a_bad_board_before_building_it(tmp_path, x86, args, message):
+    # The config checks what `simcxl fs` checks, for users who run it directly.
+    numa = tmp_path / "numa.json"
+    numa.write_text('{"nodes": [{"name": "ddr-local", "read_latency_ns": 100, "write_latency_ns": 100, '
+                    '"read_bandwidth_gbps": 30, "write_bandwidth_gbps": 30}, {"name": "cxl-asic", "read_latency_ns": '
+                    '250, "write_latency_ns": 250, "read_bandwidth_gbps": 20, "write_bandwidth_gbps": 20}]}')
+    kernel = tmp_path / "vmlinux"
+    kernel.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(57))
+    r = gem5(tmp_path, "cxl_numa_boot.py", "--kernel", str(kernel), "--numa", str(numa), "--cpu", "atomic", *args,
+             check=False)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert message in r.stderr.strip().splitlines()[-1], r.stderr[-2000:]
+    assert "Beginning simulation" not in r.stdout

@@ -641,14 +641,7 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
     from . import coherent
     with user_errors():
         frames = []
-        streams: dict = {}
-        for o in per_device:
-            key, sep, value = o.partition("=")
-            name, dot, k = key.strip().rpartition(".")
-            if not sep or not dot:
-                raise ParamError(f"--device {o!r} is not NAME.KEY=VALUE (e.g. mem.target=device)")
-            v = value.strip()
-            streams.setdefault(name, {})[k] = int(v) if v.isdigit() and k != "footprint" else v
+        streams = _device_settings(per_device, "mem.target=device")
         frames_systems = load_accels(systems, overrides)
         for s in frames_systems:
             with progress_bar(f"accel {s.name}") as cb:
@@ -677,14 +670,14 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
     _outputs(df, plot, csv_path, "accel")
 
 
-def _device_settings(per_device) -> dict:
+def _device_settings(per_device, example: str = "gpu.target=cxl0") -> dict:
     """--device NAME.KEY=VALUE options as {name: {key: value}}."""
     streams: dict = {}
     for o in per_device:
         key, sep, value = o.partition("=")
         name, dot, k = key.strip().rpartition(".")
         if not sep or not dot:
-            raise ParamError(f"--device {o!r} is not NAME.KEY=VALUE (e.g. gpu.target=cxl0)")
+            raise ParamError(f"--device {o!r} is not NAME.KEY=VALUE (e.g. {example})")
         v = value.strip()
         streams.setdefault(name, {})[k] = int(v) if v.isdigit() and k != "footprint" else v
     return streams

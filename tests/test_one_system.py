@@ -21,6 +21,13 @@ def system():
     return mixed.attach(base, "gpu=type1-asic")
 
 
+def alone_and_together(system, host_target, gpu_target):
+    """The run with both sides, the host alone and the accelerator alone."""
+    run = dict(target=host_target, devices={"gpu": {**GPU, "target": gpu_target}}, **KW)
+    return (mixed.run(system, **run).iloc[0], mixed.run(system, accelerators=False, **run).iloc[0],
+            mixed.run(system, host=False, **run).iloc[0])
+
+
 def stages(row, side):
     key = "host.read.stage." if side == "host" else f"accel.{side}.stage."
     return {s: row[f"{key}{s}_ns"] for s in _core.STAGES}
@@ -56,10 +63,7 @@ def test_names_and_windows_of_devices_are_checked_on_both_sides(system):
 
 def test_sides_that_share_nothing_run_as_they_do_alone(system):
     # Host STREAM on the DDR window, the accelerator on the CXL expander behind another root port.
-    run = dict(target="ddr", devices={"gpu": {**GPU, "target": "cxl0"}}, **KW)
-    both = mixed.run(system, **run).iloc[0]
-    host = mixed.run(system, accelerators=False, **run).iloc[0]
-    gpu = mixed.run(system, host=False, **run).iloc[0]
+    both, host, gpu = alone_and_together(system, "ddr", "cxl0")
     assert both["host.stream_gbps"] == pytest.approx(host["host.stream_gbps"], rel=0.005)
     assert both["accel.gpu.bandwidth_gbps"] == pytest.approx(gpu["accel.gpu.bandwidth_gbps"], rel=0.005)
     # Each window carried its own side's traffic only: the accelerator's reads are the expander's.
@@ -69,10 +73,7 @@ def test_sides_that_share_nothing_run_as_they_do_alone(system):
 
 
 def test_sides_that_share_a_dram_split_it_and_wait_in_its_queue(system):
-    run = dict(target="ddr", devices={"gpu": {**GPU, "target": "ddr"}}, **KW)
-    both = mixed.run(system, **run).iloc[0]
-    host = mixed.run(system, accelerators=False, **run).iloc[0]
-    gpu = mixed.run(system, host=False, **run).iloc[0]
+    both, host, gpu = alone_and_together(system, "ddr", "ddr")
     assert both["host.stream_gbps"] < 0.95 * host["host.stream_gbps"]
     assert both["accel.gpu.bandwidth_gbps"] < 0.95 * gpu["accel.gpu.bandwidth_gbps"]
     # Together they move no more than the DRAM's data bus carries.
@@ -89,10 +90,7 @@ def test_sides_that_share_a_dram_split_it_and_wait_in_its_queue(system):
 
 
 def test_sides_that_share_an_expander_wait_in_its_port_and_device(system):
-    run = dict(target="cxl0", devices={"gpu": {**GPU, "target": "cxl0"}}, **KW)
-    both = mixed.run(system, **run).iloc[0]
-    host = mixed.run(system, accelerators=False, **run).iloc[0]
-    gpu = mixed.run(system, host=False, **run).iloc[0]
+    both, host, gpu = alone_and_together(system, "cxl0", "cxl0")
     assert both["host.stream_gbps"] < 0.95 * host["host.stream_gbps"]
     assert both["accel.gpu.bandwidth_gbps"] < 0.95 * gpu["accel.gpu.bandwidth_gbps"]
     # The expander's link carries both sides' reads back to the host.

@@ -9,15 +9,6 @@ void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
 }
 
-Txn::Kind kindNamed(const std::string& op, const std::string& where) {
-    if (op == "load") return Txn::Load;
-    if (op == "store") return Txn::Store;
-    if (op == "rdcurr") return Txn::LoadCurrent;
-    if (op == "rdany") return Txn::LoadAny;
-    if (op == "itomwr") return Txn::StoreNoAlloc;
-    if (op == "wrinv") return Txn::StoreWrInv;
-    throw ConfigError(where + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, rdany, itomwr, wrinv");
-}
 }  // namespace
 
 AccelLoad::AccelLoad(System& s, const std::vector<DeviceStream>& streams) : s_(s) {
@@ -33,7 +24,7 @@ AccelLoad::AccelLoad(System& s, const std::vector<DeviceStream>& streams) : s_(s
         const AccelDeviceParams& a = p.accelerators[e];
         const std::string at = "accel." + a.prefix();
         Plan pl;
-        pl.kind = kindNamed(d.op, at + "op");
+        pl.kind = accessKind(d.op, at + "op");
         need(d.pattern == "random" || d.pattern == "sequential",
              at + "pattern = '" + d.pattern + "' is not allowed; allowed values: random, sequential");
         pl.random = d.pattern == "random";

@@ -16,15 +16,20 @@ void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
 }
 
-Txn::Kind kindOf(const std::string& op, const char* where) {
+}  // namespace
+
+Txn::Kind accessKind(const std::string& op, const std::string& where) {
     if (op == "load") return Txn::Load;
     if (op == "store") return Txn::Store;
     if (op == "rdcurr") return Txn::LoadCurrent;
     if (op == "rdany") return Txn::LoadAny;
     if (op == "itomwr") return Txn::StoreNoAlloc;
     if (op == "wrinv") return Txn::StoreWrInv;
-    throw ConfigError(std::string(where) + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, rdany, itomwr, wrinv");
+    throw ConfigError(where + " = '" + op + "' is not allowed; allowed values: load, store, rdcurr, rdany, itomwr, wrinv");
 }
+
+namespace {
+
 
 Accelerator::Bug bugOf(const std::string& inject, const char* where) {
     if (inject == "snpinv-keeps-copy") return Accelerator::SnpInvKeepsCopy;
@@ -81,7 +86,7 @@ std::string targetValues(const SystemParams& p) {
 // `w`: the prefix of the settings' names in messages.
 StreamPlan plan(const SystemParams& p, const DeviceStream& s, int self, const std::string& w, bool mayIdle) {
     StreamPlan out;
-    out.kind = kindOf(s.op, (w + "op").c_str());
+    out.kind = accessKind(s.op, (w + "op").c_str());
     need(s.pattern == "single" || s.pattern == "sequential" || s.pattern == "random",
          w + "pattern = '" + s.pattern + "' is not allowed; allowed values: single, sequential, random");
     out.pattern = s.pattern == "single" ? 0 : s.pattern == "sequential" ? 1 : 2;
@@ -567,7 +572,7 @@ ScriptResult runScript(const SystemParams& p, const std::vector<ScriptStep>& ste
             need(st.bytes >= 1 && st.bytes <= (1ull << 30),
                  at + ": bytes = " + fmtNum(double(st.bytes)) + " is out of range; allowed: 1 to 1073741824");
         } else {
-            kindOf(st.op, (at + ": op").c_str());
+            accessKind(st.op, (at + ": op").c_str());
         }
         need(st.target == "host" || st.target == "device",
              at + ": target = '" + st.target + "' is not allowed; allowed values: host, device");
@@ -600,7 +605,7 @@ ScriptResult runScript(const SystemParams& p, const std::vector<ScriptStep>& ste
             r.emplace_back("value", double(job.firstValue));
         } else {
             Txn* a = sys.pool.get();
-            a->kind = kindOf(st.op, "script.op");
+            a->kind = accessKind(st.op, "script.op");
             a->addr = (st.target == "host" ? kHostBase : sys.accels[0]->memBase()) + (st.offset & ~uint64_t(kLineBytes - 1));
             if (isWrite(a->kind)) a->value = ++storeSeq;
             a->birth = t0;

@@ -12,6 +12,10 @@
 
 namespace cxlcore {
 
+// An accelerator stream's op by name (load, store, rdcurr, rdany, itomwr,
+// wrinv); `where` names the setting in the error.
+Txn::Kind accessKind(const std::string& op, const std::string& where);
+
 // What each copy of one device description runs in an accelerator stream.
 struct DeviceStream {
     std::string op = "load";          // load (RdShared), store (RdOwn), rdcurr, rdany, itomwr, wrinv

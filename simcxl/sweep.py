@@ -68,10 +68,11 @@ for _k in ("traffic", "stream", "lmbench", "loaded-latency", "mixed"):
     WORKLOADS[_k]["target"] = TARGET
 # Each accelerator's stream in a mixed run: {device: {op, pattern, target, requesters, depth, footprint}},
 # checked by the run itself.
-DEVICES = (None,)
+# (Sentinels: each a tuple of its own, told apart by identity.)
+DEVICES = (None, "devices")
 WORKLOADS["mixed"]["devices"] = DEVICES
 # Switches: a mixed run's host or accelerators off (each side alone).
-SWITCH = (None, None)
+SWITCH = (None, "switch")
 WORKLOADS["mixed"]["host"] = WORKLOADS["mixed"]["accelerators"] = SWITCH
 DEFAULT_METRICS = {
     "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"],

@@ -12,7 +12,7 @@ from hypothesis import example, given, strategies as st
 
 from simcxl import coherent
 from simcxl.params import ParamError, shown
-from simcxl.sweep import COHERENT, WORKLOADS, Sweep, _check_workload, point_id
+from simcxl.sweep import COHERENT, DEVICES, SWITCH, WORKLOADS, Sweep, _check_workload, point_id
 
 from conftest import assert_one_line_rejection, fuzz
 from test_fuzz_params import PRESETS, field_of, good_value
@@ -24,6 +24,10 @@ ACCEL = {n: coherent.load(n) for n in coherent.preset_names()}
 
 def workload_value(kind, name, cores, base=None):
     spec = WORKLOADS[kind][name]
+    if spec is SWITCH:
+        return st.booleans()
+    if spec is DEVICES:  # a mixed run's streams, by device name: none given
+        return st.just({})
     if spec[0] is None:  # a target: one of the base's windows
         return st.sampled_from(base.window_names())
     if len(spec) == 1:

@@ -237,7 +237,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     work_begin and work_end (a command built with guest_command(marks=True)).
     ``numa``: the
     board's NUMA description (simcxl.numa.Numa); by default the standalone
-    engine computes it for the presets (about 10 s a preset)."""
+    engine computes it for the presets (about 20 s a preset)."""
     from .numa import describe
 
     if not gem5 or not Path(gem5).is_file():
@@ -291,7 +291,8 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if boot_console and boot_console.is_file():  # the topology was printed before the checkpoint
         console = boot_console.read_text(errors="replace") + console
     df = frame(bench, rows, f"node{node}") if bench else pd.DataFrame()
-    df.attrs.update({"engine": "gem5-fs", "cpu": ran_on, "fallback": fb.group(1) if fb else None, "warm": warm, "cores": cores, "command": run, "local": local,
-                     "cxl": list(cxl), "node": node, "restored_from": str(restore) if restore else None})
-    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df, ran_on,
-                 fb.group(1) if fb else "")
+    df.attrs.update({"engine": "gem5-fs", "cpu": ran_on, "fallback": fb.group(1) if fb else None, "warm": warm,
+                     "cores": cores, "command": run, "local": local, "cxl": list(cxl), "node": node,
+                     "restored_from": str(restore) if restore else None})
+    cause = m.group(1) if m else ("checkpoint" if re.search(r"^checkpoint: ", r.stdout, re.M) else "")
+    return FsRun(console, cause, parse_topology(console), rows, outdir, df, ran_on, fb.group(1) if fb else "")

@@ -23,8 +23,17 @@ import pandas as pd
 from .gem5_board import parse_bytes, parse_cxl, window_layout
 from .params import ParamError
 
-REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "gem5_configs" / "cxl_numa_boot.py"
+CONFIG = Path("gem5_configs") / "cxl_numa_boot.py"   # in the SimCXL checkout gem5 was built with
+
+
+def config() -> Path:
+    """gem5_configs/cxl_numa_boot.py of the SimCXL checkout (SIMCXL_REPO, the
+    package's own checkout, or the working directory: gem5_engine.repository)."""
+    from .gem5_engine import repository
+    try:
+        return repository() / CONFIG
+    except ParamError as e:
+        raise ParamError("simcxl fs" + str(e).split("--engine gem5", 1)[-1]) from None
 
 
 @dataclass
@@ -255,13 +264,14 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if restore and not (Path(restore) / "m5.cpt").is_file():
         raise ParamError(f"restore = {restore!r}: no gem5 checkpoint there (no m5.cpt)")
     check_board(cxl, local_size, node, local=local)
+    script = config()
     kernel = check_kernel(kernel) if kernel else guest_kernel()
     presets = [parse_cxl(spec)[0] for spec in cxl]
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     numa_file = outdir / "numa.json"
     numa_file.write_text(json.dumps((numa or describe(local, presets)).to_dict(), indent=1))
-    cmd = [gem5, "-d", str(outdir / "m5out"), str(CONFIG), "--kernel", str(kernel), "--numa", str(numa_file),
+    cmd = [gem5, "-d", str(outdir / "m5out"), str(script), "--kernel", str(kernel), "--numa", str(numa_file),
            "--local-size", local_size, "--cpu", cpu, "--cores", str(cores), "--run", run or "true",
            "--max-seconds", str(max_seconds), "--warm", warm]
     for spec in cxl:

@@ -140,6 +140,9 @@ def test_boot_runs_gem5_on_the_board_and_returns_the_guests_rows(tmp_path):
     r = fs.boot(str(gem5), tmp_path / "o", kernel=str(kernel), cpu="atomic", run=run, bench="lmbench", numa=numa,
                 checkpoint=str(tmp_path / "ck"))
     argv = json.loads((tmp_path / "o" / "argv.json").read_text())
+    # The config is the checkout's (an installed package has no gem5_configs/ of its own).
+    from pathlib import Path
+    assert argv[2].endswith("gem5_configs/cxl_numa_boot.py") and Path(argv[2]).is_file()
     assert argv[argv.index("--run") + 1] == run and argv[argv.index("--checkpoint") + 1] == str(tmp_path / "ck")
     assert json.loads((tmp_path / "o" / "numa.json").read_text())["distances"] == [[10, 25], [25, 10]]
     assert r.cause == "m5_exit instruction encountered" and r.topology.cpus[1] == []

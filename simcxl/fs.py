@@ -41,11 +41,17 @@ class Topology:
     cpus: Dict[int, List[int]] = field(default_factory=dict)     # node -> CPUs
     size_mb: Dict[int, int] = field(default_factory=dict)         # node -> MB Linux manages there
     distances: List[List[int]] = field(default_factory=list)
+    # node -> what Linux registered from the HMAT for its best initiator (access0):
+    # read/write_latency in ns, read/write_bandwidth in MB/s
+    hmat: Dict[int, Dict[str, int]] = field(default_factory=dict)
 
 
 def parse_topology(text: str) -> Topology:
-    """`numactl -H`'s report: nodes, their CPUs and sizes, and the distance table."""
+    """`numactl -H`'s report (nodes, their CPUs and sizes, the distance
+    table) and the guest's `hmat nodeN/access0/initiators/X=V` lines."""
     t = Topology()
+    for m in re.finditer(r"^hmat node(\d+)/access0/initiators/(\w+)=(\d+)$", text, re.M):
+        t.hmat.setdefault(int(m.group(1)), {})[m.group(2)] = int(m.group(3))
     for m in re.finditer(r"^node (\d+) cpus:([ \d]*)$", text, re.M):
         t.cpus[int(m.group(1))] = [int(c) for c in m.group(2).split()]
     for m in re.finditer(r"^node (\d+) size: (\d+) MB$", text, re.M):
@@ -267,6 +273,9 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     script = config()
     kernel = check_kernel(kernel) if kernel else guest_kernel()
     presets = [parse_cxl(spec)[0] for spec in cxl]
+    if numa is not None and len(numa.nodes) != 1 + len(cxl):
+        raise ParamError(f"numa has {len(numa.nodes)} nodes; allowed: {1 + len(cxl)}, one for local DRAM and one per "
+                         "CXL window")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     numa_file = outdir / "numa.json"

@@ -21,7 +21,8 @@ SimCXL host bridges, described by our SRAT/SLIT/HMAT/CEDT (and FADT). Steps:
                node 1 in one guest command; wall time
   determinism  restore the same checkpoint twice for the same chase; identical?
 
-Results go to OUT/results.json and a Markdown summary on stdout. Every figure is a
+Results go to OUT/results.json (kept between runs, so steps can run apart) and a
+Markdown summary on stdout. Every figure is a
 simulation: gem5 (this board, these commands) or the standalone engine
 (simcxl.lmbench / simcxl.stream on the named preset); the testbed ratios are the
 published measurements in calibration/testbeds/spr-cxl-dmsim (CXL-DMSim, TCAD 2025).
@@ -64,6 +65,7 @@ def main() -> int:
     if any(s not in STEPS for s in steps):
         ap.error(f"--steps {args.steps}: allowed: {', '.join(STEPS)}")
 
+    os.environ.setdefault("SIMCXL_REPO", str(REPO))   # the configs and guest sources of this checkout
     from simcxl import fs
     from simcxl.numa import Numa, describe
 
@@ -152,13 +154,52 @@ def main() -> int:
         run = fs.guest_command("lmbench", 1, sizes=[64 << 20], accesses=args.accesses, marks=True, warm_lines=warm)
         a, _ = restore("again0", run, "lmbench", 1)
         b, _ = restore("again1", run, "lmbench", 1)
+        ticks = [(out / n / "m5out" / "stats.txt").read_text().split("simTicks", 1)[1].split()[0]
+                 for n in ("again0", "again1")]
         res["determinism"] = {"command": run, "first": a.frame.to_dict(orient="records"),
-                              "second": b.frame.to_dict(orient="records"),
-                              "identical": a.frame.to_dict(orient="records") == b.frame.to_dict(orient="records")}
+                              "second": b.frame.to_dict(orient="records"), "sim_ticks": ticks,
+                              "identical": a.frame.to_dict(orient="records") == b.frame.to_dict(orient="records")
+                              and ticks[0] == ticks[1]}
         save()
 
-    print(json.dumps(res, indent=1))
+    print(summary(res))
     return 0
+
+
+def summary(res: dict) -> str:
+    """The results as Markdown: what was simulated and what it is compared with."""
+    out = []
+    if "boot" in res:
+        b = res["boot"]
+        out += [f"boot to the shell's checkpoint: {b['wall_s']} s wall on {b['cpu']} cores"
+                + (f" (KVM asked for; fell back: {b['fallback']})" if b.get("fallback") else ""), "",
+                "```", b["numactl"], *b["hmat"], "```", ""]
+    if "chase_1GiB" in res:
+        out += ["| node | preset | gem5 FS (ns) | ratio | standalone (ns) | ratio | testbed (ns) | ratio | wall (s) |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for node, r in sorted(res["chase_1GiB"].items()):
+            out.append(f"| {node} | {r['preset']} | {r['gem5_ns']:.1f} | {r['gem5_ratio']:.2f}x | "
+                       f"{r['standalone_ns']:.1f} | {r['standalone_ratio']:.2f}x | {r['testbed_ns']:.1f} | "
+                       f"{r['testbed_ratio']:.2f}x | {r['wall_s']} |")
+        out.append("")
+    if "stream" in res:
+        out += ["| node | preset | kernel | gem5 FS, 1 O3 core (GB/s) | standalone, 1 thread (GB/s) | check | wall (s) |",
+                "|---|---|---|---|---|---|---|"]
+        for r in res["stream"]:
+            out.append(f"| {r['node']} | {r['preset']} | {r['kernel']} | {r['gem5_gbps']:.2f} | "
+                       f"{r['standalone_1thread_gbps']:.2f} | {r['check']} | {r['wall_s']} |")
+        out.append("")
+    if "curve_node1" in res:
+        c = res["curve_node1"]
+        out += [f"lat_mem_rd curve on node 1, {len(c['points'])} working sets: {c['wall_s']} s wall", "",
+                "| working set (B) | latency (ns) |", "|---|---|"]
+        out += [f"| {p['working_set_bytes']} | {p['latency_ns']:.1f} |" for p in c["points"]]
+        out.append("")
+    if "determinism" in res:
+        d = res["determinism"]
+        out.append(f"a checkpoint restored twice for `{d['command']}`: "
+                   + ("identical results" if d["identical"] else f"DIFFERENT: {d['first']} vs {d['second']}"))
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -1261,6 +1261,9 @@ def guest_build(cache, jobs, install, as_json):
               help="NUMA node holding the benchmark's memory (0: local DDR; 1, 2, ...: the --cxl windows).")
 @click.option("--local", default="ddr-local", show_default=True, help="Preset of node 0 (its host shapes the caches).")
 @click.option("--local-size", default="1GiB", show_default=True)
+@click.option("--numa", "numa_file", default=None, type=click.Path(dir_okay=False),
+              help="NUMA description (JSON: nodes with read/write latency_ns and bandwidth_gbps, optional "
+                   "distances) for the SRAT/SLIT/HMAT, instead of the standalone engine's for the presets.")
 @click.option("--cxl", multiple=True, default=["cxl-asic:1GiB"], show_default=True, metavar="PRESET:SIZE[@BASE]",
               help="One CXL window (a CPU-less node), placed from 4 GiB up unless @BASE is given; repeat for more.")
 @click.option("--cpu", type=click.Choice(["kvm", "atomic", "timing", "o3"]), default="kvm", show_default=True)
@@ -1288,7 +1291,7 @@ def guest_build(cache, jobs, install, as_json):
 @click.option("--max-seconds", type=click.FloatRange(0.001, 1e4), default=5.0, show_default=True,
               help="Simulated seconds at most.")
 @json_opt
-def fs_cmd(gem5, out, kernel, bench, node, local, local_size, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
+def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
            timed, warm, threads, mode, checkpoint, restore, max_seconds, as_json):
     """Full system: Linux on gem5's X86 board with CXL memory as CPU-less NUMA nodes."""
     from . import fs
@@ -1299,7 +1302,14 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, cxl, cpu, cores, s
                                accesses=accesses, threads=threads, mode=mode, kernel=stream_kernel,
                                elements=elements, marks=marks, timed=timed,
                                warm_lines=fs.default_warm_lines(local) if marks else 0)
-        r = fs.boot(gem5, out, kernel=kernel, warm=warm, local=local, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
+        numa = None
+        if numa_file:
+            from .numa import Numa
+            try:
+                numa = Numa.from_dict(json.loads(Path(numa_file).read_text()))
+            except (OSError, ValueError) as e:
+                raise ParamError(f"--numa {numa_file}: {getattr(e, 'strerror', None) or e}") from None
+        r = fs.boot(gem5, out, kernel=kernel, warm=warm, local=local, numa=numa, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
                     local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore)
     if as_json:
         emit_json({"cause": r.cause, "cpu": r.cpu, "fallback": r.fallback or None, "topology": r.topology.__dict__,
@@ -1312,6 +1322,9 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, cxl, cpu, cores, s
         f"{n} ({r.topology.size_mb.get(n, 0)} MB, cpus {r.topology.cpus.get(n) or '-'})" for n in sorted(r.topology.cpus)))
     if r.topology.distances:
         click.echo("distances: " + " / ".join(" ".join(map(str, row)) for row in r.topology.distances))
+    for n, h in sorted(r.topology.hmat.items()):
+        click.echo(f"HMAT node {n} (access0): read {h.get('read_latency', '-')} ns, {h.get('read_bandwidth', '-')} "
+                   f"MB/s; write {h.get('write_latency', '-')} ns, {h.get('write_bandwidth', '-')} MB/s")
     if len(r.frame):
         click.echo(r.frame.to_string(index=False))
     click.echo(f"console and logs in {r.outdir}")

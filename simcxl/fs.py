@@ -23,8 +23,17 @@ import pandas as pd
 from .gem5_board import parse_bytes, parse_cxl, window_layout
 from .params import ParamError
 
-REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "gem5_configs" / "cxl_numa_boot.py"
+CONFIG = Path("gem5_configs") / "cxl_numa_boot.py"   # in the SimCXL checkout gem5 was built with
+
+
+def config() -> Path:
+    """gem5_configs/cxl_numa_boot.py of the SimCXL checkout (SIMCXL_REPO, the
+    package's own checkout, or the working directory: gem5_engine.repository)."""
+    from .gem5_engine import repository
+    try:
+        return repository() / CONFIG
+    except ParamError as e:
+        raise ParamError("simcxl fs" + str(e).split("--engine gem5", 1)[-1]) from None
 
 
 @dataclass
@@ -32,11 +41,17 @@ class Topology:
     cpus: Dict[int, List[int]] = field(default_factory=dict)     # node -> CPUs
     size_mb: Dict[int, int] = field(default_factory=dict)         # node -> MB Linux manages there
     distances: List[List[int]] = field(default_factory=list)
+    # node -> what Linux registered from the HMAT for its best initiator (access0):
+    # read/write_latency in ns, read/write_bandwidth in MB/s
+    hmat: Dict[int, Dict[str, int]] = field(default_factory=dict)
 
 
 def parse_topology(text: str) -> Topology:
-    """`numactl -H`'s report: nodes, their CPUs and sizes, and the distance table."""
+    """`numactl -H`'s report (nodes, their CPUs and sizes, the distance
+    table) and the guest's `hmat nodeN/access0/initiators/X=V` lines."""
     t = Topology()
+    for m in re.finditer(r"^hmat node(\d+)/access0/initiators/(\w+)=(\d+)$", text, re.M):
+        t.hmat.setdefault(int(m.group(1)), {})[m.group(2)] = int(m.group(3))
     for m in re.finditer(r"^node (\d+) cpus:([ \d]*)$", text, re.M):
         t.cpus[int(m.group(1))] = [int(c) for c in m.group(2).split()]
     for m in re.finditer(r"^node (\d+) size: (\d+) MB$", text, re.M):
@@ -237,7 +252,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     work_begin and work_end (a command built with guest_command(marks=True)).
     ``numa``: the
     board's NUMA description (simcxl.numa.Numa); by default the standalone
-    engine computes it for the presets (about 10 s a preset)."""
+    engine computes it for the presets (about 20 s a preset)."""
     from .numa import describe
 
     if not gem5 or not Path(gem5).is_file():
@@ -255,13 +270,17 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if restore and not (Path(restore) / "m5.cpt").is_file():
         raise ParamError(f"restore = {restore!r}: no gem5 checkpoint there (no m5.cpt)")
     check_board(cxl, local_size, node, local=local)
+    script = config()
     kernel = check_kernel(kernel) if kernel else guest_kernel()
     presets = [parse_cxl(spec)[0] for spec in cxl]
+    if numa is not None and len(numa.nodes) != 1 + len(cxl):
+        raise ParamError(f"numa has {len(numa.nodes)} nodes; allowed: {1 + len(cxl)}, one for local DRAM and one per "
+                         "CXL window")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     numa_file = outdir / "numa.json"
     numa_file.write_text(json.dumps((numa or describe(local, presets)).to_dict(), indent=1))
-    cmd = [gem5, "-d", str(outdir / "m5out"), str(CONFIG), "--kernel", str(kernel), "--numa", str(numa_file),
+    cmd = [gem5, "-d", str(outdir / "m5out"), str(script), "--kernel", str(kernel), "--numa", str(numa_file),
            "--local-size", local_size, "--cpu", cpu, "--cores", str(cores), "--run", run or "true",
            "--max-seconds", str(max_seconds), "--warm", warm]
     for spec in cxl:
@@ -291,7 +310,8 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     if boot_console and boot_console.is_file():  # the topology was printed before the checkpoint
         console = boot_console.read_text(errors="replace") + console
     df = frame(bench, rows, f"node{node}") if bench else pd.DataFrame()
-    df.attrs.update({"engine": "gem5-fs", "cpu": ran_on, "fallback": fb.group(1) if fb else None, "warm": warm, "cores": cores, "command": run, "local": local,
-                     "cxl": list(cxl), "node": node, "restored_from": str(restore) if restore else None})
-    return FsRun(console, m.group(1) if m else "", parse_topology(console), rows, outdir, df, ran_on,
-                 fb.group(1) if fb else "")
+    df.attrs.update({"engine": "gem5-fs", "cpu": ran_on, "fallback": fb.group(1) if fb else None, "warm": warm,
+                     "cores": cores, "command": run, "local": local, "cxl": list(cxl), "node": node,
+                     "restored_from": str(restore) if restore else None})
+    cause = m.group(1) if m else ("checkpoint" if re.search(r"^checkpoint: ", r.stdout, re.M) else "")
+    return FsRun(console, cause, parse_topology(console), rows, outdir, df, ran_on, fb.group(1) if fb else "")

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 KVM_GET_API_VERSION = 0xAE00
 KVM_CREATE_VM = 0xAE01
 KVM_GET_VCPU_MMAP_SIZE = 0xAE04
+KVM_GET_SUPPORTED_CPUID = 0xC008AE05
+KVM_SET_CPUID2 = 0x4008AE90
 KVM_CREATE_VCPU = 0xAE41
 KVM_SET_USER_MEMORY_REGION = 0x4020AE46
 KVM_RUN = 0xAE80
@@ -86,6 +88,12 @@ def probe(instructions: int = 200_000, device: str = "/dev/kvm") -> KvmProbe:
         mem[0x4000:0x4000 + len(code)] = code
         vcpu = fcntl.ioctl(vm, KVM_CREATE_VCPU, 0)
         fds.append(vcpu)
+        # The host's CPUID as the guest's: hardware KVM refuses long mode (EFER.LME)
+        # to a vCPU whose CPUID does not offer it.
+        nent = 256
+        cpuid = bytearray(struct.pack("<II", nent, 0) + bytes(40 * nent))
+        fcntl.ioctl(kvm, KVM_GET_SUPPORTED_CPUID, cpuid)
+        fcntl.ioctl(vcpu, KVM_SET_CPUID2, cpuid)
         run = mmap.mmap(vcpu, fcntl.ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0), flags=mmap.MAP_SHARED,
                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
         sregs = bytearray(fcntl.ioctl(vcpu, KVM_GET_SREGS, bytes(312)))

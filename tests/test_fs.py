@@ -23,6 +23,14 @@ node   0   1   2
 """
 
 
+def test_hmat_attributes_the_guest_printed():
+    text = NUMACTL + ("hmat node0/access0/initiators/read_latency=105\n"
+                      "hmat node1/access0/initiators/read_bandwidth=20958\n"
+                      "hmat node1/access0/initiators/read_latency=267\n"
+                      "hmat node1/access1/initiators/read_latency=999\n")
+    assert parse_topology(text).hmat == {0: {"read_latency": 105}, 1: {"read_bandwidth": 20958, "read_latency": 267}}
+
+
 def test_topology_from_numactl():
     t = parse_topology(NUMACTL)
     assert t.cpus == {0: [0, 1], 1: [], 2: []}  # the CXL nodes have no CPUs
@@ -140,6 +148,9 @@ def test_boot_runs_gem5_on_the_board_and_returns_the_guests_rows(tmp_path):
     r = fs.boot(str(gem5), tmp_path / "o", kernel=str(kernel), cpu="atomic", run=run, bench="lmbench", numa=numa,
                 checkpoint=str(tmp_path / "ck"))
     argv = json.loads((tmp_path / "o" / "argv.json").read_text())
+    # The config is the checkout's (an installed package has no gem5_configs/ of its own).
+    from pathlib import Path
+    assert argv[2].endswith("gem5_configs/cxl_numa_boot.py") and Path(argv[2]).is_file()
     assert argv[argv.index("--run") + 1] == run and argv[argv.index("--checkpoint") + 1] == str(tmp_path / "ck")
     assert json.loads((tmp_path / "o" / "numa.json").read_text())["distances"] == [[10, 25], [25, 10]]
     assert r.cause == "m5_exit instruction encountered" and r.topology.cpus[1] == []
@@ -271,3 +282,24 @@ def test_kvm_probe_times_guest_kernel_code_on_this_host():
         assert 0.3 < b.ring0_ips / a.ring0_ips < 3.0, (a, b)
         assert "emulates guest kernel code" in a.reason
     print(f"\n/dev/kvm: {b.reason}")
+
+
+def test_simcxl_fs_says_when_a_kvm_boot_ran_on_atomic_cores(tmp_path):
+    gem5 = tmp_path / "gem5"
+    gem5.write_text(FALLBACK_GEM5)
+    gem5.chmod(0o755)
+    kernel = tmp_path / "vmlinux"
+    kernel.write_bytes(ELF_X86_64)
+    numa = tmp_path / "numa.json"
+    numa.write_text(json.dumps(Numa([Node("ddr-local", 100, 100, 30, 30), Node("cxl-asic", 250, 250, 20, 20)]).to_dict()))
+    p = subprocess.run(_cmd(["fs", "--gem5", str(gem5), "--out", str(tmp_path / "o"), "--kernel", str(kernel),
+                             "--cpu", "kvm", "--numa", str(numa)]), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith(
+        "simcxl: booted on atomic cores, not KVM: /dev/kvm emulates guest kernel code"), p.stderr
+    # The description given is the one handed to gem5 (distances filled in from its latencies).
+    assert json.loads((tmp_path / "o" / "numa.json").read_text())["distances"] == [[10, 25], [25, 10]]
+    bad = subprocess.run(_cmd(["fs", "--gem5", str(gem5), "--out", str(tmp_path / "o2"), "--kernel", str(kernel),
+                               "--numa", str(numa), "--cxl", "cxl-asic:1GiB", "--cxl", "cxl-fpga:1GiB"]),
+                         capture_output=True, text=True, timeout=300)
+    user_error(bad, "numa has 2 nodes; allowed: 3, one for local DRAM and one per CXL window")

@@ -11,6 +11,7 @@ host's /dev/kvm can run gem5's guest), so these are also marked slow."""
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,11 @@ def booted(tmp_path_factory):
         pytest.skip(str(e))
     out = tmp_path_factory.mktemp("fs")
     cpu = os.environ.get("SIMCXL_FS_CPU", "atomic")
+    t = time.time()
     run = fs.boot(GEM5, out / "boot", cpu=cpu, checkpoint=str(out / "ckpt"), max_seconds=3.0, **BOARD)
+    print(f"\nboot to the shell's checkpoint: {time.time() - t:.0f} s wall on {run.cpu} cores"
+          + (f" (asked for KVM: {run.fallback})" if run.fallback else ""))
+    assert run.cause == "checkpoint", run.console[-3000:]
     return out, run
 
 

@@ -42,10 +42,10 @@ class Wire {
     size_t maxQueued_ = 0;
 };
 
-class Endpoint : public Component {
+class Endpoint : public Component, public LinkReceiver {
   public:
     using Component::Component;
-    void receive(Txn* m, Tick arrival) {
+    void receive(Txn* m, Tick arrival) override {
         inbox_.push(arrival, m);
         requestWake(arrival);
     }

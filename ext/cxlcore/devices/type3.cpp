@@ -41,7 +41,7 @@ void Type3Device::name(const std::string& n) {
     media_.name(n + ".media");
 }
 
-void Type3Device::deliver(Txn* t, Tick arrival) {
+void Type3Device::receive(Txn* t, Tick arrival) {
     rx_.push(arrival, t);
     requestWake(arrival);
 }
@@ -92,7 +92,7 @@ void Type3Device::process() {
         const Tick arr = link_.send(t, *x);
         x->leave(kStageLinkUp, arr);
         --outstanding_;
-        bridge_->deliverResp(port_, x, arr);
+        port_->receive(x, arr);
     }
     if (respRefused_ && !tx_.full()) {
         respRefused_ = false;

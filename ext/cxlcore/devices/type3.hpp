@@ -15,23 +15,21 @@ struct DeviceStats {
     uint64_t devLoad[4] = {0, 0, 0, 0};
 };
 
-class Type3Device : public Component, public Requester {
+class Type3Device final : public Component, public Requester, public LinkReceiver {
   public:
     Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link, const std::string& where);
     // Names its queues (and its media's) in stall reports.
     void name(const std::string& n);
     // Fault injection (tests of the watchdog): no response after n (0: off).
     void stopAfter(uint64_t n) { stopAfter_ = n; }
-    void attach(HostBridge* bridge, uint32_t port) {
-        bridge_ = bridge;
-        port_ = port;
-    }
+    // The root port at the link's host end, which its responses go to.
+    void attach(LinkReceiver* port) { port_ = port; }
     // The unloaded time from the root port's send to the response's arrival
     // back at it (request flit out, response header and data flits back, the
     // controller both ways, a media row hit), ns: gem5's atomic mode.
     double idleLatencyNs() const;
     // A message from the link, fully received at `arrival`.
-    void deliver(Txn* t, Tick arrival);
+    void receive(Txn* t, Tick arrival) override;
 
     bool tryResp(Txn* t) override;
     void retryReq() override;
@@ -61,8 +59,7 @@ class Type3Device : public Component, public Requester {
     DeviceParams p_;
     CxlLink& link_;
     DramController media_;
-    HostBridge* bridge_ = nullptr;
-    uint32_t port_ = 0;
+    LinkReceiver* port_ = nullptr;
     // The controller pipeline, one per M2S class (0: Req reads, 1: RwD
     // writes): the classes have their own channels and credits, so a write
     // waiting for a full media write queue does not hold up the reads.

@@ -17,7 +17,7 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
 void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
     if (ports_.size() >= 64)
         throw ConfigError(where_ + ": at most 64 root ports; allowed: root_ports 1 to 64");
-    auto port = std::make_unique<Port>();
+    auto port = std::make_unique<Port>(*this);
     port->link = link;
     port->dev = dev;
     port->out.reset(p_.req_queue);
@@ -28,7 +28,7 @@ void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
     port->in.name(n + ".in (responses the host has not taken)");
     // In flight on S2M or waiting here: never more than the buffer holds.
     link->respBuffer_.init(p_.resp_queue, link->creditReturn());
-    dev->attach(this, port->targetPortIndex);
+    dev->attach(port.get());
     ports_.push_back(std::move(port));
 }
 
@@ -61,19 +61,18 @@ bool HostBridge::send(Port& p, Txn* x, Tick at) {
     x->leave(kStageHostPort, at);
     const Tick arr = p.link->send(at, *x);
     x->leave(kStageLinkDown, arr);
-    p.dev->deliver(x, arr);
+    p.dev->receive(x, arr);
     return true;
 }
 
-void HostBridge::deliverResp(uint32_t port, Txn* t, Tick arrival) {
-    Port& p = *ports_[port];
+void HostBridge::deliverResp(Port& p, Txn* t, Tick arrival) {
     // The response clears the bridge at `ready`: its S2M buffer and its tracker
     // entry are free from then on. A requester that takes responses at once
     // gets it directly, stamped with that time; no event is needed.
     const Tick ready = arrival + respLat_;
     if (p.in.empty() && !respBlocked_ && respond(p, t, ready)) return;
     p.in.push(ready, t);
-    busy_ |= uint64_t(1) << port;
+    busy_ |= uint64_t(1) << p.targetPortIndex;
     requestWake(ready);
 }
 

@@ -28,8 +28,7 @@ class HostBridge : public Component, public Target {
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
-    // A response from port `port`, fully received at `arrival`.
-    void deliverResp(uint32_t port, Txn* t, Tick arrival);
+
 
     const HdmDecoder& decoder() const { return hdm_; }
     const BridgeStats& stats() const { return stats_; }
@@ -44,12 +43,18 @@ class HostBridge : public Component, public Target {
     void process() override;
 
   private:
-    struct Port {
-        CxlLink* link;
-        Type3Device* dev;
+    // A root port: the host end of its link, where its device's responses arrive.
+    struct Port final : LinkReceiver {
+        Port(HostBridge& b) : bridge(b) {}
+        void receive(Txn* t, Tick arrival) override { bridge.deliverResp(*this, t, arrival); }
+        HostBridge& bridge;
+        CxlLink* link = nullptr;
+        Type3Device* dev = nullptr;
         TimedFifo<Txn*> out, in;
-        uint32_t targetPortIndex;
+        uint32_t targetPortIndex = 0;
     };
+    // A response from port p, fully received at `arrival`.
+    void deliverResp(Port& p, Txn* t, Tick arrival);
     bool respond(Port& p, Txn* x, Tick ready);
     bool send(Port& p, Txn* x, Tick at);
     // The first port from `from` on whose queues hold something (64: none).

@@ -239,6 +239,18 @@ class CreditPool {
     std::vector<Tick> ring_;
 };
 
+// The far end of a link: every CXL message, of any channel, is sent by
+// taking a credit of its channel (CxlLink::credits_) and CxlLink::send, and
+// handed to the receiver with the time it is fully received. Host bridge
+// ports, Type-3 devices, the home agent and accelerators are receivers alike.
+class LinkReceiver {
+  public:
+    virtual void receive(Txn* m, Tick arrival) = 0;
+
+  protected:
+    ~LinkReceiver() = default;
+};
+
 // A CXL link: two independent directions (full duplex) and per-class credits.
 class CxlLink {
   public:

@@ -784,6 +784,7 @@ PYBIND11_MODULE(_core, m) {
         for (int s = 0; s < kNumStages; ++s) stages.append(stageName(Stage(s)));
         m.attr("STAGES") = py::tuple(stages);
     }
+    m.attr("TXN_POOL_CHUNK") = py::int_(TxnPool::kChunk);
     m.def("tlp_units", &tlpUnits, py::arg("overhead_bytes"), py::arg("payload_bytes"),
           "Half-slots a CXL.io TLP takes on a link.");
 

@@ -206,6 +206,7 @@ class TxnPool {
         new (t) Txn();  // in place: no temporary to copy (Txn is trivially destructible)
         t->id = nextId_++;
         t->live = true;
+        if (allocated_ - free_.size() > peak_) peak_ = allocated_ - free_.size();
         return t;
     }
     void put(Txn* t) {
@@ -215,6 +216,8 @@ class TxnPool {
     }
     size_t allocated() const { return allocated_; }
     size_t live() const { return allocated_ - free_.size(); }
+    // The most transactions ever live at once (the pool grows by whole chunks).
+    size_t peak() const { return peak_; }
     uint64_t returned() const { return returned_; }
     // The live request issued first (nullptr when none is live). Protocol
     // messages that carry a request's latency (parent set) are not requests.
@@ -228,10 +231,11 @@ class TxnPool {
         return o;
     }
 
-  private:
     // Transactions live in chunks, side by side: a run's few hundred in
     // flight stay within as few cache lines as they can.
     static constexpr size_t kChunk = 64;
+
+  private:
     void grow() {
         chunks_.emplace_back(new Txn[kChunk]);
         for (size_t i = kChunk; i-- > 0;) free_.push_back(&chunks_.back()[i]);
@@ -239,7 +243,7 @@ class TxnPool {
     }
     std::vector<std::unique_ptr<Txn[]>> chunks_;
     std::vector<Txn*> free_;
-    size_t allocated_ = 0;
+    size_t allocated_ = 0, peak_ = 0;
     uint64_t nextId_ = 1, returned_ = 0;
 };
 

@@ -565,6 +565,7 @@ void commonReport(Report& r, System& s, const PagePlacement& place, Tick start, 
     r.emplace_back("media_peak_gbps", s.mediaPeakBytesPerSec(place.windows()) / 1e9);
     s.report(r, start, end);
     r.emplace_back("txn_pool_size", double(s.pool.allocated()));
+    r.emplace_back("txn_pool_peak", double(s.pool.peak()));
     r.emplace_back("events", double(s.loop.events()));
 }
 

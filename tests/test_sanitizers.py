@@ -76,7 +76,7 @@ def test_cxx_heavy_tests_pass_under_address_and_undefined_behaviour_sanitizers(s
                            text=True)
     assert where.returncode == 0 and where.stdout.startswith(str(sanitized_package)), where.stderr
     # From the staging folder: `python -m pytest` puts the working directory first on the path.
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", "-m", "not slow",
                         "--rootdir", str(REPO), *[str(REPO / "tests" / t) for t in SANITIZED]],
                        cwd=sanitized_package, env=env, capture_output=True, text=True)
     out = r.stdout + r.stderr

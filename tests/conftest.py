@@ -115,3 +115,10 @@ def assert_one_line_rejection(exc: BaseException, *names: str, says_allowed: boo
     assert not says_allowed or any(w in msg for w in ("allowed", "must", "expected", "needs", "presets:", "e.g.")), \
         f"does not say what is allowed: {msg}"
     return msg
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The longest file first (the sanitizer build and its child run, a few
+    minutes on one core): scheduled last, it would run alone after the other
+    worker has finished everything else."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] != "tests/test_sanitizers.py")

@@ -109,8 +109,11 @@ class StandaloneEngine:
         df = standalone.stream(system, list(kernels), threads=threads, stores=stores)
         return list(df["stream_gbps"])
 
-    def loaded_latency(self, system: System, threads: int, read_fraction: float) -> Tuple[float, float]:
-        df = standalone.loaded_latency(system, threads=(threads,), read_fractions=(read_fraction,), requests=60000)
+    def loaded_latency(self, system: System, threads: int, read_fraction: float, stores: str = "non-temporal",
+                       pattern: str = "random") -> Tuple[float, float]:
+        """MLC's loaded latency: the probe's mean latency (ns) and all traffic (GB/s)."""
+        df = standalone.loaded_latency(system, threads=(threads,), read_fractions=(read_fraction,), requests=60000,
+                                       stores=stores, pattern=pattern)
         return float(df["latency_ns"].iloc[0]), float(df["bandwidth_gbps"].iloc[0])
 
 
@@ -140,7 +143,7 @@ def check_gem5(tb: Testbed, names: Sequence[str]) -> None:
         raise ParamError(f"--engine gem5 calibrates cxl-type3 memories, the ones SimCXL's SimObjects model; "
                          f"{', '.join(other)} {'is' if len(other) == 1 else 'are'} not: choose --memories from "
                          f"{', '.join(n for n in names if n not in other) or '(none in this testbed)'}")
-    if any(tb.points_of(n, "loaded_latency") for n in names):
+    if any(tb.points_of(n, "loaded_latency") or tb.points_of(n, "loaded_bandwidth") for n in names):
         raise ParamError(f"--engine gem5: {gem5_engine.LOADED_LATENCY_MISSING}")
     if any(tb.points_of(n, "lat_mem_rd") for n in names) and "X86" not in gem5_engine.isas(os.environ["GEM5"]):
         raise ParamError(f"--engine gem5: lat_mem_rd runs a guest on an X86 core, and GEM5 = {os.environ['GEM5']!r} "
@@ -184,8 +187,8 @@ def fit_points(tb: Testbed, memory: str) -> List[Point]:
         lat = tb.points_of(memory, "lat_mem_rd")
         if lat:
             out.append(max(lat, key=lambda p: p.x))
-    if "stream" in declared:
-        out += [declared["stream"]] if declared["stream"] is not None else []
+    if "stream" in declared or "loaded_bandwidth" in declared:
+        out += [p for p in (declared.get("stream"), declared.get("loaded_bandwidth")) if p is not None]
     else:
         st = [p for p in tb.points_of(memory, "stream") if p.x == "copy"]
         if st:
@@ -212,9 +215,15 @@ def simulate(eng, system: System, points: Sequence[Point]) -> List[float]:
         for (i, _), v in zip(items, eng.stream(system, [p.x for _, p in items], min(threads, system.host.cores),
                                                stores)):
             out[i] = v
+    # A row's latency and bandwidth come from one run of its traffic.
+    loaded: Dict[Tuple, Tuple[float, float]] = {}
     for i, p in enumerate(points):
-        if p.experiment == "loaded_latency":
-            out[i] = eng.loaded_latency(system, p.x["threads"], p.x["read_fraction"])[0]
+        if p.experiment in ("loaded_latency", "loaded_bandwidth"):
+            x = p.x
+            key = (x["threads"], x["read_fraction"], x.get("stores", "non-temporal"), x.get("pattern", "random"))
+            if key not in loaded:
+                loaded[key] = eng.loaded_latency(system, *key)
+            out[i] = loaded[key][0 if p.experiment == "loaded_latency" else 1]
     return [out[i] for i in range(len(points))]
 
 
@@ -284,8 +293,8 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
 
 
 def _role(p: Point) -> str:
-    """Which knobs a fit point is for: STREAM sets bandwidth, the rest latency."""
-    return "bandwidth" if p.experiment == "stream" else "latency"
+    """Which knobs a fit point is for: STREAM and loaded bandwidth set bandwidth, the rest latency."""
+    return "bandwidth" if p.experiment in ("stream", "loaded_bandwidth") else "latency"
 
 
 def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log: Callable[[str], None],
@@ -701,7 +710,7 @@ def _write_preset(out: Path, r: FitResult, tb: Testbed, date: str, engine_name: 
 
 def _target_rows(tb: Testbed, r: FitResult) -> List[dict]:
     """The validation points the acceptance figures speak of: lat_mem_rd at or
-    beyond the LLC, every other STREAM kernel, all loaded-latency points."""
+    beyond the LLC, every other STREAM kernel, all loaded latency and bandwidth points."""
     llc = r.system.host.llc_bytes
     out = []
     for x in r.points:

@@ -200,7 +200,8 @@ class Gem5Engine:
             out.append(float(rows[0]["stream_gbps"]))
         return out
 
-    def loaded_latency(self, system: System, threads: int, read_fraction: float) -> Tuple[float, float]:
+    def loaded_latency(self, system: System, threads: int, read_fraction: float, stores: str = "non-temporal",
+                       pattern: str = "random") -> Tuple[float, float]:
         raise ParamError(LOADED_LATENCY_MISSING)
 
 

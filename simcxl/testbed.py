@@ -5,8 +5,10 @@ plus optional CSV files: ``lat_mem_rd.csv`` (memory, working_set_bytes,
 latency_ns), ``stream.csv`` (memory, kernel, threads, bandwidth_gbps; STREAM's
 own byte counting; optional ``stores``: write-allocate, the default, or
 non-temporal when the measured binary's stores wrote whole lines without
-reading them) and ``loaded_latency.csv`` (memory, read_fraction, threads,
-bandwidth_gbps, latency_ns). A memory may declare the points its fit uses
+reading them) and ``loaded_latency.csv`` (memory, threads, read_fraction or
+an MLC ``mode``, bandwidth_gbps and/or latency_ns; optional ``stores`` and
+``pattern``): each row is a loaded-bandwidth point, a loaded-latency point or
+both. A memory may declare the points its fit uses
 (``fit``, see FIT_KEYS); the others are validation only. Loading checks
 everything and reports every problem with its file, line and column.
 """
@@ -26,6 +28,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from . import mlc
 from .params import KINDS, STORES, LinkParams, ParamError, read_text, shown
 
 KERNELS = ("copy", "scale", "add", "triad")
@@ -40,20 +43,29 @@ FILES = {
                                       "latency_ns": (True, float)}),
     "stream": ("stream.csv", {"memory": (True, str), "kernel": (True, str), "threads": (False, int),
                               "bandwidth_gbps": (True, float), "stores": (False, str)}),
-    "loaded_latency": ("loaded_latency.csv", {"memory": (True, str), "read_fraction": (True, float),
-                                              "threads": (True, int), "bandwidth_gbps": (True, float),
-                                              "latency_ns": (True, float)}),
+    "loaded_latency": ("loaded_latency.csv", {"memory": (True, str), "read_fraction": (False, float),
+                                              "threads": (True, int), "bandwidth_gbps": (False, float),
+                                              "latency_ns": (False, float), "mode": (False, str),
+                                              "stores": (False, str), "pattern": (False, str)}),
 }
+# A loaded_latency.csv row gives a point of each experiment whose column it fills.
+LOADED = {"loaded_latency": "latency_ns", "loaded_bandwidth": "bandwidth_gbps"}
+# Loaded traffic's stores when a row names neither a mode nor stores: the engine's default.
+LOADED_STORES = "non-temporal"
+PATTERNS = ("random", "sequential")
 
 
 # What a memory's `fit` table may name, per experiment: the one point its knobs
 # of that role fit, or false for none. lat_mem_rd and loaded_latency both fit
-# the latency knobs, so a memory names at most one of them.
+# the latency knobs, stream and loaded_bandwidth the bandwidth knobs, so a
+# memory names at most one of each pair.
 FIT_KEYS = {
     "lat_mem_rd": "a measured working_set_bytes",
     "stream": 'a kernel ("copy"), or a table { kernel = "copy", threads = 16, stores = "non-temporal" }',
-    "loaded_latency": "a table { threads = 4, read_fraction = 1.0 }",
+    "loaded_latency": "a table { threads = 4, read_fraction = 1.0 } (and stores, pattern or mode to name one)",
+    "loaded_bandwidth": "a table { threads = 16, read_fraction = 0.75 } (and stores, pattern or mode to name one)",
 }
+EXCLUSIVE = (("lat_mem_rd", "loaded_latency", "latency"), ("stream", "loaded_bandwidth", "bandwidth"))
 
 
 class TestbedError(ParamError):
@@ -76,8 +88,8 @@ class Memory:
 class Point:
     """One measured point of an experiment."""
     memory: str
-    experiment: str      # lat_mem_rd, stream, loaded_latency
-    x: Any               # working set, kernel name, or (threads, read_fraction)
+    experiment: str      # lat_mem_rd, stream, loaded_latency, loaded_bandwidth
+    x: Any               # working set, kernel name, or the loaded traffic (threads, read_fraction, stores, ...)
     measured: float
     threads: Optional[int] = None
     where: str = ""      # file:line, for messages
@@ -217,7 +229,9 @@ def describe(experiment: str, x: Any, threads: Optional[int] = None, stores: Opt
         return " ".join([str(x)] + ([f"{threads} threads"] if threads else [])
                         + ([stores] if stores and stores != STORES[0] else []))
     if isinstance(x, dict):
-        return f"threads={x['threads']} read_fraction={x['read_fraction']}"
+        return " ".join([f"threads={x['threads']}"] + ([f"mode={x['mode']}"] if x.get("mode") else [])
+                        + [f"read_fraction={x['read_fraction']:g}"]
+                        + [f"{k}={x[k]}" for k in ("stores", "pattern") if k in x])
     return str(x)
 
 
@@ -247,11 +261,12 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
             match = [p for p in cands if p.x == want["kernel"] and p.threads == want.get("threads", p.threads)
                      and p.stores == want.get("stores", p.stores)]
         else:
-            if not isinstance(want, dict) or set(want) != {"threads", "read_fraction"}:
+            named = {"threads", "read_fraction", "stores", "pattern", "mode"}
+            if not isinstance(want, dict) or not {"threads"} <= set(want) <= named or \
+                    not ({"read_fraction", "mode"} & set(want)):
                 problems.append(f"{where} = {want!r} must be {FIT_KEYS[key]} or false")
                 continue
-            match = [p for p in cands if p.x["threads"] == want["threads"]
-                     and p.x["read_fraction"] == want["read_fraction"]]
+            match = [p for p in cands if all(p.x.get(k) == v for k, v in want.items())]
         if len(match) != 1:
             measured = ", ".join(sorted({describe(p.experiment, p.x, p.threads, p.stores) for p in cands})) or "none"
             problems.append(f"{where} = {fit[key]!r} matches " +
@@ -260,9 +275,10 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
                              "to name one"))
             continue
         out[key] = match[0]
-    if out.get("lat_mem_rd") and out.get("loaded_latency"):
-        problems.append(f"{loc}: memories.{shown(name)}.fit names both lat_mem_rd and loaded_latency; both fit the "
-                        "latency knobs, which take one point: set the other to false")
+    for a, b, role in EXCLUSIVE:
+        if out.get(a) and out.get(b):
+            problems.append(f"{loc}: memories.{shown(name)}.fit names both {a} and {b}; both fit the "
+                            f"{role} knobs, which take one point: set the other to false")
     return out
 
 
@@ -351,17 +367,71 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
             x = rec["kernel"]
             measured = rec["bandwidth_gbps"]
         else:
-            x = (rec["threads"], rec["read_fraction"])
-            measured = rec["latency_ns"]
+            traffic = _loaded_traffic(rec, header, f"{path}:{n}", problems)
+            if traffic is None:
+                continue
+            for exp, col in LOADED.items():
+                if rec.get(col) is None:
+                    continue
+                dup = (rec["memory"], exp, tuple(sorted(traffic.items())))
+                if dup in seen:
+                    problems.append(f"{path}:{n}: duplicate point ({rec['memory']}, {describe(exp, traffic)}); "
+                                    f"first at line {seen[dup]}")
+                    continue
+                seen[dup] = n
+                out.append(Point(rec["memory"], exp, dict(traffic), rec[col], rec["threads"], f"{path.name}:{n}",
+                                 traffic["stores"]))
+            continue
         dup = (rec["memory"], x, rec.get("threads"), rec.get("stores") or STORES[0])
         if dup in seen:
             problems.append(f"{path}:{n}: duplicate point ({rec['memory']}, {x}); first at line {seen[dup]}")
             continue
         seen[dup] = n
-        p = Point(rec["memory"], key, x, measured, rec.get("threads"), f"{path.name}:{n}",
-                  rec.get("stores") or STORES[0])
-        if key == "loaded_latency":
-            p.x = {"threads": rec["threads"], "read_fraction": rec["read_fraction"],
-                   "bandwidth_gbps": rec["bandwidth_gbps"]}
-        out.append(p)
+        out.append(Point(rec["memory"], key, x, measured, rec.get("threads"), f"{path.name}:{n}",
+                         rec.get("stores") or STORES[0]))
+    return out
+
+
+def _loaded_traffic(rec: Dict[str, Any], header: List[str], loc: str, problems: List[str]) -> Optional[Dict]:
+    """A loaded_latency.csv row's traffic (threads, read fraction, stores,
+    pattern, and the MLC mode that set them), or None after noting why not."""
+    def col(h):
+        return f"{loc} column {header.index(h) + 1}"
+    if rec.get("latency_ns") is None and rec.get("bandwidth_gbps") is None:
+        problems.append(f"{loc}: neither bandwidth_gbps nor latency_ns is given; a row measures one or both")
+        return None
+    out: Dict[str, Any] = {"threads": rec["threads"]}
+    stores, rf = rec.get("stores"), rec.get("read_fraction")
+    if stores is not None and stores not in STORES:
+        problems.append(f"{col('stores')}: stores {stores!r} is not allowed; allowed: {', '.join(STORES)}")
+        return None
+    if rec.get("mode") is not None:
+        try:
+            m = mlc.mode(rec["mode"])
+        except ParamError as e:
+            problems.append(f"{col('mode')}: {e}")
+            return None
+        if rf is not None and abs(rf - m.read_fraction) > 0.005:
+            problems.append(f"{col('read_fraction')}: read_fraction {rf:g} is not MLC {m.name}'s "
+                            f"{m.read_fraction:.3f}; leave it empty or give the mode's")
+            return None
+        if stores is not None and stores != m.stores:
+            problems.append(f"{col('stores')}: stores {stores!r} is not MLC {m.name}'s ({m.stores})")
+            return None
+        out.update(mode=m.name, read_fraction=m.read_fraction, stores=m.stores)
+    else:
+        if rf is None:
+            problems.append(f"{loc}: read_fraction is empty and no mode names the traffic; give one of them")
+            return None
+        stores = stores or LOADED_STORES
+        if stores == "write-allocate" and rf < 0.5:
+            problems.append(f"{col('read_fraction')}: read_fraction {rf:g} is not allowed with write-allocate "
+                            "stores; allowed: 0.5 to 1 (each store reads its line too)")
+            return None
+        out.update(read_fraction=rf, stores=stores)
+    pattern = rec.get("pattern") or PATTERNS[0]
+    if pattern not in PATTERNS:
+        problems.append(f"{col('pattern')}: pattern {pattern!r} is not allowed; allowed: {', '.join(PATTERNS)}")
+        return None
+    out["pattern"] = pattern
     return out

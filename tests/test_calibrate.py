@@ -202,7 +202,7 @@ def test_a_kernel_measured_at_two_thread_counts_is_two_points_in_every_output(tm
     ("fit = { lat_mem_rd = 12345 }",
      "testbed.toml:9: memories.expander.fit.lat_mem_rd = 12345 matches no point of lat_mem_rd.csv for expander; "
      "measured: 1073741824"),
-    ("fit = { iops = 3 }", "memories.expander.fit.iops is not allowed; allowed: lat_mem_rd, stream, loaded_latency"),
+    ("fit = { iops = 3 }", "memories.expander.fit.iops is not allowed; allowed: lat_mem_rd, stream, loaded_latency, loaded_bandwidth"),
     ('fit = { stream = "copy" }', "fit.stream = 'copy' matches 2 points (stream.csv:2, stream.csv:3); add threads or "
                                   "stores to name one"),
     ('fit = { stream = { kernel = "copy", threads = 4 } }', "matches no point of stream.csv for expander"),

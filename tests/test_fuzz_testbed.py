@@ -31,7 +31,10 @@ ROW = {
         "stores": st.sampled_from(["write-allocate", "non-temporal"])}),
     "loaded_latency": lambda: st.fixed_dictionaries({
         "memory": st.sampled_from(sorted(MEMORIES)), "read_fraction": st.sampled_from([0.0, 0.5, 0.75, 1.0]),
-        "threads": st.integers(1, 1024), "bandwidth_gbps": positive, "latency_ns": positive}),
+        "threads": st.integers(1, 1024), "bandwidth_gbps": positive, "latency_ns": positive,
+        # No mode: the read fraction names the traffic; stores that read their line need half of it reads.
+        "mode": st.just(""), "stores": st.sampled_from(["", "non-temporal"]),
+        "pattern": st.sampled_from(["", "random", "sequential"])}),
 }
 # Cells no column of that kind takes
 BAD_CELL = {
@@ -52,7 +55,8 @@ def unique(rows, key):
     seen, out = set(), []
     for r in rows:
         k = (r["memory"], r.get("working_set_bytes"), r.get("kernel"), r.get("threads"), r.get("stores"),
-             r.get("read_fraction"))
+             r.get("read_fraction")) if key != "loaded_latency" else \
+            (r["memory"], r["threads"], r["read_fraction"], r.get("pattern") or "random")
         if k not in seen:
             seen.add(k)
             out.append(r)

@@ -141,21 +141,31 @@ class HostParams(ParamGroup):
         "LLC DRRIP: chance that a miss in a BRRIP set is inserted for 'long' rather than 'distant' re-reference "
         "(thrash protection). 1/32 in Jaleel et al., ISCA 2010; Intel's L3 QLRU variants about 1/16 "
         "(Abel & Reineke, nanoBench); physical range 1/64 to 1/8; 1 makes every set SRRIP")
+    llc_inclusive: int = param(
+        0, 0, 1, "",
+        "1: the LLC is inclusive, filled on every L2 miss (Intel client parts, Xeons before Skylake-SP); 0: "
+        "non-inclusive and victim-filled, as Intel's server LLCs since Skylake-SP: a line from memory fills the "
+        "L2 only, the L2's victims fill the LLC, and a line a core takes from the LLC leaves it, so one core's "
+        "data can fill L2 and LLC together")
     dtlb_entries: int = param(64, 1, 65536, "", "first-level data TLB entries")
     dtlb_assoc: int = param(4, 1, 65536, "ways", "DTLB associativity")
     stlb_entries: int = param(2048, 1, 1048576, "", "second-level TLB entries")
     stlb_assoc: int = param(8, 1, 1048576, "ways", "STLB associativity")
     stlb_latency_ns: float = param(2.5, 0, 100, "ns", "extra latency of a DTLB miss that hits the STLB")
-    walk_latency_ns: float = param(4.0, 0, 1000, "ns", "page-walk overhead besides fetching the leaf PTE")
+    walk_latency_ns: float = param(
+        4.0, 0, 1000, "ns",
+        "page-walk overhead besides fetching the leaf PTE line through the caches (the upper levels from the "
+        "paging-structure caches and L1)")
     page_bytes: int = param(4096, 4096, GiB, "B", "page size (a power of two)")
     frame_run_pages: int = param(
-        63, 1, 1 << 20, "pages",
-        "pages the OS hands out as physically contiguous frames, in the order they are first touched; each run "
-        "starts at a random frame. Linux refills a CPU's free-page list with pcp->batch frames split in order "
-        "from one free block (mm/page_alloc.c: zone_batchsize gives 63 on a zone of more than 256 MiB, "
-        "rmqueue_bulk takes them in ascending order). The L2 is indexed by physical address, so this decides "
-        "how evenly a working set fills its sets (lmbench's chase faults its pages in chase order); 1 puts "
-        "every page on a random frame")
+        8, 1, 1 << 20, "pages",
+        "mean run of physically consecutive frames the OS hands out, in the order pages are first touched. Linux "
+        "refills a CPU's free-page list with pcp->batch (63) frames taken in ascending order from the zone's "
+        "smallest free blocks (mm/page_alloc.c: zone_batchsize, rmqueue_bulk); each batch starts at a random "
+        "frame, and within it a run ends at each page with probability 1 / frame_run_pages, as a fragmented "
+        "zone's free blocks are of several orders; 1 puts every page on a random frame, 63 or more gives whole "
+        "batches. The L2 is indexed by physical address, so this decides how evenly a working set fills its sets "
+        "(lmbench's chase faults its pages in chase order)")
     uncore_req_latency_ns: float = param(10.0, 0, 1000, "ns", "mesh and home agent, LLC miss to memory port")
     uncore_resp_latency_ns: float = param(10.0, 0, 1000, "ns", "memory port back to the core")
 

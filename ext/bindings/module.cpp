@@ -12,6 +12,7 @@
 #include "cxlcore/kernel/stats.hpp"
 #include "cxlcore/workloads/accelerator.hpp"
 #include "cxlcore/workloads/mixed.hpp"
+#include "cxlcore/host/cache_hierarchy.hpp"
 #include "cxlcore/mem/dram_replay.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
@@ -802,6 +803,20 @@ PYBIND11_MODULE(_core, m) {
         d["decode"] = locs;
         return d;
     }, "Derived DRAM figures and the (channel, rank, bank, row) of addresses.");
+
+    m.def("cache_replay", [](py::dict host, std::vector<uint64_t> addrs, uint64_t seed) {
+        HostParams hp = readHostParams(host, "host");
+        std::vector<int> out;
+        out.reserve(addrs.size());
+        {
+            py::gil_scoped_release nogil;
+            CacheHierarchy h(hp, seed);
+            for (uint64_t a : addrs) out.push_back(h.access(a));
+        }
+        return out;
+    }, py::arg("host"), py::arg("addresses"), py::arg("seed") = 1,
+       "The level (0 L1, 1 L2, 2 LLC, 3 memory) that answers each physical address, in order, through the "
+       "host's caches from cold (tests derive cache policies by hand).");
 
     m.def("dram_replay", [](py::dict dram, std::vector<std::tuple<double, std::string, uint64_t>> reqs) {
         DramParams dp = readDramParams(dram, "dram");

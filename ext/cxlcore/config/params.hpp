@@ -28,6 +28,7 @@ namespace cxlcore {
     X(uint32_t, llc_assoc, 15, 1, 64)                       \
     X(double, llc_latency_ns, 36.0, 0, 500)                 \
     X(double, llc_bimodal_insert_prob, 0.0625, 0, 1)        \
+    X(uint32_t, llc_inclusive, 0, 0, 1)                     \
     X(uint32_t, dtlb_entries, 64, 1, 65536)                 \
     X(uint32_t, dtlb_assoc, 4, 1, 65536)                    \
     X(uint32_t, stlb_entries, 2048, 1, 1048576)             \
@@ -35,7 +36,7 @@ namespace cxlcore {
     X(double, stlb_latency_ns, 2.5, 0, 100)                 \
     X(double, walk_latency_ns, 4.0, 0, 1000)                \
     X(uint64_t, page_bytes, 4096, 4096, 1ull << 30)         \
-    X(uint32_t, frame_run_pages, 63, 1, 1u << 20)           \
+    X(uint32_t, frame_run_pages, 8, 1, 1u << 20)            \
     X(double, uncore_req_latency_ns, 10.0, 0, 1000)         \
     X(double, uncore_resp_latency_ns, 10.0, 0, 1000)
 

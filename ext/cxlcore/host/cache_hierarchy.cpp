@@ -54,30 +54,9 @@ bool TagArray::access(uint64_t key) {
             }
             if (t[w] == 0) break;  // ways fill in order, so the rest are empty too
         }
-        // Set dueling: 1/64 of the sets always use SRRIP, 1/64 always BRRIP;
-        // their misses steer the policy of the other sets.
-        const uint64_t leader = set & 63;
-        bool brrip;
-        if (leader == 0) {
-            psel_ = std::min<uint32_t>(1023, psel_ + 1);
-            brrip = false;
-        } else if (leader == 1) {
-            psel_ = psel_ ? psel_ - 1 : 0;
-            brrip = true;
-        } else {
-            brrip = psel_ >= 512;
-        }
-        if (w == assoc_) {  // full: the first way predicted for distant re-reference, ageing all until one is
-            uint32_t oldest = 0;
-            for (uint32_t v = 0; v < assoc_; ++v) oldest = std::max(oldest, t[v] & 3u);
-            const uint32_t age = 3 - oldest;
-            w = assoc_;
-            for (uint32_t v = 0; v < assoc_; ++v) {
-                t[v] += age;
-                if (w == assoc_ && (t[v] & 3u) == 3) w = v;
-            }
-        }
-        const bool distant = brrip && (rng_.next() >> 32) >= bimodal_;
+        duel(set);
+        const bool distant = brrip(set) && (rng_.next() >> 32) >= bimodal_;
+        if (w == assoc_) w = victim(t);
         t[w] = f | (distant ? 3u : 2u);
         return false;
     }
@@ -100,13 +79,133 @@ bool TagArray::access(uint64_t key) {
     return false;
 }
 
+// A full DRRIP set: the first way predicted for distant re-reference, ageing
+// all until one is.
+uint32_t TagArray::victim(uint32_t* t) const {
+    uint32_t oldest = 0;
+    for (uint32_t v = 0; v < assoc_; ++v) oldest = std::max(oldest, t[v] & 3u);
+    const uint32_t age = 3 - oldest;
+    uint32_t w = assoc_;
+    for (uint32_t v = 0; v < assoc_; ++v) {
+        t[v] += age;
+        if (w == assoc_ && (t[v] & 3u) == 3) w = v;
+    }
+    return w;
+}
+
+// Set dueling: 1/64 of the sets always use SRRIP, 1/64 always BRRIP; their
+// misses steer the policy of the other sets.
+void TagArray::duel(uint64_t set) {
+    const uint64_t leader = set & 63;
+    if (leader == 0) psel_ = std::min<uint32_t>(1023, psel_ + 1);
+    else if (leader == 1) psel_ = psel_ ? psel_ - 1 : 0;
+}
+
+bool TagArray::brrip(uint64_t set) const {
+    const uint64_t leader = set & 63;
+    return leader == 1 || (leader != 0 && psel_ >= 512);
+}
+
+bool TagArray::take(uint64_t key) {
+    const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
+    const uint32_t f = (uint32_t(mix64(key) >> 32) | 4u) & ~3u;
+    uint32_t* t = &fp_[set * assoc_];
+    for (uint32_t w = 0; w < assoc_ && t[w]; ++w) {
+        if ((t[w] & ~3u) != f) continue;
+        // Keep the valid ways first: the last one fills the hole.
+        uint32_t last = w;
+        while (last + 1 < assoc_ && t[last + 1]) ++last;
+        t[w] = t[last];
+        t[last] = 0;
+        return true;
+    }
+    duel(set);  // a miss steers set dueling as an inclusive LLC's does
+    return false;
+}
+
+void TagArray::insert(uint64_t key, bool reused) {
+    const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
+    const uint32_t f = (uint32_t(mix64(key) >> 32) | 4u) & ~3u;
+    uint32_t* t = &fp_[set * assoc_];
+    uint32_t w = 0;
+    for (; w < assoc_ && t[w]; ++w)
+        if ((t[w] & ~3u) == f) {
+            t[w] = f;
+            return;
+        }
+    if (w == assoc_) w = victim(t);
+    const bool distant = brrip(set) && (rng_.next() >> 32) >= bimodal_;
+    t[w] = f | (reused ? 0u : distant ? 3u : 2u);
+}
+
+L2Array::L2Array(uint64_t entries, uint32_t assoc)
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), tags_(sets_ * assoc_, 0), age_(sets_ * assoc_, 3) {
+    pow2_ = (sets_ & (sets_ - 1)) == 0;
+}
+
+void L2Array::clear() {
+    std::fill(tags_.begin(), tags_.end(), 0);
+    std::fill(age_.begin(), age_.end(), 3);
+}
+
+// U1: the lines other than `keep` age until one of them is 3.
+void L2Array::age(uint8_t* a, uint32_t keep) const {
+    uint8_t m = 0;
+    for (uint32_t w = 0; w < assoc_; ++w)
+        if (w != keep) m = std::max(m, a[w]);
+    if (m == 3) return;
+    for (uint32_t w = 0; w < assoc_; ++w)
+        if (w != keep) a[w] = uint8_t(a[w] + 3 - m);
+}
+
+bool L2Array::hit(uint64_t key) {
+    const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
+    uint64_t* t = &tags_[set * assoc_];
+    uint8_t* a = &age_[set * assoc_];
+    for (uint32_t w = 0; w < assoc_; ++w)
+        if (t[w] >> 1 == key + 1) {
+            a[w] = 0;  // H00
+            age(a, w);
+            return true;
+        }
+    return false;
+}
+
+bool L2Array::fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReused) {
+    const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
+    uint64_t* t = &tags_[set * assoc_];
+    uint8_t* a = &age_[set * assoc_];
+    uint32_t w = assoc_;
+    for (uint32_t v = assoc_; v-- > 0;)  // R2: the last empty way
+        if (!t[v]) {
+            w = v;
+            break;
+        }
+    if (w == assoc_)
+        for (uint32_t v = 0; v < assoc_; ++v)
+            if (a[v] == 3) {
+                w = v;
+                break;
+            }
+    if (w == assoc_) w = 0;  // U1 leaves a line of age 3 beside the last accessed; unreachable
+    const bool evicts = t[w] != 0;
+    if (evicts) {
+        victim = (t[w] >> 1) - 1;
+        victimReused = t[w] & 1;
+    }
+    t[w] = (key + 1) << 1 | (reused ? 1 : 0);
+    a[w] = 1;  // M1
+    age(a, w);
+    return evicts;
+}
+
 CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
     : l1_(p.l1_bytes / kLineBytes, p.l1_assoc, -1, TagArray::Index::kDirect, seed),
-      l2_(p.l2_bytes / kLineBytes, p.l2_assoc, 1.0, TagArray::Index::kDirect, seed + 1),  // SRRIP: insertions "long"
+      l2_(p.l2_bytes / kLineBytes, p.l2_assoc),
       // DRRIP; the slice hash scatters pages over the slices' sets.
       llc_(p.llc_bytes / kLineBytes, p.llc_assoc, p.llc_bimodal_insert_prob, TagArray::Index::kPageHash, seed + 2),
       dtlb_(p.dtlb_entries, p.dtlb_assoc, -1, TagArray::Index::kDirect, seed + 3),
-      stlb_(p.stlb_entries, p.stlb_assoc, -1, TagArray::Index::kDirect, seed + 4) {
+      stlb_(p.stlb_entries, p.stlb_assoc, -1, TagArray::Index::kDirect, seed + 4), inclusive_(p.llc_inclusive != 0) {
     pageShift_ = 0;
     while ((1ull << pageShift_) < p.page_bytes) ++pageShift_;
 }
@@ -114,9 +213,12 @@ CacheHierarchy::CacheHierarchy(const HostParams& p, uint64_t seed)
 CacheHierarchy::Level CacheHierarchy::access(uint64_t addr) {
     const uint64_t line = addr / kLineBytes;
     if (l1_.access(line)) return kL1;
-    if (l2_.access(line)) return kL2;
-    if (llc_.access(line)) return kLLC;
-    return kMem;
+    if (l2_.hit(line)) return kL2;
+    const bool llcHit = inclusive_ ? llc_.access(line) : llc_.take(line);
+    uint64_t victim = 0;
+    bool reused = false;
+    if (l2_.fill(line, llcHit, victim, reused) && !inclusive_) llc_.insert(victim, reused);
+    return llcHit ? kLLC : kMem;
 }
 
 int CacheHierarchy::translate(uint64_t vaddr) {

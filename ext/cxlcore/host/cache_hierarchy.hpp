@@ -33,11 +33,24 @@ class TagArray {
     // at "long" re-reference with this probability and at "distant" otherwise.
     TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, Index index, uint64_t seed);
     bool access(uint64_t key);  // hit? a miss installs the key
+    // A victim-filled (non-inclusive) LLC, DRRIP only. take: hit? a hit
+    // hands the line to the L2 and frees its way (data one core uses lives
+    // in one level); a miss counts for set dueling. insert: an L2 victim.
+    // One that came from this LLC (`reused`) goes in at near re-reference,
+    // where a hit leaves a line in an inclusive LLC, others as DRRIP inserts
+    // a miss: an exclusive LLC learns reuse from a line's trips between the
+    // levels (Gaur, Chaudhuri, Subramoney, ISCA 2011), and without it a
+    // cyclic working set past the LLC keeps no hits.
+    bool take(uint64_t key);
+    void insert(uint64_t key, bool reused);
     void prefetch(uint64_t key) const;  // brings the key's set into the simulator's own caches
     void clear();
     uint64_t sets() const { return sets_; }
 
   private:
+    uint32_t victim(uint32_t* set) const;  // DRRIP: the way a full set gives up
+    void duel(uint64_t set);               // DRRIP: a miss in `set`
+    bool brrip(uint64_t set) const;        // DRRIP: does `set` insert as BRRIP?
     uint64_t sets_;
     uint32_t assoc_;
     bool rrip_, pageHash_, pow2_;
@@ -50,10 +63,42 @@ class TagArray {
     Rng rng_;
 };
 
-// L1/L2/LLC inclusive fill, DTLB/STLB, page walks through the caches. L1
-// and the TLBs are LRU; L2 is SRRIP (the QLRU family of Intel's L2s since
-// Skylake: lines that were hit outlive lines that were not, so the hot page-
-// table lines of a walk stay in L2 while a streaming working set passes).
+// The L2: full tags, since its victims fill a non-inclusive LLC, and 2-bit
+// QLRU ages: QLRU_H00_M1_R2_U1 in Abel and Reineke's notation, the policy
+// nanoBench measured on Coffee Lake's L2 (Cannon Lake's differs only in the
+// empty way it fills first; Golden Cove's is not published). A miss goes in
+// at age 1, a hit makes a line age 0, the victim is the first line of age 3,
+// and after each access the other lines age until one of them is 3. Hit
+// lines outlive lines that were not, so hot page-table lines stay while a
+// streaming working set passes, and a cyclic working set somewhat larger
+// than a set keeps some of its hits, where LRU or SRRIP keep none.
+class L2Array {
+  public:
+    L2Array(uint64_t entries, uint32_t assoc);
+    bool hit(uint64_t key);
+    // Installs a missed key; `reused`: it came from the LLC. Returns whether
+    // a valid line was evicted, and which (with its flag).
+    bool fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReused);
+    void clear();
+
+  private:
+    void age(uint8_t* a, uint32_t keep) const;
+    uint64_t sets_;
+    uint32_t assoc_;
+    bool pow2_;
+    std::vector<uint64_t> tags_;  // (key + 1) << 1 | reused; 0 = invalid
+    std::vector<uint8_t> age_;
+};
+
+// L1, L2 and LLC, DTLB/STLB, page walks through the caches. L1 and the TLBs
+// are LRU and fill on every miss; the L2 fills on every L1 miss. The LLC is
+// either inclusive (filled on every L2 miss) or, as Intel's server LLCs
+// since Skylake-SP are, non-inclusive and victim-filled: a line from memory
+// fills the L2 only, the L2's victims fill the LLC, and a line a core takes
+// from the LLC leaves it, so L2 and LLC hold their sum (Cornell Virtual
+// Workshop, "Last level cache": Skylake-SP's L3 "mainly holds cache lines
+// that have been evicted from the cores' L2 caches"). Page-walk reads go
+// through the same caches as data.
 // The caches take physical addresses (the TLBs virtual ones): the L2's set
 // is the address's low bits, so which of its sets a page fills depends on
 // the frame the OS gave it (ChaseWalk's frame runs).
@@ -70,7 +115,10 @@ class CacheHierarchy {
     }
 
   private:
-    TagArray l1_, l2_, llc_, dtlb_, stlb_;
+    TagArray l1_;
+    L2Array l2_;
+    TagArray llc_, dtlb_, stlb_;
+    bool inclusive_;
     uint64_t pageShift_;
 };
 

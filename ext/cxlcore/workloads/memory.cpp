@@ -121,7 +121,8 @@ class ChaseWalk {
           random_(stride == 0), paged_(random_ && ws % hp.page_bytes == 0),
           npages_(paged_ ? ws / hp.page_bytes : 0), perPage_(hp.page_bytes / kLineBytes),
           shuffle_(paged_ ? std::max(region, ws) / hp.page_bytes : n_, seed), page_(hp.page_bytes),
-          run_(hp.frame_run_pages), runSeed_(cacheSeed * 0x9E3779B97F4A7C15ull) {
+          breakP_(hp.frame_run_pages >= kBatch ? 0 : uint64_t(4294967296.0 / hp.frame_run_pages)),
+          runSeed_(cacheSeed * 0x9E3779B97F4A7C15ull) {
         if (paged_) {
             int bits = 0;
             while ((2ull << bits) <= perPage_) ++bits;  // perPage_ = 2^bits
@@ -145,12 +146,27 @@ class ChaseWalk {
     uint64_t lines() const { return n_; }
     // The physical address of the k-th load. lat_mem_rd's initialisation
     // writes its pages in chase order (a stride chase in address order), so
-    // that is the order they fault in and take frames: runs of
-    // frame_run_pages consecutive frames, each run starting at a random frame.
+    // that is the order they fault in and take frames: Linux refills a CPU's
+    // free-page list with pcp->batch (kBatch) frames at a time, taken in
+    // ascending order from the zone's smallest free blocks; each batch starts
+    // at a random frame, and within it a run of consecutive frames ends at
+    // each page with probability 1 / frame_run_pages (the blocks a zone's
+    // free lists hold are of several orders when it is fragmented).
     uint64_t physOf(uint64_t k) const {
         const uint64_t va = addrOf(k);
         const uint64_t touch = paged_ ? (k % n_) % npages_ : va / page_;
-        const uint64_t frame = (mix64(run_.div(touch) + runSeed_) >> 24) + run_.mod(touch);
+        const uint64_t batch = touch / kBatch, off = touch % kBatch;
+        Runs& c = runs_[batch & 1];
+        if (c.batch != batch) {  // which pages of the batch start a run (page 0 always)
+            c.batch = batch;
+            c.starts = 1;
+            if (breakP_)
+                for (uint64_t i = 1; i < kBatch; ++i)
+                    if ((mix64(batch * kBatch + i + runSeed_) >> 32) < breakP_) c.starts |= 1ull << i;
+        }
+        const uint64_t mask = c.starts & (off == 63 ? ~0ull : (2ull << off) - 1);
+        const uint64_t start = 63 - uint64_t(__builtin_clzll(mask));
+        const uint64_t frame = (mix64(batch * kBatch + start + runSeed_ * 3) >> 24) + (off - start);
         return frame * page_ + va % page_;
     }
     ChaseLoad step() {
@@ -189,8 +205,13 @@ class ChaseWalk {
     uint64_t npages_, perPage_;
     Shuffle shuffle_;
     uint64_t page_, k_ = 0;
-    Divisor run_;
+    static constexpr uint64_t kBatch = 63;  // pcp->batch (mm/page_alloc.c zone_batchsize, zones over 256 MiB)
+    uint64_t breakP_;                         // P(a run ends at a page) in units of 2^-32
     uint64_t runSeed_;
+    struct Runs {
+        uint64_t batch = ~0ull, starts = 0;
+    };
+    mutable Runs runs_[2];  // the run starts of the last two batches looked up
     std::vector<uint64_t> words_;
 };
 
@@ -212,7 +233,7 @@ class ChaseDriver : public Driver {
     }
     Tick elapsed() const { return cur_ - t0_; }
     uint64_t levels_[4] = {0, 0, 0, 0};
-    uint64_t stlbHits_ = 0, walks_ = 0, walkMisses_ = 0;
+    uint64_t stlbHits_ = 0, walks_ = 0, walkMisses_ = 0, walkLevels_[3] = {0, 0, 0};
     LatencyStats mem_;
 
   protected:
@@ -252,6 +273,7 @@ class ChaseDriver : public Driver {
                         return;
                     }
                     cur_ += lat_[o.pte];
+                    ++walkLevels_[o.pte];
                 }
             }
             if (o.data == CacheHierarchy::kMem) {
@@ -591,7 +613,7 @@ std::string warmKey(const SystemParams& sp, uint64_t ws, uint64_t stride, uint64
     std::ostringstream os;
     os.precision(17);
     os << h.l1_bytes << ',' << h.l1_assoc << ',' << h.l2_bytes << ',' << h.l2_assoc << ',' << h.llc_bytes << ','
-       << h.llc_assoc << ',' << h.llc_bimodal_insert_prob << ',' << h.dtlb_entries << ',' << h.dtlb_assoc << ','
+       << h.llc_assoc << ',' << h.llc_bimodal_insert_prob << ',' << h.llc_inclusive << ',' << h.dtlb_entries << ',' << h.dtlb_assoc << ','
        << h.stlb_entries << ',' << h.stlb_assoc << ',' << h.page_bytes << ',' << h.frame_run_pages << ';' << sp.seed << ',' << ws << ','
        << stride << ',' << warm << ',' << accesses << ',' << region;
     return os.str();
@@ -642,6 +664,7 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
     for (int i = 0; i < 4; ++i) r.emplace_back(std::string("hit_") + lv[i], double(d.levels_[i]) / cfg.accesses);
     r.emplace_back("stlb_hit", double(d.stlbHits_) / cfg.accesses);
     r.emplace_back("page_walk", double(d.walks_) / cfg.accesses);
+    for (int i = 0; i < 3; ++i) r.emplace_back(std::string("page_walk_") + lv[i], double(d.walkLevels_[i]) / cfg.accesses);
     r.emplace_back("page_walk_memory", double(d.walkMisses_) / cfg.accesses);
     reportLatency(r, d.mem_, "memory");
     return r;

@@ -39,7 +39,7 @@ FIT_TOLERANCE_PCT = 2.0  # every fitted point ends within this of its measured v
 class Knob:
     """A free parameter: one or more dotted parameters set to the same value,
     searched within a physically plausible range."""
-    role: str                 # "latency" (fits the memory plateau) or "bandwidth" (fits STREAM copy)
+    role: str                 # "latency" (the memory plateau), "bandwidth" (STREAM copy), "writes" (writes only)
     params: Tuple[str, ...]
     lo: float
     hi: float
@@ -72,6 +72,9 @@ KNOBS: Dict[str, Tuple[Knob, ...]] = {
              "covers the whole device)"),
         Knob("bandwidth", ("cxl.device.req_queue",), 8, 512, True,
              "transactions a Type-3 controller holds at once: tens to a few hundred"),
+        Knob("writes", ("cxl.device.write_tracker",), 4, 48, True,
+             "writes a Type-3 controller holds at once (its write data buffer), within its transaction queue: "
+             "a few to a few tens of entries"),
         Knob("bandwidth", ("cxl.media.ranks",), 1, 4, True,
              "ranks per media channel: DDR4/DDR5 DIMMs have one, two or four, and a testbed's description rarely "
              "says which; more ranks give a bank-bound media more banks to spread rows over",
@@ -293,7 +296,10 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
 
 
 def _role(p: Point) -> str:
-    """Which knobs a fit point is for: STREAM and loaded bandwidth set bandwidth, the rest latency."""
+    """Which knobs a fit point is for: STREAM and loaded bandwidth set bandwidth (loaded bandwidth of
+    writes alone the write path's), the rest latency."""
+    if p.experiment == "loaded_bandwidth" and isinstance(p.x, dict) and p.x.get("read_fraction") == 0:
+        return "writes"
     return "bandwidth" if p.experiment in ("stream", "loaded_bandwidth") else "latency"
 
 

@@ -352,6 +352,12 @@ class DeviceParams(ParamGroup):
     resp_latency_ns: float = param(20.0, 0, 10000, "ns", "egress pipeline: media to link")
     req_queue: int = param(64, 1, 65536, "", "transactions the controller holds at once")
     resp_queue: int = param(64, 1, 65536, "", "responses waiting for the link")
+    write_tracker: int = param(
+        0, 0, 65536, "",
+        "writes the controller holds at once, within req_queue (its write data buffer); an entry frees when the "
+        "write's completion leaves, which with media.posted_writes = 0 is once the media has written the line, "
+        "and a write that finds none free waits in the link's receive buffer, holding its RwD credit (reads "
+        "pass it). 0: writes share req_queue alone")
     devload_optimal: float = param(0.25, 0, 1, "", "queue fill at which DevLoad reports Optimal")
     devload_moderate: float = param(0.75, 0, 1, "", "queue fill for Moderate overload")
     devload_severe: float = param(0.95, 0, 1, "", "queue fill for Severe overload")
@@ -360,6 +366,9 @@ class DeviceParams(ParamGroup):
         if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:
             raise ParamError(f"{where}.devload_* thresholds must satisfy "
                              "devload_optimal <= devload_moderate <= devload_severe")
+        if self.write_tracker > self.req_queue:
+            raise ParamError(f"{where}.write_tracker = {self.write_tracker} is out of range; "
+                             f"allowed: 0 to req_queue ({self.req_queue})")
 
 
 @dataclass

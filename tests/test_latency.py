@@ -151,7 +151,8 @@ def test_breakdown_stages_land_where_they_belong(presets):
     assert cxl["read.stage.link_down_ns"] >= link.phy_latency_ns
     assert cxl["read.stage.link_up_ns"] >= link.phy_latency_ns
     dev = presets["cxl-asic"].cxl.device
-    assert cxl["read.stage.device_ns"] >= dev.req_latency_ns + dev.resp_latency_ns
+    # Stages are whole picoseconds; the sum of two ns figures may round a bit above them.
+    assert cxl["read.stage.device_ns"] >= dev.req_latency_ns + dev.resp_latency_ns - 1e-6
 
 
 def test_refresh_adds_latency_and_happens_every_trefi():

@@ -116,3 +116,33 @@ def test_non_posted_writes_never_take_more_acknowledgements_than_the_write_queue
         r = simcxl.loaded_latency(s, threads=(32,), read_fractions=(rf,), stores=stores, requests=20000).iloc[0]
         assert r["write_gbps"] / r["bandwidth_gbps"] == pytest.approx(1 - rf, abs=0.02)
         assert r["cxl.media.write_gbps"] == pytest.approx(r["write_gbps"], rel=0.02)
+
+
+def test_the_device_write_tracker_bounds_writes_by_littles_law():
+    # Each write holds a tracker entry from the controller's intake until its
+    # completion leaves: at least the pipeline both ways, req + resp latency.
+    # So W entries carry at most W x 64 B / (req + resp) of writes, and while
+    # that is the binding limit (well below the M2S link's 23.7 GB/s of
+    # writes, five 16-byte slots of a 68-byte flit each), writes scale with W.
+    base = simcxl.load_preset("cxl-asic")
+    dev = base.cxl.device
+    hold_ns = dev.req_latency_ns + dev.resp_latency_ns
+    got = {}
+    for w in (6, 12):
+        s = base.replace(**{"cxl.device.write_tracker": w})
+        row = simcxl.loaded_latency(s, threads=(12,), read_fractions=(0.0,), stores="non-temporal",
+                                    requests=20000).iloc[0]
+        got[w] = row["bandwidth_gbps"]
+        bound = w * 64 / hold_ns
+        assert 0.75 * bound < got[w] <= bound, (w, got[w], bound)
+    assert got[12] / got[6] == pytest.approx(2, rel=0.1)
+    # Reads need no tracker entry: a read-only run is the same whatever W.
+    reads = [simcxl.loaded_latency(base.replace(**{"cxl.device.write_tracker": w}), threads=(12,),
+                                   read_fractions=(1.0,), requests=20000).iloc[0]["bandwidth_gbps"] for w in (0, 4)]
+    assert reads[0] == reads[1]
+
+
+def test_a_write_tracker_beyond_the_controller_queue_is_refused():
+    s = simcxl.load_preset("cxl-asic")
+    with pytest.raises(ParamError, match=r"cxl.device.write_tracker = 100 is out of range; allowed: 0 to req_queue"):
+        s.replace(**{"cxl.device.write_tracker": 100})

@@ -116,6 +116,7 @@ namespace cxlcore {
     X(double, resp_latency_ns, 20.0, 0, 10000)              \
     X(uint32_t, req_queue, 64, 1, 65536)                    \
     X(uint32_t, resp_queue, 64, 1, 65536)                   \
+    X(uint32_t, write_tracker, 0, 0, 65536)                 \
     X(double, devload_optimal, 0.25, 0, 1)                  \
     X(double, devload_moderate, 0.75, 0, 1)                 \
     X(double, devload_severe, 0.95, 0, 1)

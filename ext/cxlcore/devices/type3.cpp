@@ -11,7 +11,9 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
                          const std::string& where)
     : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media") {
     p_.validate(where + ".device");
-    rx_.reset(link.params().credits_req + link.params().credits_rwd);
+    rx_[0].reset(link.params().credits_req);
+    rx_[1].reset(link.params().credits_rwd);
+    writeCap_ = p_.write_tracker ? p_.write_tracker : p_.req_queue;
     for (auto& c : ctrl_) c.reset(p_.req_queue);
     tx_.reset(p_.resp_queue);
     reqLat_ = nsToTicks(p_.req_latency_ns);
@@ -34,7 +36,8 @@ double Type3Device::idleLatencyNs() const {
 }
 
 void Type3Device::name(const std::string& n) {
-    rx_.name(n + ".device.rx (M2S link and receive buffer)");
+    rx_[0].name(n + ".device.rx (M2S Req receive buffer)");
+    rx_[1].name(n + ".device.rx (M2S RwD receive buffer, write tracker)");
     ctrl_[0].name(n + ".device.pipeline (reads)");
     ctrl_[1].name(n + ".device.pipeline (writes)");
     tx_.name(n + ".device.tx (S2M responses waiting for credits)");
@@ -42,7 +45,7 @@ void Type3Device::name(const std::string& n) {
 }
 
 void Type3Device::receive(Txn* t, Tick arrival) {
-    rx_.push(arrival, t);
+    rx_[t->op == Op::Write].push(arrival, t);
     requestWake(arrival);
 }
 
@@ -92,19 +95,24 @@ void Type3Device::process() {
         const Tick arr = link_.send(t, *x);
         x->leave(kStageLinkUp, arr);
         --outstanding_;
+        if (x->op != Op::Read) --writes_;
         port_->receive(x, arr);
     }
     if (respRefused_ && !tx_.full()) {
         respRefused_ = false;
         media_.retryResp();
     }
-    // Link receive buffers -> controller; a freed buffer returns its credit.
-    while (rx_.headReady() <= t && outstanding_ < p_.req_queue) {
-        Txn* x = rx_.pop();
+    // Link receive buffers -> controller, in arrival order; a freed buffer
+    // returns its credit.
+    while (outstanding_ < p_.req_queue) {
+        const Tick r = rx_[0].headReady(), w = writes_ < writeCap_ ? rx_[1].headReady() : kNever;
+        if (std::min(r, w) > t) break;
+        Txn* x = (w < r ? rx_[1] : rx_[0]).pop();
         link_.credits_[x->chan].give(t);
         ++outstanding_;
         const Tick at = t + reqLat_;
         const int k = x->op == Op::Write;
+        writes_ += k;
         if (ctrl_[k].empty() && !mediaBlocked_[k]) {
             // The pipeline takes a media queue entry on entry, so the request
             // reaches the media stamped with its arrival there.
@@ -119,7 +127,8 @@ void Type3Device::process() {
         ctrl_[k].push(at, x);
     }
     occ_.set(t, outstanding_);
-    Tick w = std::min(due(rx_.headReady(), t), due(tx_.headReady(), t));
+    Tick w = std::min(due(tx_.headReady(), t), due(rx_[0].headReady(), t));
+    if (writes_ < writeCap_) w = std::min(w, due(rx_[1].headReady(), t));
     for (int k = 0; k < 2; ++k) {
         while (!mediaBlocked_[k] && ctrl_[k].headReady() <= t) {
             Txn* x = ctrl_[k].front();

@@ -44,6 +44,7 @@ class Type3Device final : public Component, public Requester, public LinkReceive
     double meanOccupancy(Tick s, Tick e) const { return occ_.mean(s, e); }
     void checkpoint(StateVisitor& v, const std::string& n) {
         v(n + ".outstanding", outstanding_);
+        v(n + ".writes", writes_);
         v(n + ".mediaBlocked", mediaBlocked_[0]);
         v(n + ".mediaBlockedWrite", mediaBlocked_[1]);
         v(n + ".respRefused", respRefused_);
@@ -63,9 +64,12 @@ class Type3Device final : public Component, public Requester, public LinkReceive
     // The controller pipeline, one per M2S class (0: Req reads, 1: RwD
     // writes): the classes have their own channels and credits, so a write
     // waiting for a full media write queue does not hold up the reads.
-    TimedFifo<Txn*> rx_, ctrl_[2], tx_;
+    // The link's receive buffers, one per M2S class (Req, RwD), each with
+    // its channel's credits: a write waiting for the write tracker holds
+    // its RwD buffer and credit, and reads pass it.
+    TimedFifo<Txn*> rx_[2], ctrl_[2], tx_;
     Tick reqLat_, respLat_;
-    uint32_t outstanding_ = 0, loadAt_[3] = {0, 0, 0};
+    uint32_t outstanding_ = 0, writes_ = 0, writeCap_, loadAt_[3] = {0, 0, 0};
     bool mediaBlocked_[2] = {false, false}, respRefused_ = false;
     DeviceStats stats_;
     Occupancy occ_;

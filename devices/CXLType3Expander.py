@@ -37,8 +37,8 @@ class CXLType3Expander(SimObject):
     device_req_queue = Param.Unsigned(64, "transactions the controller holds at once (1 to 65536)")
     device_resp_queue = Param.Unsigned(64, "responses waiting for the link (1 to 65536)")
     device_write_tracker = Param.Unsigned(
-        0, "writes the controller holds at once, within req_queue; an entry frees when the write's completion "
-        "leaves (0 to 65536; 0: writes share req_queue alone)")
+        0, "writes the controller holds at once (req_queue bounds them too); an entry frees when the write's "
+        "completion leaves (0 to 65536; 0: writes share req_queue alone)")
     device_devload_optimal = Param.Float(0.25, "queue fill at which DevLoad reports Optimal (0 to 1)")
     device_devload_moderate = Param.Float(0.75, "queue fill for Moderate overload (0 to 1)")
     device_devload_severe = Param.Float(0.95, "queue fill for Severe overload (0 to 1)")

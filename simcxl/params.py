@@ -354,7 +354,7 @@ class DeviceParams(ParamGroup):
     resp_queue: int = param(64, 1, 65536, "", "responses waiting for the link")
     write_tracker: int = param(
         0, 0, 65536, "",
-        "writes the controller holds at once, within req_queue (its write data buffer); an entry frees when the "
+        "writes the controller holds at once (its write data buffer; req_queue bounds them too); an entry frees when the "
         "write's completion leaves, which with media.posted_writes = 0 is once the media has written the line, "
         "and a write that finds none free waits in the link's receive buffer, holding its RwD credit (reads "
         "pass it). 0: writes share req_queue alone")
@@ -366,9 +366,6 @@ class DeviceParams(ParamGroup):
         if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:
             raise ParamError(f"{where}.devload_* thresholds must satisfy "
                              "devload_optimal <= devload_moderate <= devload_severe")
-        if self.write_tracker > self.req_queue:
-            raise ParamError(f"{where}.write_tracker = {self.write_tracker} is out of range; "
-                             f"allowed: 0 to req_queue ({self.req_queue})")
 
 
 @dataclass

@@ -123,8 +123,9 @@ def test_stream_placement_reaches_the_engine():
             "16", "--lines", "2000")
     ft = cli_json(*args)["add"]
     assert cli_json(*args, "--placement", "first-touch")["add"] == ft
-    # Arrays in one piece: add's streams close each other's rows on one rank's 16 banks.
-    assert cli_json(*args, "--placement", "contiguous")["add"] < 0.85 * ft
+    # Arrays in one piece: add's streams close each other's rows on one rank's 16 banks
+    # (13-15 % slower on the preset recalibrated with the non-inclusive host caches).
+    assert cli_json(*args, "--placement", "contiguous")["add"] < 0.9 * ft
 
 
 def test_stream_stores_reach_the_engine():

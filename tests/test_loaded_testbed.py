@@ -117,4 +117,8 @@ def test_the_shipped_loaded_testbed_holds_the_published_lists():
     assert (by[0.0, "random", 1], by[0.0, "random", 12]) == (22.7694, 15.0176)
     assert (by[1.0, "sequential", 6], by[0.0, "sequential", 2]) == (21.8199, 23.1989)
     assert {p.x["stores"] for p in pts} == {"non-temporal"}
-    assert calibrate.fit_points(tb, "cxl-asic") == []
+    # One fit point, the write tracker's: twelve writers of random lines.
+    fit = calibrate.fit_points(tb, "cxl-asic")
+    assert [(p.experiment, p.x["read_fraction"], p.x["pattern"], p.x["threads"]) for p in fit] == \
+        [("loaded_bandwidth", 0.0, "random", 12)]
+    assert calibrate._role(fit[0]) == "writes"

@@ -117,8 +117,6 @@ void DeviceParams::validate(const std::string& where) const {
     CXL_DEVICE_FIELDS(CXL_CHECK_FIELD)
     require(devload_optimal <= devload_moderate && devload_moderate <= devload_severe,
             where + ".devload_* thresholds must satisfy devload_optimal <= devload_moderate <= devload_severe");
-    require(write_tracker <= req_queue, where + ".write_tracker = " + fmtNum(write_tracker) +
-                                            " is out of range; allowed: 0 to req_queue (" + fmtNum(req_queue) + ")");
 }
 
 void DCacheParams::validate(const std::string& where) const {

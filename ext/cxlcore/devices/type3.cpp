@@ -13,7 +13,7 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
     p_.validate(where + ".device");
     rx_[0].reset(link.params().credits_req);
     rx_[1].reset(link.params().credits_rwd);
-    writeCap_ = p_.write_tracker ? p_.write_tracker : p_.req_queue;
+    writeCap_ = p_.write_tracker ? std::min(p_.write_tracker, p_.req_queue) : p_.req_queue;
     for (auto& c : ctrl_) c.reset(p_.req_queue);
     tx_.reset(p_.resp_queue);
     reqLat_ = nsToTicks(p_.req_latency_ns);

@@ -267,7 +267,10 @@ def host_caches(host, clk_ghz: float = 3.0):
             self.llc.mem_side = self.membus.cpu_side_ports
             self.l1i = [cache(32768, 8, l1, 4) for _ in range(n)]
             self.l1d = [cache(host.l1_bytes, host.l1_assoc, l1, host.mshrs_per_core) for _ in range(n)]
-            self.l2 = [cache(host.l2_bytes, host.l2_assoc, l2, 2 * host.mshrs_per_core) for _ in range(n)]
+            # The LLC is filled by the L2's victims (mostly exclusive, as the host's
+            # non-inclusive LLC): clean ones too, or a read-only chase would leave it empty.
+            self.l2 = [cache(host.l2_bytes, host.l2_assoc, l2, 2 * host.mshrs_per_core, writeback_clean=True)
+                       for _ in range(n)]
             self.l2bus = [L2XBar() for _ in range(n)]
             for i, cpu in enumerate(board.get_processor().get_cores()):
                 self.l1i[i].mem_side = self.l2bus[i].cpu_side_ports

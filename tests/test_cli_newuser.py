@@ -194,8 +194,10 @@ def test_sweep_plots_are_named_by_what_they_plot_and_say_what_they_average(tmp_p
 
 def _interrupt(args, cwd, ready):
     """Starts the command as a shell job, presses Ctrl-C once ready() holds, and returns (status, stderr, s)."""
+    # As from a terminal: a test run started in the background (SIGINT ignored, which exec keeps) must
+    # not hand the command an ignored Ctrl-C.
     p = subprocess.Popen(_cmd(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 60
         while time.time() < deadline and not ready():

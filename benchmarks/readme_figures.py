@@ -1,7 +1,7 @@
 """Re-simulates the standalone figures the README reports and prints each beside the README's value.
 
 The README's numbers are simulations of the shipped presets; a change to the core or a preset can
-move them. This prints, per section, the README's figure, today's and the difference, and flags
+move them. The values below are the README's, as written (change them with the README). This prints, per section, the README's figure, today's and the difference, and flags
 those more than 0.5 % apart, so a change can be checked against what the README tells users (and
 the README brought up to date). Sections: demo, address-map, mixed, type2, dma, numa, fs (all by
 default; --section picks some). Every run here is the configuration the README names beside the
@@ -16,21 +16,19 @@ import time
 import click
 import pandas as pd
 
-import simcxl
 from simcxl import coherent, engine, mixed, numa
-
-MEMORIES = ["ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga"]
+from simcxl.demo import MEMORIES
 
 
 def demo():
     """`simcxl demo`'s last table: where a 1 GiB-working-set miss spends its time."""
     readme = {
-        "ddr-local": dict(host_uncore=45.7, media_queue=17.6, media_service=42.9),
-        "ddr-remote": dict(host_uncore=45.7, link_down=36.3, media_queue=17.2, media_service=42.2, link_up=37.3),
-        "cxl-asic": dict(host_uncore=45.7, host_port=30.0, link_down=27.2, device=74.7, media_queue=17.4,
-                         media_service=41.8, link_up=29.3),
-        "cxl-fpga": dict(host_uncore=45.7, host_port=30.0, link_down=26.1, device=165.2, media_queue=22.0,
-                         media_service=50.7, link_up=27.2),
+        "ddr-local": dict(host_uncore=42.1, media_queue=18.6, media_service=42.9),
+        "ddr-remote": dict(host_uncore=42.1, link_down=37.3, media_queue=18.2, media_service=42.3, link_up=38.3),
+        "cxl-asic": dict(host_uncore=42.1, host_port=30.0, link_down=27.2, device=78.0, media_queue=16.3,
+                         media_service=42.0, link_up=29.3),
+        "cxl-fpga": dict(host_uncore=42.1, host_port=30.0, link_down=26.1, device=166.9, media_queue=22.9,
+                         media_service=50.8, link_up=27.2),
     }
     for m in MEMORIES:
         bd = engine.breakdown(engine.lmbench(m, ["1g"], accesses=5000)).set_index("stage")["ns"]
@@ -42,9 +40,9 @@ def address_map():
     """STREAM triad over ddr=ddr-local+cxl0=cxl-asic, alone and interleaved w:1."""
     s = "ddr=ddr-local+cxl0=cxl-asic"
     kw = dict(kernels=["triad"], threads=16, lines_per_thread=4000, placement="contiguous")
-    for t, v in (("ddr", 22.80), ("cxl0", 18.50)):
+    for t, v in (("ddr", 23.35), ("cxl0", 18.88)):
         yield f"{t} alone (GB/s)", v, float(engine.stream(s, target=t, **kw).iloc[0]["stream_gbps"])
-    for w, v in ((1, 35.39), (2, 33.93), (3, 29.91), (4, 28.09), (8, 25.39)):
+    for w, v in ((1, 38.94), (2, 34.04), (3, 30.29), (4, 28.52), (8, 25.61)):
         got = engine.stream(s, target=f"ddr:{w},cxl0:1", **kw).iloc[0]["stream_gbps"]
         yield f"interleave ddr:{w},cxl0:1 (GB/s)", v, float(got)
 
@@ -52,9 +50,9 @@ def address_map():
 def mixed_runs():
     """`simcxl run mixed` with type1-asic's 8 requesters x 16 loads beside host STREAM triad, 16 threads."""
     s = mixed.attach("ddr=ddr-local+cxl0=cxl-asic", "gpu=type1-asic")
-    for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 22.56, 22.56, 10.64, 10.64),
-                                                            ("ddr", "ddr", 22.56, 19.28, 13.84, 3.93),
-                                                            ("cxl0", "cxl0", 18.90, 15.75, 10.64, 3.51)):
+    for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 22.60, 22.60, 10.07, 10.08),
+                                                            ("ddr", "ddr", 22.60, 19.29, 13.84, 3.93),
+                                                            ("cxl0", "cxl0", 18.74, 16.19, 10.07, 3.62)):
         dev = {"gpu": {"target": dev_on}}
         tog = mixed.run(s, target=host_on, devices=dev).iloc[0]
         ha = mixed.run(s, target=host_on, accelerators=False).iloc[0]
@@ -70,7 +68,7 @@ def type2():
     """lmbench on type2-bias device memory, 64 MiB, device bias and host bias."""
     dev = coherent.load("type2-bias").replace(**{"accel.device_bias": 1})
     host = coherent.load("type2-bias").replace(**{"accel.auto_bias_flip": 0})
-    yield "device bias (ns)", 75.0, float(coherent.lmbench(dev, ["64m"], target="device").iloc[0]["latency_ns"])
+    yield "device bias (ns)", 74.6, float(coherent.lmbench(dev, ["64m"], target="device").iloc[0]["latency_ns"])
     yield "host bias (ns)", 167.6, float(coherent.lmbench(host, ["64m"], target="device").iloc[0]["latency_ns"])
 
 
@@ -79,14 +77,14 @@ def dma():
     df = coherent.dma_vs_cache("type1-asic", sizes=[64]).set_index("mechanism")
     yield "64 B DMA latency (ns)", 589, float(df.loc["dma", "latency_ns"])
     yield "64 B CXL.cache latency (ns)", 145, float(df.loc["cxl.cache", "latency_ns"])
-    yield "64 B CXL.cache bandwidth (GB/s)", 12.3, float(df.loc["cxl.cache", "bandwidth_gbps"])
+    yield "64 B CXL.cache bandwidth (GB/s)", 12.2, float(df.loc["cxl.cache", "bandwidth_gbps"])
     yield "64 B DMA bandwidth (GB/s)", 0.20, float(df.loc["dma", "bandwidth_gbps"])
 
 
 def numa_nodes():
     """The full-system board's HMAT figures from the standalone engine (simcxl.numa.measure)."""
-    for m, lat, rd, wr in (("ddr-local", 104.5, 32.0, 28.6), ("cxl-asic", 266.9, 21.0, 23.7),
-                           ("cxl-fpga", 367.5, 11.6, 11.7)):
+    for m, lat, rd, wr in (("ddr-local", 103.7, 31.8, 28.6), ("cxl-asic", 264.5, 24.0, 14.7),
+                           ("cxl-fpga", 365.9, 11.6, 11.7)):
         n = numa.measure(m)
         yield f"{m} read latency (ns)", lat, n.read_latency_ns
         yield f"{m} read bandwidth (GB/s)", rd, n.read_bandwidth_gbps
@@ -96,9 +94,9 @@ def numa_nodes():
 def fs_reference():
     """The standalone figures the full-system runs are compared with: a 1 GiB chase, STREAM at 1 and 16 threads."""
     mems = ("ddr-local", "cxl-asic", "cxl-fpga")
-    for m, v in zip(mems, (130.6, 286.0, 382.2)):
+    for m, v in zip(mems, (131.6, 285.6, 382.5)):
         yield f"{m} 1 GiB chase (ns)", v, float(engine.lmbench(m, ["1g"]).iloc[0]["latency_ns"])
-    for threads, vals in ((1, (9.13, 3.94, 2.62)), (16, (22.54, 18.90, 10.32))):
+    for threads, vals in ((1, (9.15, 3.66, 2.62)), (16, (22.58, 18.74, 10.21))):
         for m, v in zip(mems, vals):
             got = engine.stream(m, ["triad"], threads=threads).iloc[0]["stream_gbps"]
             yield f"{m} STREAM triad, {threads} threads (GB/s)", v, float(got)

@@ -129,10 +129,13 @@ def test_no_direction_exceeds_its_capacity(presets, name, rf):
 
 
 def test_sequential_reads_reach_most_of_dram_peak():
-    # A few streams, enough misses in flight to cover the latency.
-    s = System("t", "local-dram", local_dram=quiet_dram()).replace(**{"host.cores": 8})
+    # A few streams, enough misses in flight to cover the latency, and 64-entry
+    # queues (not the preset's fitted depth) for the scheduler to find each
+    # stream's open rows in. Eight streams share the 64 banks of a channel, so
+    # some rows close between a stream's visits; random lines hit almost none.
+    s = System("t", "local-dram", local_dram=quiet_dram(read_queue=64, write_queue=64)).replace(**{"host.cores": 8})
     r = saturate(s, pattern="sequential")
-    assert r["local_dram.row_hit_rate"] > 0.5
+    assert r["local_dram.row_hit_rate"] > 0.35
     assert 0.8 * r["local_dram.peak_gbps"] < r["read_gbps"] <= r["local_dram.peak_gbps"]
     rnd = saturate(s, pattern="random")
     assert rnd["local_dram.row_hit_rate"] < 0.05

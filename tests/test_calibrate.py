@@ -489,7 +489,8 @@ def test_a_copy_marked_non_temporal_is_counted_and_simulated_without_reads_for_o
     preset = tmp_path / "out" / "presets" / "expander.json"
     nt = simcxl.stream(preset, ["copy"], threads=16, stores="non-temporal")["stream_gbps"].iloc[0]
     wa = simcxl.stream(preset, ["copy"], threads=16)["stream_gbps"].iloc[0]
-    assert nt == pytest.approx(st["copy"]["simulated"], rel=1e-9) and wa < 0.85 * nt
+    # A write-allocate copy moves half as much again for the bytes STREAM counts, so it is slower.
+    assert nt == pytest.approx(st["copy"]["simulated"], rel=1e-9) and wa < 0.95 * nt
     # A bandwidth-bound memory moves about the same traffic either way, so scale lands near its measurement.
     assert abs(st["scale"]["error_pct"]) < 10
     report = (tmp_path / "out" / "report.md").read_text()

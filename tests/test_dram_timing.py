@@ -52,20 +52,24 @@ def test_a_read_after_a_write_waits_twtr_l_in_its_bank_group_and_twtr_s_elsewher
         assert r["turnarounds"] == 1
 
 
-def test_alternating_ranks_costs_trtrs_per_switch():
-    # Reads to open rows (row hits), alternately in rank 0 and rank 1: the data
-    # bus carries a burst then hands over to the other rank, tRTRS, so N reads
-    # end (N - 1) x (burst + tRTRS) after the first. In one rank they follow
-    # at the burst rate (other bank groups: tCCD_S = the burst).
+def test_a_rank_switch_costs_trtrs_and_the_scheduler_keeps_to_the_rank_on_the_bus():
+    # Reads to open rows (row hits) in other bank groups follow at the burst
+    # rate (tCCD_S = the burst) in one rank; a burst of the other rank waits
+    # tRTRS more for the bus hand-over. Two reads, one per rank: the second
+    # ends a burst + tRTRS after the first. Sixteen queued together,
+    # alternately in rank 0 and rank 1: row hits first, then the earliest
+    # data, so the rank on the bus serves its eight before the other's eight,
+    # one hand-over in all: 15 bursts + tRTRS from the first to the last.
     d = dram(ranks=2, tRTRS_ns=2.0)
-    n = 16
     def pattern(ranks):
         opens = [(0.0, "R", address(d, r, g)) for r in set(ranks) for g in range(8)]
         pat = [(T0, "R", address(d, r, i % 8 if len(set(ranks)) == 1 else (i // 2) % 8, skip=1 + i // 16))
                for i, r in enumerate(ranks)]
         done = replay(d, opens + pat)["done_ns"][len(opens):]
         return max(done) - min(done)
-    assert pattern([i % 2 for i in range(n)]) == pytest.approx((n - 1) * (burst(d) + d.tRTRS_ns), abs=0.01)
+    assert pattern([0, 1]) == pytest.approx(burst(d) + d.tRTRS_ns, abs=0.01)
+    n = 16
+    assert pattern([i % 2 for i in range(n)]) == pytest.approx((n - 1) * burst(d) + d.tRTRS_ns, abs=0.01)
     assert pattern([0] * n) == pytest.approx((n - 1) * burst(d), abs=0.01)
 
 
@@ -96,6 +100,23 @@ def test_activates_in_one_bank_group_wait_trrd_l_and_in_others_trrd_s():
     for group, rrd in ((0, d.tRRD_L_ns), (3, d.tRRD_ns)):  # tRRD_ns is tRRD_S
         r = replay(d, [(0.0, "R", address(d, 0, 0, bank=0)), (0.0, "R", address(d, 0, group, bank=1))])
         assert sorted(r["done_ns"]) == pytest.approx([first, first + rrd], abs=0.005)
+
+
+def test_the_scheduler_counts_the_four_activate_window_when_it_picks():
+    # Four reads to closed banks of rank 0 (four bank groups) open rows
+    # tRRD_S apart and go at the burst rate. A fifth to rank 0 must wait for
+    # tFAW after the first activate; a sixth, to rank 1 and queued after it,
+    # can go right after the four, a hand-over (tRTRS) later. The scheduler
+    # picks by when the data can go, so the sixth goes first:
+    #   sixth: front + tRCD + tCL + 4 bursts + tRTRS, then a burst and the back end;
+    #   fifth: front + tFAW (from the first ACT) + tRCD + tCL, a burst, the back end.
+    d = dram(ranks=2, tFAW_ns=40.0, tRTRS_ns=2.0)
+    reqs = [(0.0, "R", address(d, 0, g)) for g in range(4)]
+    reqs += [(0.0, "R", address(d, 0, 4)), (0.0, "R", address(d, 1, 0))]
+    done = replay(d, reqs)["done_ns"]
+    b, front, back = burst(d), d.frontend_latency_ns, d.backend_latency_ns
+    assert done[5] == pytest.approx(front + d.tRCD_ns + d.tCL_ns + 4 * b + d.tRTRS_ns + b + back, abs=0.01)
+    assert done[4] == pytest.approx(front + d.tFAW_ns + d.tRCD_ns + d.tCL_ns + b + back, abs=0.01)
 
 
 def test_read_to_precharge_waits_trtp():

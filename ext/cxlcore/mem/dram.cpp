@@ -318,11 +318,15 @@ void DramChannel::schedule(Tick t) {
         if (rk.queued && rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
     std::vector<Req>& q = write ? writeQ_ : readQ_;
-    // FR-FCFS over a window of the queue: the request whose column command can
-    // go first (row hits win, having no precharge or activate), oldest on ties.
-    // A row hit wins a tie: when the column timings (tCCD, tWTR) hold every
-    // candidate to the same time, opening another row would close one in use.
+    // FR-FCFS over a window of the queue, by when each request's data could
+    // go on the bus: while the bus is busy every candidate waits for it, one
+    // of the other rank waits tRTRS more (a write after a read tRTW), so the
+    // rank on the bus keeps it; a miss counts its precharge, activate and the
+    // activate windows (tRRD_S/L, tFAW). A row hit wins a tie: when the bus
+    // or the column timings (tCCD, tWTR) hold every candidate to the same
+    // time, opening another row would close one in use. Oldest on ties.
     size_t pick = q.size();
+    const Tick soonest = std::max(t + (write ? c.tCWL_ : c.tCL_), busFree_);
     Tick best = kNever;
     bool bestHit = false;
     const size_t window = std::min<size_t>(q.size(), 32);
@@ -332,19 +336,26 @@ void DramChannel::schedule(Tick t) {
         const Bank& b = rk.banks[r.bank];
         const bool hit = b.openRow == r.row;
         Tick est;
-        if (hit)
+        if (hit) {
             est = t;
-        else if (b.openRow != ~0ull)
-            est = std::max(t, b.preAllowed) + c.tRP_ + c.tRCD_;
-        else
-            est = std::max(t, b.actAllowed) + c.tRCD_;
-        est = std::max(est, colReady(rk, r.group, write));
-        if (busFree_ && r.rank != lastRank_) est += c.tRTRS_;  // prefer the rank on the bus
+        } else {
+            Tick act = b.openRow != ~0ull ? std::max(t, b.preAllowed) + c.tRP_ : t;
+            act = std::max({act, b.actAllowed, rk.groupActAllowed[r.group]});
+            if (rk.lastAct != kNever) act = std::max(act, rk.lastAct + c.tRRD_S_);
+            if (rk.faw[rk.fawHead] != kNever) act = std::max(act, rk.faw[rk.fawHead] + c.tFAW_);
+            est = act + c.tRCD_;
+        }
+        est = std::max(est, colReady(rk, r.group, write)) + (write ? c.tCWL_ : c.tCL_);
+        if (busFree_) {
+            Tick gap = lastWrite_ != write && write ? c.tRTW_ : 0;
+            if (r.rank != lastRank_) gap = std::max(gap, c.tRTRS_);
+            est = std::max(est, busFree_ + gap);
+        }
         if (est < best || (est == best && hit && !bestHit)) {
             best = est;
             bestHit = hit;
             pick = i;
-            if (est == t && hit) break;  // cannot do better than now
+            if (hit && est <= soonest) break;  // cannot do better
         }
     }
     if (pick == q.size()) {  // nothing has cleared the front end yet

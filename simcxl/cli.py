@@ -514,18 +514,21 @@ def run_loaded(memories, overrides, threads, modes, rfs, stores, pattern, reques
 @click.option("--read-fraction", "rf", default=1.0, show_default=True)
 @click.option("--pattern", type=click.Choice(["random", "sequential"]), default="random", show_default=True)
 @click.option("--rate", "rate", default=0.0, show_default=True, help="Target GB/s (open loop); 0 = closed loop.")
+@click.option("--arrivals", type=click.Choice(["periodic", "poisson"]), default="periodic", show_default=True,
+              help="Open loop: a fixed interval per thread, or exponential gaps (a Poisson stream).")
 @click.option("--requests", default=200000, show_default=True)
 @click.option("--footprint", default="1g", show_default=True, help="Bytes the requests spread over.")
 @target_opt
 @json_opt
 @csv_opt
-def run_traffic(memories, overrides, threads, rf, pattern, rate, requests, footprint, target, as_json, csv_path):
+def run_traffic(memories, overrides, threads, rf, pattern, rate, arrivals, requests, footprint, target, as_json,
+                csv_path):
     """Random or sequential requests at a target rate (or as fast as possible)."""
     with user_errors():
         systems = load_memories(memories, overrides)
         size = engine.parse_size(footprint)
         df = run_each(systems, "traffic", lambda s, cb: engine.traffic(
-            s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb, target=target))
+            s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb, target=target, arrivals=arrivals))
     cols = ["memory"] + _target_col(df) + ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean",
                                            "read_latency_ns_p99"]
     if as_json:

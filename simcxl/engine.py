@@ -145,6 +145,7 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
 
 PLACEMENTS = ("first-touch", "contiguous")
 PATTERNS = ("random", "sequential")
+ARRIVALS = ("periodic", "poisson")
 
 
 def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[int] = None,
@@ -193,7 +194,8 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
 def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, pattern: str = "random",
             footprint_bytes: Union[int, str] = 1 << 30, requests: int = 200000, rate_gbps: float = 0.0,
             inject_delay_ns: float = 0.0, probe: bool = False, progress: Progress = None,
-            target: Target = None, stores: str = "non-temporal", ops: str = "") -> pd.DataFrame:
+            target: Target = None, stores: str = "non-temporal", ops: str = "",
+            arrivals: str = "periodic") -> pd.DataFrame:
     """Random or sequential line requests from ``threads`` cores, closed loop
     (as fast as their MSHRs allow, or with a pause between requests) or open
     loop at ``rate_gbps``. ``stores``: "non-temporal" (a full-line write, no
@@ -201,7 +203,9 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
     line it evicts); ``read_fraction`` counts memory traffic, so with
     write-allocate it is 0.5 (stores only) to 1. ``ops``: a fixed cycle of
     loads (L) and stores (S) per thread instead of random draws (see
-    ``simcxl.mlc``). ``target``: see ``stream``."""
+    ``simcxl.mlc``). ``arrivals`` (open loop): "periodic", each thread at a
+    fixed interval, or "poisson", exponential gaps of the same mean, so that
+    all threads together are a Poisson stream. ``target``: see ``stream``."""
     system = load(memory)
     pairs = parse_target(target, system)
     threads = _check_int("threads", threads, 1, system.host.cores)
@@ -217,17 +221,20 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
         raise ParamError(f"stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
     if not isinstance(ops, str) or len(ops) > 64 or set(ops) - set("LS"):
         raise ParamError(f"ops = {ops!r} is not allowed; allowed: up to 64 letters L (load) and S (store)")
+    if arrivals not in ARRIVALS:
+        raise ParamError(f"arrivals = {arrivals!r} is not allowed; allowed values: {', '.join(ARRIVALS)}")
     rf = _check_float("read_fraction", read_fraction, 0.5 if stores == "write-allocate" and not ops else 0, 1)
     r = _core.run_traffic(system.to_core(), threads, rf, pattern,
                           footprint, _check_int("requests", requests, 100, 1 << 40),
                           _check_float("rate_gbps", rate_gbps, 0, 10000),
                           _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress, pairs,
-                          stores, ops)
+                          stores, ops, arrivals)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
     _targeted(df, system, pairs)
     return _attrs(df, system, "traffic", threads=threads, read_fraction=read_fraction, pattern=pattern,
-                  rate_gbps=rate_gbps, inject_delay_ns=inject_delay_ns, requests=requests, stores=stores, ops=ops,
+                  rate_gbps=rate_gbps, arrivals=arrivals, inject_delay_ns=inject_delay_ns, requests=requests,
+                  stores=stores, ops=ops,
                   **_target_cfg(system, pairs))
 
 

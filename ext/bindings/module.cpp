@@ -564,17 +564,18 @@ PYBIND11_MODULE(_core, m) {
     m.def("run_traffic",
           [](py::dict sys, uint32_t threads, double readFraction, std::string pattern, uint64_t footprint,
              uint64_t requests, double rate, double delay, bool probe, py::object cb, py::object target,
-             std::string stores, std::string ops) {
+             std::string stores, std::string ops, std::string arrivals) {
               SystemParams p = readSystem(sys);
               TrafficConfig c{threads, readFraction, pattern, footprint, requests, rate, delay, probe,
-                              readTarget(target), stores, ops};
+                              readTarget(target), stores, ops, arrivals};
               Progress pr = wrap(cb);
               return runReleased([&] { return runTraffic(p, c, pr); });
           },
           py::arg("system"), py::arg("threads"), py::arg("read_fraction"), py::arg("pattern"),
           py::arg("footprint_bytes"), py::arg("requests"), py::arg("rate_gbps") = 0.0,
           py::arg("inject_delay_ns") = 0.0, py::arg("probe") = false, py::arg("progress") = py::none(),
-          py::arg("target") = py::none(), py::arg("stores") = "non-temporal", py::arg("ops") = "");
+          py::arg("target") = py::none(), py::arg("stores") = "non-temporal", py::arg("ops") = "",
+          py::arg("arrivals") = "periodic");
 
     m.def("run_trace",
           [](py::dict sys, std::string path, uint32_t maxOutstanding, py::object cb, py::object target) {

@@ -368,12 +368,16 @@ class TrafficDriver : public Driver {
         victimLag_ = std::min<uint64_t>(footprint_ / 2, sys_.params().host.l2_bytes / kLineBytes);
         delay_ = nsToTicks(c.inject_delay_ns);
         if (c.rate_gbps > 0) interval_ = nsToTicks(kLineBytes * threads_ / c.rate_gbps);
+        poisson_ = c.arrivals == "poisson";
         probe_ = c.probe;
     }
 
     void start() {
         for (uint32_t c = 0; c < threads_; ++c) {
             cores_[c].rng = Rng(sys_.params().seed * 1000003 + c);
+            // Periodic threads start a share of the interval apart, so that
+            // together they arrive evenly spaced rather than all at once.
+            if (interval_ && !poisson_) cores_[c].notBefore = now() + interval_ * c / threads_;
             pump(c, now());
         }
         if (probe_) {
@@ -517,7 +521,14 @@ class TrafficDriver : public Driver {
                 else issue(uint16_t(c), Op::Write, a, kNtStore, t);
             }
             ++k.pos;
-            if (interval_) k.notBefore = std::max(k.notBefore, t) + interval_;
+            if (interval_ && poisson_) {
+                // The next arrival is due an exponential gap after this one's
+                // due time, not after when it went (a stalled core catches up).
+                const double gap = -std::log(1.0 - k.rng.uniform()) * double(interval_);
+                k.notBefore = (k.notBefore ? k.notBefore : t) + Tick(gap);
+            } else if (interval_) {
+                k.notBefore = std::max(k.notBefore, t) + interval_;
+            }
             else if (delay_) k.notBefore = t + delay_;
         }
         if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) requestWake(k.notBefore);
@@ -566,6 +577,7 @@ class TrafficDriver : public Driver {
     std::string cycle_;
     uint64_t victimLag_ = 0;
     Tick delay_ = 0, interval_ = 0;
+    bool poisson_ = false;
 };
 
 // A window that never closed would make every rate below a number that was
@@ -720,6 +732,8 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
                           " is out of range; allowed: 100 to 1099511627776");
     if (!(cfg.rate_gbps >= 0 && cfg.rate_gbps <= 10000))
         throw ConfigError("traffic.rate_gbps = " + fmtNum(cfg.rate_gbps) + " is out of range; allowed: 0 to 10000");
+    if (cfg.arrivals != "periodic" && cfg.arrivals != "poisson")
+        throw ConfigError("traffic.arrivals = '" + cfg.arrivals + "' is not allowed; allowed values: periodic, poisson");
     if (!(cfg.inject_delay_ns >= 0 && cfg.inject_delay_ns <= 1e6))
         throw ConfigError("traffic.inject_delay_ns = " + fmtNum(cfg.inject_delay_ns) +
                           " is out of range; allowed: 0 to 1000000");

@@ -67,6 +67,10 @@ struct TrafficConfig {
     // A fixed cycle of a thread's accesses, 'L' a load and 'S' a store (MLC's
     // -W modes); empty: each access is drawn at random to give read_fraction.
     std::string ops;
+    // Open loop: "periodic" (each thread at a fixed interval) or "poisson"
+    // (exponential gaps of that mean: the sum of the threads is a Poisson
+    // stream, as queueing theory's M/x/1 servers assume).
+    std::string arrivals = "periodic";
 };
 
 struct TraceConfig {

@@ -40,9 +40,9 @@ def address_map():
     """STREAM triad over ddr=ddr-local+cxl0=cxl-asic, alone and interleaved w:1."""
     s = "ddr=ddr-local+cxl0=cxl-asic"
     kw = dict(kernels=["triad"], threads=16, lines_per_thread=4000, placement="contiguous")
-    for t, v in (("ddr", 23.35), ("cxl0", 18.88)):
+    for t, v in (("ddr", 22.73), ("cxl0", 18.90)):
         yield f"{t} alone (GB/s)", v, float(engine.stream(s, target=t, **kw).iloc[0]["stream_gbps"])
-    for w, v in ((1, 38.94), (2, 34.04), (3, 30.29), (4, 28.52), (8, 25.61)):
+    for w, v in ((1, 38.16), (2, 34.19), (3, 30.03), (4, 28.16), (8, 25.49)):
         got = engine.stream(s, target=f"ddr:{w},cxl0:1", **kw).iloc[0]["stream_gbps"]
         yield f"interleave ddr:{w},cxl0:1 (GB/s)", v, float(got)
 
@@ -50,9 +50,9 @@ def address_map():
 def mixed_runs():
     """`simcxl run mixed` with type1-asic's 8 requesters x 16 loads beside host STREAM triad, 16 threads."""
     s = mixed.attach("ddr=ddr-local+cxl0=cxl-asic", "gpu=type1-asic")
-    for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 22.60, 22.60, 10.07, 10.08),
-                                                            ("ddr", "ddr", 22.60, 19.29, 13.84, 3.93),
-                                                            ("cxl0", "cxl0", 18.74, 16.19, 10.07, 3.62)):
+    for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 22.82, 22.82, 10.10, 10.09),
+                                                            ("ddr", "ddr", 22.82, 18.86, 13.86, 3.90),
+                                                            ("cxl0", "cxl0", 18.85, 15.94, 10.10, 3.59)):
         dev = {"gpu": {"target": dev_on}}
         tog = mixed.run(s, target=host_on, devices=dev).iloc[0]
         ha = mixed.run(s, target=host_on, accelerators=False).iloc[0]
@@ -77,13 +77,13 @@ def dma():
     df = coherent.dma_vs_cache("type1-asic", sizes=[64]).set_index("mechanism")
     yield "64 B DMA latency (ns)", 589, float(df.loc["dma", "latency_ns"])
     yield "64 B CXL.cache latency (ns)", 145, float(df.loc["cxl.cache", "latency_ns"])
-    yield "64 B CXL.cache bandwidth (GB/s)", 12.2, float(df.loc["cxl.cache", "bandwidth_gbps"])
+    yield "64 B CXL.cache bandwidth (GB/s)", 12.3, float(df.loc["cxl.cache", "bandwidth_gbps"])
     yield "64 B DMA bandwidth (GB/s)", 0.20, float(df.loc["dma", "bandwidth_gbps"])
 
 
 def numa_nodes():
     """The full-system board's HMAT figures from the standalone engine (simcxl.numa.measure)."""
-    for m, lat, rd, wr in (("ddr-local", 103.7, 31.8, 28.6), ("cxl-asic", 264.5, 24.0, 14.7),
+    for m, lat, rd, wr in (("ddr-local", 103.7, 30.5, 31.6), ("cxl-asic", 264.5, 23.8, 14.7),
                            ("cxl-fpga", 365.9, 11.6, 11.7)):
         n = numa.measure(m)
         yield f"{m} read latency (ns)", lat, n.read_latency_ns
@@ -96,7 +96,7 @@ def fs_reference():
     mems = ("ddr-local", "cxl-asic", "cxl-fpga")
     for m, v in zip(mems, (131.6, 285.6, 382.5)):
         yield f"{m} 1 GiB chase (ns)", v, float(engine.lmbench(m, ["1g"]).iloc[0]["latency_ns"])
-    for threads, vals in ((1, (9.15, 3.66, 2.62)), (16, (22.58, 18.74, 10.21))):
+    for threads, vals in ((1, (9.17, 3.66, 2.62)), (16, (22.89, 18.86, 10.34))):
         for m, v in zip(mems, vals):
             got = engine.stream(m, ["triad"], threads=threads).iloc[0]["stream_gbps"]
             yield f"{m} STREAM triad, {threads} threads (GB/s)", v, float(got)

@@ -471,10 +471,12 @@ def test_stream_pairs_that_move_the_same_bytes_are_checked(tmp_path):
 
 
 def test_a_copy_marked_non_temporal_is_counted_and_simulated_without_reads_for_ownership(tmp_path):
+    # The FPGA expander's figures, on its preset: its one DDR4 channel binds both copies (on the
+    # ASIC's, the write tracker would bind the non-temporal one, and the premise below would not hold).
     rows = [("expander", "copy", "", 13.1, "non-temporal"), ("expander", "scale", "", 9.17),
             ("expander", "add", "", 10.4), ("expander", "triad", "", 10.5)]
     folder = make_testbed(tmp_path / "tb", [("local", 1 << 30, 130.0), ("expander", 1 << 30, 380.0)],
-                          stream_rows=rows)
+                          stream_rows=rows, extra='base = "cxl-fpga"')
     tb = testbed.load(folder)
     assert [p.stores for p in tb.points_of("expander", "stream")] == ["non-temporal"] + ["write-allocate"] * 3
     (pair, _) = calibrate.consistency(tb, ["expander"])
@@ -489,8 +491,7 @@ def test_a_copy_marked_non_temporal_is_counted_and_simulated_without_reads_for_o
     preset = tmp_path / "out" / "presets" / "expander.json"
     nt = simcxl.stream(preset, ["copy"], threads=16, stores="non-temporal")["stream_gbps"].iloc[0]
     wa = simcxl.stream(preset, ["copy"], threads=16)["stream_gbps"].iloc[0]
-    # A write-allocate copy moves half as much again for the bytes STREAM counts, so it is slower.
-    assert nt == pytest.approx(st["copy"]["simulated"], rel=1e-9) and wa < 0.95 * nt
+    assert nt == pytest.approx(st["copy"]["simulated"], rel=1e-9) and wa < 0.85 * nt
     # A bandwidth-bound memory moves about the same traffic either way, so scale lands near its measurement.
     assert abs(st["scale"]["error_pct"]) < 10
     report = (tmp_path / "out" / "report.md").read_text()

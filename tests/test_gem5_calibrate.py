@@ -111,8 +111,14 @@ def test_calibrate_through_gem5_fits_and_resumes(tmp_path, monkeypatch):
     assert pts[("lat_mem_rd", 1048576)]["simulated"] == pytest.approx(host.llc_latency_ns, rel=0.1)
     preset = simcxl.presets.load_file(out / "presets" / "expander.json")
     assert preset.provenance["engine"] == "gem5"
+    # A latency point and a STREAM point fit the device latency and queue; the write tracker
+    # needs a loaded-bandwidth point, the ranks only a STREAM point the queue cannot reach.
+    fitted = preset.provenance["fitted"]
+    assert {"cxl.device.req_latency_ns", "cxl.device.req_queue"} <= set(fitted)
+    assert "cxl.device.write_tracker" not in fitted
     for knob in calibrate.KNOBS["cxl-type3"]:
-        assert knob.lo <= preset.provenance["fitted"][knob.params[0]] <= knob.hi
+        if knob.params[0] in fitted:
+            assert knob.lo <= fitted[knob.params[0]] <= knob.hi
     # Every gem5 run is kept: the same calibration again runs nothing new.
     runs = sorted(p.name for p in (out / "gem5-runs").glob("*.csv"))
     again = calibrate.run(tb, out, engine_name="gem5", workers=1, log=print)

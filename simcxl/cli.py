@@ -514,7 +514,7 @@ def run_loaded(memories, overrides, threads, modes, rfs, stores, pattern, reques
 @click.option("--read-fraction", "rf", default=1.0, show_default=True)
 @click.option("--pattern", type=click.Choice(["random", "sequential"]), default="random", show_default=True)
 @click.option("--rate", "rate", default=0.0, show_default=True, help="Target GB/s (open loop); 0 = closed loop.")
-@click.option("--arrivals", type=click.Choice(["periodic", "poisson"]), default="periodic", show_default=True,
+@click.option("--arrivals", type=click.Choice(engine.ARRIVALS), default="periodic", show_default=True,
               help="Open loop: a fixed interval per thread, or exponential gaps (a Poisson stream).")
 @click.option("--requests", default=200000, show_default=True)
 @click.option("--footprint", default="1g", show_default=True, help="Bytes the requests spread over.")

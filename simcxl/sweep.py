@@ -35,7 +35,7 @@ else:  # pragma: no cover
 WORKLOADS: Dict[str, Dict[str, tuple]] = {
     "traffic": {"threads": (1, 1024, int), "read_fraction": (0.0, 1.0, float), "pattern": (("random", "sequential"),),
                 "footprint_bytes": (64, 1 << 44, int), "requests": (100, 1 << 40, int),
-                "rate_gbps": (0.0, 10000.0, float), "arrivals": (("periodic", "poisson"),),
+                "rate_gbps": (0.0, 10000.0, float), "arrivals": (engine.ARRIVALS,),
                 "inject_delay_ns": (0.0, 1e6, float)},
     "stream": {"kernel": (("copy", "scale", "add", "triad"),), "threads": (1, 1024, int),
                "lines_per_thread": (100, 1 << 34, int)},

@@ -297,6 +297,25 @@ Tick DramChannel::colReady(const Rank& rk, uint32_t group, bool write) const {
     return write ? c : std::max({c, rk.readAllowed, rk.groupReadAllowed[group]});
 }
 
+// The earliest activate of a row in bank b, its precharge-or-activate
+// starting at `start`: after tRP for a precharge, tRRD_S/L after the rank's
+// last activates and tFAW after its fourth last.
+Tick DramChannel::activateAt(const Rank& rk, const Bank& b, uint32_t group, Tick start) const {
+    Tick act = std::max(b.openRow != ~0ull ? start + c_.tRP_ : start, b.actAllowed);
+    act = std::max(act, rk.groupActAllowed[group]);
+    if (rk.lastAct != kNever) act = std::max(act, rk.lastAct + c_.tRRD_S_);
+    if (rk.faw[rk.fawHead] != kNever) act = std::max(act, rk.faw[rk.fawHead] + c_.tFAW_);
+    return act;
+}
+
+// The data bus after its last burst: a write after a read waits tRTW, a
+// burst of another rank tRTRS. A read after a write waits tWTR in its own
+// rank only (colReady).
+Tick DramChannel::busGap(uint32_t rank, bool write) const {
+    Tick gap = lastWrite_ != write && write ? c_.tRTW_ : 0;
+    return rank != lastRank_ ? std::max(gap, c_.tRTRS_) : gap;
+}
+
 bool DramChannel::pickMode() {
     const DramParams& p = c_.p_;
     const double wcap = p.write_queue;
@@ -326,7 +345,8 @@ void DramChannel::schedule(Tick t) {
     // or the column timings (tCCD, tWTR) hold every candidate to the same
     // time, opening another row would close one in use. Oldest on ties.
     size_t pick = q.size();
-    const Tick soonest = std::max(t + (write ? c.tCWL_ : c.tCL_), busFree_);
+    const Tick cas = write ? c.tCWL_ : c.tCL_;
+    const Tick soonest = std::max(t + cas, busFree_);
     Tick best = kNever;
     bool bestHit = false;
     const size_t window = std::min<size_t>(q.size(), 32);
@@ -335,22 +355,9 @@ void DramChannel::schedule(Tick t) {
         const Rank& rk = ranks_[r.rank];
         const Bank& b = rk.banks[r.bank];
         const bool hit = b.openRow == r.row;
-        Tick est;
-        if (hit) {
-            est = t;
-        } else {
-            Tick act = b.openRow != ~0ull ? std::max(t, b.preAllowed) + c.tRP_ : t;
-            act = std::max({act, b.actAllowed, rk.groupActAllowed[r.group]});
-            if (rk.lastAct != kNever) act = std::max(act, rk.lastAct + c.tRRD_S_);
-            if (rk.faw[rk.fawHead] != kNever) act = std::max(act, rk.faw[rk.fawHead] + c.tFAW_);
-            est = act + c.tRCD_;
-        }
-        est = std::max(est, colReady(rk, r.group, write)) + (write ? c.tCWL_ : c.tCL_);
-        if (busFree_) {
-            Tick gap = lastWrite_ != write && write ? c.tRTW_ : 0;
-            if (r.rank != lastRank_) gap = std::max(gap, c.tRTRS_);
-            est = std::max(est, busFree_ + gap);
-        }
+        Tick est = hit ? t : activateAt(rk, b, r.group, b.openRow != ~0ull ? std::max(t, b.preAllowed) : t) + c.tRCD_;
+        est = std::max(est, colReady(rk, r.group, write)) + cas;
+        if (busFree_) est = std::max(est, busFree_ + busGap(r.rank, write));
         if (est < best || (est == best && hit && !bestHit)) {
             best = est;
             bestHit = hit;
@@ -373,18 +380,14 @@ void DramChannel::schedule(Tick t) {
         ++st.rowHits;
         start = col = t;
     } else {
-        Tick act;
         if (b.openRow != ~0ull) {
             ++st.rowConflicts;
             start = std::max(t, b.preAllowed);
-            act = std::max(start + c.tRP_, b.actAllowed);
         } else {
             ++st.rowMisses;
-            start = act = std::max(t, b.actAllowed);
+            start = std::max(t, b.actAllowed);
         }
-        const Tick fawFree = rk.faw[rk.fawHead] == kNever ? 0 : rk.faw[rk.fawHead] + c.tFAW_;
-        const Tick rrdFree = rk.lastAct == kNever ? 0 : rk.lastAct + c.tRRD_S_;
-        act = std::max({act, rrdFree, rk.groupActAllowed[r.group], fawFree});
+        const Tick act = activateAt(rk, b, r.group, start);
         rk.groupActAllowed[r.group] = act + c.tRRD_L_;
         rk.faw[rk.fawHead] = act;
         rk.fawHead = (rk.fawHead + 1) & 3;
@@ -395,21 +398,11 @@ void DramChannel::schedule(Tick t) {
     }
     const uint32_t group = r.group;
     col = std::max(col, colReady(rk, group, write));
-    const Tick cas = write ? c.tCWL_ : c.tCL_;
-    // The data bus: a write after a read waits tRTW, a burst of another rank
-    // tRTRS. A read after a write waits tWTR in its own rank only (colReady).
     Tick minData = busFree_;
     if (busFree_) {
-        Tick gap = 0;
-        if (lastWrite_ != write) {
-            ++st.turnarounds;
-            if (write) gap = c.tRTW_;
-        }
-        if (r.rank != lastRank_) {
-            ++st.rankSwitches;
-            gap = std::max(gap, c.tRTRS_);
-        }
-        minData += gap;
+        st.turnarounds += lastWrite_ != write;
+        st.rankSwitches += r.rank != lastRank_;
+        minData += busGap(r.rank, write);
     }
     const Tick data = std::max(col + cas, minData);
     col = data - cas;

@@ -129,6 +129,8 @@ class DramChannel : public Component {
     void refresh(Rank& r, Tick start, uint32_t count);
     void arrive(uint32_t rank);
     Tick colReady(const Rank& rk, uint32_t group, bool write) const;
+    Tick activateAt(const Rank& rk, const Bank& b, uint32_t group, Tick start) const;
+    Tick busGap(uint32_t rank, bool write) const;
 
     DramController& c_;
     std::vector<Rank> ranks_;

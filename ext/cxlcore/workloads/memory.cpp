@@ -528,8 +528,9 @@ class TrafficDriver : public Driver {
                 k.notBefore = (k.notBefore ? k.notBefore : t) + Tick(gap);
             } else if (interval_) {
                 k.notBefore = std::max(k.notBefore, t) + interval_;
+            } else if (delay_) {
+                k.notBefore = t + delay_;
             }
-            else if (delay_) k.notBefore = t + delay_;
         }
         if (k.notBefore > t && k.mshr < mshrs_ && issued_ < total_) requestWake(k.notBefore);
         if (k.mshr >= mshrs_ && !k.freeing.empty()) requestWake(std::max(k.notBefore, k.freeing.headReady()));

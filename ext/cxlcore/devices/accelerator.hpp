@@ -17,6 +17,7 @@
 #include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/coherence/wire.hpp"
 #include "cxlcore/devices/dma_engine.hpp"
+#include "cxlcore/devices/line_access.hpp"
 #include "cxlcore/link/link.hpp"
 #include "cxlcore/mem/dram.hpp"
 #include "cxlcore/mem/mem_port.hpp"
@@ -53,14 +54,14 @@ struct AccelStats {
     }
 };
 
-class Accelerator : public Endpoint, public Client {
+class Accelerator : public Endpoint, public Client, public LineAccess {
   public:
     Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap, const DmaParams& dp,
                 const DramParams& media, uint64_t memBase, CxlLink& link, HomeAgent& home, TxnPool& pool,
                 CoherenceChecker* checker, const std::string& where);
     // A requester's access, performed after the cache lookup; misses wait
     // for an MSHR inside the device, so a device never refuses one.
-    void access(Txn* a);
+    void access(Txn* a) override;
     const AccelStats& stats() const { return stats_; }
     Wire& up() { return up_; }
     uint16_t index() const { return index_; }

@@ -24,10 +24,27 @@ std::vector<NicRing> makeRings(uint32_t threads, const NicParams& p, uint64_t ba
     return out;
 }
 
-CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
-               uint64_t& storeSeq, TxnPool& pool)
-    : Component(host), p_(p), cache_(cache), rings_(rings), mem_(mem), storeSeq_(storeSeq), pool_(pool),
-      rs_(rings.size()),
+bool NicVersions::descriptor(AtomicSlot& s, const Txn& x) {
+    s.o = rings_[s.ring].desc[s.op % rings_[s.ring].entries];
+    return x.value >= s.op + 1;  // the descriptor the host wrote must be visible
+}
+
+uint64_t NicVersions::perform(AtomicSlot& s, const Txn&) {
+    return mem_.perform(s.ring, s.op, s.o.code, s.o.region, s.index, s.a, s.b);
+}
+
+void NicVersions::completed(uint32_t ring, const std::vector<AtomicSlot*>& ops, const Txn& x) {
+    NicRing& r = rings_[ring];
+    for (const AtomicSlot* s : ops) {
+        r.cqOp[s->op % r.entries] = s->op;
+        r.cqVersion[s->op % r.entries] = x.value;
+    }
+}
+
+CxlNic::CxlNic(Host& host, const NicParams& p, LineAccess& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
+               uint64_t& storeSeq, TxnPool& pool, NicData* data)
+    : Component(host), p_(p), cache_(cache), rings_(rings), versions_(rings, mem, storeSeq),
+      data_(data ? *data : versions_), pool_(pool), rs_(rings.size()),
       order_(uint32_t(rings.size()), resultsRing(p.ring_entries), mem, [this](AtomicSlot* s) { execute(s); }),
       out_(p.wire_gbps, p.wire_latency_ns), back_(p.wire_gbps, p.wire_latency_ns), poll_(nsToTicks(p.poll_ns)),
       alu_(nsToTicks(p.alu_ns)) {
@@ -35,8 +52,8 @@ CxlNic::CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<N
     for (auto& c : cq_) c.resize(p.ring_entries / p.completions_per_line);
 }
 
-Txn* CxlNic::access(Txn::Kind k, uint64_t line, uint64_t value, Done what, void* ctx) {
-    Txn* a = newAccess(pool_, k, line, value, now());
+Txn* CxlNic::access(Txn::Kind k, uint64_t line, Done what, void* ctx) {
+    Txn* a = newAccess(pool_, k, line, 0, now());
     a->client = this;
     a->tag = what;
     a->ctx = ctx;
@@ -46,23 +63,22 @@ Txn* CxlNic::access(Txn::Kind k, uint64_t line, uint64_t value, Done what, void*
 void CxlNic::done(Txn* x) {
     const Done what = Done(x->tag);
     void* ctx = x->ctx;
-    const uint64_t value = x->value;
-    const Tick birth = x->birth;
-    const bool hit = x->hit;
-    pool_.put(x);
     switch (what) {
         case Descriptor: {
             AtomicSlot* s = static_cast<AtomicSlot*>(ctx);
-            if (value < s->op + 1) ++stats_.ringErrors;  // the descriptor the host wrote must be visible
-            s->o = rings_[s->ring].desc[s->op % rings_[s->ring].entries];
+            if (!data_.descriptor(*s, *x)) ++stats_.ringErrors;
+            pool_.put(x);
             order_.arrive(s);
             return;
         }
         case Doorbell: {
-            RingState& q = rs_[size_t(reinterpret_cast<uintptr_t>(ctx))];
+            const uint32_t r = uint32_t(reinterpret_cast<uintptr_t>(ctx));
+            const uint64_t tail = data_.tail(r, *x);
+            pool_.put(x);
+            RingState& q = rs_[r];
             q.polling = false;
-            if (value <= q.tail) return;  // unchanged: the next scan polls again
-            q.tail = value;
+            if (tail <= q.tail) return;  // unchanged: the next scan polls again
+            q.tail = tail;
             ++stats_.doorbellChanges;
             fetch();
             return;
@@ -70,19 +86,19 @@ void CxlNic::done(Txn* x) {
         case Operand: {
             // The line is held now: the read-modify-write happens at this instant.
             AtomicSlot* s = static_cast<AtomicSlot*>(ctx);
-            s->result = mem_.perform(s->ring, s->op, s->o.code, s->o.region, s->index, s->a, s->b);
-            stats_.executing += now() - birth;
-            stats_.hits += hit;
+            s->result = data_.perform(*s, *x);
+            stats_.executing += now() - x->birth;
+            stats_.hits += x->hit;
+            pool_.put(x);
             at(now() + alu_, AluDone, s);
             return;
         }
         case Completions: {
             CqLine* lp = static_cast<CqLine*>(ctx);
             const uint32_t rg = lp->writing.front()->ring;
-            NicRing& rr = rings_[rg];
+            data_.completed(rg, lp->writing, *x);
+            pool_.put(x);
             for (AtomicSlot* s : lp->writing) {
-                rr.cqOp[s->op % rr.entries] = s->op;
-                rr.cqVersion[s->op % rr.entries] = value;
                 slots_.put(s);
                 --inFlight_;
                 ++stats_.ops;
@@ -121,12 +137,12 @@ void CxlNic::fetch() {
             stats_.maxInFlight = std::max(stats_.maxInFlight, inFlight_);
             order_.admit(s);
             ++stats_.descriptors;
-            cache_.access(access(Txn::Load, rings_[r].descLine(s->op), 0, Descriptor, s));
+            cache_.access(access(Txn::Load, rings_[r].descLine(s->op), Descriptor, s));
         }
         if (st.head == st.tail && !st.polling && !stopped_) {
             st.polling = true;
             ++stats_.polls;
-            cache_.access(access(Txn::Load, rings_[r].doorbell, 0, Doorbell, reinterpret_cast<void*>(uintptr_t(r))));
+            cache_.access(access(Txn::Load, rings_[r].doorbell, Doorbell, reinterpret_cast<void*>(uintptr_t(r))));
         }
     }
     rr_ = n ? (rr_ + 1) % n : 0;
@@ -141,8 +157,9 @@ void CxlNic::execute(AtomicSlot* s) {
 
 void CxlNic::performed(AtomicSlot* s) {
     // The operand's line: a shared copy to read it, ownership to change it.
-    const bool w = s->o.writes();
-    cache_.access(access(w ? Txn::Store : Txn::Load, s->line, w ? ++storeSeq_ : 0, Operand, s));
+    Txn* a = access(s->o.writes() ? Txn::Store : Txn::Load, s->line, Operand, s);
+    data_.operand(*a, *s);
+    cache_.access(a);
 }
 
 void CxlNic::aluDone(AtomicSlot* s) {
@@ -163,7 +180,9 @@ void CxlNic::complete(AtomicSlot* s) {
 void CxlNic::writeCompletions(uint32_t ring, CqLine& l) {
     l.writing.swap(l.waiting);
     const NicRing& r = rings_[ring];
-    cache_.access(access(Txn::Store, r.cqLine(l.writing.front()->op), ++storeSeq_, Completions, &l));
+    Txn* a = access(Txn::Store, r.cqLine(l.writing.front()->op), Completions, &l);
+    data_.completions(*a, ring, l.writing);
+    cache_.access(a);
 }
 
 void CxlNic::process() {

@@ -10,14 +10,19 @@
 // operand's line (held in the NIC's cache: FETCH with a shared copy, the
 // others with ownership, so operations on lines it owns complete in its
 // cache), and writes the result into the completion line the host polls.
+//
+// What the lines hold is the NicData's business: the standalone engine's
+// hold version numbers (the operations themselves live in NicRing::desc and
+// AtomicMemory); inside gem5 they hold the guest's bytes.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cxlcore/config/params.hpp"
-#include "cxlcore/devices/accelerator.hpp"
 #include "cxlcore/devices/atomic_ops.hpp"
+#include "cxlcore/devices/line_access.hpp"
 #include "cxlcore/devices/net_port.hpp"
 
 namespace cxlcore {
@@ -54,6 +59,45 @@ inline Txn* newAccess(TxnPool& pool, Txn::Kind k, uint64_t line, uint64_t value,
 // The rings of every host thread, placed from `base` in host memory.
 std::vector<NicRing> makeRings(uint32_t threads, const NicParams& p, uint64_t base);
 
+// The data side of the NIC's accesses, consulted as each is issued or done.
+class NicData {
+  public:
+    // The descriptor of s.op from the line read x, into s.o; false when the
+    // host's write of it is not visible in that line.
+    virtual bool descriptor(AtomicSlot& s, const Txn& x) = 0;
+    // The tail the doorbell read x saw.
+    virtual uint64_t tail(uint32_t ring, const Txn& x) = 0;
+    // The access a (s's operand line, ownership when it writes) is about to be issued.
+    virtual void operand(Txn& a, const AtomicSlot& s) = 0;
+    // s performed on its line, held now (x is the access): its previous value.
+    virtual uint64_t perform(AtomicSlot& s, const Txn& x) = 0;
+XX
+    virtual void completions(Txn& a, uint32_t ring, const std::vector<AtomicSlot*>& ops) = 0;
+    // That write is done.
+    virtual void completed(uint32_t ring, const std::vector<AtomicSlot*>& ops, const Txn& x) = 0;
+
+  protected:
+    ~NicData() = default;
+};
+
+// The standalone engine's data: version numbers on the lines.
+class NicVersions final : public NicData {
+  public:
+    NicVersions(std::vector<NicRing>& rings, AtomicMemory& mem, uint64_t& storeSeq)
+        : rings_(rings), mem_(mem), storeSeq_(storeSeq) {}
+    bool descriptor(AtomicSlot& s, const Txn& x) override;
+    uint64_t tail(uint32_t, const Txn& x) override { return x.value; }
+    void operand(Txn& a, const AtomicSlot& s) override { a.value = s.o.writes() ? ++storeSeq_ : 0; }
+    uint64_t perform(AtomicSlot& s, const Txn& x) override;
+    void completions(Txn& a, uint32_t, const std::vector<AtomicSlot*>&) override { a.value = ++storeSeq_; }
+    void completed(uint32_t ring, const std::vector<AtomicSlot*>& ops, const Txn& x) override;
+
+  private:
+    std::vector<NicRing>& rings_;
+    AtomicMemory& mem_;
+    uint64_t& storeSeq_;
+};
+
 struct NicStats {
     uint64_t ops = 0, polls = 0, doorbellChanges = 0, descriptors = 0, ringErrors = 0, hits = 0;
     Tick executing = 0;  // summed: an operation's line access, from ready (and on the far side of the wire) to held
@@ -62,8 +106,9 @@ struct NicStats {
 
 class CxlNic : public Component, public Client {
   public:
-    CxlNic(Host& host, const NicParams& p, Accelerator& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
-           uint64_t& storeSeq, TxnPool& pool);
+    // `data` null: the standalone engine's version numbers.
+    CxlNic(Host& host, const NicParams& p, LineAccess& cache, std::vector<NicRing>& rings, AtomicMemory& mem,
+           uint64_t& storeSeq, TxnPool& pool, NicData* data = nullptr);
     // One of its cache accesses is done.
     void done(Txn* x) override;
     void start();
@@ -100,7 +145,7 @@ class CxlNic : public Component, public Client {
     };
     // What an access is for (its tag; ctx: the slot, ring index or completion line).
     enum Done : uint8_t { Descriptor, Doorbell, Operand, Completions };
-    Txn* access(Txn::Kind k, uint64_t line, uint64_t value, Done what, void* ctx);
+    Txn* access(Txn::Kind k, uint64_t line, Done what, void* ctx);
     void fetch();
     void execute(AtomicSlot* s);
     void performed(AtomicSlot* s);
@@ -110,10 +155,10 @@ class CxlNic : public Component, public Client {
     void at(Tick t, EvKind k, AtomicSlot* s);
 
     NicParams p_;
-    Accelerator& cache_;
+    LineAccess& cache_;
     std::vector<NicRing>& rings_;
-    AtomicMemory& mem_;
-    uint64_t& storeSeq_;
+    NicVersions versions_;
+    NicData& data_;
     TxnPool& pool_;
     std::vector<RingState> rs_;
     std::vector<std::vector<CqLine>> cq_;

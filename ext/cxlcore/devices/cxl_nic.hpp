@@ -71,7 +71,7 @@ class NicData {
     virtual void operand(Txn& a, const AtomicSlot& s) = 0;
     // s performed on its line, held now (x is the access): its previous value.
     virtual uint64_t perform(AtomicSlot& s, const Txn& x) = 0;
-XX
+    // A write (a) of one completion line of `ring`, with these operations' completions, is about to be issued.
     virtual void completions(Txn& a, uint32_t ring, const std::vector<AtomicSlot*>& ops) = 0;
     // That write is done.
     virtual void completed(uint32_t ring, const std::vector<AtomicSlot*>& ops, const Txn& x) = 0;

@@ -82,7 +82,7 @@ def isas(binary: str) -> List[str]:
     raise Gem5RunError(f"GEM5 = {binary!r} did not answer which ISAs it has (is it gem5?):\n{out.stderr[-2000:]}")
 
 
-GUEST_FLAGS = {"chase": [], "stream": ["-pthread", "-fno-tree-loop-distribute-patterns"]}
+GUEST_FLAGS = {"chase": [], "stream": ["-pthread", "-fno-tree-loop-distribute-patterns"], "nic_rao": []}
 
 
 def build_guest(folder: Path, guest: Path, name: str) -> Path:

@@ -29,7 +29,10 @@ def declared(name):
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                     and func.value.id in ("Param", "VectorParam"):
                 args = stmt.value.args
-                value = ast.literal_eval(args[0]) if func.value.id == "Param" else None
+                try:
+                    value = ast.literal_eval(args[0]) if func.value.id == "Param" else None
+                except ValueError:  # a proxy default (Parent.any)
+                    value = None
                 out[stmt.targets[0].id] = (f"{func.value.id}.{func.attr}", value)
     return out
 
@@ -107,3 +110,39 @@ def test_total_reads_one_stat_by_its_exact_name(tmp_path):
     assert g5.total(rows, "board.memory.bridge.readReqs") == 100
     assert g5.total(rows, "board.memory.bridge.numReads::total") == 250
     assert g5.total(rows, "board.memory.bridge.writeReqs") == 0
+
+
+def test_cxl_nic_params_match_dataclasses_and_cpp():
+    decl = declared("CXLNic")
+    # Run wiring, not NIC parameters: the rings' and operands' place in the guest's memory.
+    for k in ("system", "rings", "ring_base", "array_base", "array_words"):
+        decl.pop(k)
+    CPP["nic"] = "NicParams"
+    assert list(decl) == [f"nic_{f.name}" for f in fields(PY_GROUPS["NicParams"])]
+    check_groups(decl, ("nic",))
+
+
+def test_gem5_nic_setup_charges_the_standalone_engines_messages():
+    from simcxl import gem5_nic
+
+    s = gem5_nic.setup("type1-asic", {"completions_per_line": 4})
+    p = s["standalone_paths_ns"]
+    # type1-asic by hand: a device read of a host-held line is the device cache, link up, home, link down.
+    assert p["device_cache_ns"] == 5.0
+    assert p["request_ns"] + p["response_ns"] + p["device_cache_ns"] == pytest.approx(98.239, abs=0.01)
+    assert p["host_uncore_ns"] == 79.0  # host_hit_ns 39 + home latency_ns 40
+    # gem5's own caches and bus are subtracted, never below zero.
+    assert s["link"]["request_ns"] == pytest.approx(p["request_ns"] - gem5_nic.DEVICE_PATH_NS, abs=1e-3)
+    assert s["host"]["uncore_ns"] == pytest.approx(79.0 - gem5_nic.HOST_PATH_CYCLES / 3.0, abs=1e-3)
+    assert s["nic"]["nic_completions_per_line"] == 4 and s["cache"]["bytes"] == 131072
+
+
+def test_gem5_nic_setup_rejects_what_the_guest_format_cannot_hold():
+    from simcxl import gem5_nic
+
+    with pytest.raises(g5.ParamError, match="completions_per_line 1 to 4"):
+        gem5_nic.setup("type1-asic")  # the default 8 completions of 8 B a line
+    with pytest.raises(g5.ParamError, match="nic.network = 1 is not allowed"):
+        gem5_nic.setup("type1-asic", {"completions_per_line": 4, "network": 1})
+    with pytest.raises(g5.ParamError, match="kernel = 'gather' is not allowed"):
+        gem5_nic.run("type1-asic", {"completions_per_line": 4}, kernel="gather", gem5="/nonexistent")

@@ -12,7 +12,7 @@
 #define M5_WORK(op) __asm__ volatile(".byte 0x0f, 0x04; .word %c0" ::"i"(op), "D"(0L), "S"(0L) : "memory")
 
 /* gem5's SE mode answers clock_gettime from simulated time. */
-static double now_ns(void)
+static inline double now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -20,7 +20,7 @@ static double now_ns(void)
 }
 
 /* A positive integer argument, or exit 2 naming it (`prog` prefixes the message). */
-static unsigned long parse_arg(const char *prog, const char *s, const char *what)
+static inline unsigned long parse_arg(const char *prog, const char *s, const char *what)
 {
     char *end;
     unsigned long v = strtoul(s, &end, 0);

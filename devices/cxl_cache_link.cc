@@ -48,11 +48,17 @@ CXLCacheLink::arrival(PacketPtr pkt, Tick latency)
     return curTick() + own + latency;
 }
 
-bool
-CXLCacheLink::functionalHit(PacketPtr pkt)
+void
+CXLCacheLink::functional(PacketPtr pkt, bool snoop)
 {
-    return devicePort.trySatisfyFunctional(pkt) ||
-           hostPort.trySatisfyFunctional(pkt);
+    // Packets queued on either side hold the newest data.
+    if (devicePort.trySatisfyFunctional(pkt) ||
+        hostPort.trySatisfyFunctional(pkt))
+        pkt->makeResponse();
+    else if (snoop)
+        devicePort.sendFunctionalSnoop(pkt);
+    else
+        hostPort.sendFunctional(pkt);
 }
 
 CXLCacheLink::HostPort::HostPort(const std::string &n, CXLCacheLink &l)
@@ -88,10 +94,7 @@ CXLCacheLink::HostPort::recvAtomicSnoop(PacketPtr pkt)
 void
 CXLCacheLink::HostPort::recvFunctionalSnoop(PacketPtr pkt)
 {
-    if (link.functionalHit(pkt))
-        pkt->makeResponse();
-    else
-        link.devicePort.sendFunctionalSnoop(pkt);
+    link.functional(pkt, true);
 }
 
 void
@@ -128,10 +131,7 @@ CXLCacheLink::DevicePort::recvAtomic(PacketPtr pkt)
 void
 CXLCacheLink::DevicePort::recvFunctional(PacketPtr pkt)
 {
-    if (link.functionalHit(pkt))
-        pkt->makeResponse();
-    else
-        link.hostPort.sendFunctional(pkt);
+    link.functional(pkt, false);
 }
 
 AddrRangeList

@@ -63,7 +63,8 @@ class CXLCacheLink : public ClockedObject
 
     // A packet's own header and payload delays are spent crossing the link.
     static Tick arrival(PacketPtr pkt, Tick latency);
-    bool functionalHit(PacketPtr pkt);
+    // A functional access (snoop: from the host side) through the link.
+    void functional(PacketPtr pkt, bool snoop);
 
     const Tick request, response, snoop, snoopData;
     BaseCache *cache;

@@ -91,13 +91,15 @@ def setup(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, An
 
 def run(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
         ops: int = 200, kernel: str = "rand", op: str = "add", host_ops: int = 0, words: int = 4096,
-        gem5: Optional[str] = None, outdir: Optional[Path] = None, timeout: float = 1800) -> Dict[str, Any]:
+        cpu: str = "timing", gem5: Optional[str] = None, outdir: Optional[Path] = None, timeout: float = 1800) -> Dict[str, Any]:
     """One gem5 run: per-thread mean operation latency, thread 0's check of
     the results, the NIC's counters and the setup used."""
     if kernel not in KERNELS:
         raise ParamError(f"kernel = {kernel!r} is not allowed with the gem5 NIC; allowed: {', '.join(KERNELS)}")
     if op not in OPS:
         raise ParamError(f"op = {op!r} is not allowed; allowed: {', '.join(OPS)}")
+    if cpu not in ("timing", "o3"):
+        raise ParamError(f"cpu = {cpu!r} is not allowed; allowed: timing, o3")
     binary = gem5 or os.environ.get("GEM5")
     if not binary or not Path(binary).is_file():
         raise ParamError("the gem5 NIC needs GEM5 = a gem5 binary built with this repository as EXTRAS")
@@ -111,7 +113,7 @@ def run(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]
         r = subprocess.run([binary, "-d", str(out / "m5out"), str(repo / "gem5_configs" / "cxl_nic_se.py"),
                             "--binary", str(guest), "--setup", str(out / "setup.json"), "--threads", str(threads),
                             "--ops", str(ops), "--kernel", kernel, "--op", op, "--host-ops", str(host_ops),
-                            "--words", str(words)], capture_output=True, text=True, timeout=timeout)
+                            "--words", str(words), "--cpu", cpu], capture_output=True, text=True, timeout=timeout)
         if r.returncode:
             raise Gem5RunError(f"gem5 NIC run failed ({r.returncode}):\n{r.stderr[-3000:]}")
         result = json.loads(r.stdout.strip().splitlines()[-1])

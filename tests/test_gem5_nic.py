@@ -58,21 +58,24 @@ def test_random_adds_leave_the_sum_of_increments(x86, tmp_path):
     assert 1 <= r["nic"]["maxInFlight"] <= RINGS["ring_entries"] * 2
 
 
+@pytest.mark.parametrize("cpu", ["timing", "o3"])
 @pytest.mark.parametrize("kernel", ["central", "rand"])
-def test_operation_latency_matches_the_standalone_engine(x86, tmp_path, kernel):
+def test_operation_latency_matches_the_standalone_engine(x86, tmp_path, kernel, cpu):
     # One operation at a time on type1-asic: both engines cross the same
     # messages (two host stores that snoop the NIC's copy away, three NIC
     # requests, one host read the NIC answers with data).
-    g = run(tmp_path, SERIAL, ops=400, kernel=kernel)
+    g = run(tmp_path, SERIAL, ops=400, kernel=kernel, cpu=cpu)
     s = gem5_nic.standalone("type1-asic", SERIAL, ops=400, kernel=kernel)
     ratio = g["latency_ns"] / s["latency_ns"]
-    print(f"\n{kernel}: gem5 {g['latency_ns']:.1f} ns, standalone {s['latency_ns']:.1f} ns, ratio {ratio:.3f}")
+    print(f"\n{kernel} {cpu}: gem5 {g['latency_ns']:.1f} ns, standalone {s['latency_ns']:.1f} ns, ratio {ratio:.3f}")
     # The message chain alone: 2 x (uncore + snoop) + 3 x (device cache + request + response) + uncore + snoop
-    # with data, from the standalone engine's own stage figures. gem5's cores add their instructions.
+    # with data, from the standalone engine's own stage figures. In-order cores add their instructions;
+    # an out-of-order core and the bus overlap the NIC's doorbell read with the host's doorbell store.
     p = g["setup"]["standalone_paths_ns"]
     chain = 3 * (p["host_uncore_ns"] + p["snoop_ns"]) + 3 * (p["device_cache_ns"] + p["request_ns"] + p["response_ns"])
     chain += p["snoop_data_ns"] - p["snoop_ns"]
-    assert g["latency_ns"] > chain
+    overlap = p["device_cache_ns"] + p["request_ns"]  # at most the doorbell read's way up
+    assert chain - overlap < g["latency_ns"] < chain * 1.25
     assert abs(ratio - 1) < 0.10
 
 

@@ -33,12 +33,14 @@
 static const char *prog = "nic_rao";
 
 /* gem5's x86 TSC counts core cycles: cheap timestamps (clock_gettime is an
- * emulated system call, costing the core far more than an operation). */
+ * emulated system call, costing the core far more than an operation). The
+ * fence keeps an out-of-order core from reading it before the accesses the
+ * timestamp follows are done. */
 static double ghz = 0;
 static double tsc_ns(void)
 {
     uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    __asm__ volatile("mfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
     return (double)(((uint64_t)hi << 32) | lo) / ghz;
 }
 

@@ -11,7 +11,8 @@ from m5.params import *
 class CXLCacheLink(ClockedObject):
     """CXL.cache messages crossing the link. gem5 resolves a snoop at once, so
     its crossings are charged to its answer: the device's data, or (a copy
-    the device only drops) the snooping request itself."""
+    the device only drops) the snooping request itself; and the device's next
+    request for the line waits until the snoop would have reached it."""
 
     type = "CXLCacheLink"
     cxx_header = "devices/cxl_cache_link.hh"
@@ -26,3 +27,6 @@ class CXLCacheLink(ClockedObject):
         "H2D snoop out, the device's lookup and its D2H answer back: what a host request waits for a device copy")
     snoop_data_latency = Param.Latency(
         "the same for a snoop the device answers with data, beyond the device cache's own snoop lookup")
+    snoop_arrival_latency = Param.Latency(
+        "H2D snoop out and the device's lookup: until then the device does not know its copy is gone, so "
+        "its own requests for the line leave no earlier")

@@ -11,7 +11,8 @@ namespace gem5
 CXLCacheLink::CXLCacheLink(const Params &p)
     : ClockedObject(p), request(p.request_latency),
       response(p.response_latency), snoop(p.snoop_latency),
-      snoopData(p.snoop_data_latency), cache(p.device_cache),
+      snoopData(p.snoop_data_latency),
+      snoopArrival(p.snoop_arrival_latency), cache(p.device_cache),
       hostPort(name() + ".mem_side_port", *this),
       devicePort(name() + ".cpu_side_port", *this),
       reqQueue(*this, hostPort), respQueue(*this, devicePort),
@@ -79,6 +80,9 @@ CXLCacheLink::HostPort::recvTimingSnoopReq(PacketPtr pkt)
     const bool held = link.cache->inCache(pkt->getAddr(), pkt->isSecure());
     const bool responding = pkt->cacheResponding();
     link.devicePort.sendTimingSnoopReq(pkt);
+    if (held && link.snoopArrival)
+        link.snooped[pkt->getBlockAddr(link.cache->getBlockSize())] =
+            curTick() + link.snoopArrival;
     // A copy the device drops or keeps without answering with data: the
     // request goes on once the device's answer is back.
     if (held && pkt->cacheResponding() == responding)
@@ -111,7 +115,14 @@ CXLCacheLink::DevicePort::DevicePort(const std::string &n, CXLCacheLink &l)
 bool
 CXLCacheLink::DevicePort::recvTimingReq(PacketPtr pkt)
 {
-    link.hostPort.schedTimingReq(pkt, arrival(pkt, link.request));
+    Tick leave = curTick();
+    auto it = link.snooped.find(pkt->getBlockAddr(link.cache->getBlockSize()));
+    if (it != link.snooped.end()) {
+        leave = std::max(leave, it->second);
+        link.snooped.erase(it);
+    }
+    link.hostPort.schedTimingReq(pkt, arrival(pkt, link.request) +
+                                 (leave - curTick()));
     return true;
 }
 

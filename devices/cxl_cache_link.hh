@@ -3,11 +3,15 @@
 // response_latency. gem5's coherent crossbar resolves a snoop at once; a
 // snoop that finds the device's copy makes the snooping request wait the
 // snoop's round trip (the home waits for the device's RspI), and a snoop the
-// device answers with data delivers that data a round trip later. The
+// device answers with data delivers that data a round trip later; and the
+// device's own requests for a snooped line leave no earlier than the snoop
+// would have reached it (until then it would still have used its copy). The
 // latencies are the SimCXL core's, computed outside gem5: no timing decision
 // is made here.
 #ifndef __DEVICES_CXL_CACHE_LINK_HH__
 #define __DEVICES_CXL_CACHE_LINK_HH__
+
+#include <unordered_map>
 
 #include "mem/cache/base.hh"
 #include "mem/qport.hh"
@@ -66,7 +70,9 @@ class CXLCacheLink : public ClockedObject
     // A functional access (snoop: from the host side) through the link.
     void functional(PacketPtr pkt, bool snoop);
 
-    const Tick request, response, snoop, snoopData;
+    const Tick request, response, snoop, snoopData, snoopArrival;
+    // Lines snooped in the device, and when the snoop reaches it.
+    std::unordered_map<Addr, Tick> snooped;
     BaseCache *cache;
     HostPort hostPort;
     DevicePort devicePort;

@@ -105,7 +105,7 @@ for cpu in system.cpu:
     cpu.l2.cpu_side = cpu.l2bus.mem_side_ports
     # The host's uncore (LLC and home agent) between a core's L2 and the bus.
     cpu.uncore = CXLCacheLink(device_cache=cpu.l2, request_latency=f"{host['uncore_ns']}ns", response_latency="0ns",
-                              snoop_latency="0ns", snoop_data_latency="0ns")
+                              snoop_latency="0ns", snoop_data_latency="0ns", snoop_arrival_latency="0ns")
     cpu.l2.mem_side = cpu.uncore.cpu_side_port
     cpu.uncore.mem_side_port = system.membus.cpu_side_ports
     cpu.createInterruptController()
@@ -120,7 +120,8 @@ system.nic_cache = Cache(size=f"{cache['bytes']}B", assoc=cache["assoc"], tag_la
                          tgts_per_mshr=16, clk_domain=system.nic_clk)
 system.cxl_link = CXLCacheLink(device_cache=system.nic_cache, request_latency=f"{link['request_ns']}ns",
                               response_latency=f"{link['response_ns']}ns", snoop_latency=f"{link['snoop_ns']}ns",
-                              snoop_data_latency=f"{link['snoop_data_ns']}ns", clk_domain=system.nic_clk)
+                              snoop_data_latency=f"{link['snoop_data_ns']}ns",
+                              snoop_arrival_latency=f"{link['snoop_arrival_ns']}ns", clk_domain=system.nic_clk)
 system.nic = CXLNic(rings=args.threads, ring_base=REGION_PA, array_base=REGION_PA + array_off,
                     array_words=args.words, clk_domain=system.nic_clk, **nic_params)
 system.nic.port = system.nic_cache.cpu_side

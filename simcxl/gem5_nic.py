@@ -10,7 +10,8 @@ directed run of the same system (:func:`simcxl.coherent.script`):
   home-agent stages, a response's link-down stage, and the snoop stage of a
   host store to a line the device holds (the device drops its copy) or of a
   host load of a line it holds modified (it answers with data; the device
-  cache's own lookup is gem5's);
+  cache's own lookup is gem5's), and when a snoop reaches the device (the
+  link down and the device's snoop latency);
 - the host's uncore (the same object between each core's L2 and the bus):
   the home-agent stage of a host access that leaves the core.
 
@@ -85,7 +86,8 @@ def setup(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, An
                       "mshrs": cache.mshrs},
             "link": {"request_ns": round(max(0.0, lat["request_ns"] - DEVICE_PATH_NS), 3), "response_ns": round(lat["response_ns"], 3),
                      "snoop_ns": round(lat["snoop_ns"], 3),
-                     "snoop_data_ns": round(max(0.0, lat["snoop_data_ns"] - cache.latency_ns), 3)},
+                     "snoop_data_ns": round(max(0.0, lat["snoop_data_ns"] - cache.latency_ns), 3),
+                     "snoop_arrival_ns": round(lat["response_ns"] + cache.snoop_latency_ns, 3)},
             "host": host, "standalone_paths_ns": lat}
 
 

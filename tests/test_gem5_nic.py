@@ -69,14 +69,18 @@ def test_operation_latency_matches_the_standalone_engine(x86, tmp_path, kernel, 
     ratio = g["latency_ns"] / s["latency_ns"]
     print(f"\n{kernel} {cpu}: gem5 {g['latency_ns']:.1f} ns, standalone {s['latency_ns']:.1f} ns, ratio {ratio:.3f}")
     # The message chain alone: 2 x (uncore + snoop) + 3 x (device cache + request + response) + uncore + snoop
-    # with data, from the standalone engine's own stage figures. In-order cores add their instructions;
-    # an out-of-order core and the bus overlap the NIC's doorbell read with the host's doorbell store.
+    # with data, from the standalone engine's own stage figures. The NIC's doorbell read may overlap the
+    # host's doorbell store by at most its way up.
     p = g["setup"]["standalone_paths_ns"]
     chain = 3 * (p["host_uncore_ns"] + p["snoop_ns"]) + 3 * (p["device_cache_ns"] + p["request_ns"] + p["response_ns"])
     chain += p["snoop_data_ns"] - p["snoop_ns"]
-    overlap = p["device_cache_ns"] + p["request_ns"]  # at most the doorbell read's way up
-    assert chain - overlap < g["latency_ns"] < chain * 1.25
-    assert abs(ratio - 1) < 0.10
+    assert chain - (p["device_cache_ns"] + p["request_ns"]) < g["latency_ns"]
+    if cpu == "o3":
+        # Its instructions hide behind the stores, as the standalone engine's host thread issues them back to back.
+        assert abs(ratio - 1) < 0.05
+    else:
+        # An in-order core adds its instructions between the stores (about 85 ns traced) and nothing else.
+        assert 1.0 < ratio < 1.15
 
 
 def test_bad_ring_format_is_a_one_line_error(x86, tmp_path):

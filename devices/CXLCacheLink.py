@@ -20,7 +20,8 @@ class CXLCacheLink(ClockedObject):
 
     cpu_side_port = ResponsePort("from the device cache's memory side")
     mem_side_port = RequestPort("to the host's memory bus")
-    device_cache = Param.BaseCache("the device cache behind this link (which lines a snoop finds)")
+    device_cache = Param.BaseCache(
+        NULL, "the device cache behind this link (which lines a snoop finds); none: a DMA device, never snooped")
     request_latency = Param.Latency("D2H request to the host's ordering point (link and home agent)")
     response_latency = Param.Latency("H2D response (GO, with data for reads) back to the device")
     snoop_latency = Param.Latency(

@@ -116,7 +116,9 @@ bool
 CXLCacheLink::DevicePort::recvTimingReq(PacketPtr pkt)
 {
     Tick leave = curTick();
-    auto it = link.snooped.find(pkt->getBlockAddr(link.cache->getBlockSize()));
+    auto it = link.cache ? link.snooped.find(pkt->getBlockAddr(
+                               link.cache->getBlockSize()))
+                         : link.snooped.end();
     if (it != link.snooped.end()) {
         leave = std::max(leave, it->second);
         link.snooped.erase(it);

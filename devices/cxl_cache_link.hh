@@ -42,7 +42,7 @@ class CXLCacheLink : public ClockedObject
         Tick recvAtomicSnoop(PacketPtr pkt) override;
         void recvFunctionalSnoop(PacketPtr pkt) override;
         void recvRangeChange() override;
-        bool isSnooping() const override { return true; }
+        bool isSnooping() const override { return link.cache != nullptr; }
 
       private:
         CXLCacheLink &link;

@@ -26,7 +26,7 @@ import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
 
 import m5  # noqa: E402
 from m5.util.convert import toFrequency  # noqa: E402
-from m5.objects import (AddrRange, Cache, CoherentXBar, CXLCacheLink, CXLNic, DDR4_2400_8x8, MemCtrl, Process, Root,  # noqa: E402
+from m5.objects import (AddrRange, Cache, CoherentXBar, CXLCacheLink, CXLNic, CXLPcieNic, DDR4_2400_8x8, MemCtrl, Process, Root,  # noqa: E402
                         SEWorkload, SrcClockDomain, System, SystemXBar, VoltageDomain, X86O3CPU,
                         X86TimingSimpleCPU)
 
@@ -36,6 +36,8 @@ CPUS = {"timing": X86TimingSimpleCPU, "o3": X86O3CPU}
 MEMORY = 1 << 30
 REGION_PA = 512 << 20  # the shared region: rings, operand words, results, sync words
 REGION_VA = 0x200000000
+MMIO_PA = 0xC0000000  # the PCIe NIC's doorbell registers
+MMIO_VA = 0x300000000
 PAGE = 4096
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -48,6 +50,8 @@ parser.add_argument("--op", choices=["add", "cas"], default="add")
 parser.add_argument("--host-ops", type=int, default=0, help="LOCK XADDs per thread on the same words, interleaved")
 parser.add_argument("--words", type=int, default=4096, help="operand words (8 B each)")
 parser.add_argument("--cpu", choices=sorted(CPUS), default="timing")
+parser.add_argument("--mechanism", choices=["cxl-nic", "pcie-nic"], default="cxl-nic",
+                    help="pcie-nic: the PCIe baseline (MMIO doorbells, four DMAs per operation)")
 parser.add_argument("--max-ms", type=float, default=50.0, help="simulated time limit (ms)")
 args = parser.parse_args()
 
@@ -115,18 +119,37 @@ for cpu in system.cpu:
 
 # The NIC side runs at 1 GHz, so a latency in cycles is one in ns.
 system.nic_clk = SrcClockDomain(clock="1GHz", voltage_domain=system.voltage_domain)
-system.nic_cache = Cache(size=f"{cache['bytes']}B", assoc=cache["assoc"], tag_latency=cache["latency_cycles"],
-                         data_latency=cache["latency_cycles"], response_latency=1, mshrs=cache["mshrs"],
-                         tgts_per_mshr=16, clk_domain=system.nic_clk)
-system.cxl_link = CXLCacheLink(device_cache=system.nic_cache, request_latency=f"{link['request_ns']}ns",
-                              response_latency=f"{link['response_ns']}ns", snoop_latency=f"{link['snoop_ns']}ns",
-                              snoop_data_latency=f"{link['snoop_data_ns']}ns",
-                              snoop_arrival_latency=f"{link['snoop_arrival_ns']}ns", clk_domain=system.nic_clk)
-system.nic = CXLNic(rings=args.threads, ring_base=REGION_PA, array_base=REGION_PA + array_off,
-                    array_words=args.words, clk_domain=system.nic_clk, **nic_params)
-system.nic.port = system.nic_cache.cpu_side
-system.nic_cache.mem_side = system.cxl_link.cpu_side_port
-system.cxl_link.mem_side_port = system.membus.cpu_side_ports
+if args.mechanism == "cxl-nic":
+    system.nic_cache = Cache(size=f"{cache['bytes']}B", assoc=cache["assoc"], tag_latency=cache["latency_cycles"],
+                             data_latency=cache["latency_cycles"], response_latency=1, mshrs=cache["mshrs"],
+                             tgts_per_mshr=16, clk_domain=system.nic_clk)
+    system.cxl_link = CXLCacheLink(device_cache=system.nic_cache, request_latency=f"{link['request_ns']}ns",
+                                  response_latency=f"{link['response_ns']}ns", snoop_latency=f"{link['snoop_ns']}ns",
+                                  snoop_data_latency=f"{link['snoop_data_ns']}ns",
+                                  snoop_arrival_latency=f"{link['snoop_arrival_ns']}ns", clk_domain=system.nic_clk)
+    system.nic = CXLNic(rings=args.threads, ring_base=REGION_PA, array_base=REGION_PA + array_off,
+                        array_words=args.words, clk_domain=system.nic_clk, **nic_params)
+    system.nic.port = system.nic_cache.cpu_side
+    system.nic_cache.mem_side = system.cxl_link.cpu_side_port
+    system.cxl_link.mem_side_port = system.membus.cpu_side_ports
+else:
+    pcie = setup["pcie"]
+    system.pcie_link = CXLCacheLink(request_latency=f"{pcie['request_ns']}ns",
+                                   response_latency=f"{pcie['response_ns']}ns", snoop_latency="0ns",
+                                   snoop_data_latency="0ns", snoop_arrival_latency="0ns", clk_domain=system.nic_clk)
+    system.nic = CXLPcieNic(pio_addr=MMIO_PA, pio_latency=f"{pcie['mmio_ns']}ns",
+                            engine_latency=f"{pcie['engine_ns']}ns", engines=pcie["engines"], rings=args.threads,
+                            ring_base=REGION_PA, array_base=REGION_PA + array_off, array_words=args.words,
+                            ring_entries=entries, descriptors_per_line=per_desc, completions_per_line=per_cq,
+                            clk_domain=system.nic_clk)
+    # gem5's coherent DMA: an IO cache at the root port takes ownership of what a DMA writes, so the
+    # cores' copies are invalidated (a bare DMA write would leave them stale).
+    system.io_cache = Cache(size="1KiB", assoc=8, tag_latency=1, data_latency=1, response_latency=1,
+                            mshrs=max(20, 4 * pcie["engines"]), tgts_per_mshr=12, clk_domain=system.nic_clk)
+    system.nic.pio = system.membus.mem_side_ports
+    system.nic.dma = system.pcie_link.cpu_side_port
+    system.pcie_link.mem_side_port = system.io_cache.cpu_side
+    system.io_cache.mem_side = system.membus.cpu_side_ports
 
 outdir = Path(m5.options.outdir)
 processes = []
@@ -135,7 +158,8 @@ for t, cpu in enumerate(system.cpu):
             "-o", args.op, "-H", str(args.host_ops), "-w", str(args.words), "-e", str(entries),
             "-d", str(per_desc), "-c", str(per_cq), "-b", str(nic_params["nic_post_batch"]),
             "-V", hex(REGION_VA), "-A", str(array_off), "-S", str(results_off), "-Y", str(sync_off),
-            "-G", repr(toFrequency(host["clock"]) / 1e9)]
+            "-G", repr(toFrequency(host["clock"]) / 1e9)] + \
+        (["-P", hex(MMIO_VA)] if args.mechanism == "pcie-nic" else [])
     p = Process(pid=100 + t, cmd=argv, executable=args.binary, output=str(outdir / f"guest{t}.out"))
     cpu.workload = p
     cpu.createThreads()
@@ -146,19 +170,23 @@ root = Root(full_system=False, system=system)
 m5.instantiate()
 for p in processes:
     p.map(REGION_VA, REGION_PA, region, True)
+    if args.mechanism == "pcie-nic":
+        p.map(MMIO_VA, MMIO_PA, PAGE, False)
 event = m5.simulate(int(args.max_ms * 1e9))
 cause = event.getCause()
 m5.stats.dump()
 
 stats = read_stats(outdir / "stats.txt")
-counters = {k: total(stats, f"system.nic.{k}") for k in ("ops", "polls", "doorbellChanges", "descriptors",
-                                                          "ringErrors", "maxInFlight")}
+names = (("ops", "polls", "doorbellChanges", "descriptors", "ringErrors", "maxInFlight")
+         if args.mechanism == "cxl-nic" else ("ops", "doorbells", "dmas", "ringErrors", "maxInFlight"))
+counters = {k: total(stats, f"system.nic.{k}") for k in names}
 threads, check = [], None
 for t in range(args.threads):
     text = (outdir / f"guest{t}.out").read_text() if (outdir / f"guest{t}.out").exists() else ""
-    m = re.search(r"thread=(\d+) ops=(\d+) latency_ns=([0-9.]+)", text)
+    m = re.search(r"thread=(\d+) ops=(\d+) latency_ns=([0-9.]+) elapsed_ns=([0-9.]+)", text)
     if m:
-        threads.append({"thread": int(m.group(1)), "ops": int(m.group(2)), "latency_ns": float(m.group(3))})
+        threads.append({"thread": int(m.group(1)), "ops": int(m.group(2)), "latency_ns": float(m.group(3)),
+                        "elapsed_ns": float(m.group(4))})
     c = re.search(r"check increments=(\d+) sum=(\d+) distinct=(\d+) max=(\d+) ringwait=(\d+)", text)
     if c:
         check = dict(zip(("increments", "sum", "distinct", "max", "ringwait"), map(int, c.groups())))
@@ -167,4 +195,4 @@ if len(threads) != args.threads or check is None:
           file=sys.stderr)
     sys.exit(1)
 print(json.dumps({"threads": threads, "check": check, "nic": counters, "sim_seconds": m5.curTick() / 1e12,
-                  "kernel": args.kernel, "op": args.op, "cpu": args.cpu}))
+                  "kernel": args.kernel, "op": args.op, "cpu": args.cpu, "mechanism": args.mechanism}))

@@ -88,12 +88,17 @@ def setup(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, An
                      "snoop_ns": round(lat["snoop_ns"], 3),
                      "snoop_data_ns": round(max(0.0, lat["snoop_data_ns"] - cache.latency_ns), 3),
                      "snoop_arrival_ns": round(lat["response_ns"] + cache.snoop_latency_ns, 3)},
+            # The PCIe NIC: its DMAs cross the same link; the driver's doorbell and the engine's step
+            # before each DMA are the DMA engine's parameters.
+            "pcie": {"request_ns": round(max(0.0, lat["request_ns"] - DEVICE_PATH_NS), 3),
+                     "response_ns": round(lat["response_ns"], 3), "mmio_ns": s.accel.dma.setup_ns,
+                     "engine_ns": s.accel.dma.engine_latency_ns, "engines": s.accel.dma.engines},
             "host": host, "standalone_paths_ns": lat}
 
 
 def run(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
         ops: int = 200, kernel: str = "rand", op: str = "add", host_ops: int = 0, words: int = 4096,
-        cpu: str = "timing", gem5: Optional[str] = None, outdir: Optional[Path] = None, timeout: float = 1800) -> Dict[str, Any]:
+        cpu: str = "timing", mechanism: str = "cxl-nic", gem5: Optional[str] = None, outdir: Optional[Path] = None, timeout: float = 1800) -> Dict[str, Any]:
     """One gem5 run: per-thread mean operation latency, thread 0's check of
     the results, the NIC's counters and the setup used."""
     if kernel not in KERNELS:
@@ -102,6 +107,8 @@ def run(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]
         raise ParamError(f"op = {op!r} is not allowed; allowed: {', '.join(OPS)}")
     if cpu not in ("timing", "o3"):
         raise ParamError(f"cpu = {cpu!r} is not allowed; allowed: timing, o3")
+    if mechanism not in ("cxl-nic", "pcie-nic"):
+        raise ParamError(f"mechanism = {mechanism!r} is not allowed with the gem5 NIC; allowed: cxl-nic, pcie-nic")
     binary = gem5 or os.environ.get("GEM5")
     if not binary or not Path(binary).is_file():
         raise ParamError("the gem5 NIC needs GEM5 = a gem5 binary built with this repository as EXTRAS")
@@ -115,21 +122,23 @@ def run(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]
         r = subprocess.run([binary, "-d", str(out / "m5out"), str(repo / "gem5_configs" / "cxl_nic_se.py"),
                             "--binary", str(guest), "--setup", str(out / "setup.json"), "--threads", str(threads),
                             "--ops", str(ops), "--kernel", kernel, "--op", op, "--host-ops", str(host_ops),
-                            "--words", str(words), "--cpu", cpu], capture_output=True, text=True, timeout=timeout)
+                            "--words", str(words), "--cpu", cpu, "--mechanism", mechanism], capture_output=True, text=True, timeout=timeout)
         if r.returncode:
             raise Gem5RunError(f"gem5 NIC run failed ({r.returncode}):\n{r.stderr[-3000:]}")
         result = json.loads(r.stdout.strip().splitlines()[-1])
     result["setup"] = cfg
     result["latency_ns"] = sum(t["latency_ns"] * t["ops"] for t in result["threads"]) / \
         sum(t["ops"] for t in result["threads"])
+    # Operations per second over all threads, each thread's from its first post to its last completion.
+    result["ops_per_second"] = sum(t["ops"] / (t["elapsed_ns"] * 1e-9) for t in result["threads"])
     return result
 
 
 def standalone(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
-               ops: int = 200, kernel: str = "rand", words: int = 4096) -> Dict[str, Any]:
+               ops: int = 200, kernel: str = "rand", words: int = 4096, mechanism: str = "cxl-nic") -> Dict[str, Any]:
     """The standalone engine's run of the same FETCH_ADD stream shape (the
     kernel's ADD; its host threads poll every nic.host_poll_ns)."""
     from .nic import rao
-    df = rao(load(system, nic), kernels=[kernel], ops=["add"], mechanisms=["cxl-nic"], threads=threads,
+    df = rao(load(system, nic), kernels=[kernel], ops=["add"], mechanisms=[mechanism], threads=threads,
              iters=ops, elements=words)
     return df.iloc[0].to_dict()

@@ -51,6 +51,23 @@ def test_contended_increments_on_one_word_are_atomic(x86, tmp_path, op):
         assert r["nic"]["ops"] >= 2 * 4 * 60
 
 
+@pytest.mark.parametrize("op", ["add", "cas"])
+def test_pcie_nic_increments_on_one_word_are_atomic_among_its_operations(x86, tmp_path, op):
+    # The PCIe NIC's DMA read and write of a word are not atomic against the cores' own atomics, so
+    # only NIC operations here: its ordering keeps operations on one word one at a time.
+    r = run(tmp_path, RINGS, threads=4, ops=40, kernel="central", op=op, mechanism="pcie-nic")
+    n = 4 * 40
+    c = r["check"]
+    assert c["sum"] == n and c["distinct"] == n and c["max"] == n - 1
+    assert r["nic"]["ringErrors"] == 0
+    # Four DMAs per operation that writes (descriptor, operand read and write, completion); a FETCH has three.
+    if op == "add":
+        assert r["nic"]["ops"] == n and r["nic"]["dmas"] == 4 * n
+    else:
+        fetches = n  # one FETCH per increment, then CAS until one succeeds
+        assert r["nic"]["dmas"] == 4 * (r["nic"]["ops"] - fetches) + 3 * fetches
+
+
 def test_random_adds_leave_the_sum_of_increments(x86, tmp_path):
     r = run(tmp_path, RINGS, threads=2, ops=200, kernel="rand", host_ops=40, words=512)
     assert r["check"]["sum"] == 2 * (200 + 40)

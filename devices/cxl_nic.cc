@@ -5,7 +5,7 @@
 
 #include "base/logging.hh"
 #include "base/trace.hh"
-#include "cxlcore/devices/nic_abi.h"
+#include "cxlcore/devices/nic_bytes.hpp"
 #include "debug/CXLNic.hh"
 #include "sim/system.hh"
 
@@ -33,29 +33,14 @@ struct NicAmo : public AtomicOpFunctor
     void
     operator()(uint8_t *p) override
     {
-        uint64_t v;
-        std::memcpy(&v, p, sizeof v);
-        switch (code) {
-          case CXLNIC_FETCH_ADD:
-          case CXLNIC_ADD: v += a; break;
-          case CXLNIC_CAS: if (v == a) v = b; break;
-          case CXLNIC_SWAP: v = a; break;
-          default: break;
-        }
+        const uint64_t v = cxlcore::atomicResult(cxlcore::AtomicCode(code),
+                                                 cxlcore::loadWord(p), a, b);
         std::memcpy(p, &v, sizeof v);
     }
     AtomicOpFunctor *clone() override { return new NicAmo(*this); }
     uint8_t code;
     uint64_t a, b;
 };
-
-uint64_t
-word(const uint8_t *p)
-{
-    uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
 
 } // anonymous namespace
 
@@ -229,28 +214,20 @@ bool
 CXLNic::descriptor(cxlcore::AtomicSlot &s, const cxlcore::Txn &x)
 {
     const cxlcore::NicRing &r = rings[s.ring];
-    cxlnic_desc d;
-    std::memcpy(&d, accessOf(x).bytes.data() +
-                (s.op % r.perDesc) * sizeof(cxlnic_desc), sizeof d);
-    s.o = cxlcore::AtomicOp();
-    const uint64_t code = d.seq_code & 0xff;
-    if ((d.seq_code >> 8) != s.op + 1 || code > CXLNIC_SWAP) {
-        // Not the descriptor the doorbell announced: counted, and only read.
-        warn_once("%s: ring %d operation %d: descriptor not visible or bad "
-                  "code (counted in ringErrors)", name(), s.ring, s.op);
-        return false;
-    }
-    s.o.code = cxlcore::AtomicCode(code);
-    s.o.index = d.index;
-    s.o.aImm = d.a;
-    s.o.bImm = d.b;
-    return true;
+    if (cxlcore::decodeDescriptor(accessOf(x).bytes.data() +
+                                  (s.op % r.perDesc) * sizeof(cxlnic_desc),
+                                  s.op, s.o))
+        return true;
+    // Not the descriptor the doorbell announced: counted, and only read.
+    warn_once("%s: ring %d operation %d: descriptor not visible or bad "
+              "code (counted in ringErrors)", name(), s.ring, s.op);
+    return false;
 }
 
 uint64_t
 CXLNic::tail(uint32_t, const cxlcore::Txn &x)
 {
-    return word(accessOf(x).bytes.data());
+    return cxlcore::loadWord(accessOf(x).bytes.data());
 }
 
 void
@@ -267,7 +244,7 @@ CXLNic::operand(cxlcore::Txn &a, const cxlcore::AtomicSlot &s)
 uint64_t
 CXLNic::perform(cxlcore::AtomicSlot &, const cxlcore::Txn &x)
 {
-    return word(accessOf(x).bytes.data());
+    return cxlcore::loadWord(accessOf(x).bytes.data());
 }
 
 void

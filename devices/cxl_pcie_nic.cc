@@ -5,24 +5,11 @@
 #include <string>
 
 #include "base/logging.hh"
-#include "cxlcore/devices/nic_abi.h"
+#include "cxlcore/devices/nic_bytes.hpp"
 #include "mem/packet_access.hh"
 
 namespace gem5
 {
-
-namespace
-{
-
-uint64_t
-word(const uint8_t *p)
-{
-    uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-} // anonymous namespace
 
 CXLPcieNic::CXLPcieNic(const Params &p)
     : DmaDevice(p), pioDelay(p.pio_latency), engineDelay(p.engine_latency),
@@ -175,34 +162,18 @@ CXLPcieNic::step(Op *o)
     cxlcore::AtomicSlot &s = o->slot;
     switch (o->phase) {
       case Op::Descriptor: {
-        cxlnic_desc d;
-        std::memcpy(&d, o->buf.data(), sizeof d);
-        const uint64_t code = d.seq_code & 0xff;
-        s.o = cxlcore::AtomicOp();
-        if ((d.seq_code >> 8) != s.op + 1 || code > CXLNIC_SWAP) {
+        if (!cxlcore::decodeDescriptor(o->buf.data(), s.op, s.o)) {
             ++stats.ringErrors;  // executed as a FETCH of word 0
             warn_once("%s: ring %d operation %d: descriptor not visible or "
                       "bad code (counted in ringErrors)", name(), s.ring,
                       s.op);
-        } else {
-            s.o.code = cxlcore::AtomicCode(code);
-            s.o.index = d.index;
-            s.o.aImm = d.a;
-            s.o.bImm = d.b;
         }
         order->arrive(&s);  // calls ready() once the word is free
         return;
       }
       case Op::Operand: {
-        const uint64_t old = word(o->buf.data());
-        uint64_t v = old;
-        switch (s.o.code) {
-          case cxlcore::AtomicCode::FetchAdd:
-          case cxlcore::AtomicCode::Add: v += s.a; break;
-          case cxlcore::AtomicCode::Cas: if (v == s.a) v = s.b; break;
-          case cxlcore::AtomicCode::Swap: v = s.a; break;
-          case cxlcore::AtomicCode::Fetch: break;
-        }
+        const uint64_t old = cxlcore::loadWord(o->buf.data());
+        const uint64_t v = cxlcore::atomicResult(s.o.code, old, s.a, s.b);
         s.result = old;
         if (s.o.writes()) {
             o->phase = Op::Store;

@@ -21,15 +21,7 @@ uint64_t AtomicMemory::perform(uint32_t thread, uint64_t op, AtomicCode code, ui
                                uint64_t a, uint64_t b) {
     uint64_t& w = w_[region][index];
     const uint64_t old = w;
-    switch (code) {
-        case AtomicCode::Fetch: break;
-        case AtomicCode::FetchAdd:
-        case AtomicCode::Add: w = old + a; break;
-        case AtomicCode::Cas:
-            if (old == a) w = b;
-            break;
-        case AtomicCode::Swap: w = a; break;
-    }
+    w = atomicResult(code, old, a, b);
     ++performed_;
     if (record_) log_.push_back(Entry{thread, op, code, region, index, a, b, old});
     return old;

@@ -36,6 +36,14 @@ struct AtomicOp {
     bool writes() const { return code != AtomicCode::Fetch; }
 };
 
+// The word an operation leaves, from the word it found.
+constexpr uint64_t atomicResult(AtomicCode c, uint64_t old, uint64_t a, uint64_t b) {
+    return c == AtomicCode::FetchAdd || c == AtomicCode::Add ? old + a
+           : c == AtomicCode::Cas                             ? (old == a ? b : old)
+           : c == AtomicCode::Swap                            ? a
+                                                              : old;
+}
+
 // The operand words of two regions, 8 bytes each, at their base addresses.
 class AtomicMemory {
   public:

@@ -60,7 +60,14 @@ for flag, v, lo, hi in (("--threads", args.threads, 1, 16), ("--ops", args.ops, 
                         ("--host-ops", args.host_ops, 0, 1 << 20), ("--words", args.words, 1, 1 << 22)):
     if not lo <= v <= hi:
         parser.error(f"{flag} = {v} is out of range; allowed: {lo} to {hi}")
-setup = json.loads(Path(args.setup).read_text())
+try:
+    setup = json.loads(Path(args.setup).read_text())
+except (OSError, ValueError) as e:
+    parser.error(f"--setup {args.setup}: not a readable JSON file ({e}); make one with simcxl.gem5_nic.setup")
+missing = [k for k in ("nic", "cache", "link", "host") + (("pcie",) if args.mechanism == "pcie-nic" else ())
+           if k not in setup]
+if missing:
+    parser.error(f"--setup {args.setup} has no {', '.join(missing)}; make it with simcxl.gem5_nic.setup")
 nic_params, cache, link, host = setup["nic"], setup["cache"], setup["link"], setup["host"]
 entries, per_desc, per_cq = (nic_params["nic_ring_entries"], nic_params["nic_descriptors_per_line"],
                              nic_params["nic_completions_per_line"])

@@ -110,3 +110,21 @@ def test_bad_ring_format_is_a_one_line_error(x86, tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode != 0
     assert "nic.completions_per_line = 8 is not allowed" in r.stderr and "allowed: 1 to 4" in r.stderr
+
+
+@pytest.mark.parametrize("setup, args, message", [
+    (None, [], "not a readable JSON file"),
+    ({"nic": {}}, [], "has no cache, link, host"),
+    ("ok", ["--threads", "0"], "--threads = 0 is out of range; allowed: 1 to 16"),
+    ("ok", ["--kernel", "central", "--threads", "16", "--ops", "70000", "--host-ops", "0"],
+     "out of range for kernel central"),
+])
+def test_bad_config_input_is_a_one_line_error(x86, tmp_path, setup, args, message):
+    path = tmp_path / "setup.json"
+    if setup is not None:
+        path.write_text(json.dumps(gem5_nic.setup("type1-asic", RINGS) if setup == "ok" else setup))
+    guest = build_guest(tmp_path, "nic_rao")
+    r = subprocess.run([GEM5, "-d", str(tmp_path / "m5out"), str(REPO / "gem5_configs" / "cxl_nic_se.py"),
+                        "--binary", str(guest), "--setup", str(path), *args],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and message in r.stderr.strip().splitlines()[-1]

@@ -40,6 +40,12 @@ CXLPcieNic::CXLPcieNic(const Params &p)
              name(), p.array_base, p.array_words);
     mem = std::make_unique<cxlcore::AtomicMemory>(
         p.array_base, p.array_words, 0, std::vector<uint64_t>(), false);
+    // The CXL-NIC's ring layout (the same rings, reached by DMA).
+    cxlcore::NicParams n;
+    n.ring_entries = p.ring_entries;
+    n.descriptors_per_line = p.descriptors_per_line;
+    n.completions_per_line = p.completions_per_line;
+    rings = cxlcore::makeRings(p.rings, n, p.ring_base);
     order = std::make_unique<cxlcore::AtomicOrdering>(
         p.rings, cxlcore::resultsRing(p.ring_entries), *mem,
         [this](cxlcore::AtomicSlot *s) { ready(s); });
@@ -82,22 +88,15 @@ CXLPcieNic::drain()
 uint64_t
 CXLPcieNic::descAddr(uint32_t ring, uint64_t op) const
 {
-    const auto &p = params();
-    return p.ring_base +
-           ring * cxlnic_ring_span(p.ring_entries, p.descriptors_per_line,
-                                   p.completions_per_line) +
-           cxlnic_desc_at(p.ring_entries, p.descriptors_per_line, op);
+    const cxlcore::NicRing &r = rings[ring];
+    return r.descLine(op) + (op % r.perDesc) * sizeof(cxlnic_desc);
 }
 
 uint64_t
 CXLPcieNic::cqeAddr(uint32_t ring, uint64_t op) const
 {
-    const auto &p = params();
-    return p.ring_base +
-           ring * cxlnic_ring_span(p.ring_entries, p.descriptors_per_line,
-                                   p.completions_per_line) +
-           cxlnic_cqe_at(p.ring_entries, p.descriptors_per_line,
-                         p.completions_per_line, op);
+    const cxlcore::NicRing &r = rings[ring];
+    return r.cqLine(op) + (op % r.perCq) * sizeof(cxlnic_cqe);
 }
 
 uint64_t

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/statistics.hh"
-#include "cxlcore/devices/atomic_ops.hpp"
+#include "cxlcore/devices/cxl_nic.hpp"
 #include "dev/dma_device.hh"
 #include "params/CXLPcieNic.hh"
 #include "sim/eventq.hh"
@@ -58,6 +58,7 @@ class CXLPcieNic : public DmaDevice
     const uint32_t engines;
     std::unique_ptr<cxlcore::AtomicMemory> mem;
     std::unique_ptr<cxlcore::AtomicOrdering> order;
+    std::vector<cxlcore::NicRing> rings;
     std::vector<uint64_t> head, tail;
     uint32_t inFlight = 0, rr = 0;
 

@@ -97,6 +97,21 @@ def test_chase_reports_each_size_and_checks_every_line(chase):
     assert f"verify_lines={2 * (64 << 20) // 64} mismatches=0" in r.stdout
 
 
+def test_chase_window_builds_only_its_lines_and_checks_them(chase):
+    # -w builds WARM + ACCESSES + 1 lines of a size's keyed cycle (the whole cycle when that is
+    # no smaller), walks the warm ones, times the rest and re-reads every pointer it built.
+    warm, accesses = 100000, 20000
+    r = subprocess.run([str(chase), "-a", str(accesses), "-w", str(warm), str(64 << 20), "16384", "12345600"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = re.findall(r"size_bytes=(\d+) accesses=(\d+) latency_ns=([0-9.]+)", r.stdout)
+    assert [int(s) for s, _, _ in rows] == [64 << 20, 16384, 12345600]
+    big, small, odd = (float(x) for _, _, x in rows)
+    assert big > 4 * small and odd > 4 * small
+    window = warm + accesses + 1
+    assert f"verify_lines={window + 16384 // 64 + window} mismatches=0" in r.stdout
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "usage: chase [-a ACCESSES] [-m] [-w WARM_LINES] SIZE_BYTES"),
     (["-w", "0", "4096"], "WARM_LINES must be a positive integer, got '0'"),

@@ -7,16 +7,19 @@
  *
  *   chase [-a ACCESSES] [-m] [-w WARM_LINES] SIZE_BYTES [SIZE_BYTES ...]
  *
- * -m (for gem5's atomic-warm runs): the timed loads are bracketed with gem5's
- * work_begin/work_end ops, so a config builds and warms on a fast atomic core
- * and times on a detailed one. Only the part of each cycle that matters is
- * built: the WARM_LINES lines before the timed ones (default: all of them),
- * walked once so that the caches hold what a long-running chase leaves there
- * (give WARM_LINES about twice what the last-level cache holds, so that every
- * set sees more lines than it has ways), then the timed ones; lines are visited in a keyed random order computed per
- * index, so a GiB working set costs no more than its warm window. The data
- * check then re-reads the window's pointers. Without gem5 the ops are illegal
- * instructions: use -m under gem5 only.
+ * -w WARM_LINES: only the part of each cycle that matters is built: the
+ * WARM_LINES lines before the timed ones, walked once so that the caches hold
+ * what a long-running chase leaves there (give WARM_LINES about twice what the
+ * last-level cache holds, so that every set sees more lines than it has ways),
+ * then the timed ones. Lines are visited in a keyed random order computed per
+ * index, so a GiB working set costs no more than its warm window; the data check
+ * then re-reads the window's pointers.
+ *
+ * -m (for gem5's atomic-warm runs): the same keyed cycle (the whole of it
+ * without -w), with the timed loads bracketed by gem5's work_begin/work_end
+ * ops, so a config builds and warms on a fast atomic core and times on a
+ * detailed one. Without gem5 the ops are illegal instructions: use -m under
+ * gem5 only.
  *
  * Prints one line per size: "size_bytes=<n> accesses=<n> latency_ns=<x>",
  * then "verify_lines=<n> mismatches=<n>".
@@ -72,6 +75,13 @@ static uint64_t visit(uint64_t i, uint64_t n, unsigned bits, uint64_t mask)
     return x;
 }
 
+/* Step j of a window that starts at step `start` of an n-step cycle (start < n, j <= n). */
+static size_t window_line(size_t start, size_t j, size_t n)
+{
+    const size_t i = start + j;
+    return i >= n ? i - n : i;
+}
+
 int main(int argc, char **argv)
 {
     unsigned long accesses = 20000;
@@ -105,16 +115,18 @@ int main(int argc, char **argv)
         if (s > biggest)
             biggest = s;
     }
+    /* A keyed window (-w or -m) builds only part of each cycle; without one, Sattolo's shuffle builds all of it. */
+    const int keyed = marks || warm;
     size_t n_max = biggest / LINE;
     struct line *buf = aligned_alloc(4096, n_max * LINE);
-    uint32_t *order = marks ? NULL : malloc(n_max * sizeof(uint32_t));
-    if (!buf || (!marks && !order)) {
+    uint32_t *order = keyed ? NULL : malloc(n_max * sizeof(uint32_t));
+    if (!buf || (!keyed && !order)) {
         fprintf(stderr, "chase: cannot allocate %lu bytes\n", biggest);
         return 1;
     }
 
     unsigned long mismatches = 0, checked = 0;
-    if (!marks) {
+    if (!keyed) {
         for (size_t i = 0; i < n_max; i++)
             buf[i].tag = (uint64_t)(uintptr_t)&buf[i];
         for (size_t i = 0; i < n_max; i++)
@@ -131,7 +143,7 @@ int main(int argc, char **argv)
         while ((1ull << bits) < n)
             bits++;
         mask = (1ull << bits) - 1;
-        if (!marks) {
+        if (!keyed) {
             /* Sattolo's shuffle: one cycle through all n lines */
             for (size_t i = 0; i < n; i++)
                 order[i] = (uint32_t)i;
@@ -154,25 +166,35 @@ int main(int argc, char **argv)
                 base = n - warm;
             }
             /* The timed lines are written first, so that they are the oldest
-             * in the caches when the warm walk has passed. */
+             * in the caches when the warm walk has passed. No division in
+             * these loops: gem5's X86 runs DIV as a microcode loop, which made
+             * building a GiB window cost minutes of simulation. */
+            const size_t start = base % n;
+            size_t j = lead % span, cur = visit(window_line(start, j, n), n, bits, mask);
             for (size_t k = 0; k < span; k++) {
-                const size_t j = (lead + k) % span;
-                buf[visit((base + j) % n, n, bits, mask)].next = &buf[visit((base + (j + 1) % span) % n, n, bits, mask)];
+                const size_t nj = j + 1 == span ? 0 : j + 1;
+                const size_t nxt = visit(window_line(start, nj, n), n, bits, mask);
+                buf[cur].next = &buf[nxt];
+                cur = nxt;
+                j = nj;
             }
-            p = &buf[visit(base % n, n, bits, mask)];
+            p = &buf[visit(start, n, bits, mask)];
             for (size_t i = 0; i < lead; i++)
                 p = p->next;
-            M5_WORK(M5OP_WORK_BEGIN);
+            if (marks)
+                M5_WORK(M5OP_WORK_BEGIN);
         }
         double t0 = now_ns();
         for (unsigned long i = 0; i < accesses; i++)
             p = p->next;
         double t1 = now_ns();
-        if (marks) {
-            M5_WORK(M5OP_WORK_END);
-            struct line *q = &buf[visit(base % n, n, bits, mask)];
+        if (keyed) {
+            if (marks)
+                M5_WORK(M5OP_WORK_END);
+            const size_t start = base % n;
+            struct line *q = &buf[visit(start, n, bits, mask)];
             for (size_t j = 1; j <= span; j++) {
-                struct line *want = &buf[visit((base + j % span) % n, n, bits, mask)];
+                struct line *want = &buf[visit(window_line(start, j == span ? 0 : j, n), n, bits, mask)];
                 mismatches += q->next != want;
                 q = q->next;
             }
@@ -182,7 +204,7 @@ int main(int argc, char **argv)
         printf("size_bytes=%zu accesses=%lu latency_ns=%.3f end=%p\n", n * LINE, accesses,
                (t1 - t0) / (double)accesses, (void *)p);
     }
-    if (!marks) {
+    if (!keyed) {
         for (size_t i = 0; i < n_max; i++)
             mismatches += buf[i].tag != (uint64_t)(uintptr_t)&buf[i];
     }

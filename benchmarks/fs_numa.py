@@ -21,8 +21,9 @@ SimCXL host bridges, described by our SRAT/SLIT/HMAT/CEDT (and FADT). Steps:
                node 1 in one guest command; wall time
   determinism  restore the same checkpoint twice for the same chase; identical?
 
-Results go to OUT/results.json (kept between runs, so steps can run apart) and a
-Markdown summary on stdout. Every figure is a
+Results go to OUT/results.json, each figure as soon as its run ends (kept
+between runs, so steps can run apart, at once from two shells, and an
+interrupted step keeps what it finished), and a Markdown summary on stdout. Every figure is a
 simulation: gem5 (this board, these commands) or the standalone engine
 (simcxl.lmbench / simcxl.stream on the named preset); the testbed ratios are the
 published measurements in calibration/testbeds/spr-cxl-dmsim (CXL-DMSim, TCAD 2025).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import fcntl
 import json
 import os
 import sys
@@ -60,10 +62,21 @@ def main() -> int:
     ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of {', '.join(STEPS)}")
     ap.add_argument("--cpu", default="kvm", choices=["kvm", "atomic"], help="boot cores (kvm falls back to atomic)")
     ap.add_argument("--accesses", type=int, default=20000, help="timed loads per working set")
+    ap.add_argument("--nodes", default=",".join(map(str, NODES)), help="nodes of the chase and stream steps")
+    ap.add_argument("--kernels", default="triad,copy", help="STREAM kernels of the stream step")
     args = ap.parse_args()
     steps = args.steps.split(",")
     if any(s not in STEPS for s in steps):
         ap.error(f"--steps {args.steps}: allowed: {', '.join(STEPS)}")
+    try:
+        nodes = [int(n) for n in args.nodes.split(",")]
+    except ValueError:
+        nodes = [-1]
+    if any(n not in NODES for n in nodes):
+        ap.error(f"--nodes {args.nodes}: allowed: a comma-separated list of {', '.join(map(str, NODES))}")
+    kernels = args.kernels.split(",")
+    if any(k not in ("copy", "scale", "add", "triad") for k in kernels):
+        ap.error(f"--kernels {args.kernels}: allowed: a comma-separated list of copy, scale, add, triad")
 
     os.environ.setdefault("SIMCXL_REPO", str(REPO))   # the configs and guest sources of this checkout
     from simcxl import fs
@@ -72,7 +85,6 @@ def main() -> int:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     res_file = out / "results.json"
-    res = json.loads(res_file.read_text()) if res_file.exists() else {}
     numa_file = out / "numa.json"
     if numa_file.exists():
         numa = Numa.from_dict(json.loads(numa_file.read_text()))
@@ -83,8 +95,15 @@ def main() -> int:
     ck = out / "ckpt"
     warm = fs.default_warm_lines(LOCAL)
 
-    def save():
-        res_file.write_text(json.dumps(res, indent=1))
+    def save(update):
+        """Merges `update(results)` into the file under a lock: another step may be saving too."""
+        with open(out / "results.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            res = json.loads(res_file.read_text()) if res_file.exists() else {}
+            update(res)
+            tmp = res_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(res, indent=1))
+            tmp.replace(res_file)
 
     def restore(name, run, bench, node, cpu="timing"):
         t = time.time()
@@ -100,55 +119,61 @@ def main() -> int:
         r = fs.boot(args.gem5, out / "boot", cpu=args.cpu, checkpoint=str(ck), **board)
         wall = time.time() - t
         hmat = [ln for ln in r.console.splitlines() if ln.startswith("hmat node")]
-        res["boot"] = {"cpu": r.cpu, "fallback": r.fallback, "wall_s": round(wall, 1),
-                       "gem5_line": (out / "boot" / "gem5.log").read_text().strip().splitlines()[-1:],
-                       "numactl": r.console[r.console.find("available:"):].split("hmat ")[0].strip(),
-                       "hmat": hmat, "numa_description": numa.to_dict()}
-        save()
+        boot = {"cpu": r.cpu, "fallback": r.fallback, "wall_s": round(wall, 1),
+                "gem5_line": (out / "boot" / "gem5.log").read_text().strip().splitlines()[-1:],
+                "numactl": r.console[r.console.find("available:"):].split("hmat ")[0].strip(),
+                "hmat": hmat, "numa_description": numa.to_dict()}
+        save(lambda res: res.update(boot=boot))
         print(f"boot: {wall:.0f} s wall on {r.cpu} cores" + (f" (KVM fell back: {r.fallback})" if r.fallback else ""))
     if not (ck / "m5.cpt").is_file():
         sys.exit(f"no checkpoint at {ck}: run --steps boot first")
 
     if "chase" in steps:
         import simcxl
-        rows = {}
-        for node, preset in NODES.items():
+
+        def add_chase(res, node, row):
+            rows = res.setdefault("chase_1GiB", {})
+            rows[str(node)] = row
+            for r in rows.values():   # ratios to node 0, once it has run
+                for k in ("gem5", "standalone", "testbed"):
+                    r[f"{k}_ratio"] = r[f"{k}_ns"] / rows["0"][f"{k}_ns"] if "0" in rows else None
+        for node in nodes:
+            preset = NODES[node]
             run = fs.guest_command("lmbench", node, sizes=[GiB], accesses=args.accesses, marks=True, warm_lines=warm)
             r, wall = restore(f"chase{node}", run, "lmbench", node)
             sa = float(simcxl.lmbench(simcxl.load_preset(preset), working_sets=[GiB]).iloc[0]["latency_ns"])
-            rows[node] = {"preset": preset, "gem5_ns": float(r.frame["latency_ns"].iloc[0]), "wall_s": round(wall, 1),
-                          "mismatches": int(r.results["mismatches"].dropna().iloc[0]), "standalone_ns": sa,
-                          "testbed_ns": testbed_latency(preset), "command": run}
-        for node, row in rows.items():
-            for k in ("gem5", "standalone", "testbed"):
-                row[f"{k}_ratio"] = row[f"{k}_ns"] / rows[0][f"{k}_ns"]
-        res["chase_1GiB"] = rows
-        save()
+            row = {"preset": preset, "gem5_ns": float(r.frame["latency_ns"].iloc[0]), "wall_s": round(wall, 1),
+                   "mismatches": int(r.results["mismatches"].dropna().iloc[0]), "standalone_ns": sa,
+                   "testbed_ns": testbed_latency(preset), "command": run}
+            save(lambda res: add_chase(res, node, row))
 
     if "stream" in steps:
         import simcxl
         # Arrays of twice the caches' lines (the LLC as gem5 builds it and an L2) per array.
         elements = warm * 64 // 8
-        rows = []
-        for node, preset in NODES.items():
-            for kernel in ("triad", "copy"):
+
+        def add_stream(res, row):
+            rows = [r for r in res.get("stream", []) if (r["node"], r["kernel"]) != (row["node"], row["kernel"])]
+            res["stream"] = sorted(rows + [row], key=lambda r: (r["node"], r["kernel"]))
+        for node in nodes:
+            preset = NODES[node]
+            for kernel in kernels:
                 run = fs.guest_command("stream", node, kernel=kernel, elements=elements, marks=True, timed=1 << 20)
                 r, wall = restore(f"stream{node}-{kernel}", run, "stream", node, cpu="o3")
                 sa = simcxl.stream(simcxl.load_preset(preset), kernels=[kernel], threads=1)
-                rows.append({"node": node, "preset": preset, "kernel": kernel,
-                             "gem5_gbps": float(r.frame["stream_gbps"].iloc[0]), "check": r.frame["check"].iloc[0],
-                             "standalone_1thread_gbps": float(sa.iloc[0]["stream_gbps"]), "wall_s": round(wall, 1),
-                             "command": run})
-        res["stream"] = rows
-        save()
+                row = {"node": node, "preset": preset, "kernel": kernel,
+                       "gem5_gbps": float(r.frame["stream_gbps"].iloc[0]), "check": r.frame["check"].iloc[0],
+                       "standalone_1thread_gbps": float(sa.iloc[0]["stream_gbps"]), "wall_s": round(wall, 1),
+                       "command": run}
+                save(lambda res: add_stream(res, row))
 
     if "curve" in steps:
         sizes = [4096 << i for i in range(19)]   # 4 KiB .. 1 GiB
         run = fs.guest_command("lmbench", 1, sizes=sizes, accesses=args.accesses, marks=True, warm_lines=warm)
         r, wall = restore("curve", run, "lmbench", 1)
-        res["curve_node1"] = {"wall_s": round(wall, 1), "command": run,
-                              "points": r.frame[["working_set_bytes", "latency_ns"]].to_dict(orient="records")}
-        save()
+        curve = {"wall_s": round(wall, 1), "command": run,
+                 "points": r.frame[["working_set_bytes", "latency_ns"]].to_dict(orient="records")}
+        save(lambda res: res.update(curve_node1=curve))
 
     if "determinism" in steps:
         run = fs.guest_command("lmbench", 1, sizes=[64 << 20], accesses=args.accesses, marks=True, warm_lines=warm)
@@ -156,13 +181,13 @@ def main() -> int:
         b, _ = restore("again1", run, "lmbench", 1)
         ticks = [(out / n / "m5out" / "stats.txt").read_text().split("simTicks", 1)[1].split()[0]
                  for n in ("again0", "again1")]
-        res["determinism"] = {"command": run, "first": a.frame.to_dict(orient="records"),
-                              "second": b.frame.to_dict(orient="records"), "sim_ticks": ticks,
-                              "identical": a.frame.to_dict(orient="records") == b.frame.to_dict(orient="records")
-                              and ticks[0] == ticks[1]}
-        save()
+        det = {"command": run, "first": a.frame.to_dict(orient="records"),
+               "second": b.frame.to_dict(orient="records"), "sim_ticks": ticks,
+               "identical": a.frame.to_dict(orient="records") == b.frame.to_dict(orient="records")
+               and ticks[0] == ticks[1]}
+        save(lambda res: res.update(determinism=det))
 
-    print(summary(res))
+    print(summary(json.loads(res_file.read_text()) if res_file.exists() else {}))
     return 0
 
 
@@ -177,17 +202,23 @@ def summary(res: dict) -> str:
     if "chase_1GiB" in res:
         out += ["| node | preset | gem5 FS (ns) | ratio | standalone (ns) | ratio | testbed (ns) | ratio | wall (s) |",
                 "|---|---|---|---|---|---|---|---|---|"]
+        def ratio(x):
+            return "-" if x is None else f"{x:.2f}x"
         for node, r in sorted(res["chase_1GiB"].items()):
-            out.append(f"| {node} | {r['preset']} | {r['gem5_ns']:.1f} | {r['gem5_ratio']:.2f}x | "
-                       f"{r['standalone_ns']:.1f} | {r['standalone_ratio']:.2f}x | {r['testbed_ns']:.1f} | "
-                       f"{r['testbed_ratio']:.2f}x | {r['wall_s']} |")
+            out.append(f"| {node} | {r['preset']} | {r['gem5_ns']:.1f} | {ratio(r['gem5_ratio'])} | "
+                       f"{r['standalone_ns']:.1f} | {ratio(r['standalone_ratio'])} | {r['testbed_ns']:.1f} | "
+                       f"{ratio(r['testbed_ratio'])} | {r['wall_s']} |")
         out.append("")
     if "stream" in res:
-        out += ["| node | preset | kernel | gem5 FS, 1 O3 core (GB/s) | standalone, 1 thread (GB/s) | check | wall (s) |",
-                "|---|---|---|---|---|---|---|"]
+        out += ["| node | preset | kernel | gem5 FS, 1 O3 core (GB/s) | vs node 0 | standalone, 1 thread (GB/s) "
+                "| vs node 0 | check | wall (s) |", "|---|---|---|---|---|---|---|---|---|"]
+        base = {r["kernel"]: r for r in res["stream"] if r["node"] == 0}
         for r in res["stream"]:
-            out.append(f"| {r['node']} | {r['preset']} | {r['kernel']} | {r['gem5_gbps']:.2f} | "
-                       f"{r['standalone_1thread_gbps']:.2f} | {r['check']} | {r['wall_s']} |")
+            b = base.get(r["kernel"])
+            g, s = (("-", "-") if b is None else (f"{r['gem5_gbps'] / b['gem5_gbps']:.2f}x",
+                                                  f"{r['standalone_1thread_gbps'] / b['standalone_1thread_gbps']:.2f}x"))
+            out.append(f"| {r['node']} | {r['preset']} | {r['kernel']} | {r['gem5_gbps']:.2f} | {g} | "
+                       f"{r['standalone_1thread_gbps']:.2f} | {s} | {r['check']} | {r['wall_s']} |")
         out.append("")
     if "curve_node1" in res:
         c = res["curve_node1"]

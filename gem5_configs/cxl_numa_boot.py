@@ -44,7 +44,7 @@ from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E
 
 from simcxl.gem5 import check_fs_inputs  # noqa: E402
 from simcxl.gem5_kvm import probe as probe_kvm  # noqa: E402
-from simcxl.gem5_board import host_caches, numa_board, parse_cxl, shape_tlbs, window_layout  # noqa: E402
+from simcxl.gem5_board import host_caches, numa_board, parse_cxl, shape_o3, shape_tlbs, window_layout  # noqa: E402
 from simcxl.presets import load as load_preset  # noqa: E402
 from simcxl.numa import Numa  # noqa: E402
 from simcxl.params import ParamError  # noqa: E402
@@ -112,6 +112,9 @@ try:
     host = load_preset(args.local_preset or numa.nodes[0].name).host
     caches = host_caches(host)
     shape_tlbs(processor, host)
+    # The host's core class; with one core no other core can see a store's order,
+    # so O3 keeps more than one store miss in flight (DMA observes none of these pages).
+    shape_o3(processor, tso=args.cores > 1)
     board = numa_board(processor=processor, cache_hierarchy=caches,
                        local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa,
                        clk_freq=f"{CLOCK_KHZ // 1000}MHz")

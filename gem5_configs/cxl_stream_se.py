@@ -36,6 +36,7 @@ from gem5.simulate.exit_event import ExitEvent  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
 from simcxl.gem5 import check_se_guest, host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
+from simcxl.gem5_board import shape_o3  # noqa: E402
 
 CPUS = {"timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 
@@ -90,18 +91,10 @@ if args.memory != "ddr4" and args.stores == "write-allocate":
     # alone, as a streaming store's does. (gem5's X86 treats movnt as an
     # ordinary store, so the guest needs none.)
     caches.membus.point_of_coherency = False
-# gem5's X86 O3 keeps one store miss in flight (TSO), where the host's store
-# buffer requests ownership for every senior store ahead: with it a core
-# streams at 0.5 GB/s. Each copy is single-threaded, so no other core can see
-# the order. Queue sizes are those of the testbed host's core class (Golden
-# Cove); the L1's MSHRs then bound a core as its fill buffers do.
-for cores in processor._switchable_cores.values():
-    for core in cores:
-        if hasattr(core.core, "needsTSO"):
-            o3 = core.core
-            o3.needsTSO = False
-            o3.numROBEntries, o3.LQEntries, o3.SQEntries, o3.numIQEntries = 512, 192, 114, 200
-            o3.numPhysIntRegs, o3.numPhysFloatRegs, o3.numPhysVecRegs = 280, 332, 332
+# Each copy is single-threaded, so no other core can see its store order: O3
+# cores without TSO, with the testbed host's queue sizes; the L1's MSHRs then
+# bound a core as its fill buffers do (simcxl.gem5_board.shape_o3).
+shape_o3(processor, tso=False)
 board = SimpleBoard(clk_freq=args.clock, processor=processor, memory=memory, cache_hierarchy=caches)
 binary = str(Path(args.binary).resolve())
 gate = Path(m5.options.outdir) / "stream.gate"

@@ -222,6 +222,22 @@ def shape_tlbs(processor, host) -> None:
         core.get_simobject().mmu.dtb.size = host.stlb_entries
 
 
+def shape_o3(processor, tso: bool) -> None:
+    """The queue sizes of the testbed host's core class (Golden Cove: ROB 512,
+    LQ 192, SQ 114) on every O3 core of `processor`, switched in or not.
+    gem5's X86 O3 keeps one store miss in flight when it keeps TSO, where the
+    host's store buffer requests ownership for every senior store ahead: with
+    it a core streams at 0.5-2 GB/s. ``tso=False`` lifts that, for runs where
+    no other core can see the order (one core, or single-threaded copies)."""
+    cores = processor._all_cores() if hasattr(processor, "_all_cores") else processor.get_cores()
+    for core in cores:
+        o3 = core.get_simobject()
+        if hasattr(o3, "needsTSO"):
+            o3.needsTSO = tso
+            o3.numROBEntries, o3.LQEntries, o3.SQEntries, o3.numIQEntries = 512, 192, 114, 200
+            o3.numPhysIntRegs, o3.numPhysFloatRegs, o3.numPhysVecRegs = 280, 332, 332
+
+
 def host_caches(host, clk_ghz: float = 3.0):
     """A classic three-level hierarchy shaped like a preset's host (the
     standalone engine's HostParams): private L1I/L1D and L2 per core, one

@@ -1239,7 +1239,7 @@ def guest_group():
               help="Cache folder (default $SIMCXL_GUEST_CACHE or ~/.cache/simcxl/guest).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=2, show_default=True)
 @click.option("--install", is_flag=True, help="apt-get install the Debian packages it needs (root only).")
-@click.option("--drop-tree", is_flag=True, help="Remove the built kernel tree (about 1.7 GB) from the cache; a "
+@click.option("--drop-tree", is_flag=True, help="Remove the built kernel tree (about 1.8 GB) from the cache; a "
               "changed guest benchmark then rebuilds the kernel instead of relinking it.")
 @json_opt
 def guest_build(cache, jobs, install, drop_tree, as_json):

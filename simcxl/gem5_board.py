@@ -212,13 +212,17 @@ def warm_lines(host) -> int:
     return 2 * (llc_geometry(host.llc_bytes, host.llc_assoc)[0] + host.l2_bytes) // 64
 
 
+def _cores(processor):
+    """Every core of `processor`, switched in or not."""
+    return processor._all_cores() if hasattr(processor, "_all_cores") else processor.get_cores()
+
+
 def shape_tlbs(processor, host) -> None:
     """gem5's X86 TLBs (one level, fully associative) on every core of
     `processor`, switched in or not: the data TLB gets as many entries as
     the preset's host has in its second-level TLB (host.stlb_entries), so that
     working sets within the STLB's reach walk no page tables, as on the host."""
-    cores = processor._all_cores() if hasattr(processor, "_all_cores") else processor.get_cores()
-    for core in cores:
+    for core in _cores(processor):
         core.get_simobject().mmu.dtb.size = host.stlb_entries
 
 
@@ -229,8 +233,7 @@ def shape_o3(processor, tso: bool) -> None:
     host's store buffer requests ownership for every senior store ahead: with
     it a core streams at 0.5-2 GB/s. ``tso=False`` lifts that, for runs where
     no other core can see the order (one core, or single-threaded copies)."""
-    cores = processor._all_cores() if hasattr(processor, "_all_cores") else processor.get_cores()
-    for core in cores:
+    for core in _cores(processor):
         o3 = core.get_simobject()
         if hasattr(o3, "needsTSO"):
             o3.needsTSO = tso

@@ -22,7 +22,7 @@ A second run with the same inputs builds nothing. It prints `key=value` lines:
 one per step with its seconds, then vmlinux=, bzimage=, initramfs= and
 vmlinux_initramfs= paths (the last: the kernel with the initramfs built in, for
 gem5, whose X86 loader takes no initrd). Relinking it needs the built kernel
-tree, which stays in the cache (about 1.7 GB for 6.12), so that a changed
+tree, which stays in the cache (about 1.8 GB for 6.12), so that a changed
 guest benchmark costs a relink of under a minute, not a kernel build;
 --drop-tree removes it after a clean build.
 

@@ -139,7 +139,8 @@ int main(int argc, char **argv)
         struct line *p;
         size_t span = n, lead = n; /* lines built, and warm steps before the timed ones */
         unsigned bits = 1;
-        uint64_t mask, base = 0;
+        uint64_t mask;
+        size_t start = 0; /* the window's first step in the keyed cycle */
         while ((1ull << bits) < n)
             bits++;
         mask = (1ull << bits) - 1;
@@ -163,13 +164,12 @@ int main(int argc, char **argv)
             if (warm && warm + accesses + 1 < n) {
                 lead = warm;
                 span = warm + accesses + 1;
-                base = n - warm;
+                start = n - warm;
             }
             /* The timed lines are written first, so that they are the oldest
              * in the caches when the warm walk has passed. No division in
              * these loops: gem5's X86 runs DIV as a microcode loop, which made
              * building a GiB window cost minutes of simulation. */
-            const size_t start = base % n;
             size_t j = lead % span, cur = visit(window_line(start, j, n), n, bits, mask);
             for (size_t k = 0; k < span; k++) {
                 const size_t nj = j + 1 == span ? 0 : j + 1;
@@ -191,7 +191,6 @@ int main(int argc, char **argv)
         if (keyed) {
             if (marks)
                 M5_WORK(M5OP_WORK_END);
-            const size_t start = base % n;
             struct line *q = &buf[visit(start, n, bits, mask)];
             for (size_t j = 1; j <= span; j++) {
                 struct line *want = &buf[visit(window_line(start, j == span ? 0 : j, n), n, bits, mask)];

@@ -375,6 +375,10 @@ class TrafficDriver : public Driver {
     void start() {
         for (uint32_t c = 0; c < threads_; ++c) {
             cores_[c].rng = Rng(sys_.params().seed * 1000003 + c);
+            // Independent threads walk their buffers out of phase: started in
+            // step at aligned offsets, every stream would sit in the same
+            // banks at once, a lockstep no real set of threads keeps.
+            if (sequential_ && !stream_) cores_[c].phase = cores_[c].rng.below(footprint_);
             // Periodic threads start a share of the interval apart, so that
             // together they arrive evenly spaced rather than all at once.
             if (interval_ && !poisson_) cores_[c].notBefore = now() + interval_ * c / threads_;
@@ -457,6 +461,7 @@ class TrafficDriver : public Driver {
         TimedQueue<char> freeing;  // paced cores: MSHRs whose response lands later than now
         std::deque<uint64_t> dirty;
         uint64_t pos = 0;
+        uint64_t phase = 0;  // sequential traffic: the line of its region a thread starts at
         uint64_t evict = 0;  // STREAM: the store array's line the next read for ownership pushes out
         Tick notBefore = 0;
         Rng rng;
@@ -512,7 +517,7 @@ class TrafficDriver : public Driver {
                 if (o.store && ntStores_) issue(uint16_t(c), Op::Write, a, kNtStore, t);
                 else issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
-                const uint64_t line = sequential_ ? k.pos % footprint_ : k.rng.below(footprint_);
+                const uint64_t line = sequential_ ? (k.pos + k.phase) % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;
                 const bool store = !cycle_.empty() ? cycle_[k.pos % cycle_.size()] == 'S'
                                    : readFrac_ < 1.0 && k.rng.uniform() < storeProb_;

@@ -79,5 +79,6 @@ class CXLType3Expander(SimObject):
     media_write_high_watermark = Param.Float(0.85, "write-queue fill that starts a write burst (0.01 to 1)")
     media_write_low_watermark = Param.Float(0.5, "write-queue fill that may end a write burst (0 to 0.99)")
     media_min_writes_per_switch = Param.Unsigned(16, "writes per burst before turning back to reads (1 to 4096)")
+    media_max_writes_per_switch = Param.Unsigned(0, "writes per burst after which waiting reads take the bus back, however full the write queue (0: only the low watermark ends a burst) (0 to 4096)")
     media_frontend_latency_ns = Param.Float(5.0, "controller front end (request to queue) (ns, 0 to 1000)")
     media_backend_latency_ns = Param.Float(5.0, "controller back end (data to response) (ns, 0 to 1000)")

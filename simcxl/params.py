@@ -255,6 +255,8 @@ class DramParams(ParamGroup):
     write_high_watermark: float = param(0.85, 0.01, 1, "", "write-queue fill that starts a write burst")
     write_low_watermark: float = param(0.5, 0, 0.99, "", "write-queue fill that may end a write burst")
     min_writes_per_switch: int = param(16, 1, 4096, "", "writes per burst before turning back to reads")
+    max_writes_per_switch: int = param(0, 0, 4096, "", "writes per burst after which waiting reads take the bus "
+                                       "back, however full the write queue (0: only the low watermark ends a burst)")
     frontend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller front end (request to queue)")
     backend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller back end (data to response)")
 
@@ -271,6 +273,9 @@ class DramParams(ParamGroup):
         if self.write_low_watermark >= self.write_high_watermark:
             raise ParamError(f"{where}.write_low_watermark = {_fmt(self.write_low_watermark)} is not allowed; "
                              f"allowed: below write_high_watermark ({_fmt(self.write_high_watermark)})")
+        if self.max_writes_per_switch and self.max_writes_per_switch < self.min_writes_per_switch:
+            raise ParamError(f"{where}.max_writes_per_switch = {self.max_writes_per_switch} is not allowed; "
+                             f"allowed: 0 (no limit) or at least min_writes_per_switch ({self.min_writes_per_switch})")
         if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
             raise ParamError(f"{where}.tREFI_ns = {_fmt(self.tREFI_ns)} is not allowed; "
                              "allowed: 0 (no refresh) or above tRFC_ns")

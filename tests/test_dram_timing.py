@@ -91,6 +91,37 @@ def test_write_then_read_batch_takes_the_time_its_timings_add_up_to():
     assert 16 * 64 / (max(r["done_ns"]) - T0) == pytest.approx(16 * 64 / (expect - T0), rel=1e-4)
 
 
+@pytest.mark.parametrize("cap, writes_first", [(0, 6), (4, 4)])
+def test_a_write_burst_gives_waiting_reads_the_bus_after_max_writes(cap, writes_first):
+    # Rows open in all 8 bank groups; at T0 eight writes (row hits, one per
+    # group) fill an 8-entry write queue (high watermark 1.0) and eight reads
+    # wait. Without a cap the burst drains to the low watermark (0.25: two
+    # left), six writes; with max_writes_per_switch = 4 it stops after four.
+    # The reads then go back to back from the last write's data end + tWTR_S
+    # + tCL (a read whose group was just written is ordered after the others,
+    # which covers its tWTR_L), one burst each:
+    #   T0 + front + tCWL + k bursts + tWTR_S + tCL + (i + 1) bursts + back.
+    d = dram(write_queue=8, write_high_watermark=1.0, write_low_watermark=0.25, min_writes_per_switch=4,
+             max_writes_per_switch=cap, posted_writes=0)
+    opens = [(0.0, "R", address(d, 0, g)) for g in range(8)]
+    writes = [(T0, "W", address(d, 0, g, skip=1)) for g in range(8)]
+    reads = [(T0, "R", address(d, 0, g, skip=2)) for g in range(8)]
+    r = replay(d, opens + writes + reads)
+    start = T0 + d.frontend_latency_ns + d.tCWL_ns + writes_first * burst(d) + d.tWTR_S_ns + d.tCL_ns
+    expect = [start + (i + 1) * burst(d) + d.backend_latency_ns for i in range(8)]
+    assert sorted(r["done_ns"][16:]) == pytest.approx(expect, abs=0.01)
+    # Turns: from the opening reads to writes, to reads, to the last writes.
+    assert r["write_bursts"] == 2 and r["turnarounds"] == 3
+
+
+def test_max_writes_per_switch_below_the_minimum_is_refused():
+    with pytest.raises(ParamError, match=r"max_writes_per_switch = 4 is not allowed; allowed: 0 \(no limit\) or at "
+                                         r"least min_writes_per_switch \(16\)"):
+        System("t", "local-dram", local_dram=dram(max_writes_per_switch=4)).validate()
+    with pytest.raises(ValueError, match="max_writes_per_switch = 4 is not allowed"):
+        _core.dram_replay(dram(max_writes_per_switch=4).to_dict(), [])
+
+
 def test_activates_in_one_bank_group_wait_trrd_l_and_in_others_trrd_s():
     # Two reads to closed banks, both ready after the front end: the second
     # ACT waits tRRD_L (same group) or tRRD_S (another), and its data ends

@@ -80,6 +80,10 @@ void DramParams::validate(const std::string& where) const {
     require(write_low_watermark < write_high_watermark,
             where + ".write_low_watermark = " + fmtNum(write_low_watermark) +
                 " is not allowed; allowed: below write_high_watermark (" + fmtNum(write_high_watermark) + ")");
+    require(max_writes_per_switch == 0 || max_writes_per_switch >= min_writes_per_switch,
+            where + ".max_writes_per_switch = " + fmtNum(max_writes_per_switch) +
+                " is not allowed; allowed: 0 (no limit) or at least min_writes_per_switch (" +
+                fmtNum(min_writes_per_switch) + ")");
     require(tREFI_ns == 0 || tREFI_ns > tRFC_ns,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) + " is not allowed; allowed: 0 (no refresh) or above tRFC_ns");
     checkChoice(where, "refresh_per_bank", refresh_per_bank, {0, 1});

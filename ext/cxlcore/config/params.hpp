@@ -78,6 +78,7 @@ namespace cxlcore {
     X(double, write_high_watermark, 0.85, 0.01, 1)          \
     X(double, write_low_watermark, 0.5, 0, 0.99)            \
     X(uint32_t, min_writes_per_switch, 16, 1, 4096)         \
+    X(uint32_t, max_writes_per_switch, 0, 0, 4096)          \
     X(double, frontend_latency_ns, 5.0, 0, 1000)            \
     X(double, backend_latency_ns, 5.0, 0, 1000)
 

@@ -320,8 +320,12 @@ bool DramChannel::pickMode() {
     const DramParams& p = c_.p_;
     const double wcap = p.write_queue;
     if (writeMode_) {
-        bool drained = writeQ_.size() <= p.write_low_watermark * wcap && writesThisBurst_ >= p.min_writes_per_switch;
-        if (writeQ_.empty() || (drained && !readQ_.empty())) writeMode_ = false;
+        // A burst ends once the queue is drained to its low watermark or, with
+        // a cap, after that many writes when reads wait: writes arriving as
+        // fast as they drain would otherwise hold the bus from reads.
+        const bool drained = writeQ_.size() <= p.write_low_watermark * wcap && writesThisBurst_ >= p.min_writes_per_switch;
+        const bool capped = p.max_writes_per_switch && writesThisBurst_ >= p.max_writes_per_switch;
+        if (writeQ_.empty() || ((drained || capped) && !readQ_.empty())) writeMode_ = false;
     } else if (writeQ_.size() >= p.write_high_watermark * wcap || (readQ_.empty() && !writeQ_.empty())) {
         writeMode_ = true;
         writesThisBurst_ = 0;

@@ -40,9 +40,9 @@ def address_map():
     """STREAM triad over ddr=ddr-local+cxl0=cxl-asic, alone and interleaved w:1."""
     s = "ddr=ddr-local+cxl0=cxl-asic"
     kw = dict(kernels=["triad"], threads=16, lines_per_thread=4000, placement="contiguous")
-    for t, v in (("ddr", 22.73), ("cxl0", 18.90)):
+    for t, v in (("ddr", 22.73), ("cxl0", 19.11)):
         yield f"{t} alone (GB/s)", v, float(engine.stream(s, target=t, **kw).iloc[0]["stream_gbps"])
-    for w, v in ((1, 38.16), (2, 34.19), (3, 30.03), (4, 28.16), (8, 25.49)):
+    for w, v in ((1, 39.46), (2, 33.97), (3, 30.04), (4, 28.16), (8, 25.48)):
         got = engine.stream(s, target=f"ddr:{w},cxl0:1", **kw).iloc[0]["stream_gbps"]
         yield f"interleave ddr:{w},cxl0:1 (GB/s)", v, float(got)
 
@@ -52,7 +52,7 @@ def mixed_runs():
     s = mixed.attach("ddr=ddr-local+cxl0=cxl-asic", "gpu=type1-asic")
     for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 22.82, 22.82, 10.10, 10.09),
                                                             ("ddr", "ddr", 22.82, 18.86, 13.86, 3.90),
-                                                            ("cxl0", "cxl0", 18.85, 15.94, 10.10, 3.59)):
+                                                            ("cxl0", "cxl0", 19.28, 16.67, 10.10, 3.73)):
         dev = {"gpu": {"target": dev_on}}
         tog = mixed.run(s, target=host_on, devices=dev).iloc[0]
         ha = mixed.run(s, target=host_on, accelerators=False).iloc[0]
@@ -83,7 +83,7 @@ def dma():
 
 def numa_nodes():
     """The full-system board's HMAT figures from the standalone engine (simcxl.numa.measure)."""
-    for m, lat, rd, wr in (("ddr-local", 103.7, 30.5, 31.6), ("cxl-asic", 264.5, 23.8, 14.7),
+    for m, lat, rd, wr in (("ddr-local", 103.7, 30.5, 31.6), ("cxl-asic", 264.5, 24.0, 14.7),
                            ("cxl-fpga", 365.9, 11.6, 11.7)):
         n = numa.measure(m)
         yield f"{m} read latency (ns)", lat, n.read_latency_ns

@@ -1,0 +1,53 @@
+"""Systems as graphs of components (topology files).
+
+:func:`load` reads a topology file (TOML or JSON) and checks it against the
+registry of component types (:mod:`.types`); :func:`resolve` turns anything a
+``run`` command takes (a topology file, a preset, presets joined with +) into
+a graph; :func:`memory_system`, :func:`accel_system` and :func:`nic_system`
+build the engine's description from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Union
+
+from .convert import accel_system, from_system, memory_system, nic_system, preset_topology
+from .graph import Component, Connection, PortRef, Topology, TopologyError, check, from_dict, load
+from .types import TYPES, describe
+
+__all__ = ["Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check",
+           "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
+           "resolve", "to_toml", "table"]
+
+
+def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
+    """A topology file, a preset name (memory or accelerator) or memories joined with + as a graph."""
+    if isinstance(spec, (Topology, dict)):
+        return load(spec)
+    text = str(spec)
+    if Path(text).suffix.lower() in (".toml", ".json") and Path(text).exists():
+        return load(text)
+    if Path(text).suffix.lower() in (".toml",):
+        raise TopologyError(f"{text}: no such topology file")
+    return preset_topology(text)
+
+
+def to_toml(t: Topology) -> str:
+    """The graph as a topology file with every parameter given."""
+    import tomli_w
+    d = t.to_dict()
+    head = {k: d[k] for k in ("name", "description", "source", "seed") if d[k] != ""}
+    # Connections as [[connections]] tables after the components (tomli_w would write one inline
+    # array first, where a later table header would capture it).
+    conns = "".join("\n[[connections]]\n" + tomli_w.dumps(c) for c in d["connections"])
+    return tomli_w.dumps(head) + "\n" + tomli_w.dumps({"components": d["components"]}) + conns
+
+def table(t: Topology) -> List[Dict[str, Any]]:
+    """Every parameter of every component with where its value came from."""
+    rows = []
+    for c in t.components.values():
+        for k, v in c.values.items():
+            rows.append({"component": c.name, "type": c.type, "parameter": k, "value": v,
+                         "origin": c.origin.get(k, "")})
+    return rows

@@ -1,0 +1,277 @@
+"""Between graphs and the systems the engine runs.
+
+Every preset (a memory, an address map ``a+b``, an accelerator, a NIC) is a
+graph fragment: :func:`from_system` draws it as components and connections,
+and :func:`memory_system`, :func:`accel_system` and :func:`nic_system` build
+the engine's description back from any legal graph. Component names follow
+the engine's names for the same parts, so a preset drawn as a graph and built
+back is the preset itself (``tests/test_topology.py`` checks every one).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import fields
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from ..params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, HostParams, ParamError, RemoteMemory, System,
+                      Window, WindowRange)
+from .graph import Component, Connection, PortRef, Topology, TopologyError, check
+from .types import TYPES
+
+
+# -- systems to graphs -------------------------------------------------------------------
+
+def _comp(name: str, t: str, origin: str, **groups) -> Component:
+    """A component from ParamGroup objects: ``_comp("x", "type3", o, device=d, media=m)``; ``top`` is group ""."""
+    c = Component(name, t)
+    for g, _ in TYPES[t].groups:
+        obj = groups["top" if g == "" else g]
+        for k, v in obj.to_dict().items():
+            dotted = f"{g}.{k}" if g else k
+            if dotted in TYPES[t].parameters():
+                c.values[dotted] = v
+                c.origin[dotted] = origin
+    return c
+
+
+class _Builder:
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.comps: Dict[str, Component] = {}
+        self.conns: List[Connection] = []
+
+    def add(self, name: str, t: str, **groups) -> str:
+        if name in self.comps:
+            raise ParamError(f"{name}: two components of that name")
+        self.comps[name] = _comp(name, t, self.origin, **groups)
+        return name
+
+    def join(self, a: str, b: str, index: Optional[int] = None, base=None, size=None) -> None:
+        ac, ap = a.split(".")
+        bc, bp = b.split(".")
+        self.conns.append(Connection(PortRef(ac, ap, index), PortRef(bc, bp), base, size))
+
+
+def _cxl_window(b: _Builder, name: str, cxl: CxlMemory, host: str, base=None, size=None) -> None:
+    b.add(name, "host_bridge", top=cxl.bridge)
+    b.join(f"{host}.mem", f"{name}.up", base=base, size=size)
+    for i in range(cxl.bridge.root_ports):
+        link, dev = f"{name}_link{i}", f"{name}_dev{i}"
+        b.add(link, "link", top=cxl.link)
+        b.add(dev, "type3", device=cxl.device, media=cxl.media)
+        b.join(f"{name}.root_port", f"{link}.up", index=i)
+        b.join(f"{link}.down", f"{dev}.up")
+
+
+def _remote_window(b: _Builder, name: str, remote: RemoteMemory, host: str, base=None, size=None) -> None:
+    b.add(name, "remote_socket", top=remote.link)
+    b.add(f"{name}_dram", "dram", top=remote.dram)
+    b.join(f"{host}.mem", f"{name}.up", base=base, size=size)
+    b.join(f"{name}.down", f"{name}_dram.up")
+
+
+def _devices(b: _Builder, host: str, home, devices: List[AccelDevice], nic=None) -> None:
+    b.add("home", "home_agent", top=home)
+    b.join(f"{host}.home", "home.host")
+    for i, d in enumerate(devices):
+        link = f"{d.name}_link"
+        b.add(link, "link", top=d.link)
+        groups = {g: getattr(d, g) for g in ("cache", "accel", "dma", "media")}
+        if nic is not None:
+            b.add(d.name, "nic", nic=nic, **groups)
+        else:
+            b.add(d.name, "accelerator", **groups)
+        b.join("home.root_port", f"{link}.up", index=i)
+        b.join(f"{link}.down", f"{d.name}.up")
+
+
+def from_system(s: Any) -> Topology:
+    """A memory System, an accelerator system or a NIC system as a graph."""
+    from ..coherent import AccelSystem
+    from ..nic import NicSystem
+    origin = f"preset {s.name}"
+    b = _Builder(origin)
+    if isinstance(s, (AccelSystem, NicSystem)):
+        nic = s.nic if isinstance(s, NicSystem) else None
+        acc = s.accel if isinstance(s, NicSystem) else s
+        b.add("host", "host", top=HostParams())
+        b.add("host_dram", "dram", top=acc.host_dram)
+        b.join("host.mem", "host_dram.up")
+        _devices(b, "host", acc.home, acc.devices, nic)
+        return Topology(acc.name, b.comps, b.conns, acc.description, acc.source, acc.seed)
+    b.add("host", "host", top=s.host)
+    if s.kind == MAP_KIND:
+        mapped_local = False
+        for w in s.map:
+            rng = dict(base=w.range.base, size=w.range.size)
+            if w.kind == "local-dram":
+                if mapped_local:
+                    raise ParamError(f"{w.name}: a second window onto the local DRAM has no graph of its own yet")
+                mapped_local = True
+                b.add(w.name, "dram", top=s.local_dram)
+                b.join("host.mem", f"{w.name}.up", **rng)
+            elif w.kind == "remote-numa":
+                _remote_window(b, w.name, w.remote, "host", **rng)
+            else:
+                _cxl_window(b, w.name, w.cxl, "host", **rng)
+        if not mapped_local:
+            b.add("local_dram", "dram", top=s.local_dram)
+            b.join("host.local", "local_dram.up")
+    elif s.kind == "local-dram":
+        b.add("local_dram", "dram", top=s.local_dram)
+        b.join("host.mem", "local_dram.up")
+    else:
+        b.add("local_dram", "dram", top=s.local_dram)
+        b.join("host.local", "local_dram.up")
+        if s.kind == "remote-numa":
+            _remote_window(b, "remote", s.remote, "host")
+        else:
+            _cxl_window(b, "cxl", s.cxl, "host")
+    if s.devices:
+        _devices(b, "host", s.home, s.devices)
+    t = Topology(s.name, b.comps, b.conns, s.description, s.source, s.seed)
+    check(t)
+    return t
+
+
+def preset_topology(name: str) -> Topology:
+    """A shipped preset (memory or accelerator), or memories joined with +, as a graph."""
+    from .. import coherent, presets
+    if name in coherent.preset_names():
+        return from_system(coherent.load(name))
+    if name in presets.names() or "+" in name:
+        return from_system(presets.load(name))
+    raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + coherent.preset_names())}")
+
+
+# -- graphs to systems -------------------------------------------------------------------
+
+def _host(t: Topology) -> Component:
+    return t.of_type("host")[0]
+
+
+def _same(comps: List[Component], what: str) -> Component:
+    """The one parameter set a host bridge's ports share in the engine today."""
+    first = comps[0]
+    for c in comps[1:]:
+        diff = next((k for k in first.values if c.values[k] != first.values[k]), None)
+        if diff is not None:
+            raise TopologyError(f"{c.name}.{diff} = {c.values[diff]!r} differs from {first.name}'s "
+                                f"({first.values[diff]!r}); the engine gives every {what} below one host bridge "
+                                "the same parameters so far")
+    return first
+
+
+def _cxl_memory(t: Topology, hb: Component) -> CxlMemory:
+    links = [t.components[k.b.comp] for k in t.down(hb.name, "root_port")]
+    devs = [t.below(x.name, "down")[0] for x in links]
+    link, dev = _same(links, "link"), _same(devs, "Type-3 device")
+    bridge = BridgeParams(**{**hb.group("").to_dict(), "root_ports": len(links), "interleave_ways": len(links)})
+    return CxlMemory(bridge=bridge, link=link.group(""), device=dev.group("device"), media=dev.group("media"))
+
+
+def _remote_memory(t: Topology, rs: Component) -> RemoteMemory:
+    return RemoteMemory(link=rs.group(""), dram=t.below(rs.name, "down")[0].group(""))
+
+
+def _accel_devices(t: Topology, host: Component, allow_nic: bool) -> Tuple[Optional[Component], List[AccelDevice]]:
+    homes = t.below(host.name, "home")
+    if not homes:
+        return None, []
+    out = []
+    for k in t.down(homes[0].name, "root_port"):
+        link = t.components[k.b.comp]
+        dev = t.below(link.name, "down")[0]
+        if dev.type == "nic" and not allow_nic:
+            raise TopologyError(f"{dev.name}: a nic runs with 'simcxl run rao' or 'run rpc'; here use an "
+                                "accelerator (type accelerator)")
+        out.append(AccelDevice(name=dev.name, link=link.group(""),
+                               **{g: dev.group(g) for g in ("cache", "accel", "dma", "media")}))
+    return homes[0], out
+
+
+def memory_system(spec: Union[Topology, Any]) -> System:
+    """The engine's memory system (one memory, or an address map of windows, with any accelerators)."""
+    from .graph import load
+    t = load(spec)
+    host = _host(t)
+    ws = t.down(host.name, "mem")
+    direct = [c for c in t.below(host.name, "mem") if c.type == "dram"]
+    local = direct[0] if direct else t.below(host.name, "local")[0]
+    kw: Dict[str, Any] = dict(name=t.name, description=t.description, source=t.source, seed=t.seed,
+                              host=host.group(""), local_dram=local.group(""))
+    if len(ws) == 1 and ws[0].base is None:
+        tgt = t.components[ws[0].b.comp]
+        if tgt.type == "dram":
+            kw["kind"] = "local-dram"
+        elif tgt.type == "remote_socket":
+            kw.update(kind="remote-numa", remote=_remote_memory(t, tgt))
+        else:
+            kw.update(kind="cxl-type3", cxl=_cxl_memory(t, tgt))
+    else:
+        windows = []
+        for k in ws:
+            tgt = t.components[k.b.comp]
+            rng = WindowRange(base=k.base, size=k.size)
+            if tgt.type == "dram":
+                windows.append(Window(tgt.name, "local-dram", rng))
+            elif tgt.type == "remote_socket":
+                windows.append(Window(tgt.name, "remote-numa", rng, remote=_remote_memory(t, tgt)))
+            else:
+                windows.append(Window(tgt.name, "cxl-type3", rng, cxl=_cxl_memory(t, tgt)))
+        kw.update(kind=MAP_KIND, map=windows)
+    home, devs = _accel_devices(t, host, allow_nic=False)
+    if home is not None:
+        kw.update(home=home.group(""), devices=devs)
+    try:
+        return System(**kw).validate()
+    except TopologyError:
+        raise
+    except ParamError as e:
+        raise TopologyError(f"topology {t.name}: {e}") from None
+
+
+def accel_system(spec: Union[Topology, Any]):
+    """The engine's accelerator system: the host's DRAM, the home agent and its devices."""
+    from ..coherent import AccelSystem
+    from .graph import load
+    t = load(spec)
+    host = _host(t)
+    ws = t.down(host.name, "mem")
+    if len(ws) != 1 or ws[0].base is not None or t.components[ws[0].b.comp].type != "dram":
+        raise TopologyError(f"{host.name}.mem: accelerator workloads run on a host whose memory is one DRAM "
+                            "window (no base or size); with other memories use 'simcxl run mixed'")
+    home, devs = _accel_devices(t, host, allow_nic=True)
+    if home is None:
+        raise TopologyError(f"{host.name}.home: port left open; accelerator workloads need a home_agent with devices")
+    dram = t.components[ws[0].b.comp]
+    try:
+        return AccelSystem(name=t.name, host_dram=dram.group(""), home=home.group(""), devices=devs,
+                           description=t.description, source=t.source, seed=t.seed).validate()
+    except ParamError as e:
+        raise TopologyError(f"topology {t.name}: {e}") from None
+
+
+def nic_system(spec: Union[Topology, Any]):
+    """The engine's CXL-NIC system: an accelerator system whose one device is a nic."""
+    from ..nic import NicSystem
+    from .graph import load
+    t = load(spec)
+    acc = accel_system(t)
+    nics = t.of_type("nic")
+    if len(nics) != 1 or len(acc.devices) != 1:
+        raise TopologyError(f"topology {t.name}: NIC workloads run on one device of type nic "
+                            f"(here: {', '.join(d.name for d in acc.devices)})")
+    return NicSystem(acc, nics[0].group("nic")).validate()
+
+
+def is_default(c: Component) -> bool:
+    """Whether every parameter of a component is its schema default."""
+    for dotted, (g, cls, leaf) in c.ctype.parameters().items():
+        if c.values[dotted] != next(f.default for f in fields(cls) if f.name == leaf):
+            return False
+    return True
+
+
+__all__ = ["from_system", "preset_topology", "memory_system", "accel_system", "nic_system", "copy"]

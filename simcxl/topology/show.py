@@ -1,0 +1,95 @@
+"""A graph as text and as a drawing."""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+from .graph import Topology
+
+
+def _depths(t: Topology) -> Dict[str, int]:
+    host = t.of_type("host")[0].name
+    depth = {host: 0}
+    todo = [host]
+    while todo:
+        n = todo.pop(0)
+        for k in t.connections:
+            if k.a.comp == n and k.b.comp not in depth:
+                depth[k.b.comp] = depth[n] + 1
+                todo.append(k.b.comp)
+    return depth
+
+
+def text(t: Topology) -> str:
+    """The resolved graph: each component below the one that sends it requests, then every parameter."""
+    lines = [f"topology {t.name} (seed {t.seed})"]
+    if t.description:
+        lines.append(f"  {t.description}")
+    host = t.of_type("host")[0].name
+
+    def walk(n: str, indent: str, via: str) -> None:
+        c = t.components[n]
+        lines.append(f"{indent}{via}{n} ({c.type})")
+        for k in sorted((k for k in t.connections if k.a.comp == n), key=lambda k: (k.a.port, k.a.index or 0)):
+            port = k.a.port + (f"[{k.a.index}]" if k.a.index is not None else "")
+            win = f" [0x{k.base:x}, 0x{k.base + k.size:x})" if k.base is not None else ""
+            walk(k.b.comp, indent + "  ", f"{port}{win} -> ")
+
+    walk(host, "", "")
+    lines.append("")
+    lines.append(f"{'parameter':44s} {'value':>14s}  origin")
+    for c in t.components.values():
+        for k, v in c.values.items():
+            lines.append(f"{c.name + '.' + k:44s} {str(v):>14s}  {c.origin.get(k, '')}")
+    return "\n".join(lines)
+
+
+def plot(t: Topology, path) -> None:
+    """Components in rows by their distance from the host, connections as labelled arrows."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    depth = _depths(t)
+    rows = max(depth.values()) + 1
+    # Tree layout: leaves left to right in walk order, a parent above the middle of its children.
+    pos: Dict[str, Tuple[float, float]] = {}
+    nxt = [0.0]
+
+    def place(n: str) -> float:
+        kids = [k.b.comp for k in sorted((k for k in t.connections if k.a.comp == n),
+                                         key=lambda k: (k.a.port, k.a.index or 0))]
+        if not kids:
+            x = nxt[0]
+            nxt[0] += 1
+        else:
+            xs = [place(m) for m in kids]
+            x = (xs[0] + xs[-1]) / 2
+        pos[n] = (x + 0.5, -depth[n])
+        return x
+
+    place(t.of_type("host")[0].name)
+    width = max(1.0, nxt[0])
+    fig, ax = plt.subplots(figsize=(max(6, 2.0 * width), 1.4 * (rows + 1)))
+    colours = {"host": "#c6dbef", "dram": "#fdd0a2", "remote_socket": "#fdae6b", "host_bridge": "#a1d99b",
+               "link": "#e5e5e5", "type3": "#74c476", "home_agent": "#bcbddc", "accelerator": "#9e9ac8",
+               "nic": "#fa9fb5"}
+    for k in t.connections:
+        (x0, y0), (x1, y1) = pos[k.a.comp], pos[k.b.comp]
+        ax.annotate("", xy=(x1, y1 + 0.22), xytext=(x0, y0 - 0.22),
+                    arrowprops=dict(arrowstyle="->", color="#555555"))
+        label = k.a.port + (f"[{k.a.index}]" if k.a.index is not None else "")
+        if k.base is not None:
+            label += f"\n{k.base / 2 ** 30:g}+{k.size / 2 ** 30:g} GiB"
+        ax.text(0.3 * x0 + 0.7 * x1, 0.3 * y0 + 0.7 * y1, label, fontsize=7, ha="center", va="center", color="#333333",
+                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+    for n, (x, y) in pos.items():
+        c = t.components[n]
+        ax.text(x, y, f"{n}\n{c.type}", ha="center", va="center", fontsize=8,
+                bbox=dict(boxstyle="round,pad=0.4", fc=colours.get(c.type, "white"), ec="#333333"))
+    ax.set_xlim(-0.2, width + 0.2)
+    ax.set_ylim(-rows + 0.4, 0.6)
+    ax.axis("off")
+    ax.set_title(f"topology {t.name}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

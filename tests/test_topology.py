@@ -1,0 +1,230 @@
+"""Topology files: systems as graphs of registered component types.
+
+Round trips check the graph against the preset loaders (a second route to the
+same system); the bad files each break one rule, and the message must name
+the component and port on one line before anything runs."""
+
+import copy
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from simcxl import coherent, engine, nic, presets
+from simcxl import topology as T
+from simcxl.params import DeviceParams, DramParams, HostParams
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "topologies"
+
+MAPS = ("ddr-local+cxl-asic", "ddr=ddr-local+cxl0=cxl-asic+cxl1=cxl-asic+far=ddr-remote")
+
+
+@pytest.mark.parametrize("name", presets.names() + list(MAPS))
+def test_a_memory_preset_drawn_as_a_graph_builds_back_to_itself(name):
+    s = presets.load(name)
+    t = T.from_system(s)
+    assert T.memory_system(t).to_core() == s.to_core()
+    # and through the file format
+    again = T.from_dict(t.to_dict())
+    assert T.memory_system(again).to_core() == s.to_core()
+
+
+@pytest.mark.parametrize("name", coherent.preset_names())
+def test_an_accelerator_preset_drawn_as_a_graph_builds_back_to_itself(name):
+    s = coherent.load(name)
+    t = T.from_system(s)
+    assert T.accel_system(T.from_dict(t.to_dict())).to_core() == s.to_core()
+    n = nic.load(name)
+    back = T.nic_system(T.from_system(n))
+    assert back.accel.to_core() == n.accel.to_core() and back.nic == n.nic
+
+
+@pytest.mark.parametrize("name", presets.names() + coherent.preset_names())
+def test_every_shipped_preset_is_a_topology_file_kept_in_step(name):
+    path = EXAMPLES / f"{name}.toml"
+    assert path.read_text() == T.to_toml(T.preset_topology(name)), \
+        f"regenerate: simcxl topology show {name} --toml > {path.relative_to(REPO)}"
+
+
+def test_a_run_through_the_topology_file_equals_the_run_through_the_preset():
+    file_sys = T.memory_system(T.load(EXAMPLES / "cxl-asic.toml"))
+    a = engine.lmbench(file_sys, ["64k", "64m"], accesses=3000)
+    b = engine.lmbench("cxl-asic", ["64k", "64m"], accesses=3000)
+    assert a["latency_ns"].tolist() == b["latency_ns"].tolist()
+    acc = coherent.accel(T.accel_system(T.load(EXAMPLES / "type2-hdmdb.toml")), requests=2000)
+    ref = coherent.accel("type2-hdmdb", requests=2000)
+    assert acc.drop(columns=[c for c in acc.columns if "wall" in c]).equals(
+        ref.drop(columns=[c for c in ref.columns if "wall" in c]))
+
+
+def test_the_mixed_example_interleaves_two_expanders_and_keeps_its_accelerator():
+    t = T.load(EXAMPLES / "mixed.toml")
+    s = T.memory_system(t)
+    assert s.window_names() == ["ddr", "cxl"]
+    cxl = s.map[1]
+    assert (cxl.range.base, cxl.range.size) == (1 << 40, 1 << 40)
+    assert cxl.cxl.bridge.root_ports == cxl.cxl.bridge.interleave_ways == 2
+    assert s.device_names() == ["gpu"] and s.devices[0].accel.hdm_db == 1 and s.devices[0].accel.type == 2
+    # from = "cxl-asic" takes the preset's values: its fitted device latency
+    assert cxl.cxl.device.req_latency_ns == presets.load("cxl-asic").cxl.device.req_latency_ns
+    assert t.components["exp0"].origin["device.req_latency_ns"] == "preset cxl-asic (cxl_dev0)"
+
+
+def test_two_interleaved_expanders_carry_twice_the_reads_of_one():
+    # Physics: each expander has its own link and media, so a 2-way window over
+    # two saturated devices carries twice one device's reads (random lines) once
+    # the one thing they share, the host bridge's request queue, does not bind.
+    t = T.load(EXAMPLES / "mixed.toml").replace(**{"cxl.req_queue": 1024})
+    two = engine.traffic(T.memory_system(t), threads=48, requests=60000, target="cxl")
+    one = engine.traffic(presets.load("cxl-asic").replace(**{"cxl.bridge.req_queue": 1024}), threads=24,
+                         requests=30000)
+    ratio = two["read_gbps"].iloc[0] / one["read_gbps"].iloc[0]
+    assert 1.9 < ratio < 2.1, ratio
+
+
+def test_a_component_may_change_what_it_takes_from_a_preset():
+    d = T.load(EXAMPLES / "mixed.toml").to_dict()
+    d["components"]["host"] = {"type": "host", "from": "ddr-local", "cores": 4}
+    t = T.from_dict(d)
+    assert t.components["host"].values["cores"] == 4
+    assert t.components["host"].origin["cores"] == "file"
+    assert T.memory_system(t).host.cores == 4
+
+
+def test_the_types_carry_the_schema_groups():
+    types = {x["type"]: x for x in T.describe()}
+    names = {p["name"] for p in types["type3"]["parameters"]}
+    assert names == {f"device.{f.name}" for f in fields(DeviceParams)} | {f"media.{f.name}" for f in fields(DramParams)}
+    assert {p["name"] for p in types["host"]["parameters"]} == {f.name for f in fields(HostParams)}
+    assert {p["name"] for p in types["host_bridge"]["parameters"]} == {"req_latency_ns", "resp_latency_ns",
+                                                                        "req_queue", "resp_queue", "interleave_bytes"}
+    assert [p["name"] for p in types["link"]["ports"]] == ["up", "down"]
+
+
+# -- bad files: each breaks one rule ----------------------------------------------------
+
+def _base():
+    """A small valid graph: a host, local DRAM, one expander behind a host bridge."""
+    return {"name": "t", "components": {
+        "host": {"type": "host", "from": "defaults"},
+        "ddr": {"type": "dram", "from": "defaults"},
+        "hb": {"type": "host_bridge", "from": "defaults"},
+        "l0": {"type": "link", "from": "defaults"},
+        "x0": {"type": "type3", "from": "defaults"}},
+        "connections": [{"from": "host.mem", "to": "ddr.up", "base": 0, "size": "1TiB"},
+                        {"from": "host.mem", "to": "hb.up", "base": "1TiB", "size": "1TiB"},
+                        ["hb.root_port[0]", "l0.up"], ["l0.down", "x0.up"]]}
+
+
+def test_the_small_graph_is_valid():
+    s = T.memory_system(T.from_dict(_base()))
+    assert s.window_names() == ["ddr", "hb"]
+
+
+def _with(change):
+    d = copy.deepcopy(_base())
+    change(d)
+    return d
+
+
+BAD = {
+    "unknown type": (lambda d: d["components"]["x0"].update(type="type4"), ["x0.type", "type4", "type3"]),
+    "unknown parameter": (lambda d: d["components"]["x0"].update(device={"req_latncy_ns": 5}),
+                          ["x0.device.req_latncy_ns", "not a parameter"]),
+    "unknown group": (lambda d: d["components"]["x0"].update(cache={"bytes": 1024}), ["x0.cache", "groups"]),
+    "missing parameter": (lambda d: d["components"]["l0"].pop("from"), ["l0.gen is missing"]),
+    "missing type": (lambda d: d["components"]["l0"].pop("type"), ["l0.type is missing"]),
+    "port left open": (lambda d: d["connections"].pop(3), ["l0.down", "left open"]),
+    "device left open": (lambda d: d["components"].update(x1={"type": "type3", "from": "defaults"}),
+                         ["x1.up", "left open"]),
+    "two things on one port": (
+        lambda d: (d["components"].update(x1={"type": "type3", "from": "defaults"}),
+                   d["connections"].append(["l0.down", "x1.up"])), ["l0.down", "two things on one port"]),
+    "two on one root port": (
+        lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"},
+                                          x1={"type": "type3", "from": "defaults"}),
+                   d["connections"].extend([["hb.root_port[0]", "l1.up"], ["l1.down", "x1.up"]])),
+        ["hb.root_port[0]", "two things on one port"]),
+    "channel mismatch": (lambda d: d["connections"].__setitem__(2, ["hb.root_port[0]", "ddr.up"]),
+                         ["hb.root_port[0]", "ddr.up", "channel type mismatch"]),
+    "protocol mismatch": (
+        lambda d: (d["components"].update(home={"type": "home_agent", "from": "defaults"}),
+                   d["connections"].__setitem__(2, ["home.root_port[0]", "l0.up"]),
+                   d["connections"].append(["host.home", "home.host"]),
+                   d["components"].update(hb={"type": "dram", "from": "defaults"})),
+        ["home.root_port[0]", "x0.up", "channel type mismatch", "cxl.cache", "cxl.mem"]),
+    "overlapping windows": (lambda d: d["connections"][1].update(base="512g"), ["hb.up", "overlaps", "ddr"]),
+    "window not aligned": (lambda d: d["connections"][1].update(base=(1 << 40) + 32), ["hb.up", "not aligned"]),
+    "window not aligned to the interleave": (lambda d: d["connections"][1].update(base=(1 << 40) + 1024),
+                                             ["hb.up", "interleave_bytes"]),
+    "window without its place": (lambda d: d["connections"][1].pop("base") and d["connections"][1].pop("size"),
+                                 ["host.mem -> hb.up", "base and size are missing"]),
+    "cycle": (lambda d: (d["components"].update(r1={"type": "remote_socket", "from": "defaults"},
+                                                r2={"type": "remote_socket", "from": "defaults"}),
+                         d["connections"].extend([["r1.down", "r2.up"], ["r2.down", "r1.up"]])), ["cycle", "r1", "r2"]),
+    "unknown component": (lambda d: d["connections"].__setitem__(3, ["l0.down", "x9.up"]),
+                          ["connections[3]", "x9 is not a component"]),
+    "unknown port": (lambda d: d["connections"].__setitem__(3, ["l0.side", "x0.up"]), ["l0", "has no port side"]),
+    "derived parameter": (lambda d: d["components"]["hb"].update(root_ports=2), ["hb.root_ports", "root_port"]),
+    "out of range": (lambda d: d["components"]["l0"].update(lanes=3), ["l0.lanes = 3", "allowed values"]),
+    "second host": (lambda d: d["components"].update(h2={"type": "host", "from": "defaults"}),
+                    ["h2", "second host"]),
+    "two links in a row": (
+        lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"}),
+                   d["connections"].__setitem__(3, ["l0.down", "l1.up"]),
+                   d["connections"].append(["l1.down", "x0.up"])), ["l0.down -> l1.up", "two links in a row"]),
+    "root port to device": (lambda d: (d["connections"].__setitem__(2, ["hb.root_port[0]", "x0.up"]),
+                                       d["connections"].pop(3), d["components"].pop("l0")),
+                            ["hb.root_port[0] -> x0.up", "through a link"]),
+    "both ends send": (lambda d: d["connections"].__setitem__(3, ["l0.down", "hb.root_port[1]"]),
+                       ["l0.down", "hb.root_port[1]", "both send"]),
+    "window on a non-window connection": (
+        lambda d: d["connections"].__setitem__(3, {"from": "l0.down", "to": "x0.up", "base": 0, "size": 4096}),
+        ["l0.down -> x0.up", "only a window"]),
+    "preset without the type": (lambda d: d["components"]["x0"].update({"from": "ddr-local"}),
+                                ["x0.from", "no type3"]),
+    "unreached": (lambda d: (d["components"].update(r1={"type": "remote_socket", "from": "defaults"},
+                                                    r1d={"type": "dram", "from": "defaults"}),
+                             d["connections"].append(["r1.down", "r1d.up"])), ["r1.up", "left open"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_a_bad_topology_is_one_line_naming_the_component_and_port(kind):
+    change, words = BAD[kind]
+    with pytest.raises(T.TopologyError) as e:
+        T.from_dict(_with(change))
+    msg = str(e.value)
+    assert "\n" not in msg, msg
+    for w in words:
+        assert w in msg, (kind, msg)
+
+
+def test_a_bad_file_names_the_file(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text('[components.h]\ntype = "host"\nfrom = "defaults"\n[components.h.x]\ny = 1\nconnections = 3\n')
+    with pytest.raises(T.TopologyError, match=r"bad.toml: connections is missing"):
+        T.load(p)
+    p.write_text("[components\n")
+    with pytest.raises(T.TopologyError, match=r"bad.toml: .*line 1"):
+        T.load(p)
+
+
+def test_devices_below_one_bridge_that_differ_are_refused_with_the_engine_limit():
+    d = _with(lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"},
+                                                x1={"type": "type3", "from": "defaults"}),
+                         d["connections"].extend([["hb.root_port[1]", "l1.up"], ["l1.down", "x1.up"]])))
+    t = T.from_dict(d)
+    assert T.memory_system(t).map[1].cxl.bridge.root_ports == 2
+    with pytest.raises(T.TopologyError, match=r"x1.media.ranks = 2 differs from x0's \(1\)"):
+        T.memory_system(t.replace(**{"x1.media.ranks": 2}))
+
+
+def test_an_override_names_component_and_parameter():
+    t = T.from_dict(_base())
+    assert t.replace(**{"l0.lanes": 8}).get("l0.lanes") == 8
+    with pytest.raises(T.TopologyError, match="l0.width is not a parameter of l0"):
+        t.replace(**{"l0.width": 8})
+    with pytest.raises(T.TopologyError, match="l0.lanes = 3"):
+        t.replace(**{"l0.lanes": 3})

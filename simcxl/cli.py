@@ -187,10 +187,15 @@ def label(spec: str, kv: dict, shipped: List[str]) -> str:
 def load_memories(memories: List[str], overrides: List[str], load=presets.load,
                   example: str = "cxl.link.lanes=8", shipped: Optional[List[str]] = None) -> List[System]:
     """Each preset (name or file) with the --set overrides applied, named as its rows will be."""
+    from . import topology
     kv = _kv(overrides, example) if overrides else {}
     out = []
     for m in memories:
-        s = load(m).replace(**kv) if kv else load(m)
+        if topology.is_file(m):  # --set names the graph's components: exp0.media.ranks=2
+            build = topology.accel_system if load is load_accel else topology.memory_system
+            s = topology.GraphSystem(topology.load(m), build).replace(**kv)
+        else:
+            s = load(m).replace(**kv) if kv else load(m)
         s.name = label(m, kv, presets.load_names() if shipped is None else shipped)
         out.append(s)
     _overrides[:] = [kv]
@@ -240,8 +245,10 @@ def table(df: pd.DataFrame, cols: List[str]) -> str:
     return t.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
-memory_opt = click.option("--memory", "-m", "memories", multiple=True, default=["cxl-asic"], show_default=True,
-                          help="Preset name or preset file (JSON); repeat to compare. Join presets with + for one "
+memory_opt = click.option("--memory", "-m", "--system", "memories", multiple=True, default=["cxl-asic"],
+                          show_default=True,
+                          help="Preset name, preset file (JSON) or topology file (--system FILE, TOML; see simcxl "
+                               "topology); repeat to compare. Join presets with + for one "
                                "host with an address map of their memories, one window each: ddr-local+cxl-asic "
                                "(windows named after the presets; the host is the first one's), or "
                                "ddr=ddr-local+cxl0=cxl-asic to name them.")
@@ -592,8 +599,10 @@ def _trace_error(e: Exception) -> str:
     return msg
 
 
-accel_opt = click.option("--accel", "-a", "systems", multiple=True, default=["type1-asic"], show_default=True,
-                         help="Accelerator preset name or preset file (JSON), or several on one host "
+accel_opt = click.option("--accel", "-a", "--system", "systems", multiple=True, default=["type1-asic"],
+                         show_default=True,
+                         help="Accelerator preset name, preset file (JSON) or topology file (--system FILE), or "
+                              "several on one host "
                               "(gpu=type1-asic+mem=type2-bias); repeat to compare.")
 
 
@@ -828,9 +837,19 @@ def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elemen
 def _nic_systems(systems, overrides):
     """Accelerator presets with --set applied, nic.* to the NIC's parameters."""
     from . import nic
-    nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
-    return [nic.NicSystem(s).replace(**nic_kv)
-            for s in load_accels(systems, [o for o in overrides if not o.strip().startswith("nic.")])]
+    from . import topology
+    out = []
+    for spec in systems:
+        if topology.is_file(spec):  # the graph's nic component carries its parameters
+            s = topology.GraphSystem(topology.load(spec), topology.nic_system).replace(
+                **_kv(overrides, "nic0.nic.ops_in_flight=8"))
+            s.accel.name = label(spec, {}, presets.load_names())
+            out.append(s)
+            continue
+        nic_kv = _kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
+        out += [nic.NicSystem(s).replace(**nic_kv)
+                for s in load_accels([spec], [o for o in overrides if not o.strip().startswith("nic.")])]
+    return out
 
 
 def _nic_outputs(df, cols, speedup, plot_fn, as_json, plot, csv_path) -> None:
@@ -1084,6 +1103,61 @@ def presets_show(memory, as_json):
     origins = _origins(s)
     for k, v in s.parameters().items():
         click.echo(f"  {k:42s} {str(v):>14s}  {origins[k]}")
+
+
+@main.group("topology")
+def topology_group():
+    """Systems as graphs: show a topology file (or a preset drawn as one), list the component types."""
+
+
+@topology_group.command("show")
+@click.argument("spec")
+@set_opt
+@json_opt
+@click.option("--toml", "as_toml", is_flag=True, help="Print it as a topology file, every parameter given.")
+@plot_opt
+def topology_show(spec, overrides, as_json, as_toml, plot):
+    """The resolved graph of SPEC (a topology file, a preset, or presets joined with +): each component
+    below the one that sends it requests, every parameter and where its value came from."""
+    from . import topology
+    from .topology import show
+    with user_errors():
+        t = topology.resolve(spec)
+        if overrides:
+            t = t.replace(**_kv(overrides, "exp0.media.ranks=2"))
+        if plot:
+            show.plot(t, plot)
+    if as_json:
+        emit_json({**t.to_dict(), "parameters": topology.table(t)})
+    elif as_toml:
+        click.echo(topology.to_toml(t), nl=False)
+    else:
+        click.echo(show.text(t))
+    if plot:
+        click.echo(f"wrote {plot}", err=True)
+
+
+@topology_group.command("types")
+@json_opt
+def topology_types(as_json):
+    """The registered component types with their ports and parameters."""
+    from . import topology
+    types = topology.describe()
+    if as_json:
+        emit_json(types)
+        return
+    for t in types:
+        click.echo(f"{t['type']}: {t['doc']}")
+        for p in t["ports"]:
+            proto = f" ({'/'.join(p['protocols'])})" if p["protocols"] else ""
+            many = "[i]" if p["multi"] else ""
+            need = "" if p["required"] else ", optional"
+            way = "sends requests" if p["faces"] == "down" else "receives requests"
+            click.echo(f"  port {p['name']}{many}: {p['channel']}{proto}, {way}{need}"
+                       + (f"; {p['doc']}" if p["doc"] else ""))
+        names = [p["name"] for p in t["parameters"]]
+        click.echo(f"  {len(names)} parameters: {', '.join(names)}")
+        click.echo("")
 
 
 @main.command("bench")

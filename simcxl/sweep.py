@@ -160,6 +160,14 @@ class Sweep:
 
     def base_system(self):
         base = self.base
+        from . import topology
+        if topology.is_file(base):
+            if self.folder is not None and not Path(base).is_absolute() and (self.folder / base).exists():
+                base = str(self.folder / base)
+            kind = self.workload.get("kind", "traffic")
+            build = (topology.nic_system if kind in ("rao", "rpc") else
+                     topology.accel_system if kind in COHERENT else topology.memory_system)
+            return topology.GraphSystem(topology.load(base), build)
         if self.workload.get("kind", "traffic") in COHERENT:
             from . import coherent
             if self.folder is not None and base not in coherent.preset_names() and not Path(base).is_absolute():
@@ -194,8 +202,8 @@ class Sweep:
         try:
             base = self.base_system()
         except ParamError as e:
-            raise ParamError(f"sweep: base = {self.base!r} is not allowed ({e}); allowed: a preset name or a "
-                             "preset file") from None
+            raise ParamError(f"sweep: base = {self.base!r} is not allowed ({e}); allowed: a preset name, a "
+                             "preset file or a topology file") from None
         known = base.parameters()
         targets = [self.workload["target"]] if "target" in self.workload else []
         targets += [v for a in self.axes if a.param == "workload.target" for v in (a.values or [])]

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from .convert import accel_system, from_system, memory_system, nic_system, preset_topology
+from .convert import GraphSystem, accel_system, from_system, memory_system, nic_system, preset_topology
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check, from_dict, load
 from .types import TYPES, describe
 
-__all__ = ["Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check",
+__all__ = ["GraphSystem", "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check",
            "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
-           "resolve", "to_toml", "table"]
+           "is_file", "resolve", "to_toml", "table"]
 
 
 def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
@@ -31,6 +31,23 @@ def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
     if Path(text).suffix.lower() in (".toml",):
         raise TopologyError(f"{text}: no such topology file")
     return preset_topology(text)
+
+
+def is_file(spec: Any) -> bool:
+    """Whether a -m/-a/--system argument or a sweep's base names a topology file rather than a preset:
+    a .toml file, or a .json file whose top level has components."""
+    if not isinstance(spec, (str, Path)):
+        return False
+    p = Path(spec)
+    if p.suffix.lower() == ".toml":
+        return True
+    if p.suffix.lower() != ".json" or not p.is_file():
+        return False
+    import json
+    try:
+        return "components" in json.loads(p.read_text(encoding="utf-8-sig"))
+    except (ValueError, OSError, TypeError):
+        return False
 
 
 def to_toml(t: Topology) -> str:

@@ -10,7 +10,6 @@ back is the preset itself (``tests/test_topology.py`` checks every one).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import fields
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -274,4 +273,41 @@ def is_default(c: Component) -> bool:
     return True
 
 
-__all__ = ["from_system", "preset_topology", "memory_system", "accel_system", "nic_system", "copy"]
+__all__ = ["GraphSystem", "from_system", "preset_topology", "memory_system", "accel_system", "nic_system"]
+
+
+class GraphSystem:
+    """A graph with the builder its workload needs, answering to the graph's parameter names
+    (``exp0.media.ranks``) where a preset's system answers to its own (``cxl.media.ranks``):
+    ``replace`` gives the engine's system of the changed graph; everything else is the built
+    system's. Sweeps and ``--set`` take a topology file through it."""
+
+    def __init__(self, graph: Topology, build):
+        self.graph = graph
+        self.build = build
+        self.system = build(graph)
+
+    def __getattr__(self, name: str):
+        if name in ("graph", "build", "system"):  # not yet set (unpickling)
+            raise AttributeError(name)
+        return getattr(self.system, name)
+
+    def parameters(self) -> Dict[str, Any]:
+        return self.graph.parameters()
+
+    def get(self, path: str) -> Any:
+        return self.graph.get(path)
+
+    def group(self, name: str):
+        comp, _, g = name.partition(".")
+        c = self.graph.components.get(comp)
+        if c is None or g not in dict(c.ctype.groups):
+            raise TopologyError(f"{name} is not a parameter group of topology {self.graph.name}")
+        return c.group(g)
+
+    def replace(self, **overrides: Any):
+        seed = overrides.pop("seed", None)
+        g = self.graph.replace(**overrides)
+        if seed is not None:
+            g.seed = seed
+        return self.build(g)

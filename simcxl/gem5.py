@@ -31,10 +31,12 @@ def _cxl(system: System):
     return system.cxl
 
 
-def _prefixed(system: System, groups: Sequence[str]) -> Dict[str, object]:
+def _prefixed(system: System, groups: Sequence[str], port: Optional[int] = None) -> Dict[str, object]:
     cxl = _cxl(system)
-    return {f"{prefix}_{f.name}": getattr(getattr(cxl, prefix), f.name)
-            for prefix in groups for f in fields(getattr(cxl, prefix))}
+    # A root port of its own (a topology whose devices differ) gives its link, device and media.
+    src = cxl.ports[port] if port is not None and cxl.ports else cxl
+    return {f"{prefix}_{f.name}": getattr(getattr(src, prefix), f.name)
+            for prefix in groups for f in fields(getattr(src, prefix))}
 
 
 def bridge_params(system: System) -> Dict[str, object]:
@@ -46,7 +48,7 @@ def expander_params(system: System, port: int = 0) -> Dict[str, object]:
     """The CXLType3Expander parameters of root port `port` of a cxl-type3
     system (seed, link_*, device_*, media_* names)."""
     out: Dict[str, object] = {"seed": system.seed + PORT_SEED_STRIDE * port}
-    out.update(_prefixed(system, EXPANDER_GROUPS))
+    out.update(_prefixed(system, EXPANDER_GROUPS, port))
     return out
 
 

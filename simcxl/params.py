@@ -537,11 +537,47 @@ class RemoteMemory:
 
 
 @dataclass
+class RootPort:
+    """One root port's link and Type-3 device, where the ports of a host bridge differ."""
+    link: LinkParams = field(default_factory=LinkParams)
+    device: DeviceParams = field(default_factory=DeviceParams)
+    media: DramParams = field(default_factory=DramParams)
+
+
+@dataclass
 class CxlMemory:
     bridge: BridgeParams = field(default_factory=BridgeParams)
     link: LinkParams = field(default_factory=LinkParams)
     device: DeviceParams = field(default_factory=DeviceParams)
     media: DramParams = field(default_factory=DramParams)
+    #: None: every root port has link, device and media; else one RootPort per root port
+    #: (a topology whose devices below one host bridge differ).
+    ports: Optional[List[RootPort]] = None
+
+    def validate(self, prefix: str) -> None:
+        for sub in ("bridge", "link", "device", "media"):
+            getattr(self, sub).validate(f"{prefix}.{sub}")
+        if self.ports is None:
+            return
+        if not isinstance(self.ports, list) or len(self.ports) != self.bridge.root_ports:
+            raise ParamError(f"{prefix}.ports holds {len(self.ports) if isinstance(self.ports, list) else '?'} root "
+                             f"ports; allowed: one per root port ({self.bridge.root_ports})")
+        for i, rp in enumerate(self.ports):
+            for sub in ("link", "device", "media"):
+                getattr(rp, sub).validate(f"{prefix}.port{i}.{sub}")
+
+    def groups(self, prefix: str) -> Dict[str, "ParamGroup"]:
+        out = {f"{prefix}.{sub}": getattr(self, sub) for sub in ("bridge", "link", "device", "media")}
+        for i, rp in enumerate(self.ports or []):
+            out.update({f"{prefix}.port{i}.{sub}": getattr(rp, sub) for sub in ("link", "device", "media")})
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {sub: getattr(self, sub).to_dict() for sub in ("bridge", "link", "device", "media")}
+        if self.ports is not None:
+            d["ports"] = [{sub: getattr(rp, sub).to_dict() for sub in ("link", "device", "media")}
+                          for rp in self.ports]
+        return d
 
 
 KINDS = ("local-dram", "remote-numa", "cxl-type3")
@@ -768,8 +804,7 @@ class System:
             if self.cxl is None:
                 raise ParamError("cxl is missing: a cxl-type3 system needs [cxl.bridge], [cxl.link], "
                                  "[cxl.device] and [cxl.media]")
-            for sub, _ in self._SUBS["cxl"]:
-                getattr(self.cxl, sub).validate(f"cxl.{sub}")
+            self.cxl.validate("cxl")
         return self
 
     def _validate_map(self) -> None:
@@ -804,8 +839,11 @@ class System:
                 if mem is None:
                     raise ParamError(f"{w.name}: a {w.kind} window needs its {need} groups "
                                      f"({', '.join(f'{w.name}.{g}' for g, _ in self._SUBS[need])})")
-                for sub, _ in self._SUBS[need]:
-                    getattr(mem, sub).validate(f"{w.name}.{sub}")
+                if need == "cxl":
+                    mem.validate(w.name)
+                else:
+                    for sub, _ in self._SUBS[need]:
+                        getattr(mem, sub).validate(f"{w.name}.{sub}")
             if w.kind == "cxl-type3" and w.range.base % w.cxl.bridge.interleave_bytes:
                 raise ParamError(f"{w.name}.base = {w.range.base} is not allowed; allowed: a multiple of "
                                  f"{w.name}.bridge.interleave_bytes ({w.cxl.bridge.interleave_bytes})")
@@ -852,7 +890,8 @@ class System:
         for key in ("remote", "cxl"):
             obj = getattr(self, key)
             if obj is not None:
-                d[key] = {sub: getattr(obj, sub).to_dict() for sub, _ in self._SUBS[key]}
+                d[key] = obj.to_dict() if key == "cxl" else {sub: getattr(obj, sub).to_dict()
+                                                             for sub, _ in self._SUBS[key]}
         if self.map is not None:
             d["map"] = [self._window_dict(w) for w in self.map]
         if self.devices is not None:
@@ -865,20 +904,37 @@ class System:
         for key in ("remote", "cxl"):
             obj = getattr(w, key)
             if obj is not None:
-                out[key] = {sub: getattr(obj, sub).to_dict() for sub, _ in self._SUBS[key]}
+                out[key] = obj.to_dict() if key == "cxl" else {sub: getattr(obj, sub).to_dict()
+                                                               for sub, _ in self._SUBS[key]}
         return out
 
     @classmethod
     def _memory(cls, key: str, sub: Any, where: str):
         if not isinstance(sub, dict):
             raise ParamError(f"{where} must be a table")
-        extra = sorted(set(sub) - {s for s, _ in cls._SUBS[key]})
+        allowed = [s for s, _ in cls._SUBS[key]] + (["ports"] if key == "cxl" else [])
+        extra = sorted(set(sub) - set(allowed), key=str)
         if extra:
-            raise ParamError(f"{where}.{shown(extra[0])} is not a parameter group; allowed: "
-                             f"{', '.join(s for s, _ in cls._SUBS[key])}")
+            raise ParamError(f"{where}.{shown(extra[0])} is not a parameter group; allowed: {', '.join(allowed)}")
         prefix = where[:-len(key) - 1] if where.endswith("." + key) else key
         parts = {s: t.from_dict(sub.get(s, {}), f"{prefix}.{s}") for s, t in cls._SUBS[key]}
-        return (RemoteMemory if key == "remote" else CxlMemory)(**parts)
+        if key == "remote":
+            return RemoteMemory(**parts)
+        if "ports" in sub:
+            if not isinstance(sub["ports"], list):
+                raise ParamError(f"{prefix}.ports must be a list of root ports (link, device, media)")
+            ports = []
+            for i, rp in enumerate(sub["ports"]):
+                at = f"{prefix}.port{i}"
+                if not isinstance(rp, dict):
+                    raise ParamError(f"{at} must be a table (link, device, media)")
+                bad = sorted(set(rp) - {"link", "device", "media"}, key=str)
+                if bad:
+                    raise ParamError(f"{at}.{shown(bad[0])} is not a parameter group; allowed: link, device, media")
+                ports.append(RootPort(**{g: t.from_dict(rp.get(g, {}), f"{at}.{g}") for g, t in
+                                         (("link", LinkParams), ("device", DeviceParams), ("media", DramParams))}))
+            parts["ports"] = ports
+        return CxlMemory(**parts)
 
     @classmethod
     def _window_from(cls, d: Any, i: int) -> Window:
@@ -957,11 +1013,11 @@ class System:
 
     def _groups(self) -> Dict[str, ParamGroup]:
         out: Dict[str, ParamGroup] = {"host": self.host, "local_dram": self.local_dram}
-        for key in ("remote", "cxl"):
-            obj = getattr(self, key)
-            if obj is not None:
-                for sub, _ in self._SUBS[key]:
-                    out[f"{key}.{sub}"] = getattr(obj, sub)
+        if self.remote is not None:
+            for sub, _ in self._SUBS["remote"]:
+                out[f"remote.{sub}"] = getattr(self.remote, sub)
+        if self.cxl is not None:
+            out.update(self.cxl.groups("cxl"))
         if self.devices is not None:
             out["home"] = self.home or HomeParams()
             for x in self.devices:
@@ -969,11 +1025,11 @@ class System:
         # A window's groups are named after it: cxl0.base, cxl0.media.ranks, far.link.latency_ns.
         for w in self.map or []:
             out[w.name] = w.range
-            for key in ("remote", "cxl"):
-                obj = getattr(w, key)
-                if obj is not None:
-                    for sub, _ in self._SUBS[key]:
-                        out[f"{w.name}.{sub}"] = getattr(obj, sub)
+            if w.remote is not None:
+                for sub, _ in self._SUBS["remote"]:
+                    out[f"{w.name}.{sub}"] = getattr(w.remote, sub)
+            if w.cxl is not None:
+                out.update(w.cxl.groups(w.name))
         return out
 
     def group(self, name: str) -> ParamGroup:

@@ -211,14 +211,38 @@ def test_a_bad_file_names_the_file(tmp_path):
         T.load(p)
 
 
-def test_devices_below_one_bridge_that_differ_are_refused_with_the_engine_limit():
+def test_devices_below_one_bridge_may_differ():
     d = _with(lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"},
                                                 x1={"type": "type3", "from": "defaults"}),
                          d["connections"].extend([["hb.root_port[1]", "l1.up"], ["l1.down", "x1.up"]])))
     t = T.from_dict(d)
-    assert T.memory_system(t).map[1].cxl.bridge.root_ports == 2
-    with pytest.raises(T.TopologyError, match=r"x1.media.ranks = 2 differs from x0's \(1\)"):
-        T.memory_system(t.replace(**{"x1.media.ranks": 2}))
+    same = T.memory_system(t).map[1].cxl
+    assert same.bridge.root_ports == 2 and same.ports is None  # alike: described once, as a preset would
+    cxl = T.memory_system(t.replace(**{"x1.media.ranks": 2, "l1.lanes": 8})).map[1].cxl
+    assert [p.media.ranks for p in cxl.ports] == [1, 2] and [p.link.lanes for p in cxl.ports] == [16, 8]
+    # the graph drawn back from the system keeps each port's own parameters
+    back = T.from_system(T.memory_system(t.replace(**{"x1.media.ranks": 2})))
+    assert back.get("hb_dev1.media.ranks") == 2 and back.get("hb_dev0.media.ranks") == 1
+
+
+def test_a_window_over_two_different_expanders_answers_in_the_mean_of_their_latencies():
+    # Half the lines of a 2-way window lie on each device, so a chase over it waits on
+    # average what a chase on each device alone waits (the bridge adds nothing per port).
+    asic = T.preset_topology("cxl-asic")
+    fpga = T.preset_topology("cxl-fpga")
+    d = asic.to_dict()
+    d["components"]["cxl_link1"] = fpga.to_dict()["components"]["cxl_link0"]
+    d["components"]["cxl_dev1"] = fpga.to_dict()["components"]["cxl_dev0"]
+    d["connections"] += [{"from": "cxl.root_port[1]", "to": "cxl_link1.up"},
+                         {"from": "cxl_link1.down", "to": "cxl_dev1.up"}]
+    both = T.memory_system(T.from_dict(d))
+    assert both.cxl.ports[1].media.data_rate_mts == presets.load("cxl-fpga").cxl.media.data_rate_mts
+    lat = {}
+    for name, s in (("both", both), ("asic", "cxl-asic"), ("fpga", "cxl-fpga")):
+        lat[name] = engine.lmbench(s, ["1g"], accesses=20000)["latency_ns"].iloc[0]
+    mean = (lat["asic"] + lat["fpga"]) / 2
+    assert abs(lat["both"] - mean) / mean < 0.02, lat
+    assert lat["asic"] < lat["both"] < lat["fpga"]
 
 
 def test_an_override_names_component_and_parameter():
@@ -228,3 +252,16 @@ def test_an_override_names_component_and_parameter():
         t.replace(**{"l0.width": 8})
     with pytest.raises(T.TopologyError, match="l0.lanes = 3"):
         t.replace(**{"l0.lanes": 3})
+
+
+def test_the_core_refuses_root_ports_that_do_not_match_the_bridge():
+    from simcxl import _core
+    s = presets.load("cxl-asic").replace(**{"cxl.bridge.root_ports": 2, "cxl.bridge.interleave_ways": 2})
+    d = s.to_core()
+    d["cxl"]["ports"] = [{g: d["cxl"][g] for g in ("link", "device", "media")}]
+    with pytest.raises(_core.ConfigError, match=r"cxl.ports holds 1 root ports; allowed: none, or one per root port "
+                                                 r"\(2\)"):
+        _core.validate(d)
+    d["cxl"]["ports"].append(dict(d["cxl"]["ports"][0], media=dict(d["cxl"]["media"], ranks=0)))
+    with pytest.raises(_core.ConfigError, match=r"cxl.port1.media.ranks = 0"):
+        _core.validate(d)

@@ -107,12 +107,28 @@ void readMemory(const py::dict& d, MemoryKind kind, const std::string& where, Me
         m.remote_dram = readDramParams(sub(r, "dram", pre + "remote"), pre.empty() ? "remote.dram" : pre + "dram");
     } else if (kind == MemoryKind::CxlType3) {
         py::dict c = sub(d, "cxl", where.empty() ? "system" : where);
-        onlyKeys(c, {"bridge", "link", "device", "media"}, pre + "cxl", "parameter group");
+        onlyKeys(c, {"bridge", "link", "device", "media", "ports"}, pre + "cxl", "parameter group");
         const std::string g = pre.empty() ? "cxl." : pre;
         m.bridge = readBridgeParams(sub(c, "bridge", pre + "cxl"), g + "bridge");
         m.link = readLinkParams(sub(c, "link", pre + "cxl"), g + "link");
         m.device = readDeviceParams(sub(c, "device", pre + "cxl"), g + "device");
         m.device_dram = readDramParams(sub(c, "media", pre + "cxl"), g + "media");
+        if (c.contains("ports")) {  // root ports whose links and devices differ
+            if (!py::isinstance<py::list>(c["ports"]) && !py::isinstance<py::tuple>(c["ports"]))
+                throw ConfigError(g + "ports must be a list of root ports (link, device, media)");
+            size_t i = 0;
+            for (py::handle item : c["ports"]) {
+                const std::string at = g + "port" + std::to_string(i++);
+                if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (link, device, media)");
+                py::dict d = item.cast<py::dict>();
+                onlyKeys(d, {"link", "device", "media"}, at, "parameter group");
+                RootPortParams rp;
+                rp.link = readLinkParams(sub(d, "link", at), at + ".link");
+                rp.device = readDeviceParams(sub(d, "device", at), at + ".device");
+                rp.device_dram = readDramParams(sub(d, "media", at), at + ".media");
+                m.ports.push_back(rp);
+            }
+        }
     }
 }
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, HostParams, ParamError, RemoteMemory, System,
-                      Window, WindowRange)
+from ..params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, HostParams, ParamError, RemoteMemory, RootPort,
+                      System, Window, WindowRange)
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES
 
@@ -57,8 +57,9 @@ def _cxl_window(b: _Builder, name: str, cxl: CxlMemory, host: str, base=None, si
     b.join(f"{host}.mem", f"{name}.up", base=base, size=size)
     for i in range(cxl.bridge.root_ports):
         link, dev = f"{name}_link{i}", f"{name}_dev{i}"
-        b.add(link, "link", top=cxl.link)
-        b.add(dev, "type3", device=cxl.device, media=cxl.media)
+        port = cxl.ports[i] if cxl.ports else cxl
+        b.add(link, "link", top=port.link)
+        b.add(dev, "type3", device=port.device, media=port.media)
         b.join(f"{name}.root_port", f"{link}.up", index=i)
         b.join(f"{link}.down", f"{dev}.up")
 
@@ -150,24 +151,17 @@ def _host(t: Topology) -> Component:
     return t.of_type("host")[0]
 
 
-def _same(comps: List[Component], what: str) -> Component:
-    """The one parameter set a host bridge's ports share in the engine today."""
-    first = comps[0]
-    for c in comps[1:]:
-        diff = next((k for k in first.values if c.values[k] != first.values[k]), None)
-        if diff is not None:
-            raise TopologyError(f"{c.name}.{diff} = {c.values[diff]!r} differs from {first.name}'s "
-                                f"({first.values[diff]!r}); the engine gives every {what} below one host bridge "
-                                "the same parameters so far")
-    return first
-
-
 def _cxl_memory(t: Topology, hb: Component) -> CxlMemory:
     links = [t.components[k.b.comp] for k in t.down(hb.name, "root_port")]
     devs = [t.below(x.name, "down")[0] for x in links]
-    link, dev = _same(links, "link"), _same(devs, "Type-3 device")
     bridge = BridgeParams(**{**hb.group("").to_dict(), "root_ports": len(links), "interleave_ways": len(links)})
-    return CxlMemory(bridge=bridge, link=link.group(""), device=dev.group("device"), media=dev.group("media"))
+    mem = CxlMemory(bridge=bridge, link=links[0].group(""), device=devs[0].group("device"),
+                    media=devs[0].group("media"))
+    # Ports that all match are described once, as a preset describes them.
+    if any(x.values != links[0].values for x in links) or any(d.values != devs[0].values for d in devs):
+        mem.ports = [RootPort(link=x.group(""), device=d.group("device"), media=d.group("media"))
+                     for x, d in zip(links, devs)]
+    return mem
 
 
 def _remote_memory(t: Topology, rs: Component) -> RemoteMemory:

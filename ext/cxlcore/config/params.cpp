@@ -197,6 +197,15 @@ void validateWindow(const WindowParams& w) {
         w.link.validate(n + ".link");
         w.device.validate(n + ".device");
         w.device_dram.validate(n + ".media");
+        require(w.ports.empty() || w.ports.size() == w.bridge.root_ports,
+                n + ".ports holds " + fmtNum(double(w.ports.size())) + " root ports; allowed: none, or one per "
+                    "root port (" + fmtNum(w.bridge.root_ports) + ")");
+        for (size_t i = 0; i < w.ports.size(); ++i) {
+            const std::string at = n + ".ports[" + std::to_string(i) + "]";
+            w.ports[i].link.validate(at + ".link");
+            w.ports[i].device.validate(at + ".device");
+            w.ports[i].device_dram.validate(at + ".media");
+        }
     }
 }
 }  // namespace

@@ -222,6 +222,13 @@ enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 // space, checked by the memory itself as before.
 // The memory part: which groups a kind uses (remote: intersocket and
 // remote_dram; CXL: bridge, link, device and device_dram).
+// One root port's link and Type-3 device, where the ports of a host bridge differ.
+struct RootPortParams {
+    LinkParams link;
+    DeviceParams device;
+    DramParams device_dram;
+};
+
 struct MemoryParams {
     InterSocketParams intersocket;
     DramParams remote_dram;
@@ -229,6 +236,11 @@ struct MemoryParams {
     LinkParams link;
     DeviceParams device;
     DramParams device_dram;
+    // Empty: every root port has link, device and device_dram; else one entry per root port.
+    std::vector<RootPortParams> ports;
+    const LinkParams& portLink(uint32_t i) const { return ports.empty() ? link : ports[i].link; }
+    const DeviceParams& portDevice(uint32_t i) const { return ports.empty() ? device : ports[i].device; }
+    const DramParams& portMedia(uint32_t i) const { return ports.empty() ? device_dram : ports[i].device_dram; }
 };
 
 struct WindowParams : MemoryParams {

@@ -700,6 +700,9 @@ def _device_settings(per_device, example: str = "gpu.target=cxl0") -> dict:
               help="The memories: a preset, or presets joined with + as windows of one address map.")
 @click.option("--accel", "-a", "accel", default="gpu=type1-asic", show_default=True,
               help="Accelerators beside them, each on a root port of its own: NAME=PRESET joined with +.")
+@click.option("--system", "system_file", type=click.Path(dir_okay=False), default=None,
+              help="A topology file holding the memories and accelerators (instead of -m and -a); --set then "
+                   "names its components.")
 @set_opt
 @click.option("--kernel", type=click.Choice(engine.KERNELS), default="triad", show_default=True,
               help="The host's STREAM kernel.")
@@ -714,16 +717,21 @@ def _device_settings(per_device, example: str = "gpu.target=cxl0") -> dict:
               help="Also run the host alone and the accelerators alone, and show what each side lost.")
 @json_opt
 @csv_opt
-def run_mixed_cmd(memory, accel, overrides, kernel, threads, lines, target, per_device, compare, as_json, csv_path):
+def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines, target, per_device, compare, as_json,
+                  csv_path):
     """The host's STREAM and accelerator streams at once, in one system (a Type-3 expander and an
     accelerator on root ports of their own, say): each side's bandwidth drops only where they share
     something, and the stages show where."""
     from . import mixed
+    from . import topology
     with user_errors():
-        s = mixed.attach(memory, accel)
         kv = _kv(overrides, "gpu.cache.mshrs=32") if overrides else {}
-        if kv:
-            s = s.replace(**kv)
+        if system_file is not None:
+            s = topology.GraphSystem(topology.load(system_file), topology.memory_system).replace(**kv)
+        else:
+            s = mixed.attach(memory, accel)
+            if kv:
+                s = s.replace(**kv)
         devices = _device_settings(per_device)
         kw = dict(kernel=kernel, threads=threads, lines_per_thread=lines, target=target, devices=devices)
         runs = [("together", dict(host=True, accelerators=True))]

@@ -29,7 +29,7 @@ from simcxl.gem5 import host_bridge, map_memories, read_stats, stat, write_csv  
 from simcxl.params import ParamError  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
+parser.add_argument("--memory", default="cxl-asic", help="preset name, preset file or topology file (cxl-type3)")
 parser.add_argument("--testers", type=int, default=4)
 parser.add_argument("--max-loads", type=int, default=20000)
 parser.add_argument("--mem-mode", choices=["timing", "atomic"], default="timing",

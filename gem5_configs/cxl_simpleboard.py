@@ -22,7 +22,7 @@ from gem5.simulate.simulator import Simulator  # noqa: E402
 from simcxl.gem5 import cxl_memory, read_stats, stat, total, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
+parser.add_argument("--memory", default="cxl-asic", help="preset name, preset file or topology file (cxl-type3)")
 parser.add_argument("--rate", default="8GiB/s")
 parser.add_argument("--duration", default="20us")
 parser.add_argument("--ways", type=int, default=None)

@@ -52,7 +52,7 @@ class Streams(AbstractGenerator):
 
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
+parser.add_argument("--memory", default="cxl-asic", help="preset name, preset file or topology file (cxl-type3)")
 parser.add_argument("--kernel", choices=sorted(KERNELS), default="copy",
                     help="one kernel per run: gem5 instantiates a system once per process")
 parser.add_argument("--threads", type=int, default=16, help="STREAM threads, 1 to 64")

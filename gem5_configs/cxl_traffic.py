@@ -26,7 +26,7 @@ from simcxl.gem5 import cxl_memory, read_stats, set_param, stat, write_csv  # no
 STAGES = ("host_uncore", "host_port", "link_down", "device", "media_queue", "media_service", "link_up")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--memory", default="cxl-asic", help="preset name or preset file (cxl-type3)")
+parser.add_argument("--memory", default="cxl-asic", help="preset name, preset file or topology file (cxl-type3)")
 parser.add_argument("--pattern", choices=["linear", "random"], default="random")
 parser.add_argument("--rd-perc", type=int, default=100, help="read percentage, 0 to 100")
 parser.add_argument("--rate", default="64GiB/s", help="offered load of the generator")

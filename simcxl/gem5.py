@@ -25,6 +25,14 @@ EXPANDER_GROUPS = ("link", "device", "media")
 PORT_SEED_STRIDE = 17
 
 
+def load_system(memory: Union[str, Path, System]) -> System:
+    """A preset, a preset file, or a topology file (the same graph the standalone engine runs)."""
+    from . import topology
+    if topology.is_file(memory):
+        return topology.memory_system(topology.load(memory))
+    return load(memory)
+
+
 def _cxl(system: System):
     if system.kind != "cxl-type3":
         raise ParamError(f"memory {system.name} is a {system.kind}; the gem5 CXL component needs a cxl-type3 preset")
@@ -56,7 +64,7 @@ def interleaved(memory: Union[str, Path, System], ways: Optional[int] = None,
                 granularity: Optional[int] = None) -> System:
     """A cxl-type3 system whose host window interleaves `ways` root ports (one
     expander each) at `granularity` bytes; None keeps the preset's value."""
-    system = load(memory)
+    system = load_system(memory)
     _cxl(system)
     overrides: Dict[str, object] = {}
     if ways is not None:
@@ -117,7 +125,7 @@ def map_memories(memory: Union[str, Path, System], size: int, overrides: Optiona
     from m5.objects import AddrRange, DDR4_2400_8x8, MemCtrl  # lazy: needs gem5
     from .presets import load_map
 
-    system = load_map(memory) if isinstance(memory, str) and "+" in memory else load(memory)
+    system = load_map(memory) if isinstance(memory, str) and "+" in memory else load_system(memory)
     if overrides:
         system = system.replace(**overrides)
     if system.map is None:

@@ -265,3 +265,21 @@ def test_the_core_refuses_root_ports_that_do_not_match_the_bridge():
     d["cxl"]["ports"].append(dict(d["cxl"]["ports"][0], media=dict(d["cxl"]["media"], ranks=0)))
     with pytest.raises(_core.ConfigError, match=r"cxl.port1.media.ranks = 0"):
         _core.validate(d)
+
+
+def test_gem5_takes_the_same_topology_file():
+    # The gem5 host bridge's expanders get each root port's own parameters from the graph.
+    from simcxl import gem5
+    assert gem5.interleaved(EXAMPLES / "cxl-asic.toml").to_core() == presets.load("cxl-asic").to_core()
+    t = T.from_dict(_with(lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"},
+                                                            x1={"type": "type3", "from": "defaults",
+                                                                "media": {"ranks": 2}}),
+                                     d["connections"].extend([["hb.root_port[1]", "l1.up"], ["l1.down", "x1.up"]]),
+                                     d["connections"].pop(0), d["connections"][0].pop("base"),
+                                     d["connections"][0].pop("size"), d["components"].pop("ddr"),
+                                     d["components"].update(ddr={"type": "dram", "from": "defaults"}),
+                                     d["connections"].append(["host.local", "ddr.up"]))))
+    s = T.memory_system(t)
+    assert s.kind == "cxl-type3"
+    assert [gem5.expander_params(s, i)["media_ranks"] for i in (0, 1)] == [1, 2]
+    assert gem5.bridge_params(s)["bridge_root_ports"] == 2

@@ -11,25 +11,15 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 import click
 import pandas as pd
 
-from . import _core, engine, presets
+from . import _core, engine, presets, progress
 from .gem5_engine import Gem5RunError
 from .params import ParamError, System
-
-#: Seconds between progress lines when stderr is not a terminal (a log or a pipe).
-PROGRESS_SECONDS = float(os.environ.get("SIMCXL_PROGRESS_SECONDS", "15"))
-_log = {"last": time.monotonic(), "command": "simcxl", "bars": 0}
-# What an interruption leaves behind, as the running command last said it.
-_kept: List[Callable[[], str]] = [lambda: "nothing was written"]
-
-
-def kept(note: Callable[[], str]) -> None:
-    """Says what an interruption from now on keeps (shown on Ctrl-C)."""
-    _kept[0] = note
+from .progress import kept, progress_bar
 
 
 class UserError(click.ClickException):
@@ -61,9 +51,8 @@ class Main(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
-        _log["start"] = _log["last"] = time.monotonic()
         words = [a for a in sys.argv[1:3] if not a.startswith("-")]
-        _log["command"] = " ".join(words[:2] if words[:1] in (["run"], ["presets"]) else words[:1]) or "simcxl"
+        progress.start(" ".join(words[:2] if words[:1] in (["run"], ["presets"]) else words[:1]) or "simcxl")
         box = {}
 
         def work():
@@ -76,7 +65,7 @@ class Main(click.Group):
         try:
             while t.is_alive():
                 t.join(1.0)
-                _heartbeat()
+                progress.heartbeat()
         except KeyboardInterrupt:
             _interrupted()
         if "error" in box:
@@ -86,7 +75,7 @@ class Main(click.Group):
 
 def _interrupted() -> None:
     try:
-        note = _kept[0]()
+        note = progress.kept_note()
     except Exception:  # what was kept cannot be told; say so rather than fail
         note = "see the output folder for what was written"
     for f in (sys.stdout, sys.stderr):
@@ -104,20 +93,6 @@ def _interrupted() -> None:
     os._exit(130)
 
 
-def _heartbeat() -> None:
-    """A line now and then on a log, so that a long run is seen to be alive."""
-    now = time.monotonic()
-    if not sys.stderr.isatty() and not _log["bars"] and now - _log["last"] >= max(PROGRESS_SECONDS, 1.0):
-        log_line(f"{_log['command']} still running")
-
-
-def log_line(text: str) -> None:
-    _log["last"] = time.monotonic()
-    click.echo(f"simcxl: {text} ({time.monotonic() - _log['start']:.0f} s)", err=True)
-
-
-_log["start"] = time.monotonic()
-
 
 @contextmanager
 def user_errors():
@@ -129,47 +104,6 @@ def user_errors():
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"{e.filename}: {e.strerror}" if e.filename else str(e)) from None
-
-
-@contextmanager
-def progress_bar(label: str, enabled: bool = True):
-    """A progress bar on stderr when it is a terminal, else a line every
-    PROGRESS_SECONDS; yields a callback taking a fraction."""
-    if not enabled:
-        yield None
-        return
-    _log["bars"] += 1
-    try:
-        with _bar(label) as cb:
-            yield cb
-    finally:
-        _log["bars"] -= 1
-
-
-@contextmanager
-def _bar(label: str):
-    if not sys.stderr.isatty():
-        state = {"pct": -1}
-
-        def log(f: float):
-            pct = int(min(max(f, 0.0), 1.0) * 100)
-            if pct > state["pct"] and time.monotonic() - _log["last"] >= PROGRESS_SECONDS:
-                state["pct"] = pct
-                log_line(f"{label}: {pct}%")
-            return True
-        yield log
-        return
-    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=True) as bar:
-        state = {"done": 0}
-
-        def update(f: float):
-            n = int(min(max(f, 0.0), 1.0) * 1000)
-            if n > state["done"]:
-                bar.update(n - state["done"])
-                state["done"] = n
-            return True
-
-        yield update
 
 
 def label(spec: str, kv: dict, shipped: List[str]) -> str:

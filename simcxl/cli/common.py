@@ -35,7 +35,29 @@ def _one_line(e: click.ClickException) -> str:
     return msg
 
 
-class Main(click.Group):
+class Group(click.Group):
+    """A command group that, run without a subcommand, prints its help (as
+    -h does) and exits 0. click's default is usage and exit status 2, and from
+    click 8.2 an error whose message is the whole help, which Main squeezed
+    onto one line."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("invoke_without_command", True)
+        # Usage as before (newer click writes [COMMAND] for such a group): a bare group only shows its help.
+        kwargs.setdefault("subcommand_metavar", "COMMAND [ARGS]...")
+        super().__init__(*args, **kwargs)
+        own = self.callback
+
+        def callback(*a, **kw):
+            ctx = click.get_current_context()
+            if ctx.invoked_subcommand is None:
+                click.echo(ctx.get_help(), color=ctx.color)
+                return None
+            return own(*a, **kw) if own is not None else None
+        self.callback = callback
+
+
+class Main(Group):
     """Runs the command in a worker thread so that Ctrl-C stops it at once
     (the C++ core does not look at signals during every call), and prints
     every error as one line."""

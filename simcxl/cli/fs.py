@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from ..params import ParamError
-from .common import emit_json, json_opt, user_errors
+from .common import Group, emit_json, json_opt, user_errors
 
 
-@click.group("guest")
+@click.group("guest", cls=Group)
 def guest_group():
     """The full-system guest: a kernel and initramfs built from Debian packages."""
 

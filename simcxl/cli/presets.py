@@ -9,10 +9,10 @@ import click
 
 from .. import presets
 from ..params import ParamError, System
-from .common import emit_json, json_opt, load_accel, user_errors
+from .common import Group, emit_json, json_opt, load_accel, user_errors
 
 
-@click.group("presets")
+@click.group("presets", cls=Group)
 def presets_group():
     """List and show the shipped presets."""
 

@@ -10,12 +10,12 @@ import click
 from .. import engine
 from ..params import ParamError
 from . import run_accel
-from .common import (UserError, count, csv_opt, emit_json, json_opt, load_memories, memory_opt, parse_counts,
+from .common import (Group, UserError, count, csv_opt, emit_json, json_opt, load_memories, memory_opt, parse_counts,
                      parse_floats, parse_sizes, plot_opt, run_each, set_opt, table, target_col, target_opt,
                      user_errors, windows_table, write_outputs)
 
 
-@click.group()
+@click.group(cls=Group)
 def run():
     """Run a workload on one or more memories."""
 

@@ -31,8 +31,9 @@ from .params import (ADDRESS_TOP, DEVICE_GROUPS, DEVICE_MEMORY_BASE, MAX_DEVICES
                      DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, ParamError, ParamGroup,
                      check_device_name, check_devices, memory_windows, read_device_list, read_text, set_dotted,
                      shown)
-
-PRESET_DIR = Path(__file__).with_name("presets") / "accel"
+from .presets import ACCEL_DIR as PRESET_DIR
+from .presets import accel_names as preset_names
+from .presets import split_joined
 
 OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")
@@ -249,13 +250,8 @@ def combine(parts: Sequence[tuple], name: Optional[str] = None) -> AccelSystem:
                        source="; ".join(f"{n}: {s.source}" for n, s in parts if s.source)).validate()
 
 
-def preset_names() -> List[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
-
-
 def load_joined(text: str, load_one=None) -> AccelSystem:
     """``NAME=PRESET+NAME=PRESET...`` (or ``PRESET+PRESET``, named after the presets) on one host."""
-    from .presets import split_joined
     parts = split_joined(text, load_one or load, "accel", "device",
                          ("gpu=type1-asic+mem=type2-bias", "a=type1-asic+b=type1-asic"))
     try:

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import engine, plots  # noqa: E402
+from .progress import kept, progress_bar  # noqa: E402
 
 MEMORIES = ("ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga")
 # The curve, and in the table one working set per plateau of the Sapphire
@@ -51,7 +52,6 @@ def read_testbed(folder: Path) -> Tuple[Optional[pd.DataFrame], Optional[pd.Data
 
 def run(out: Path, testbed: Path = TESTBED, quick: bool = False) -> None:
     """``quick``: two working sets, 500 loads and a small STREAM, to check a set-up in seconds."""
-    from .cli import kept, progress_bar
     meas_lat, meas_st, cite = read_testbed(testbed)
     sizes, accesses, lines = (QUICK_SIZES, 500, 500) if quick else (SIZES, 5000, 8000)
     table_sizes = [s for s in TABLE_SIZES if s in sizes]

@@ -16,7 +16,8 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import pandas as pd
 
 from . import _core
-from .params import MAP_KIND, STORES, ParamError, System, Target, parse_target, target_text
+from .params import MAP_KIND, STORES, ParamError, System
+from .targets import Target, parse_target, target_text
 from .presets import load
 
 Memory = Union[str, Path, System]

@@ -19,7 +19,8 @@ import pandas as pd
 
 from . import _core, coherent
 from .engine import KERNELS, PLACEMENTS, Memory, Progress, _attrs, _check_int, parse_size
-from .params import STORES, ParamError, System, Target, parse_target, target_text
+from .params import STORES, ParamError, System
+from .targets import Target, parse_target, target_text
 from .presets import load
 
 #: What an accelerator's stream may set, and the defaults.

@@ -9,10 +9,18 @@ from typing import Any, Callable, Dict, List, Sequence, Union
 from .params import MAP_KIND, CxlMemory, ParamError, RemoteMemory, System, combine, read_text
 
 PRESET_DIR = Path(__file__).with_name("presets")
+#: The accelerator presets (coherent.load reads them). Listed here, below
+#: coherent, so that a preset file's base may name one without a cycle.
+ACCEL_DIR = PRESET_DIR / "accel"
 
 
 def names() -> List[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+def accel_names() -> List[str]:
+    """The shipped accelerator presets (coherent.preset_names)."""
+    return sorted(p.stem for p in ACCEL_DIR.glob("*.json"))
 
 
 def read_json(path: Union[str, Path]) -> Any:
@@ -98,8 +106,7 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
 
 def load_names() -> List[str]:
     """Every shipped preset, memories and accelerators."""
-    from .coherent import preset_names
-    return names() + preset_names()
+    return names() + accel_names()
 
 
 def _full_memory(data: Dict[str, Any]) -> Dict[str, Any]:

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from . import engine, presets
-from .params import ParamError, System, parse_target, read_text, shown
+from .params import ParamError, System, read_text, shown
+from .targets import parse_target
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import click
 import pandas as pd
 import pytest
 
@@ -340,3 +342,33 @@ def test_readme_sweep_comment_names_every_workload_kind():
     readme = (REPO / "README.md").read_text()
     comment = next(ln for ln in readme.splitlines() if ln.startswith('kind = "traffic"'))
     assert all(k in comment for k in WORKLOADS), comment
+
+
+# ---------------------------------------------------------------- 16: a group without a subcommand
+
+
+def _groups(cmd: click.Command, path=()):
+    """(words, group) for every command group of the CLI, the top level first (no words)."""
+    if isinstance(cmd, click.Group):
+        yield path, cmd
+        for name, sub in cmd.commands.items():
+            yield from _groups(sub, (*path, name))
+
+
+def test_every_group_without_a_subcommand_shows_its_help_and_exits_0():
+    """Found from the click objects, so that a new group is covered: its help, as -h prints it, exit 0."""
+    from simcxl.cli import main
+    groups = list(_groups(main))
+    assert {("run",), ("presets",), ("guest",)} <= {g for g, _ in groups}
+    runs = [(words, group, [subprocess.Popen(_cmd(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            for args in (words, (*words, "-h"))]) for words, group in groups]
+    for words, group, (bare, helped) in runs:
+        out, err = bare.communicate(timeout=120)
+        what = " ".join(("simcxl", *words))
+        assert bare.returncode == 0, f"{what}: exit {bare.returncode}\n{err}"
+        assert err == "", f"{what}: {err}"
+        shown = [name for name, sub in group.commands.items() if not sub.hidden]
+        assert shown, f"{what} has no subcommands"
+        for name in shown:
+            assert re.search(rf"^  {re.escape(name)}( |$)", out, re.M), f"{what}: {name} not in its help:\n{out}"
+        assert out == helped.communicate(timeout=120)[0], f"{what}: not the help -h prints"

@@ -82,9 +82,9 @@ def test_sweep_line_plot_averages_hidden_axes_and_says_so(tmp_path, figures):
 
 def test_set_overrides_are_in_the_labels_attrs_and_caption():
     import simcxl
-    from simcxl import cli
-    systems = cli.load_memories(["cxl-asic"], ["cxl.link.lanes=4"])
-    df = cli.run_each(systems, "lmbench", lambda s, cb: simcxl.lmbench(s, ["4k"], accesses=10))
+    from simcxl.cli import common
+    systems = common.load_memories(["cxl-asic"], ["cxl.link.lanes=4"])
+    df = common.run_each(systems, "lmbench", lambda s, cb: simcxl.lmbench(s, ["4k"], accesses=10))
     assert df["memory"].tolist() == ["cxl-asic [cxl.link.lanes=4]"]
     assert df.attrs["overrides"] == {"cxl.link.lanes": 4}
     assert plots.caption(df).endswith("; --set cxl.link.lanes=4")

@@ -12,13 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from .convert import GraphSystem, accel_system, from_system, memory_system, nic_system, preset_topology
-from .graph import Component, Connection, PortRef, Topology, TopologyError, check, from_dict, load
+from . import graph
+from .convert import GraphSystem, accel_system, from_system, load, memory_system, nic_system, preset_topology
+from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES, describe
 
 __all__ = ["GraphSystem", "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check",
            "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
            "is_file", "resolve", "to_toml", "table"]
+
+
+def from_dict(data: Dict[str, Any], default_name: str = "topology") -> Topology:
+    """A topology of a file's shape, its ``from`` taken from the shipped presets."""
+    return graph.from_dict(data, default_name, preset_topology)
 
 
 def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, HostParams, ParamError, RemoteMemory, RootPort,
                       System, Window, WindowRange)
+from . import graph
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES
 
@@ -145,6 +146,11 @@ def preset_topology(name: str) -> Topology:
     raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + coherent.preset_names())}")
 
 
+def load(spec: Any) -> Topology:
+    """A topology file, a dict of its shape or a Topology, its ``from`` taken from the shipped presets."""
+    return graph.load(spec, preset_topology)
+
+
 # -- graphs to systems -------------------------------------------------------------------
 
 def _host(t: Topology) -> Component:
@@ -186,7 +192,6 @@ def _accel_devices(t: Topology, host: Component, allow_nic: bool) -> Tuple[Optio
 
 def memory_system(spec: Union[Topology, Any]) -> System:
     """The engine's memory system (one memory, or an address map of windows, with any accelerators)."""
-    from .graph import load
     t = load(spec)
     host = _host(t)
     ws = t.down(host.name, "mem")
@@ -228,7 +233,6 @@ def memory_system(spec: Union[Topology, Any]) -> System:
 def accel_system(spec: Union[Topology, Any]):
     """The engine's accelerator system: the host's DRAM, the home agent and its devices."""
     from ..coherent import AccelSystem
-    from .graph import load
     t = load(spec)
     host = _host(t)
     ws = t.down(host.name, "mem")
@@ -249,7 +253,6 @@ def accel_system(spec: Union[Topology, Any]):
 def nic_system(spec: Union[Topology, Any]):
     """The engine's CXL-NIC system: an accelerator system whose one device is a nic."""
     from ..nic import NicSystem
-    from .graph import load
     t = load(spec)
     acc = accel_system(t)
     nics = t.of_type("nic")

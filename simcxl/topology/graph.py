@@ -37,7 +37,7 @@ import json
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..params import PHYS_SPACE, ParamError, read_text, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
@@ -173,12 +173,16 @@ class Topology:
 
 # -- loading ---------------------------------------------------------------------------
 
-def load(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
+#: Gives the graph of a preset by name, for ``from`` (simcxl.topology passes the presets').
+Fragments = Optional[Callable[[str], "Topology"]]
+
+
+def load(spec: Union[str, Path, Dict[str, Any], Topology], fragments: Fragments = None) -> Topology:
     """A topology file (TOML or JSON), a dict of the same shape, or a Topology as it is."""
     if isinstance(spec, Topology):
         return spec
     if isinstance(spec, dict):
-        return from_dict(spec, "topology")
+        return from_dict(spec, "topology", fragments)
     path = Path(spec)
     text = read_text(path)
     try:
@@ -191,7 +195,7 @@ def load(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
         raise TopologyError(f"{path}: {e}") from None
     try:
-        return from_dict(data, path.stem)
+        return from_dict(data, path.stem, fragments)
     except ParamError as e:
         raise TopologyError(f"{path}: {e}") from None
 
@@ -231,7 +235,7 @@ def _ref(text: Any, where: str, comps: Dict[str, Component]) -> Tuple[PortRef, P
     return ref, p
 
 
-def from_dict(data: Any, default_name: str = "topology") -> Topology:
+def from_dict(data: Any, default_name: str = "topology", fragments: Fragments = None) -> Topology:
     if not isinstance(data, dict):
         raise TopologyError("a topology is a table with components and connections")
     unknown = sorted(set(data) - set(_TOP_KEYS), key=str)
@@ -249,7 +253,7 @@ def from_dict(data: Any, default_name: str = "topology") -> Topology:
         raise TopologyError(f"seed = {seed!r} is out of range; allowed: a whole number from 0 to {2 ** 53 - 1}")
     if not isinstance(data["components"], dict) or not data["components"]:
         raise TopologyError("components must be a table of one or more named components")
-    comps = {n: _component(n, d) for n, d in data["components"].items()}
+    comps = {n: _component(n, d, fragments) for n, d in data["components"].items()}
     if not isinstance(data["connections"], list):
         raise TopologyError("connections must be a list of port pairs or tables (from, to, base, size)")
     conns = [_connection(i, x, comps) for i, x in enumerate(data["connections"])]
@@ -259,7 +263,7 @@ def from_dict(data: Any, default_name: str = "topology") -> Topology:
     return topo
 
 
-def _component(name: Any, d: Any) -> Component:
+def _component(name: Any, d: Any, fragments: Fragments) -> Component:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise TopologyError(f"component name {name!r} is not allowed; allowed: a letter, then letters, digits, _ or -")
     if not isinstance(d, dict):
@@ -273,7 +277,7 @@ def _component(name: Any, d: Any) -> Component:
     ctype = TYPES[t]
     c = Component(name, t, description=str(d.get("description", "")))
     if "from" in d:
-        _take_from(c, d["from"])
+        _take_from(c, d["from"], fragments)
     groups = {g for g, _ in ctype.groups if g}
     allowed = ctype.parameters()
     for k, v in d.items():
@@ -309,7 +313,7 @@ def _set(c: Component, dotted: str, v: Any, allowed) -> None:
                         f"('simcxl topology types' lists them)")
 
 
-def _take_from(c: Component, spec: Any) -> None:
+def _take_from(c: Component, spec: Any, fragments: Fragments) -> None:
     if spec == "defaults":
         for dotted, (g, cls, leaf) in c.ctype.parameters().items():
             c.values[dotted] = next(f.default for f in fields(cls) if f.name == leaf)
@@ -318,9 +322,10 @@ def _take_from(c: Component, spec: Any) -> None:
     if not isinstance(spec, str):
         raise TopologyError(f"{c.name}.from = {spec!r} is not allowed; allowed: PRESET, PRESET:COMPONENT or defaults")
     preset, _, which = spec.partition(":")
-    from .convert import preset_topology
+    if fragments is None:
+        raise TopologyError(f"{c.name}.from = {spec!r}: no presets to take it from here; give every parameter")
     try:
-        src = preset_topology(preset)
+        src = fragments(preset)
     except ParamError as e:
         raise TopologyError(f"{c.name}.from = {spec!r}: {e}") from None
     same = [x for x in src.components.values() if x.type == c.type]

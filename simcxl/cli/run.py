@@ -1,0 +1,223 @@
+"""``simcxl run``: the group, and its workloads on memories (host loads and
+stores through the memory path); the accelerator workloads are in run_accel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import engine
+from ..params import ParamError
+from . import run_accel
+from .common import (Group, UserError, count, csv_opt, emit_json, json_opt, load_memories, memory_opt, parse_counts,
+                     parse_floats, parse_sizes, plot_opt, run_each, set_opt, table, target_col, target_opt,
+                     user_errors, windows_table, write_outputs)
+
+
+@click.group(cls=Group)
+def run():
+    """Run a workload on one or more memories."""
+
+
+@run.command("lmbench")
+@memory_opt
+@set_opt
+@click.option("--sizes", help="Comma-separated working sets (e.g. 4k,1m,1g); default 512 B to 1 GiB.")
+@click.option("--max-size", default=None, help="Largest working set of the default list (e.g. 256m).")
+@click.option("--stride", default=0, show_default=True, help="Bytes between loads; 0 = random order (lat_mem_rd -t).")
+@click.option("--accesses", default=20000, show_default=True, help="Timed loads per working set.")
+@target_opt
+@json_opt
+@plot_opt
+@csv_opt
+def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, target, as_json, plot, csv_path):
+    """Load-to-use latency over working-set sizes (LMbench lat_mem_rd)."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        if sizes is not None:
+            ws = parse_sizes(sizes, "--sizes", 64, 1 << 40)
+        else:
+            top = engine.parse_size(max_size) if max_size else 1 << 30
+            ws = [s for s in engine.LMBENCH_SIZES if s <= top]
+        df = run_each(systems, "lmbench",
+                      lambda s, cb: engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb,
+                                                   target=target))
+    if as_json:
+        keep = ["memory", "working_set_bytes", "latency_ns"] if len(systems) > 1 else ["working_set_bytes", "latency_ns"]
+        emit_json(df[keep + target_col(df)].to_dict("records"))
+    else:
+        click.echo(table(df, ["memory"] + target_col(df) + ["working_set_bytes", "latency_ns", "hit_l1", "hit_l2",
+                                                          "hit_llc", "hit_memory"]))
+    write_outputs(df, plot, csv_path, "lmbench")
+
+
+@run.command("stream")
+@memory_opt
+@set_opt
+@click.option("--kernel", "kernels", multiple=True, type=click.Choice(engine.KERNELS),
+              help="Kernel(s) to run; default all four.")
+@click.option("--threads", type=int, default=None, help="Threads (default: min(16, host cores)).")
+@click.option("--lines", "lines", type=count(1, 1 << 34), default=8000, show_default=True,
+              help="Cache lines per array per thread.")
+@click.option("--placement", type=click.Choice(engine.PLACEMENTS), default="first-touch", show_default=True,
+              help="Physical pages of the arrays: as the initialisation loop faults them, or each array in one piece.")
+@click.option("--stores", type=click.Choice(engine.STORES), default="write-allocate", show_default=True,
+              help="Stores read their line for ownership first, or write full lines without a read (streaming "
+                   "stores, or a copy loop compiled to memcpy).")
+@target_opt
+@json_opt
+@plot_opt
+@csv_opt
+def run_stream(memories, overrides, kernels, threads, lines, placement, stores, target, as_json, plot, csv_path):
+    """STREAM copy/scale/add/triad bandwidth."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        df = run_each(systems, "stream", lambda s, cb: engine.stream(
+            s, kernels or engine.KERNELS, threads=threads, lines_per_thread=lines, placement=placement,
+            stores=stores, progress=cb, target=target))
+    df["bandwidth_gbps"] = df["stream_gbps"]
+    if as_json:
+        def one(g):
+            out = dict(zip(g["kernel"], g["bandwidth_gbps"]))
+            return {**out, "target": g["target"].iloc[0]} if "target" in g.columns else out
+        if len(systems) == 1:
+            emit_json(one(df))
+        else:
+            emit_json({m: one(g) for m, g in df.groupby("memory", sort=False)})
+    else:
+        click.echo(table(df, ["memory"] + target_col(df) + ["kernel", "threads", "stream_gbps", "read_gbps",
+                                                          "write_gbps", "read_latency_ns_mean"]))
+        windows_table(df)
+    write_outputs(df, plot, csv_path, "stream")
+
+
+@run.command("loaded-latency")
+@memory_opt
+@set_opt
+@click.option("--threads", "threads", default="1,2,4,8,16", show_default=True, help="Traffic thread counts.")
+@click.option("--mode", "modes", default=None,
+              help="MLC traffic modes, comma-separated: R (reads only), W2, W3, W4, W5, W12-W17 (stores with read "
+                   "for ownership), W6-W9 (non-temporal stores); ratios as MLC's -W counts them. Instead of "
+                   "--read-fraction.")
+@click.option("--read-fraction", "rfs", default=None,
+              help="Read fractions of the memory traffic (comma-separated, 0 to 1; 0.5 to 1 with "
+                   "--stores write-allocate). Default 1.0.")
+@click.option("--stores", default="non-temporal", show_default=True,
+              type=click.Choice(["non-temporal", "write-allocate"]),
+              help="With --read-fraction: stores write whole lines (non-temporal) or read them for ownership first "
+                   "and write them back when evicted (write-allocate, MLC's RFO modes).")
+@click.option("--pattern", default="random", show_default=True, type=click.Choice(["random", "sequential"]),
+              help="Random lines (MLC -U) or sequential ones (MLC's default).")
+@click.option("--requests", default=100000, show_default=True, help="Traffic requests per point.")
+@click.option("--delay", "delay", default="0", show_default=True,
+              help="Pause between a traffic thread's accesses (ns), comma-separated to sweep (MLC -d), or 'mlc' "
+                   "for MLC's default sweep 0,2,8,...,20000.")
+@target_opt
+@json_opt
+@plot_opt
+@csv_opt
+def run_loaded(memories, overrides, threads, modes, rfs, stores, pattern, requests, delay, target, as_json, plot,
+               csv_path):
+    """MLC-style loaded latency: probe latency under traffic."""
+    from .. import mlc
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        ts = parse_counts(threads, "--threads", 1, max(s.host.cores for s in systems))
+        if modes is not None and rfs is not None:
+            raise UserError("--mode and --read-fraction both set the traffic; give one of them")
+        mode_list = None if modes is None else [m for m in modes.split(",") if m.strip()]
+        for m in mode_list or []:
+            mlc.mode(m)  # a bad name stops here, before any run
+        if mode_list == []:
+            raise UserError(f"--mode {modes!r} names no mode; allowed values: {', '.join(mlc.MODES)}")
+        fractions = parse_floats(rfs or "1.0", "--read-fraction")
+        delays = mlc.MLC_DELAYS if delay.strip().lower() == "mlc" else parse_floats(delay, "--delay")
+        df = run_each(systems, "loaded-latency", lambda s, cb: engine.loaded_latency(
+            s, ts, fractions, requests=requests, inject_delay_ns=delays, progress=cb, target=target,
+            modes=mode_list, stores=stores, pattern=pattern))
+    cols = target_col(df) + ["threads", "read_fraction", "bandwidth_gbps", "latency_ns", "mode"]
+    if as_json:
+        emit_json(df[(["memory"] if len(systems) > 1 else []) + cols + ["stores", "delay_ns"]].to_dict("records"))
+    else:
+        click.echo(table(df, ["memory"] + cols + ["delay_ns", "read_gbps", "write_gbps"]))
+    write_outputs(df, plot, csv_path, "loaded-latency")
+
+
+@run.command("traffic")
+@memory_opt
+@set_opt
+@click.option("--threads", default=8, show_default=True)
+@click.option("--read-fraction", "rf", default=1.0, show_default=True)
+@click.option("--pattern", type=click.Choice(["random", "sequential"]), default="random", show_default=True)
+@click.option("--rate", "rate", default=0.0, show_default=True, help="Target GB/s (open loop); 0 = closed loop.")
+@click.option("--arrivals", type=click.Choice(engine.ARRIVALS), default="periodic", show_default=True,
+              help="Open loop: a fixed interval per thread, or exponential gaps (a Poisson stream).")
+@click.option("--requests", default=200000, show_default=True)
+@click.option("--footprint", default="1g", show_default=True, help="Bytes the requests spread over.")
+@target_opt
+@json_opt
+@csv_opt
+def run_traffic(memories, overrides, threads, rf, pattern, rate, arrivals, requests, footprint, target, as_json,
+                csv_path):
+    """Random or sequential requests at a target rate (or as fast as possible)."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        size = engine.parse_size(footprint)
+        df = run_each(systems, "traffic", lambda s, cb: engine.traffic(
+            s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb, target=target, arrivals=arrivals))
+    cols = ["memory"] + target_col(df) + ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean",
+                                           "read_latency_ns_p99"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, cols))
+        windows_table(df)
+    write_outputs(df, None, csv_path, "traffic")
+
+
+@run.command("trace")
+@memory_opt
+@set_opt
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("--max-outstanding", default=64, show_default=True, help="Requests in flight at once.")
+@target_opt
+@json_opt
+@csv_opt
+def run_trace(memories, overrides, trace_file, max_outstanding, target, as_json, csv_path):
+    """Replay a memory trace (lines: time_ns op address [size])."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        _check_trace(trace_file)
+        df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb,
+                                                                   target=target))
+        if not (df["requests"] > 0).all():
+            raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); "
+                             "lines: time_ns op address [size]")
+    cols = ["memory"] + target_col(df) + ["requests", "read_gbps", "write_gbps", "read_latency_ns_mean",
+                                           "read_latency_ns_p99", "write_latency_ns_mean"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, cols))
+    write_outputs(df, None, csv_path, "trace")
+
+
+def _check_trace(path: str) -> None:
+    """What the engine's parser cannot say well: a missing, special or binary file."""
+    p = Path(path)
+    if not p.exists():
+        raise ParamError(f"trace file {path} does not exist")
+    if not p.is_file():
+        raise ParamError(f"trace file {path} is not a regular file (a trace is a text file of lines "
+                         "'time_ns op address [size]')")
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise ParamError(f"trace file {path} is binary (a NUL byte at offset {nul}); a trace is "
+                         "a text file of lines 'time_ns op address [size]'")
+
+
+for _command in run_accel.COMMANDS:  # the accelerators' workloads, in a module of their own
+    run.add_command(_command)

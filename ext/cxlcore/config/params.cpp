@@ -320,21 +320,15 @@ void SystemParams::validate() const {
 #define CXL_FIELD_INFO(type, name, def, lo, hi) \
     v.push_back(FieldInfo{#name, std::is_integral<type>::value, double(def), double(lo), double(hi)});
 
+// Every group of the generated list, in its order.
+#define CXL_GROUP_INFO(Struct, LIST) \
+    LIST(CXL_FIELD_INFO) out.emplace_back(#Struct, v); v.clear();
+
 const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema() {
     static const auto s = [] {
         std::vector<std::pair<std::string, std::vector<FieldInfo>>> out;
         std::vector<FieldInfo> v;
-        CXL_HOST_FIELDS(CXL_FIELD_INFO) out.emplace_back("HostParams", v); v.clear();
-        CXL_DRAM_FIELDS(CXL_FIELD_INFO) out.emplace_back("DramParams", v); v.clear();
-        CXL_INTERSOCKET_FIELDS(CXL_FIELD_INFO) out.emplace_back("InterSocketParams", v); v.clear();
-        CXL_BRIDGE_FIELDS(CXL_FIELD_INFO) out.emplace_back("BridgeParams", v); v.clear();
-        CXL_LINK_FIELDS(CXL_FIELD_INFO) out.emplace_back("LinkParams", v); v.clear();
-        CXL_DEVICE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DeviceParams", v); v.clear();
-        CXL_DCACHE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DCacheParams", v); v.clear();
-        CXL_HOME_FIELDS(CXL_FIELD_INFO) out.emplace_back("HomeParams", v); v.clear();
-        CXL_ACCEL_FIELDS(CXL_FIELD_INFO) out.emplace_back("AccelParams", v); v.clear();
-        CXL_DMA_FIELDS(CXL_FIELD_INFO) out.emplace_back("DmaParams", v); v.clear();
-        CXL_NIC_FIELDS(CXL_FIELD_INFO) out.emplace_back("NicParams", v); v.clear();
+        CXL_PARAM_GROUPS(CXL_GROUP_INFO)
         return out;
     }();
     return s;

@@ -1,4 +1,4 @@
-// Parameter structs of every model. Their fields come from the X-macro lists
+// Parameter structs of every model. Their fields (and allowed-value lists) come from the X-macro lists
 // X(type, name, default, min, max) of params_fields.hpp, generated from the
 // Python dataclasses in simcxl/params.py (the source of truth) by
 // `python -m simcxl.schema_gen`; the structs and their validation are here.

@@ -2,7 +2,9 @@
 # one CFMWS-style host window (its `range`), which the SimCXL core's HDM
 # decoder interleaves over its root ports, one CXLType3Expander each. Its
 # parameters are the fields of simcxl.params.BridgeParams with the prefix
-# bridge_; tests/test_gem5_schema.py keeps them equal. Build-time file:
+# bridge_, GENERATED between the BEGIN/END GENERATED PARAMS markers by
+# `python -m simcxl.schema_gen` from simcxl/params.py (edit the dataclasses
+# and rerun it); the rest of the file is hand-written. Build-time file:
 # imports m5 only.
 
 from m5.objects.AbstractMemory import AbstractMemory
@@ -26,11 +28,17 @@ class CXLHostBridge(AbstractMemory):
         1e7, "Progress watchdog: the run ends with an error naming the queue that holds the oldest request when "
         "requests are in flight and none completes for this long (ns; 0: off)")
 
-    # CXL host bridge / root complex with its HDM decoder.
+    # BEGIN GENERATED PARAMS by `python -m simcxl.schema_gen` from simcxl/params.py:
+    # BridgeParams. Edit the dataclasses there and rerun it, not these lines.
+    # bridge_*: BridgeParams. CXL host bridge / root complex with its HDM decoder.
     bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")
     bridge_resp_latency_ns = Param.Float(15.0, "host-side protocol latency, response direction (ns, 0 to 10000)")
     bridge_req_queue = Param.Unsigned(128, "requests outstanding to CXL at once (1 to 65536)")
-    bridge_resp_queue = Param.Unsigned(128, "response buffer entries (1 to 65536)")
+    bridge_resp_queue = Param.Unsigned(
+        128, "response buffer entries per root port; S2M responses in flight or waiting for the host may not "
+        "exceed it (1 to 65536)")
     bridge_root_ports = Param.Unsigned(1, "root ports, each with one link and one Type-3 device (1 to 64)")
-    bridge_interleave_ways = Param.Unsigned(1, "HDM interleave ways (1 to 16)")
-    bridge_interleave_bytes = Param.Unsigned(4096, "HDM interleave granularity (B, 256 to 16384)")
+    bridge_interleave_ways = Param.Unsigned(1, "HDM interleave ways (one of 1, 2, 3, 4, 6, 8, 12, 16)")
+    bridge_interleave_bytes = Param.Unsigned(
+        4096, "HDM interleave granularity (B, one of 256, 512, 1024, 2048, 4096, 8192, 16384)")
+    # END GENERATED PARAMS

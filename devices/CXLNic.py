@@ -2,7 +2,9 @@
 # working through a gem5 cache (the NIC's device cache, on the memory bus
 # behind a link crossbar, coherent with the cores' caches) on the guest's
 # bytes. Its parameters are the fields of simcxl.params.NicParams with the
-# prefix nic_; tests/test_gem5_schema.py keeps them equal. The guest's ring
+# prefix nic_, GENERATED between the BEGIN/END GENERATED PARAMS markers by
+# `python -m simcxl.schema_gen` from simcxl/params.py (edit the dataclasses
+# and rerun it); the rest is hand-written. The guest's ring
 # layout is the core's (makeRings) with the byte format of
 # benchmarks/guest/nic_ring.h. Build-time file: imports m5 only.
 
@@ -26,35 +28,50 @@ class CXLNic(ClockedObject):
     array_base = Param.Addr("physical address of the 8-byte operand words (8 B aligned)")
     array_words = Param.Unsigned("operand words; an operation's index is taken modulo this (1 to 2^27)")
 
+    # BEGIN GENERATED PARAMS by `python -m simcxl.schema_gen` from simcxl/params.py:
+    # NicParams. Edit the dataclasses there and rerun it, not these lines.
+    # nic_*: NicParams. A CXL-NIC (Type-1: the accelerator's cache with an atomic engine and a network
+    # port), and the host-side costs its baselines (the PCIe NIC on the DMA engine, host-core atomics)
+    # need.
     nic_ops_in_flight = Param.Unsigned(32, "atomic operations the NIC's engine executes at once (1 to 4096)")
     nic_alu_ns = Param.Float(
-        2.0, "the 8-byte ALU step once the operand's line is held (assumed: 1-2 cycles of a 0.5-1 GHz device clock) (ns, 0 to 1000)")
+        2.0, "the 8-byte ALU step once the operand's line is held (assumed: 1-2 cycles of a 0.5-1 GHz device "
+        "clock) (ns, 0 to 1000)")
     nic_ring_entries = Param.Unsigned(64, "descriptor (and completion) ring entries per host thread (1 to 65536)")
     nic_post_batch = Param.Unsigned(16, "descriptors a host thread writes before one doorbell write (1 to 65536)")
     nic_descriptors_per_line = Param.Unsigned(
-        2, "descriptors in one 64 B ring line (32 B each: opcode, address, two operands) (1 to 4)")
-    nic_completions_per_line = Param.Unsigned(8, "completions (8 B results) in one 64 B ring line (1 to 8)")
+        2, "descriptors in one 64 B ring line (32 B each: opcode, address, two operands) (one of 1, 2, 4)")
+    nic_completions_per_line = Param.Unsigned(8, "completions (8 B results) in one 64 B ring line (one of 1, 2, 4, 8)")
     nic_poll_ns = Param.Float(
-        20.0, "CXL-NIC's doorbell polling period (a poll of an unchanged doorbell line hits in its cache; the host's write snoops the copy away) (ns, 1 to 1e+06)")
-    nic_host_poll_ns = Param.Float(50.0, "a host thread's completion polling period (CXL-NIC) (ns, 1 to 1e+06)")
+        20.0, "CXL-NIC's doorbell polling period (a poll of an unchanged doorbell line hits in its cache; the "
+        "host's write snoops the copy away) (ns, 1 to 1000000)")
+    nic_host_poll_ns = Param.Float(50.0, "a host thread's completion polling period (CXL-NIC) (ns, 1 to 1000000)")
     nic_network = Param.Unsigned(
-        0, "operations travel out of the network port and back (loopback wire) before they execute, and their results back before completing (0 to 1)")
+        0, "operations travel out of the network port and back (loopback wire) before they execute, and their "
+        "results back before completing (one of 0, 1)")
     nic_wire_gbps = Param.Float(12.5, "network wire bandwidth per direction (100 GbE: 12.5) (GB/s, 0.01 to 10000)")
     nic_wire_latency_ns = Param.Float(
-        500.0, "network wire latency one way (assumed: a switch hop and cables) (ns, 0 to 1e+07)")
+        500.0, "network wire latency one way (assumed: a switch hop and cables) (ns, 0 to 10000000)")
     nic_op_bytes = Param.Unsigned(64, "an operation's size on the wire (a minimum Ethernet frame) (B, 1 to 65536)")
     nic_result_bytes = Param.Unsigned(64, "a result's size on the wire (B, 1 to 65536)")
     nic_host_atomic_ns = Param.Float(
-        7.0, "a host core's locked read-modify-write on a line it holds (LOCK XADD/CMPXCHG: about 18-20 cycles at 3 GHz, Agner Fog's instruction tables) (ns, 0 to 10000)")
+        7.0, "a host core's locked read-modify-write on a line it holds (LOCK XADD/CMPXCHG: about 18-20 "
+        "cycles at 3 GHz, Agner Fog's instruction tables) (ns, 0 to 10000)")
     nic_host_transfer_ns = Param.Float(
-        60.0, "a line moving between host cores for the next atomic (assumed; server core-to-core latencies are measured at about 50-100 ns) (ns, 0 to 10000)")
+        60.0, "a line moving between host cores for the next atomic (assumed; server core-to-core latencies "
+        "are measured at about 50-100 ns) (ns, 0 to 10000)")
     nic_rpc_field_ns = Param.Float(
         1.0, "RPC engine: per field (de)serialised (assumed: one field a cycle at 1 GHz) (ns, 0 to 10000)")
     nic_rpc_gbps = Param.Float(
-        32.0, "RPC engine: bytes (de)serialised per second (assumed: 32 B a cycle at 1 GHz) (GB/s, 0.01 to 10000)")
+        32.0, "RPC engine: bytes (de)serialised per second (assumed: 32 B a cycle at 1 GHz) (GB/s, 0.01 to "
+        "10000)")
     nic_host_field_ns = Param.Float(
-        8.0, "a host core (de)serialising one field (assumed: protobuf's generated code spends a few ns to tens of ns per field) (ns, 0 to 10000)")
+        8.0, "a host core (de)serialising one field (assumed: protobuf's generated code spends a few ns to "
+        "tens of ns per field) (ns, 0 to 10000)")
     nic_host_copy_gbps = Param.Float(
-        8.0, "a host core copying string bytes while (de)serialising (assumed: one core's memcpy from its caches) (GB/s, 0.01 to 10000)")
+        8.0, "a host core copying string bytes while (de)serialising (assumed: one core's memcpy from its "
+        "caches) (GB/s, 0.01 to 10000)")
     nic_host_outstanding = Param.Unsigned(
-        10, "line fills a host core keeps in flight while it walks an object (a core's fill buffers: 10-16 on current x86 cores) (1 to 1024)")
+        10, "line fills a host core keeps in flight while it walks an object (a core's fill buffers: 10-16 on "
+        "current x86 cores) (1 to 1024)")
+    # END GENERATED PARAMS

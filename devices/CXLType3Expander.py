@@ -1,8 +1,10 @@
 # One CXL Type-3 memory expander behind a root port of a CXLHostBridge, as a
 # gem5 SimObject: its link, device controller and DRAM media. Its parameters
 # are the fields of simcxl.params LinkParams, DeviceParams and the media's
-# DramParams with the group as prefix; tests/test_gem5_schema.py keeps them
-# equal. Build-time file: imports m5 only.
+# DramParams with the group as prefix, GENERATED between the BEGIN/END
+# GENERATED PARAMS markers by `python -m simcxl.schema_gen` from
+# simcxl/params.py (edit the dataclasses and rerun it); the rest of the file
+# is hand-written. Build-time file: imports m5 only.
 
 from m5.params import *
 from m5.SimObject import SimObject
@@ -21,10 +23,13 @@ class CXLType3Expander(SimObject):
     fault_device_stops_after = Param.Unsigned(
         0, "Fault injection for tests of the progress watchdog: the device sends no response after this many (0: off)")
 
-    link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (5 to 6)")
-    link_lanes = Param.Unsigned(16, "link width (1 to 16)")
-    link_flit_bytes = Param.Unsigned(68, "flit size: 68 (CXL 1.1/2.0) or 256 (CXL 3.x) (B, 68 to 256)")
-    link_latency_optimized = Param.Unsigned(0, "256 B latency-optimised flit (1) or standard (0) (0 to 1)")
+    # BEGIN GENERATED PARAMS by `python -m simcxl.schema_gen` from simcxl/params.py:
+    # LinkParams, DeviceParams, DramParams. Edit the dataclasses there and rerun it, not these lines.
+    # link_*: LinkParams. A CXL link: PCIe electricals, flits, credits, CRC and replay.
+    link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (one of 5, 6)")
+    link_lanes = Param.Unsigned(16, "link width (one of 1, 2, 4, 8, 16)")
+    link_flit_bytes = Param.Unsigned(68, "flit size: 68 (CXL 1.1/2.0) or 256 (CXL 3.x) (B, one of 68, 256)")
+    link_latency_optimized = Param.Unsigned(0, "256 B latency-optimised flit (1) or standard (0) (one of 0, 1)")
     link_phy_latency_ns = Param.Float(20.0, "one-way PHY, retimer and link-layer latency (ns, 0 to 10000)")
     link_credits_req = Param.Unsigned(64, "M2S Req credits (device receive buffers) (1 to 65536)")
     link_credits_rwd = Param.Unsigned(64, "M2S RwD credits (1 to 65536)")
@@ -32,22 +37,27 @@ class CXLType3Expander(SimObject):
     link_credits_drs = Param.Unsigned(64, "S2M DRS credits (1 to 65536)")
     link_bit_error_rate = Param.Float(0.0, "bit-error rate; a bad flit is replayed (0 to 0.001)")
     link_replay_latency_ns = Param.Float(60.0, "NAK round trip before a replay (ns, 0 to 100000)")
+    # device_*: DeviceParams. A CXL Type-3 device controller in front of its media.
     device_req_latency_ns = Param.Float(30.0, "ingress pipeline: link/transaction layers to media (ns, 0 to 10000)")
     device_resp_latency_ns = Param.Float(20.0, "egress pipeline: media to link (ns, 0 to 10000)")
     device_req_queue = Param.Unsigned(64, "transactions the controller holds at once (1 to 65536)")
     device_resp_queue = Param.Unsigned(64, "responses waiting for the link (1 to 65536)")
     device_write_tracker = Param.Unsigned(
-        0, "writes the controller holds at once (req_queue bounds them too); an entry frees when the write's "
-        "completion leaves (0 to 65536; 0: writes share req_queue alone)")
+        0, "writes the controller holds at once (its write data buffer; req_queue bounds them too); an entry "
+        "frees when the write's completion leaves, which with media.posted_writes = 0 is once the media has "
+        "written the line, and a write that finds none free waits in the link's receive buffer, holding its "
+        "RwD credit (reads pass it). 0: writes share req_queue alone (0 to 65536)")
     device_devload_optimal = Param.Float(0.25, "queue fill at which DevLoad reports Optimal (0 to 1)")
     device_devload_moderate = Param.Float(0.75, "queue fill for Moderate overload (0 to 1)")
     device_devload_severe = Param.Float(0.95, "queue fill for Severe overload (0 to 1)")
+    # media_*: DramParams. A DRAM controller and its devices. A channel is an independent data bus (DDR5:
+    # one 32-bit sub-channel; DDR4: one 64-bit channel).
     media_channels = Param.Unsigned(2, "independent channels (DDR5: 2 per DIMM channel) (1 to 64)")
     media_ranks = Param.Unsigned(1, "ranks per channel (1 to 16)")
     media_bank_groups = Param.Unsigned(8, "bank groups per rank (1 to 16)")
     media_banks_per_group = Param.Unsigned(4, "banks per bank group (1 to 16)")
     media_row_bytes = Param.Unsigned(4096, "row (page) size per channel (B, 256 to 65536)")
-    media_data_rate_mts = Param.Float(4800, "transfers per second per pin (MT/s, 100 to 20000)")
+    media_data_rate_mts = Param.Float(4800.0, "transfers per second per pin (MT/s, 100 to 20000)")
     media_bus_bytes = Param.Unsigned(4, "data bus width per channel (B, 1 to 64)")
     media_burst_length = Param.Unsigned(16, "beats per burst (bus_bytes x burst_length = 64) (1 to 64)")
     media_interleave_bytes = Param.Unsigned(256, "channel interleave granularity (B, 64 to 65536)")
@@ -57,28 +67,42 @@ class CXLType3Expander(SimObject):
     media_tRP_ns = Param.Float(16.67, "precharge (ns, 0 to 200)")
     media_tRAS_ns = Param.Float(32.0, "activate to precharge (ns, 0 to 500)")
     media_tWR_ns = Param.Float(30.0, "write recovery (ns, 0 to 500)")
-    media_tWTR_ns = Param.Float(10.0, "end of write data to a read command, same rank and bank group (JEDEC tWTR_L) (ns, 0 to 200)")
-    media_tWTR_S_ns = Param.Float(2.5, "end of write data to a read command, same rank, another bank group (ns, 0 to 200)")
+    media_tWTR_ns = Param.Float(
+        10.0, "end of write data to a read command, same rank and bank group (JEDEC tWTR_L) (ns, 0 to 200)")
+    media_tWTR_S_ns = Param.Float(
+        2.5, "end of write data to a read command, same rank, another bank group (ns, 0 to 200)")
     media_tRTW_ns = Param.Float(5.0, "read data to write data (bus turnaround) (ns, 0 to 200)")
     media_tRTP_ns = Param.Float(7.5, "read command to precharge, same bank (ns, 0 to 200)")
     media_tRTRS_ns = Param.Float(0.83, "gap between data bursts of two ranks (bus hand-over) (ns, 0 to 100)")
-    media_tRRD_ns = Param.Float(3.33, "activate to activate, same rank, another bank group (JEDEC tRRD_S) (ns, 0 to 200)")
+    media_tRRD_ns = Param.Float(
+        3.33, "activate to activate, same rank, another bank group (JEDEC tRRD_S) (ns, 0 to 200)")
     media_tRRD_L_ns = Param.Float(5.0, "activate to activate, same rank and bank group (ns, 0 to 200)")
     media_tFAW_ns = Param.Float(13.33, "four-activate window (ns, 0 to 500)")
     media_tCCD_S_ns = Param.Float(3.33, "column to column, same rank, another bank group (ns, 0 to 100)")
     media_tCCD_L_ns = Param.Float(5.0, "column to column, same bank group (ns, 0 to 100)")
-    media_tREFI_ns = Param.Float(3900, "average interval of all-bank refreshes (0: no refresh) (ns, 0 to 100000)")
-    media_tRFC_ns = Param.Float(295, "all-bank refresh cycle time (ns, 0 to 5000)")
-    media_refresh_per_bank = Param.Unsigned(0, "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), one bank of every group every tREFI / banks_per_group, for tRFCsb (0 to 1)")
-    media_tRFCsb_ns = Param.Float(130, "same-bank refresh cycle time (ns, 0 to 5000)")
-    media_refresh_postpone = Param.Unsigned(4, "refreshes a rank with queued requests may postpone, caught up back to back at the limit or as soon as the rank is idle (0 to 8)")
+    media_tREFI_ns = Param.Float(3900.0, "average interval of all-bank refreshes (0: no refresh) (ns, 0 to 100000)")
+    media_tRFC_ns = Param.Float(295.0, "all-bank refresh cycle time (ns, 0 to 5000)")
+    media_refresh_per_bank = Param.Unsigned(
+        0, "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), one bank of every group every "
+        "tREFI / banks_per_group, for tRFCsb (one of 0, 1)")
+    media_tRFCsb_ns = Param.Float(130.0, "same-bank refresh cycle time (ns, 0 to 5000)")
+    media_refresh_postpone = Param.Unsigned(
+        4, "refreshes a rank with queued requests may postpone, caught up back to back at the limit or as "
+        "soon as the rank is idle (0 to 8)")
     media_read_queue = Param.Unsigned(64, "read queue entries per channel (1 to 4096)")
     media_write_queue = Param.Unsigned(64, "write queue entries per channel (1 to 4096)")
-    media_write_buffer = Param.Unsigned(0, "posted writes the controller holds over all its channels until their data is written (0: only the per-channel write queues limit them) (0 to 65536)")
-    media_posted_writes = Param.Unsigned(1, "1: a write is acknowledged once in the write queue (posted); 0: once its data is written (0 to 1)")
+    media_write_buffer = Param.Unsigned(
+        0, "posted writes the controller holds over all its channels until their data is written (0: only the "
+        "per-channel write queues limit them) (0 to 65536)")
+    media_posted_writes = Param.Unsigned(
+        1, "1: a write is acknowledged once in the write queue (posted); 0: once its data is written (one of "
+        "0, 1)")
     media_write_high_watermark = Param.Float(0.85, "write-queue fill that starts a write burst (0.01 to 1)")
     media_write_low_watermark = Param.Float(0.5, "write-queue fill that may end a write burst (0 to 0.99)")
     media_min_writes_per_switch = Param.Unsigned(16, "writes per burst before turning back to reads (1 to 4096)")
-    media_max_writes_per_switch = Param.Unsigned(0, "writes per burst after which waiting reads take the bus back, however full the write queue (0: only the low watermark ends a burst) (0 to 4096)")
+    media_max_writes_per_switch = Param.Unsigned(
+        0, "writes per burst after which waiting reads take the bus back, however full the write queue (0: "
+        "only the low watermark ends a burst) (0 to 4096)")
     media_frontend_latency_ns = Param.Float(5.0, "controller front end (request to queue) (ns, 0 to 1000)")
     media_backend_latency_ns = Param.Float(5.0, "controller back end (data to response) (ns, 0 to 1000)")
+    # END GENERATED PARAMS

@@ -10,7 +10,19 @@ from .params import (BridgeParams, CxlMemory, DeviceParams, DramParams, HostPara
                      ParamError, RemoteMemory, System)
 from .presets import load as load_preset
 from .presets import names as preset_names
-from .engine import bench, breakdown, lmbench, loaded_latency, stream, trace, traffic
+
+# The engine's functions load on first use: they need the compiled core (and
+# pandas), which a source checkout lacks; `python -m simcxl.schema_gen` runs
+# there, before any build, and imports this package first.
+_ENGINE = ("bench", "breakdown", "lmbench", "loaded_latency", "stream", "trace", "traffic")
+
+
+def __getattr__(name):
+    if name in _ENGINE:
+        from . import engine
+        return getattr(engine, name)
+    raise AttributeError(f"module 'simcxl' has no attribute {name!r}")
+
 
 __all__ = ["BridgeParams", "CxlMemory", "DeviceParams", "DramParams", "HostParams", "InterSocketParams",
            "LinkParams", "ParamError", "RemoteMemory", "System", "load_preset", "preset_names", "bench",

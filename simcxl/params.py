@@ -1,7 +1,8 @@
 """Parameter schema: the single source of truth for names, units, defaults and ranges.
 
-The C++ structs in ``ext/cxlcore/config/params.hpp`` and the gem5 SimObjects mirror these
-dataclasses field for field; ``tests/test_schema.py`` keeps them in sync.
+The C++ field lists (``ext/cxlcore/config/params_fields.hpp``), the gem5 SimObjects' parameter
+sections (``devices/*.py``) and ``docs/reference/parameters.md`` are generated from these dataclasses
+by ``python -m simcxl.schema_gen``; ``tests/test_schema_generated.py`` fails while one differs.
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def read_text(path) -> str:
 
 
 def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",
-          choices: Optional[Tuple[Any, ...]] = None) -> Any:
-    return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices})
+          choices: Optional[Tuple[Any, ...]] = None, wide: bool = False) -> Any:
+    """A field of a parameter group. ``wide``: an int the C++ core holds in 64 bits (uint64_t; others are
+    uint32_t), for sizes and addresses it multiplies or adds up."""
+    return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices,
+                                            "wide": wide})
 
 
 def _fmt(v: Any) -> str:
@@ -127,13 +131,13 @@ class HostParams(ParamGroup):
     cores: int = param(8, 1, 1024, "", "hardware threads available to workloads")
     mshrs_per_core: int = param(16, 1, 256, "", "outstanding L1 misses per core (fill buffers)")
     writeback_buffer: int = param(32, 1, 1024, "", "outstanding dirty-line write-backs per core")
-    l1_bytes: int = param(49152, 1024, GiB, "B", "private L1D size")
+    l1_bytes: int = param(49152, 1024, GiB, "B", "private L1D size", wide=True)
     l1_assoc: int = param(12, 1, 64, "ways", "L1D associativity")
     l1_latency_ns: float = param(1.7, 0, 100, "ns", "load-to-use latency of an L1 hit")
-    l2_bytes: int = param(2097152, 1024, 1 << 34, "B", "private L2 size")
+    l2_bytes: int = param(2097152, 1024, 1 << 34, "B", "private L2 size", wide=True)
     l2_assoc: int = param(16, 1, 64, "ways", "L2 associativity")
     l2_latency_ns: float = param(5.5, 0, 200, "ns", "load-to-use latency of an L2 hit")
-    llc_bytes: int = param(102236160, 1024, 1 << 36, "B", "shared LLC size")
+    llc_bytes: int = param(102236160, 1024, 1 << 36, "B", "shared LLC size", wide=True)
     llc_assoc: int = param(15, 1, 64, "ways", "LLC associativity (DRRIP replacement)")
     llc_latency_ns: float = param(36.0, 0, 500, "ns", "load-to-use latency of an LLC hit; also when a miss leaves")
     llc_bimodal_insert_prob: float = param(
@@ -156,7 +160,7 @@ class HostParams(ParamGroup):
         4.0, 0, 1000, "ns",
         "page-walk overhead besides fetching the leaf PTE line through the caches (the upper levels from the "
         "paging-structure caches and L1)")
-    page_bytes: int = param(4096, 4096, GiB, "B", "page size (a power of two)")
+    page_bytes: int = param(4096, 4096, GiB, "B", "page size (a power of two)", wide=True)
     frame_run_pages: int = param(
         8, 1, 1 << 20, "pages",
         "mean run of physically consecutive frames the OS hands out, in the order pages are first touched. Linux "
@@ -376,7 +380,7 @@ class DeviceParams(ParamGroup):
 @dataclass
 class DCacheParams(ParamGroup):
     """An accelerator's coherent cache and its CXL.cache channel credits."""
-    bytes: int = param(131072, 1024, 1 << 30, "B", "capacity")
+    bytes: int = param(131072, 1024, 1 << 30, "B", "capacity", wide=True)
     assoc: int = param(8, 1, 64, "", "ways per set")
     latency_ns: float = param(10.0, 0, 1000, "ns", "lookup latency (hit latency)")
     mshrs: int = param(64, 1, 4096, "", "outstanding misses (and evictions) at once")
@@ -407,7 +411,7 @@ class HomeParams(ParamGroup):
                                     "evicts a line by invalidating it in the devices")
     host_cache_bytes: int = param(102236160, 4096, 1 << 36, "B",
                                   "capacity of the host's caches for coherent lines (default: the host LLC, "
-                                  "HostParams.llc_bytes); LRU, a dirty victim is written back")
+                                  "HostParams.llc_bytes); LRU, a dirty victim is written back", wide=True)
 
     def _check(self, where: str) -> None:
         if self.host_cache_bytes % 64:
@@ -419,15 +423,16 @@ class AccelParams(ParamGroup):
     """A CXL accelerator: Type-1 (coherent cache) or Type-2 (plus device memory)."""
     type: int = param(1, 1, 2, "", "CXL device type: 1 (cache only) or 2 (cache and device memory)", (1, 2))
     devices: int = param(1, 1, 16, "", "identical accelerators of this description, each on its own link")
-    memory_bytes: int = param(1 << 30, 4096, 1 << 44, "B", "Type-2 device memory per device")
+    memory_bytes: int = param(1 << 30, 4096, 1 << 44, "B", "Type-2 device memory per device", wide=True)
     memory_base: int = param(0, 0, 1 << 52, "B",
-                             "Type-2: where its device memory starts; 0: after the previous device's, from 16 TiB")
+                             "Type-2: where its device memory starts; 0: after the previous device's, from 16 TiB",
+                             wide=True)
     hdm_db: int = param(0, 0, 1, "", "Type-2 memory as HDM-DB: back-invalidate (CXL 3.x) instead of bias", (0, 1))
     device_bias: int = param(0, 0, 1, "", "initial bias of device memory pages: 0 host, 1 device", (0, 1))
     auto_bias_flip: int = param(1, 0, 1, "",
                                 "device accesses flip host-bias pages to device bias (0: go through the host)",
                                 (0, 1))
-    bias_page_bytes: int = param(4096, 64, 1 << 30, "B", "bias-table granularity")
+    bias_page_bytes: int = param(4096, 64, 1 << 30, "B", "bias-table granularity", wide=True)
     bias_flip_ns: float = param(300.0, 0, 1e6, "ns", "fixed cost of a bias flip (table update, handshake)")
     memory_latency_ns: float = param(10.0, 0, 10000, "ns", "device cache to its own memory controller")
 
@@ -594,8 +599,8 @@ _RESERVED = ("host", "local_dram", "seed", "name", "kind", "window", "map")
 @dataclass
 class WindowRange(ParamGroup):
     """Where a window sits in the host physical address map."""
-    base: int = param(0, 0, PHYS_SPACE - 64, "B", "first host physical address of the window")
-    size: int = param(WINDOW_STRIDE, 64, PHYS_SPACE, "B", "bytes the window maps")
+    base: int = param(0, 0, PHYS_SPACE - 64, "B", "first host physical address of the window", wide=True)
+    size: int = param(WINDOW_STRIDE, 64, PHYS_SPACE, "B", "bytes the window maps", wide=True)
 
     def _check(self, where: str) -> None:
         if self.base % 64 or self.size % 64:

@@ -69,17 +69,8 @@ void onlyKeys(const py::dict& d, const std::set<std::string>& allowed, const std
         return s;                                                                \
     }
 
-CXL_DEFINE_READER(HostParams, CXL_HOST_FIELDS)
-CXL_DEFINE_READER(DramParams, CXL_DRAM_FIELDS)
-CXL_DEFINE_READER(InterSocketParams, CXL_INTERSOCKET_FIELDS)
-CXL_DEFINE_READER(BridgeParams, CXL_BRIDGE_FIELDS)
-CXL_DEFINE_READER(LinkParams, CXL_LINK_FIELDS)
-CXL_DEFINE_READER(DeviceParams, CXL_DEVICE_FIELDS)
-CXL_DEFINE_READER(DCacheParams, CXL_DCACHE_FIELDS)
-CXL_DEFINE_READER(HomeParams, CXL_HOME_FIELDS)
-CXL_DEFINE_READER(AccelParams, CXL_ACCEL_FIELDS)
-CXL_DEFINE_READER(DmaParams, CXL_DMA_FIELDS)
-CXL_DEFINE_READER(NicParams, CXL_NIC_FIELDS)
+// A reader readHostParams, readDramParams, ... for every group.
+CXL_PARAM_GROUPS(CXL_DEFINE_READER)
 
 py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     if (!d.contains(key)) throw ConfigError(where + "." + key + " is missing");

@@ -45,6 +45,9 @@ bool pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 #define CXL_CHECK_FIELD(type, name, def, lo, hi) \
     checkRange(where, #name, static_cast<double>(name), lo, hi);
+// The generated lists of allowed values (CXL_*_CHOICES), checked after all of a
+// group's ranges: a value out of range is reported as out of range.
+#define CXL_CHECK_CHOICE(name, ...) checkChoice(where, #name, name, {__VA_ARGS__});
 
 void checkCache(const std::string& where, const char* what, uint64_t bytes, uint32_t assoc) {
     require(bytes % (uint64_t(kLineBytes) * assoc) == 0,
@@ -56,6 +59,7 @@ void checkCache(const std::string& where, const char* what, uint64_t bytes, uint
 
 void HostParams::validate(const std::string& where) const {
     CXL_HOST_FIELDS(CXL_CHECK_FIELD)
+    CXL_HOST_CHOICES(CXL_CHECK_CHOICE)
     checkCache(where, "l1", l1_bytes, l1_assoc);
     checkCache(where, "l2", l2_bytes, l2_assoc);
     checkCache(where, "llc", llc_bytes, llc_assoc);
@@ -69,6 +73,7 @@ void HostParams::validate(const std::string& where) const {
 
 void DramParams::validate(const std::string& where) const {
     CXL_DRAM_FIELDS(CXL_CHECK_FIELD)
+    CXL_DRAM_CHOICES(CXL_CHECK_CHOICE)
     require(bus_bytes * burst_length == kLineBytes,
             where + ".bus_bytes x burst_length = " + fmtNum(bus_bytes * burst_length) +
                 " is not allowed; allowed: 64 (one cache line per burst)");
@@ -86,19 +91,19 @@ void DramParams::validate(const std::string& where) const {
                 fmtNum(min_writes_per_switch) + ")");
     require(tREFI_ns == 0 || tREFI_ns > tRFC_ns,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) + " is not allowed; allowed: 0 (no refresh) or above tRFC_ns");
-    checkChoice(where, "refresh_per_bank", refresh_per_bank, {0, 1});
-    checkChoice(where, "posted_writes", posted_writes, {0, 1});
     require(!refresh_per_bank || tREFI_ns == 0 || tREFI_ns > tRFCsb_ns * banks_per_group,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) +
                 " is not allowed with refresh_per_bank = 1; allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group");
 }
 
-void InterSocketParams::validate(const std::string& where) const { CXL_INTERSOCKET_FIELDS(CXL_CHECK_FIELD) }
+void InterSocketParams::validate(const std::string& where) const {
+    CXL_INTERSOCKET_FIELDS(CXL_CHECK_FIELD)
+    CXL_INTERSOCKET_CHOICES(CXL_CHECK_CHOICE)
+}
 
 void BridgeParams::validate(const std::string& where) const {
     CXL_BRIDGE_FIELDS(CXL_CHECK_FIELD)
-    checkChoice(where, "interleave_ways", interleave_ways, {1, 2, 3, 4, 6, 8, 12, 16});
-    checkChoice(where, "interleave_bytes", interleave_bytes, {256, 512, 1024, 2048, 4096, 8192, 16384});
+    CXL_BRIDGE_CHOICES(CXL_CHECK_CHOICE)
     // The window interleaves over every root port: fewer ways would leave
     // ports (and their devices) that no address reaches.
     require(interleave_ways == root_ports,
@@ -108,9 +113,7 @@ void BridgeParams::validate(const std::string& where) const {
 
 void LinkParams::validate(const std::string& where) const {
     CXL_LINK_FIELDS(CXL_CHECK_FIELD)
-    checkChoice(where, "gen", gen, {5, 6});
-    checkChoice(where, "lanes", lanes, {1, 2, 4, 8, 16});
-    checkChoice(where, "flit_bytes", flit_bytes, {68, 256});
+    CXL_LINK_CHOICES(CXL_CHECK_CHOICE)
     require(!(gen == 6 && flit_bytes != 256),
             where + ".flit_bytes = 68 is not allowed with gen = 6; allowed values: 256");
     require(!(latency_optimized && flit_bytes != 256),
@@ -119,24 +122,28 @@ void LinkParams::validate(const std::string& where) const {
 
 void DeviceParams::validate(const std::string& where) const {
     CXL_DEVICE_FIELDS(CXL_CHECK_FIELD)
+    CXL_DEVICE_CHOICES(CXL_CHECK_CHOICE)
     require(devload_optimal <= devload_moderate && devload_moderate <= devload_severe,
             where + ".devload_* thresholds must satisfy devload_optimal <= devload_moderate <= devload_severe");
 }
 
 void DCacheParams::validate(const std::string& where) const {
     CXL_DCACHE_FIELDS(CXL_CHECK_FIELD)
+    CXL_DCACHE_CHOICES(CXL_CHECK_CHOICE)
     require(bytes % (uint64_t(kLineBytes) * assoc) == 0, where + ".bytes = " + fmtNum(double(bytes)) +
                                                              " must be a multiple of 64 x assoc (" + fmtNum(assoc) + ")");
 }
 
 void HomeParams::validate(const std::string& where) const {
     CXL_HOME_FIELDS(CXL_CHECK_FIELD)
+    CXL_HOME_CHOICES(CXL_CHECK_CHOICE)
     require(host_cache_bytes % kLineBytes == 0,
             where + ".host_cache_bytes = " + fmtNum(double(host_cache_bytes)) + " must be a multiple of 64");
 }
 
 void AccelParams::validate(const std::string& where) const {
     CXL_ACCEL_FIELDS(CXL_CHECK_FIELD)
+    CXL_ACCEL_CHOICES(CXL_CHECK_CHOICE)
     require(pow2(bias_page_bytes), where + ".bias_page_bytes = " + fmtNum(double(bias_page_bytes)) +
                                        " is not allowed; allowed values: a power of two from 64 to 1073741824");
     require(memory_bytes % bias_page_bytes == 0, where + ".memory_bytes = " + fmtNum(double(memory_bytes)) +
@@ -153,15 +160,12 @@ void AccelParams::validate(const std::string& where) const {
 
 void DmaParams::validate(const std::string& where) const {
     CXL_DMA_FIELDS(CXL_CHECK_FIELD)
-    checkChoice(where, "max_read_request", max_read_request, {128, 256, 512, 1024, 2048, 4096});
-    checkChoice(where, "max_payload", max_payload, {128, 256, 512, 1024, 2048, 4096});
+    CXL_DMA_CHOICES(CXL_CHECK_CHOICE)
 }
 
 void NicParams::validate(const std::string& where) const {
     CXL_NIC_FIELDS(CXL_CHECK_FIELD)
-    checkChoice(where, "network", network, {0, 1});
-    checkChoice(where, "descriptors_per_line", descriptors_per_line, {1, 2, 4});
-    checkChoice(where, "completions_per_line", completions_per_line, {1, 2, 4, 8});
+    CXL_NIC_CHOICES(CXL_CHECK_CHOICE)
     for (uint32_t per : {descriptors_per_line, completions_per_line})
         require(ring_entries % per == 0, where + ".ring_entries = " + fmtNum(ring_entries) +
                                              " is not allowed; allowed: a multiple of descriptors_per_line (" +
@@ -329,21 +333,15 @@ void SystemParams::validate() const {
 #define CXL_FIELD_INFO(type, name, def, lo, hi) \
     v.push_back(FieldInfo{#name, std::is_integral<type>::value, double(def), double(lo), double(hi)});
 
+// Every group of the generated list, in its order.
+#define CXL_GROUP_INFO(Struct, LIST) \
+    LIST(CXL_FIELD_INFO) out.emplace_back(#Struct, v); v.clear();
+
 const std::vector<std::pair<std::string, std::vector<FieldInfo>>>& schema() {
     static const auto s = [] {
         std::vector<std::pair<std::string, std::vector<FieldInfo>>> out;
         std::vector<FieldInfo> v;
-        CXL_HOST_FIELDS(CXL_FIELD_INFO) out.emplace_back("HostParams", v); v.clear();
-        CXL_DRAM_FIELDS(CXL_FIELD_INFO) out.emplace_back("DramParams", v); v.clear();
-        CXL_INTERSOCKET_FIELDS(CXL_FIELD_INFO) out.emplace_back("InterSocketParams", v); v.clear();
-        CXL_BRIDGE_FIELDS(CXL_FIELD_INFO) out.emplace_back("BridgeParams", v); v.clear();
-        CXL_LINK_FIELDS(CXL_FIELD_INFO) out.emplace_back("LinkParams", v); v.clear();
-        CXL_DEVICE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DeviceParams", v); v.clear();
-        CXL_DCACHE_FIELDS(CXL_FIELD_INFO) out.emplace_back("DCacheParams", v); v.clear();
-        CXL_HOME_FIELDS(CXL_FIELD_INFO) out.emplace_back("HomeParams", v); v.clear();
-        CXL_ACCEL_FIELDS(CXL_FIELD_INFO) out.emplace_back("AccelParams", v); v.clear();
-        CXL_DMA_FIELDS(CXL_FIELD_INFO) out.emplace_back("DmaParams", v); v.clear();
-        CXL_NIC_FIELDS(CXL_FIELD_INFO) out.emplace_back("NicParams", v); v.clear();
+        CXL_PARAM_GROUPS(CXL_GROUP_INFO)
         return out;
     }();
     return s;

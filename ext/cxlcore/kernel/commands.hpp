@@ -170,9 +170,48 @@ static_assert(detail::answersGoBack(), "kCommands: answers travel the other way"
 
 constexpr const Command& command(Opc o) { return kCommands.c[unsigned(o)]; }
 constexpr const char* opName(Opc o) { return command(o).name; }
-constexpr Channel channelOf(Opc o) { return command(o).chan; }
-// The one answer of a request that has exactly one (MemRd's MemData, MemWr's Cmp).
-constexpr Opc responseOf(Opc o) { return Opc(__builtin_ctzll(command(o).responses)); }
+
+// What every message's path asks, projected from the table at compile time
+// into a few bytes per opcode and two bit sets: a lookup costs what the
+// fields it replaces did.
+struct CommandWire {
+    Channel chan;
+    uint8_t units;      // Command::units
+    uint8_t dataBytes;  // Command::dataBytes
+    Opc answer;         // its first answer (the only one of MemRd and MemWr)
+};
+struct CommandWires {
+    CommandWire w[kNumOpcodes];
+};
+namespace detail {
+constexpr CommandWires makeWires() {
+    CommandWires t{};
+    for (uint32_t i = 0; i < kNumOpcodes; ++i) {
+        const Command& c = kCommands.c[i];
+        uint32_t a = 0;
+        while (a < kNumOpcodes && !(c.responses >> a & 1)) ++a;
+        t.w[i] = CommandWire{c.chan, c.units, c.dataBytes, Opc(a)};  // Opc::kCount: none
+    }
+    return t;
+}
+constexpr uint64_t opcodesWith(CmdAttr a) {
+    uint64_t m = 0;
+    for (const Command& c : kCommands.c)
+        if (c.is(a)) m |= opcBit(c.opc);
+    return m;
+}
+}  // namespace detail
+inline constexpr CommandWires kCommandWires = detail::makeWires();
+inline constexpr uint64_t kReadOpcodes = detail::opcodesWith(kIsRead);
+inline constexpr uint64_t kWriteOpcodes = detail::opcodesWith(kIsWrite);
+
+constexpr const CommandWire& wireOf(Opc o) { return kCommandWires.w[unsigned(o)]; }
+constexpr Channel channelOf(Opc o) { return wireOf(o).chan; }
+constexpr bool isReadOpc(Opc o) { return (kReadOpcodes >> unsigned(o) & 1) != 0; }
+constexpr bool isWriteOpc(Opc o) { return (kWriteOpcodes >> unsigned(o) & 1) != 0; }
+// The answer of a request that has one answer (MemRd's MemData, MemWr's Cmp).
+constexpr Opc responseOf(Opc o) { return wireOf(o).answer; }
+static_assert(responseOf(Opc::MemRd) == Opc::MemData && responseOf(Opc::MemWr) == Opc::Cmp, "CXL.mem answers");
 
 // The three snoops, in the order their statistics are kept.
 constexpr uint32_t kNumSnoops = 3;

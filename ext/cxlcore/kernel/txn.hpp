@@ -109,10 +109,10 @@ struct Txn {
     bool missed = false;
 
     const Command& cmd() const { return command(opc); }
-    Channel channel() const { return cmd().chan; }
+    Channel channel() const { return channelOf(opc); }
     // Which way a memory access's data goes (a response keeps its request's).
-    bool isRead() const { return cmd().isRead(); }
-    bool isWrite() const { return cmd().isWrite(); }
+    bool isRead() const { return isReadOpc(opc); }
+    bool isWrite() const { return isWriteOpc(opc); }
 
     void leave(Stage s, Tick now) {
         stage[s] += now - mark;

@@ -275,11 +275,11 @@ class CxlLink {
     // Half-slots and payload of any message on this link: a CXL.cachemem
     // message as the command table sizes its opcode, a CXL.io TLP by its payload.
     uint32_t units(const Txn& m) const {
-        const Command& c = m.cmd();
+        const CommandWire& c = wireOf(m.opc);
         return c.units ? c.units : tlpUnits(tlpOverhead_, tlpPayload(m));
     }
     static uint32_t dataBytes(const Txn& m) {
-        const Command& c = m.cmd();
+        const CommandWire& c = wireOf(m.opc);
         return c.units ? c.dataBytes : tlpPayload(m);
     }
     // Sends a message in its channel's direction; returns when it is fully received.

@@ -41,10 +41,12 @@ enum Channel : uint8_t {
     kNumChannels
 };
 constexpr uint32_t kNumCacheMemChannels = kIoUp;
-// Whether a channel carries traffic from the device to the host.
+// Whether a channel carries traffic from the device to the host (a bit test:
+// every message sent asks).
 constexpr bool isUpstream(Channel c) {
-    return c == kS2MNdr || c == kS2MDrs || c == kS2MBISnp || c == kD2HReq || c == kD2HRsp || c == kD2HData ||
-           c == kIoUp;
+    constexpr uint32_t up = 1u << kS2MNdr | 1u << kS2MDrs | 1u << kS2MBISnp | 1u << kD2HReq | 1u << kD2HRsp |
+                            1u << kD2HData | 1u << kIoUp;
+    return (up >> c & 1) != 0;
 }
 
 struct MessageFormat {

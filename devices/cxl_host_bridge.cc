@@ -125,7 +125,7 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
     cxlcore::Txn *t = pool.get();
     t->hostAddr = pkt->getAddr();
     t->addr = pkt->getAddr() - range.start();
-    t->op = pkt->isWrite() ? cxlcore::Op::Write : cxlcore::Op::Read;
+    t->opc = pkt->isWrite() ? cxlcore::Opc::MemWr : cxlcore::Opc::MemRd;
     // The packet reaches us after its header and payload delays.
     t->birth = t->mark = curTick() + pkt->headerDelay + pkt->payloadDelay;
     pkt->headerDelay = pkt->payloadDelay = 0;
@@ -189,7 +189,7 @@ CXLHostBridge::respond(cxlcore::Txn *t)
     inflight.erase(it);
     const Tick done = std::max<Tick>(t->mark, curTick());
     ++stats.devLoad[t->devLoad & 3];
-    if (t->op == cxlcore::Op::Read) {
+    if (t->isRead()) {
         const Tick lat = done - t->birth;
         stats.totalReadLatency += lat;
         stats.readLatency.sample(lat);

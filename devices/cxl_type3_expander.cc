@@ -66,7 +66,7 @@ void
 CXLType3Expander::countResponse(const cxlcore::Txn &t)
 {
     ++stats.devLoad[t.devLoad & 3];
-    if (t.op != cxlcore::Op::Read)
+    if (!t.isRead())
         return;
     const Tick done = std::max<Tick>(t.mark, curTick());
     stats.totalReadLatency += done - t.birth;

@@ -788,6 +788,36 @@ PYBIND11_MODULE(_core, m) {
         }
         return d;
     }, "The link's message-size table: each CXL.cachemem channel's header bits, data bytes and half-slots.");
+    m.def("commands", [] {
+        py::list l;
+        for (const Command& c : kCommands.c) {
+            py::dict e;
+            e["name"] = c.name;
+            e["opcode"] = int(c.opc);
+            e["channel"] = c.chan < kNumChannels ? py::object(py::str(channelName(c.chan))) : py::object(py::none());
+            e["upstream"] = c.chan < kNumChannels ? py::object(py::bool_(isUpstream(c.chan))) : py::object(py::none());
+            e["request"] = c.isRequest();
+            e["response"] = c.isResponse();
+            e["read"] = c.isRead();
+            e["write"] = c.isWrite();
+            e["data"] = c.hasData();
+            e["data_bytes"] = int(c.dataBytes);
+            e["payload"] = c.is(kHasPayload);
+            e["units"] = int(c.units);
+            e["link_bytes"] = int(c.units * kHalfSlotBytes);
+            e["leaves_invalid"] = c.is(kLeavesI);
+            e["leaves_shared"] = c.is(kLeavesS);
+            e["data_follows"] = c.is(kDataFollows);
+            py::list rsp;
+            for (uint32_t r = 0; r < kNumOpcodes; ++r)
+                if (c.responses >> r & 1) rsp.append(kCommands.c[r].name);
+            e["responses"] = rsp;
+            l.append(e);
+        }
+        return l;
+    }, "The command table, one dict per opcode in opcode order: its channel (None: never on a link), request or "
+       "response, memory read or write, a line of data (data_bytes) or a TLP payload, half-slots on the link "
+       "(units; 0 for a TLP, sized by its payload), snoop-response facts and the opcodes that may answer it.");
     {
         py::list stages;
         for (int s = 0; s < kNumStages; ++s) stages.append(stageName(Stage(s)));

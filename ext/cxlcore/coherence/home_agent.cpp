@@ -20,10 +20,9 @@ void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp) {
     for (auto& p : ports_) p.down.init(p.link, this, p.dev, true);
 }
 
-Txn* HomeAgent::msg(Opc op, Channel c, uint64_t line) {
+Txn* HomeAgent::msg(Opc op, uint64_t line) {
     Txn* m = pool_.get();
     m->opc = op;
-    m->chan = c;
     m->addr = line;
     return m;
 }
@@ -82,7 +81,7 @@ void HomeAgent::oldest(Oldest& o) const {
         ports_[i].down.each([&](const Txn* m) {
             if (m->parent)
                 o.see(m->parent->birth, [&] {
-                    return "home link-down queue to " + ports_[i].dev->name() + " " + channelName(m->chan) +
+                    return "home link-down queue to " + ports_[i].dev->name() + " " + channelName(m->channel()) +
                            " (no credit)";
                 });
         });
@@ -215,10 +214,10 @@ bool HomeAgent::pageBusy(HTxn* flip) {
 }
 
 void HomeAgent::snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line) {
-    Txn* m = msg(op, kH2DReq, line);
+    Txn* m = msg(op, line);
     m->htxn = t;
     ++t->snoopsOut;
-    ++stats_.snoops[op == Opc::SnpData ? 0 : op == Opc::SnpInv ? 1 : 2];
+    ++stats_.snoops[snoopIndex(op)];
     sendDown(dev, m);
 }
 
@@ -228,7 +227,7 @@ void HomeAgent::memRead(HTxn* t) {
     const uint64_t L = t->line;
     Accelerator* owner = memOwner(L);
     if (owner) {
-        Txn* m = msg(Opc::MemRd, kM2SReq, L);
+        Txn* m = msg(Opc::MemRd, L);
         m->htxn = t;
         m->parent = t->parent;
         // The host asks for an exclusive copy when it will write.
@@ -243,7 +242,7 @@ void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
     ++stats_.memWrites;
     Accelerator* owner = memOwner(line);
     if (owner) {
-        Txn* m = msg(Opc::MemWr, kM2SRwD, line);
+        Txn* m = msg(Opc::MemWr, line);
         m->value = value;
         if (waiter) {
             // The waiter completes when the device's Cmp is back.
@@ -352,7 +351,7 @@ void HomeAgent::start(HTxn* t) {
                 if (l.sharers >> k & 1) snoop(t, uint16_t(k), Opc::SnpInv, L);
             break;
         case Opc::DirtyEvict: {
-            Txn* m = msg(Opc::GO_WritePull, kH2DRsp, L);
+            Txn* m = msg(Opc::GO_WritePull, L);
             m->htxn = t;
             sendDown(uint16_t(d), m);
             t->dataOut = 1;
@@ -401,7 +400,7 @@ void HomeAgent::maybeFinish(HTxn* t) {
     if ((t->opc == Opc::ItoMWr || t->opc == Opc::WrInv) && !t->haveData) {
         // Snoops done: the write is ordered; pull its data.
         if (t->parent) t->parent->leave(kStageSnoop, now());
-        Txn* m = msg(Opc::GO_WritePull, kH2DRsp, t->line);
+        Txn* m = msg(Opc::GO_WritePull, t->line);
         m->htxn = t;
         m->parent = t->parent;
         sendDown(uint16_t(t->dev), m);
@@ -445,16 +444,16 @@ void HomeAgent::finish(HTxn* t) {
     if (t->dirty && op != Opc::RdCurr && op != Opc::DirtyEvict && op != Opc::IoMemRd) memWrite(L, t->value);
     auto grant = [&](MState s) {
         if (fwd) {
-            Txn* m = msg(Opc::MemRdFwd, kM2SReq, L);
+            Txn* m = msg(Opc::MemRdFwd, L);
             m->state = s;
             m->parent = t->parent;
             sendDown(uint16_t(d), m);
             return;
         }
-        Txn* g = msg(Opc::GO, kH2DRsp, L);
+        Txn* g = msg(Opc::GO, L);
         g->state = s;
         sendDown(uint16_t(d), g);
-        Txn* m = msg(Opc::Data, kH2DData, L);
+        Txn* m = msg(Opc::H2DData, L);
         m->value = t->value;
         m->parent = t->parent;
         sendDown(uint16_t(d), m);
@@ -478,7 +477,7 @@ void HomeAgent::finish(HTxn* t) {
             }
             break;
         case Opc::RdCurr: {
-            Txn* m = msg(Opc::Data, kH2DData, L);
+            Txn* m = msg(Opc::H2DData, L);
             m->value = t->value;
             m->parent = t->parent;
             sendDown(uint16_t(d), m);
@@ -499,7 +498,7 @@ void HomeAgent::finish(HTxn* t) {
         case Opc::CleanEvict: {
             setSharers(l, L, l.sharers & ~(1u << d));
             if (l.owner == d) l.owner = -1;
-            Txn* g = msg(Opc::GO, kH2DRsp, L);
+            Txn* g = msg(Opc::GO, L);
             g->state = MState::I;
             sendDown(uint16_t(d), g);
             break;
@@ -511,14 +510,14 @@ void HomeAgent::finish(HTxn* t) {
         case Opc::BISnpData:
         case Opc::BISnpInv:
             // Shared if anything on the host side (its caches or peer devices) kept a copy.
-            sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, kM2SBIRsp, L));
+            sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, L));
             ports_[d].dev->up().giveCredit(kS2MBISnp, now());
             break;
         case Opc::IoMemRd:
             if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
             break;
         case Opc::BiasFlipReq:
-            sendDown(uint16_t(d), msg(Opc::BiasFlipDone, kH2DRsp, L));
+            sendDown(uint16_t(d), msg(Opc::BiasFlipDone, L));
             break;
         default:
             break;
@@ -558,7 +557,7 @@ void HomeAgent::handle(Txn* m) {
     const uint16_t dev = m->dev;
     Wire& up = ports_[dev].dev->up();
     if (m->parent) m->parent->leave(kStageLinkUp, now());
-    switch (m->chan) {
+    switch (m->channel()) {
         case kD2HReq: {
             // A tracker entry holds the request until it completes (its credit returns then).
             HTxn* t = txns_.get();
@@ -573,26 +572,18 @@ void HomeAgent::handle(Txn* m) {
             return;
         }
         case kD2HRsp: {
-            up.giveCredit(m->chan, now());
+            up.giveCredit(m->channel(), now());
             HTxn* t = m->htxn;
             if (!t) protocolError("snoop response without a transaction");
             HLine& l = line(m->addr);
             const uint32_t bit = 1u << dev;
-            switch (m->opc) {
-                case Opc::RspIHitI:
-                case Opc::RspIHitSE:
-                case Opc::RspIFwdM:
-                    setSharers(l, m->addr, l.sharers & ~bit);
-                    if (l.owner == dev) l.owner = -1;
-                    break;
-                case Opc::RspSHitSE:
-                case Opc::RspSFwdM:
-                    if (l.owner == dev) l.owner = -1;
-                    break;
-                default:
-                    break;
+            // What the snooped cache kept, and whether its line follows, are the response's.
+            const Command& rsp = m->cmd();
+            if (rsp.is(kLeavesI)) setSharers(l, m->addr, l.sharers & ~bit);
+            if (rsp.is(kLeavesI) || rsp.is(kLeavesS)) {
+                if (l.owner == dev) l.owner = -1;
             }
-            if (m->opc == Opc::RspIFwdM || m->opc == Opc::RspSFwdM || m->opc == Opc::RspVFwdV) ++t->dataOut;
+            if (rsp.is(kDataFollows)) ++t->dataOut;
             --t->snoopsOut;
             if (!t->snoopsOut && t->parent && !t->dataOut) t->parent->leave(kStageSnoop, now());
             pool_.put(m);
@@ -600,7 +591,7 @@ void HomeAgent::handle(Txn* m) {
             return;
         }
         case kD2HData: {
-            up.giveCredit(m->chan, now());
+            up.giveCredit(m->channel(), now());
             HTxn* t = m->htxn;
             if (!t) {
                 // Write data answering a GO_WritePull: the line's active transaction.
@@ -652,7 +643,7 @@ void HomeAgent::handle(Txn* m) {
         case kS2MNdr:
         case kS2MDrs: {
             // Data and completions free their buffers at once.
-            up.giveCredit(m->chan, now());
+            up.giveCredit(m->channel(), now());
             HTxn* t = m->htxn;
             if (m->opc == Opc::MemData) {
                 if (!t) protocolError("memory data without a transaction");
@@ -682,7 +673,7 @@ void HomeAgent::handle(Txn* m) {
             return;
         }
         case kIoUp:
-            up.giveCredit(m->chan, now());
+            up.giveCredit(m->channel(), now());
             if (m->opc == Opc::IoMemRd) {
                 // The root complex orders (and snoops for) DMA reads like any request.
                 defer(now() + lat_, Later::IoRead, m);

@@ -30,7 +30,7 @@ namespace cxlcore {
 
 struct HomeStats {
     uint64_t requests[int(Opc::kCount)] = {};
-    uint64_t snoops[3] = {0, 0, 0};
+    uint64_t snoops[kNumSnoops] = {};  // by snoopIndex
     uint64_t hostHits = 0, hostMisses = 0, memReads = 0, memWrites = 0, biSnps = 0, biasFlips = 0;
     uint64_t ioReads = 0, ioWrites = 0, conflicts = 0, sfEvictions = 0;
     uint64_t hostEvictions = 0, hostWritebacks = 0, hostDirtied = 0, flushedLines = 0;
@@ -141,7 +141,7 @@ class HomeAgent : public Endpoint, public Client {
     void memWrite(uint64_t line, uint64_t value, HTxn* waiter = nullptr);
     Accelerator* memOwner(uint64_t line) const;
     void sendDown(uint16_t dev, Txn* m);
-    Txn* msg(Opc op, Channel c, uint64_t line);
+    Txn* msg(Opc op, uint64_t line);  // on the opcode's channel
     void setHost(HLine& l, uint64_t line, MState s);
     // Every change to a line's device copies goes here: it keeps the
     // snoop filter's occupancy and evicts from it when it is full

@@ -16,7 +16,7 @@ void HomeAgent::doorbell(uint16_t dev, DmaJob* job, Tick delay) {
 }
 
 void HomeAgent::ringDoorbell(uint16_t dev, DmaJob* job) {
-    Txn* m = msg(Opc::IoMemWr, kIoDown, job->addr);
+    Txn* m = msg(Opc::IoMmioWr, job->addr);
     m->size = 8;
     m->job = job;
     sendDown(dev, m);
@@ -60,7 +60,7 @@ void HomeAgent::ioLineDone(HTxn* r) {
     uint32_t sent = 0;
     do {
         const uint32_t n = std::min(mps, io->bytes - sent);
-        Txn* c = msg(Opc::IoCplD, kIoDown, job->addr);
+        Txn* c = msg(Opc::IoCplD, job->addr);
         c->size = n;
         c->job = job;
         sent += n;

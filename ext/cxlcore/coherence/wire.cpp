@@ -29,7 +29,7 @@ void Wire::init(CxlLink* link, Component* sender, Endpoint* receiver, bool order
 }
 
 void Wire::send(Txn* m) {
-    const int qi = ordered_ ? 0 : m->chan;
+    const int qi = ordered_ ? 0 : m->channel();
     q_[qi].push_back(m);
     busy_ |= 1u << qi;
     pump();
@@ -43,13 +43,14 @@ void Wire::pump() {
         auto& q = q_[qi];
         while (!q.empty()) {
             Txn* m = q.front();
-            CreditPool& credits = link_->credits_[m->chan];
+            const Channel c = m->channel();
+            CreditPool& credits = link_->credits_[c];
             if (!credits.take(now)) {
                 credits.wait(sender_);
                 break;
             }
             q.pop_front();
-            ++sent_[m->chan];
+            ++sent_[c];
             rx_->receive(m, link_->send(now, *m));
         }
         if (q.empty()) busy_ &= ~(1u << qi);

@@ -30,10 +30,9 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
     up_.init(&link, this, &home, false);
 }
 
-Txn* Accelerator::msg(Opc op, Channel c, uint64_t line) {
+Txn* Accelerator::msg(Opc op, uint64_t line) {
     Txn* m = pool_.get();
     m->opc = op;
-    m->chan = c;
     m->addr = line;
     m->dev = index_;
     return m;
@@ -179,7 +178,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
             if (checker_) checker_->state(evict->line, index_, MState::I, now());
             mshrs_.erase(evict->line);
         } else {
-            Txn* m = msg(e.op, kD2HReq, evict->line);
+            Txn* m = msg(e.op, evict->line);
             sendUp(m);
         }
         evict->st = MState::I;
@@ -199,7 +198,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
     }
     if (!local) {
         if (own) ++stats_.fwdReads;
-        Txn* m = msg(op, kD2HReq, L);
+        Txn* m = msg(op, L);
         if (op == Opc::ItoMWr || op == Opc::WrInv) m->value = a->value;
         sendUp(m, a);
         return true;
@@ -211,7 +210,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
             ms.biPending = true;
             ms.biInv = write || hc->second != MState::S;
             ++stats_.biSnps;
-            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, kS2MBISnp, L));
+            sendUp(msg(ms.biInv ? Opc::BISnpInv : Opc::BISnpData, L));
             return true;
         }
     } else if (!deviceBias(L)) {
@@ -222,7 +221,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
         if (!flipping_[page]) {
             flipping_[page] = true;
             ++stats_.deviceBiasFlips;
-            sendUp(msg(Opc::BiasFlipReq, kD2HReq, page * ap_.bias_page_bytes));
+            sendUp(msg(Opc::BiasFlipReq, page * ap_.bias_page_bytes));
         }
         return true;
     }
@@ -272,7 +271,7 @@ void Accelerator::finishMshr(uint64_t line) {
         lookup(a);  // cached now: performs as a hit, or misses again (e.g. a store to an S line)
     }
     for (Txn* m : snoops) {
-        home_.down(index_).giveCredit(m->chan, now());
+        home_.down(index_).giveCredit(m->channel(), now());
         snoop(m);
         pool_.put(m);
     }
@@ -330,7 +329,7 @@ void Accelerator::oldest(Oldest& o) const {
     for (const Txn* a : stalled_) o.see(a->birth, [&] { return name_ + " queue for an MSHR or cache way"; });
     up_.each([&](const Txn* m) {
         if (m->parent)
-            o.see(m->parent->birth, [&] { return name_ + " link-up queue " + channelName(m->chan) + " (no credit)"; });
+            o.see(m->parent->birth, [&] { return name_ + " link-up queue " + channelName(m->channel()) + " (no credit)"; });
     });
     for (auto& kv : memBlocked_)
         for (const Txn* m : kv.second)
@@ -340,8 +339,7 @@ void Accelerator::oldest(Oldest& o) const {
 
 void Accelerator::snoop(Txn* m) {
     const uint64_t L = m->addr;
-    const int kind = m->opc == Opc::SnpData ? 0 : m->opc == Opc::SnpInv ? 1 : 2;
-    ++stats_.snoopsRecv[kind];
+    ++stats_.snoopsRecv[snoopIndex(m->opc)];
     Opc rsp = Opc::RspIHitI;
     bool data = false;
     uint64_t value = 0;
@@ -387,11 +385,11 @@ void Accelerator::snoop(Txn* m) {
             }
         }
     }
-    Txn* r = msg(rsp, kD2HRsp, L);
+    Txn* r = msg(rsp, L);
     r->htxn = m->htxn;
     sendUp(r);
     if (data) {
-        Txn* d = msg(Opc::Data, kD2HData, L);
+        Txn* d = msg(Opc::D2HData, L);
         d->htxn = m->htxn;
         d->value = value;
         sendUp(d);
@@ -409,15 +407,15 @@ void Accelerator::handle(Txn* m) {
             snoopQ_.push(now() + snoopLat_, m);
             return;
         case Opc::GO:
-        case Opc::Data:
+        case Opc::H2DData:
         case Opc::GO_WritePull: {
-            home_.down(index_).giveCredit(m->chan, now());
+            home_.down(index_).giveCredit(m->channel(), now());
             auto it = mshrs_.find(L);
             if (it == mshrs_.end()) break;
             Mshr& ms = it->second;
             if (ms.kind == Mshr::Evict) {
                 if (m->opc == Opc::GO_WritePull) {
-                    Txn* d = msg(Opc::Data, kD2HData, L);
+                    Txn* d = msg(Opc::D2HData, L);
                     d->value = ms.value;
                     d->bogus = ms.snooped;
                     if (bug_ == DropDirtyData) d->bogus = true;
@@ -430,7 +428,7 @@ void Accelerator::handle(Txn* m) {
             }
             if (m->opc == Opc::GO_WritePull) {
                 // ItoMWr / WrInv: push the data; the write completes at GO.
-                Txn* d = msg(Opc::Data, kD2HData, L);
+                Txn* d = msg(Opc::D2HData, L);
                 d->value = ms.waiting.front()->value;
                 sendUp(d);
                 finishMshr(L);
@@ -460,10 +458,10 @@ void Accelerator::handle(Txn* m) {
         case Opc::MemRd:
         case Opc::MemRdFwd:
         case Opc::MemWr:
-            home_.down(index_).giveCredit(m->chan, now());
+            home_.down(index_).giveCredit(m->channel(), now());
             hostMemAccess(m);
             return;
-        case Opc::IoMemWr:  // doorbell
+        case Opc::IoMmioWr:  // doorbell
             dmaDoorbell(m);
             return;
         case Opc::IoCplD:
@@ -494,7 +492,7 @@ void Accelerator::process() {
             it->second.snoops.push_back(m);
             continue;
         }
-        home_.down(index_).giveCredit(m->chan, now);
+        home_.down(index_).giveCredit(m->channel(), now);
         snoop(m);
         pool_.put(m);
     }

@@ -28,7 +28,7 @@ class HomeAgent;
 
 struct AccelStats {
     uint64_t loads = 0, stores = 0, hits = 0, misses = 0, mshrFull = 0;
-    uint64_t snoopsRecv[3] = {0, 0, 0};  // SnpData, SnpInv, SnpCur
+    uint64_t snoopsRecv[kNumSnoops] = {};  // by snoopIndex
     uint64_t cleanEvicts = 0, dirtyEvicts = 0, bogusData = 0, hostBiasFlips = 0, deviceBiasFlips = 0;
     uint64_t biSnps = 0, localMemReads = 0, fwdReads = 0;
     uint64_t grants[4] = {0, 0, 0, 0};  // fills installed, by state granted
@@ -39,7 +39,7 @@ struct AccelStats {
         hits += o.hits;
         misses += o.misses;
         mshrFull += o.mshrFull;
-        for (int k = 0; k < 3; ++k) snoopsRecv[k] += o.snoopsRecv[k];
+        for (uint32_t k = 0; k < kNumSnoops; ++k) snoopsRecv[k] += o.snoopsRecv[k];
         cleanEvicts += o.cleanEvicts;
         dirtyEvicts += o.dirtyEvicts;
         bogusData += o.bogusData;
@@ -132,7 +132,7 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     void setState(CLine& l, MState s);
     void snoop(Txn* m);
     void sendUp(Txn* m, Txn* a = nullptr);
-    Txn* msg(Opc op, Channel c, uint64_t line);
+    Txn* msg(Opc op, uint64_t line);  // on the opcode's channel
     // Type-2 device memory (devices/accelerator_memory.cpp)
     bool deviceBias(uint64_t line) const;
     void localFill(uint64_t line, Txn* a, Mshr& ms);

@@ -26,8 +26,7 @@ void Accelerator::done(Txn* r) {
         // The host's MemRd becomes its MemData (S2M DRS).
         Txn* m = static_cast<Txn*>(r->ctx);
         if (m->parent) m->parent->absorb(*r, kStageDevice, now());
-        m->opc = Opc::MemData;
-        m->chan = kS2MDrs;
+        m->opc = responseOf(m->opc);
         m->dev = index_;
         m->value = valueOf(memVals_, m->addr);
         up_.send(m);
@@ -129,7 +128,7 @@ void Accelerator::hostMemAccess(Txn* m) {
     if (m->opc == Opc::MemWr) {
         memVals_[L] = m->value;
         mem_->write(L - memBase_);
-        Txn* r = msg(Opc::Cmp, kS2MNdr, L);
+        Txn* r = msg(Opc::Cmp, L);
         r->htxn = m->htxn;  // a bias flip waits for its write-backs
         pool_.put(m);
         sendUp(r);
@@ -150,7 +149,7 @@ void Accelerator::hostMemAccess(Txn* m) {
 
 void Accelerator::biasFlipDone(Txn* m) {
     const uint64_t L = m->addr;
-    home_.down(index_).giveCredit(m->chan, now());
+    home_.down(index_).giveCredit(m->channel(), now());
     const uint64_t page = L / ap_.bias_page_bytes;
     bias_[page] = true;
     flipping_.erase(page);
@@ -171,7 +170,7 @@ void Accelerator::biasFlipDone(Txn* m) {
 
 void Accelerator::backInvalidateResponse(Txn* m) {
     const uint64_t L = m->addr;
-    home_.down(index_).giveCredit(m->chan, now());
+    home_.down(index_).giveCredit(m->channel(), now());
     auto it = mshrs_.find(L);
     if (m->opc == Opc::BIRspI)
         hostCopy_.erase(L);
@@ -187,7 +186,7 @@ void Accelerator::backInvalidateResponse(Txn* m) {
         ms.hostReacquired = false;
         ms.biInv = true;
         ++stats_.biSnps;
-        sendUp(msg(Opc::BISnpInv, kS2MBISnp, L));
+        sendUp(msg(Opc::BISnpInv, L));
         return;
     }
     localFill(L, a, ms);

@@ -9,14 +9,14 @@
 namespace cxlcore {
 
 void Accelerator::dmaDoorbell(Txn* m) {
-    home_.down(index_).giveCredit(m->chan, now());
+    home_.down(index_).giveCredit(m->channel(), now());
     doorbells_.push_back(m);
     m->job->doorbellAt = now();
     dmaStart();
 }
 
 void Accelerator::dmaCompletion(Txn* m) {
-    home_.down(index_).giveCredit(m->chan, now());
+    home_.down(index_).giveCredit(m->channel(), now());
     if (watch_) watch_->progress(now());
     DmaJob& j = *m->job;
     if (!j.haveDescriptor) {
@@ -45,7 +45,7 @@ void Accelerator::dmaFinish(DmaJob& j) {
     // The write-back in TLPs of at most max_payload bytes.
     for (uint32_t sent = 0; sent < j.writeBytes;) {
         const uint32_t n = std::min(dp_.max_payload, j.writeBytes - sent);
-        Txn* d = msg(Opc::IoMemWr, kIoUp, j.addr + sent);
+        Txn* d = msg(Opc::IoMemWr, j.addr + sent);
         d->size = n;
         d->job = &j;
         d->tag = 4;
@@ -53,13 +53,13 @@ void Accelerator::dmaFinish(DmaJob& j) {
         sent += n;
     }
     // Completion record, then (optionally) the MSI-X write.
-    Txn* w = msg(Opc::IoMemWr, kIoUp, j.descAddr ? j.descAddr : j.addr);
+    Txn* w = msg(Opc::IoMemWr, j.descAddr ? j.descAddr : j.addr);
     w->size = 16;
     w->job = &j;
     w->tag = 2;
     sendUp(w);
     if (dp_.interrupt) {
-        Txn* i = msg(Opc::IoMemWr, kIoUp, j.addr);
+        Txn* i = msg(Opc::IoMemWr, j.addr);
         i->size = 4;
         i->job = &j;
         i->tag = 3;
@@ -86,7 +86,7 @@ void Accelerator::dmaStart() {
 }
 
 void Accelerator::dmaFetchDescriptor(DmaJob* j) {
-    Txn* r = msg(Opc::IoMemRd, kIoUp, j->descAddr ? j->descAddr : j->addr);
+    Txn* r = msg(Opc::IoMemRd, j->descAddr ? j->descAddr : j->addr);
     r->size = dp_.descriptor_bytes;
     r->job = j;
     sendUp(r);
@@ -95,7 +95,7 @@ void Accelerator::dmaFetchDescriptor(DmaJob* j) {
 void Accelerator::dmaPump(DmaJob& j) {
     while (j.nextRead < j.bytes && j.readsInFlight < dp_.read_tags) {
         const uint64_t n = std::min<uint64_t>(dp_.max_read_request, j.bytes - j.nextRead);
-        Txn* r = msg(Opc::IoMemRd, kIoUp, j.addr + j.nextRead);
+        Txn* r = msg(Opc::IoMemRd, j.addr + j.nextRead);
         r->size = uint32_t(n);
         r->job = &j;
         r->tag = 1;

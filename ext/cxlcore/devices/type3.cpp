@@ -45,7 +45,7 @@ void Type3Device::name(const std::string& n) {
 }
 
 void Type3Device::receive(Txn* t, Tick arrival) {
-    rx_[t->op == Op::Write].push(arrival, t);
+    rx_[t->isWrite()].push(arrival, t);
     requestWake(arrival);
 }
 
@@ -73,7 +73,8 @@ void Type3Device::process() {
     // Responses first: each one sent frees a controller slot for the intake below.
     while (tx_.headReady() <= t) {
         Txn* x = tx_.front();
-        const Channel c = x->op == Op::Read ? kS2MDrs : kS2MNdr;
+        const Opc rsp = responseOf(x->opc);  // MemData or Cmp
+        const Channel c = channelOf(rsp);
         if (stopAfter_ && sent_ >= stopAfter_) break;  // a device that stopped answering
         if (!link_.respBuffer_.available(t)) {
             link_.respBuffer_.wait(this);
@@ -88,14 +89,13 @@ void Type3Device::process() {
         ++sent_;
         x->devLoad = devLoad();
         ++stats_.devLoad[x->devLoad];
-        ++(x->op == Op::Read ? stats_.reads : stats_.writes);
+        ++(x->isRead() ? stats_.reads : stats_.writes);
         x->leave(kStageDevice, t);
-        x->chan = c;
-        x->opc = c == kS2MDrs ? Opc::MemData : Opc::Cmp;
+        x->opc = rsp;
         const Tick arr = link_.send(t, *x);
         x->leave(kStageLinkUp, arr);
         --outstanding_;
-        if (x->op != Op::Read) --writes_;
+        if (x->isWrite()) --writes_;
         port_->receive(x, arr);
     }
     if (respRefused_ && !tx_.full()) {
@@ -108,10 +108,10 @@ void Type3Device::process() {
         const Tick r = rx_[0].headReady(), w = writes_ < writeCap_ ? rx_[1].headReady() : kNever;
         if (std::min(r, w) > t) break;
         Txn* x = (w < r ? rx_[1] : rx_[0]).pop();
-        link_.credits_[x->chan].give(t);
+        link_.credits_[x->channel()].give(t);
         ++outstanding_;
         const Tick at = t + reqLat_;
-        const int k = x->op == Op::Write;
+        const int k = x->isWrite();
         writes_ += k;
         if (ctrl_[k].empty() && !mediaBlocked_[k]) {
             // The pipeline takes a media queue entry on entry, so the request

@@ -41,7 +41,7 @@ bool HostBridge::tryReq(Txn* t) {
     }
     HdmDecoder::Target tg = hdm_.decode(t->addr);
     t->addr = tg.dpa;
-    ++(t->op == Op::Read ? stats_.reads : stats_.writes);
+    ++(t->isRead() ? stats_.reads : stats_.writes);
     Port& p = *ports_[tg.port];
     const Tick at = now() + reqLat_;
     // With nothing queued ahead and a credit landed by then, the flit's send
@@ -54,10 +54,8 @@ bool HostBridge::tryReq(Txn* t) {
 }
 
 bool HostBridge::send(Port& p, Txn* x, Tick at) {
-    const bool read = x->op == Op::Read;
-    x->chan = read ? kM2SReq : kM2SRwD;
-    x->opc = read ? Opc::MemRd : Opc::MemWr;
-    if (!p.link->credits_[x->chan].take(at)) return false;
+    // A request comes as MemRd or MemWr: its opcode names its channel.
+    if (!p.link->credits_[x->channel()].take(at)) return false;
     x->leave(kStageHostPort, at);
     const Tick arr = p.link->send(at, *x);
     x->leave(kStageLinkDown, arr);
@@ -77,7 +75,7 @@ void HostBridge::deliverResp(Port& p, Txn* t, Tick arrival) {
 }
 
 bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
-    const Channel c = x->chan;
+    const Channel c = x->channel();
     const uint64_t dpa = x->addr;
     const Tick mark = x->mark;
     const Tick host = x->stage[kStageHostPort];
@@ -115,7 +113,7 @@ void HostBridge::process() {
         while (p.out.headReady() <= t) {
             Txn* x = p.out.front();
             if (!send(p, x, t)) {
-                p.link->credits_[x->op == Op::Read ? kM2SReq : kM2SRwD].wait(this);
+                p.link->credits_[x->channel()].wait(this);
                 break;
             }
             p.out.pop();

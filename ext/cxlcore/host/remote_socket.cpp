@@ -27,7 +27,7 @@ bool InterSocket::tryReq(Txn* t) {
         return false;
     }
     ++outstanding_;
-    const bool rd = t->op == Op::Read;
+    const bool rd = t->isRead();
     Tick arr = out_.send(now(), rd ? reqUnits_ : dataUnits_, rd ? 0 : t->size);
     t->leave(kStageLinkDown, arr);
     rx_.push(arr, t);
@@ -40,7 +40,7 @@ bool InterSocket::tryResp(Txn* t) {
         dirFree_.push_back(t);
         return true;
     }
-    const bool rd = t->op == Op::Read;
+    const bool rd = t->isRead();
     if (rd && t->own && p_.directory_writes) {
         // The home agent's memory directory: a remote read for ownership
         // marks the line as cached by the other socket, a state kept in the
@@ -57,7 +57,7 @@ bool InterSocket::tryResp(Txn* t) {
             *d = Txn();
         }
         d->id = (1ull << 63) | dirSeq_++;  // ids of their own: components key work by id
-        d->op = Op::Write;
+        d->opc = Opc::MemWr;
         d->addr = d->hostAddr = t->addr;
         d->internal = true;
         d->birth = d->mark = now();

@@ -62,7 +62,7 @@ bool Uncore::accept(Txn* t, uint8_t input, Tick reqLat) {
         const Window& w = find(t->addr);
         t->addr -= w.rebase;
         route = w.route;
-        ++(t->op == Op::Read ? stats_[w.index].reads : stats_[w.index].writes);
+        ++(t->isRead() ? stats_[w.index].reads : stats_[w.index].writes);
     }
     Route& r = routes_[route];
     const Tick ready = std::max(t->birth, now()) + reqLat;

@@ -13,61 +13,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "cxlcore/kernel/commands.hpp"
 #include "cxlcore/kernel/time.hpp"
 
 namespace cxlcore {
 
-enum class Op : uint8_t { Read, Write };
-
 // Line states of a coherent cache.
 enum class MState : uint8_t { I, S, E, M };
 const char* stateName(MState s);
-
-// Opcodes of every channel (CXL 2.0 Sec. 3.2-3.3, CXL 3.x back-invalidate,
-// PCIe TLPs for CXL.io). A CXL.mem request of the host's memory path is
-// MemRd or MemWr; Txn::op says which way its data goes.
-enum class Opc : uint8_t {
-    // D2H Req
-    RdCurr, RdOwn, RdShared, RdAny, ItoMWr, WrInv, CleanEvict, DirtyEvict, BiasFlipReq,
-    // D2H Rsp
-    RspIHitI, RspVHitV, RspIHitSE, RspSHitSE, RspSFwdM, RspIFwdM, RspVFwdV,
-    // H2D Req (snoops)
-    SnpData, SnpInv, SnpCur,
-    // H2D Rsp
-    GO, GO_WritePull, BiasFlipDone,
-    // home-internal: a snoop-filter eviction
-    SFEvict,
-    // data of either direction
-    Data,
-    // CXL.mem (M2S Req/RwD, S2M DRS/NDR) and CXL 3.x back-invalidate
-    MemRd, MemRdFwd, MemWr, MemData, Cmp, BISnpData, BISnpInv, BIRspI, BIRspS,
-    // CXL.io TLPs
-    IoMemRd, IoMemWr, IoCplD,
-    kCount
-};
-const char* opName(Opc o);
-
-// The channels of a CXL link, each a credit class of its own (CXL 3.x gives
-// back-invalidate snoops and their answers channels of their own: a BISnp
-// holds its credit until the home answers, and the home may first need
-// MemData, so sharing a class could deadlock). The CXL.cachemem channels
-// index the one table of message sizes (link/message_sizes.hpp); CXL.io
-// TLPs are sized by their payload.
-enum Channel : uint8_t {
-    kM2SReq, kM2SRwD, kM2SBIRsp,  // host -> memory device
-    kS2MNdr, kS2MDrs, kS2MBISnp,  // memory device -> host
-    kD2HReq, kD2HRsp, kD2HData,   // CXL.cache device -> host
-    kH2DReq, kH2DRsp, kH2DData,   // CXL.cache host -> device
-    kIoUp, kIoDown,               // CXL.io TLPs, device -> host and host -> device
-    kNumChannels
-};
-constexpr uint32_t kNumCacheMemChannels = kIoUp;
-const char* channelName(Channel c);
-// Whether a channel carries traffic from the device to the host.
-constexpr bool isUpstream(Channel c) {
-    return c == kS2MNdr || c == kS2MDrs || c == kS2MBISnp || c == kD2HReq || c == kD2HRsp || c == kD2HData ||
-           c == kIoUp;
-}
 
 // Where a request's latency went: the one breakdown every workload reports.
 // Stages are contiguous (each component closes its stage when it hands the
@@ -132,9 +85,7 @@ struct Txn {
     Tick mark = 0;         // time the current stage began
     uint32_t size = kLineBytes;  // bytes (a CXL.io TLP: its payload)
     uint16_t src = 0;      // issuing core or device
-    Op op = Op::Read;
-    Opc opc = Opc::MemRd;
-    Channel chan = kM2SReq;
+    Opc opc = Opc::MemRd;  // its channel, size and direction are the command table's
     uint8_t devLoad = 0;   // CXL DevLoad field of the response (0..3)
     uint8_t tag = 0;       // private to whoever made it (a workload's access, a component's message)
     uint8_t route = 0;     // the input of the uncore it entered by, where its response goes back
@@ -156,6 +107,12 @@ struct Txn {
     bool bogus = false;    // D2H data of a line snooped away during its eviction
     bool hit = false;      // served by the first cache lookup
     bool missed = false;
+
+    const Command& cmd() const { return command(opc); }
+    Channel channel() const { return channelOf(opc); }
+    // Which way a memory access's data goes (a response keeps its request's).
+    bool isRead() const { return isReadOpc(opc); }
+    bool isWrite() const { return isWriteOpc(opc); }
 
     void leave(Stage s, Tick now) {
         stage[s] += now - mark;

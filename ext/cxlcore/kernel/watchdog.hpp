@@ -42,7 +42,7 @@ class Watchdog : public Watch {
         os << "simulation stalled at " << fmtTime(now) << ": " << why << "; " << pool_.live()
            << " request(s) in flight";
         if (const Txn* o = pool_.oldest())
-            os << "; the oldest (txn " << o->id << ", " << (o->op == Op::Read ? "read" : "write") << " of 0x"
+            os << "; the oldest (txn " << o->id << ", " << (o->isRead() ? "read" : "write") << " of 0x"
                << std::hex << o->hostAddr << std::dec << ") is in " << o->at << ", issued "
                << fmtTime(now > o->birth ? now - o->birth : 0) << " ago";
         return os.str();

@@ -273,16 +273,18 @@ class CxlLink {
     // CXL.io TLP framing, header, sequence number and LCRC (a DMA engine's).
     void setTlpOverhead(uint32_t bytes) { tlpOverhead_ = bytes; }
     // Half-slots and payload of any message on this link: a CXL.cachemem
-    // message by its channel (the one table), a CXL.io TLP by its payload.
+    // message as the command table sizes its opcode, a CXL.io TLP by its payload.
     uint32_t units(const Txn& m) const {
-        return m.chan < kNumCacheMemChannels ? messageUnits(m.chan) : tlpUnits(tlpOverhead_, tlpPayload(m));
+        const CommandWire& c = wireOf(m.opc);
+        return c.units ? c.units : tlpUnits(tlpOverhead_, tlpPayload(m));
     }
     static uint32_t dataBytes(const Txn& m) {
-        return m.chan < kNumCacheMemChannels ? messageFormat(m.chan).dataBytes : tlpPayload(m);
+        const CommandWire& c = wireOf(m.opc);
+        return c.units ? c.dataBytes : tlpPayload(m);
     }
     // Sends a message in its channel's direction; returns when it is fully received.
     Tick send(Tick now, const Txn& m) {
-        return (isUpstream(m.chan) ? s2m_ : m2s_).send(now, units(m), dataBytes(m));
+        return (isUpstream(m.channel()) ? s2m_ : m2s_).send(now, units(m), dataBytes(m));
     }
     // The host bridge's response buffer for this port (HostBridge::addPort
     // sizes it): every S2M response needs an entry besides its class credit.
@@ -301,7 +303,7 @@ class CxlLink {
 
   private:
     // A read request TLP carries no payload; writes and completions carry their bytes.
-    static uint32_t tlpPayload(const Txn& m) { return m.opc == Opc::IoMemRd ? 0 : m.size; }
+    static uint32_t tlpPayload(const Txn& m) { return m.cmd().is(kHasPayload) ? m.size : 0; }
     LinkParams p_;
     double rawRate_;
     uint32_t tlpOverhead_ = 24;

@@ -1,7 +1,7 @@
-// The size of every CXL message on a link, in 8-byte half-slots (the flit
-// channel's unit: a 16 B slot holds two), for CXL.mem, CXL.cache and CXL.io
-// alike. One table, used by the host bridge, the Type-3 device and the
-// CXL.cache wires.
+// The channels of a CXL link and the size of every CXL message on them, in
+// 8-byte half-slots (the flit channel's unit: a 16 B slot holds two), for
+// CXL.mem, CXL.cache and CXL.io alike. The command table
+// (kernel/commands.hpp) gives each opcode its channel and so its size here.
 //
 // A protocol message is a header of a few dozen bits, packed with others into
 // a 16 B header slot, plus 64 B of data (four 16 B data slots) on the data
@@ -24,9 +24,30 @@
 
 #include <cstdint>
 
-#include "cxlcore/kernel/txn.hpp"
-
 namespace cxlcore {
+
+// The channels of a CXL link, each a credit class of its own (CXL 3.x gives
+// back-invalidate snoops and their answers channels of their own: a BISnp
+// holds its credit until the home answers, and the home may first need
+// MemData, so sharing a class could deadlock). The CXL.cachemem channels
+// index the table of message formats below; CXL.io TLPs are sized by their
+// payload.
+enum Channel : uint8_t {
+    kM2SReq, kM2SRwD, kM2SBIRsp,  // host -> memory device
+    kS2MNdr, kS2MDrs, kS2MBISnp,  // memory device -> host
+    kD2HReq, kD2HRsp, kD2HData,   // CXL.cache device -> host
+    kH2DReq, kH2DRsp, kH2DData,   // CXL.cache host -> device
+    kIoUp, kIoDown,               // CXL.io TLPs, device -> host and host -> device
+    kNumChannels
+};
+constexpr uint32_t kNumCacheMemChannels = kIoUp;
+// Whether a channel carries traffic from the device to the host (a bit test:
+// every message sent asks).
+constexpr bool isUpstream(Channel c) {
+    constexpr uint32_t up = 1u << kS2MNdr | 1u << kS2MDrs | 1u << kS2MBISnp | 1u << kD2HReq | 1u << kD2HRsp |
+                            1u << kD2HData | 1u << kIoUp;
+    return (up >> c & 1) != 0;
+}
 
 struct MessageFormat {
     const char* name;
@@ -54,6 +75,10 @@ constexpr MessageFormat kMessageFormats[kNumCacheMemChannels] = {
 };
 
 constexpr const MessageFormat& messageFormat(Channel c) { return kMessageFormats[c]; }
+
+constexpr const char* channelName(Channel c) {
+    return c < kNumCacheMemChannels ? kMessageFormats[c].name : c == kIoUp ? "io_up" : c == kIoDown ? "io_down" : "none";
+}
 
 // Half-slots a message of the channel takes: its header, then its data.
 constexpr uint32_t messageUnits(Channel c) {

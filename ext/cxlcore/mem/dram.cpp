@@ -90,9 +90,9 @@ void DramController::resetStats(Tick now) {
 bool DramController::tryReq(Txn* t) {
     const Loc l = decode(t->addr);
     DramChannel& ch = *ch_[l.channel];
-    if (t->op == Op::Read ? ch.tryRead(t, l) : ch.tryWrite(t, l)) return true;
+    if (t->isRead() ? ch.tryRead(t, l) : ch.tryWrite(t, l)) return true;
     needRetry_ = true;
-    ++(t->op == Op::Read ? stats_.readRetries : stats_.writeRetries);
+    ++(t->isRead() ? stats_.readRetries : stats_.writeRetries);
     return false;
 }
 

@@ -18,7 +18,7 @@ class Feeder : public Component, public Requester {
         for (size_t i = 0; i < reqs.size(); ++i) {
             Txn* t = pool_.get();
             t->addr = t->hostAddr = reqs[i].addr;
-            t->op = reqs[i].write ? Op::Write : Op::Read;
+            t->opc = reqs[i].write ? Opc::MemWr : Opc::MemRd;
             t->tag = 0;
             index_[t->id] = i;
             txns_[i] = t;

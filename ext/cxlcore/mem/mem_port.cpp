@@ -9,7 +9,7 @@ MemPort::MemPort(Host& host, Target& memory, TxnPool& pool) : host_(host), mem_(
 void MemPort::read(uint64_t addr, Client* client, void* ctx, uint8_t tag, Txn* parent) {
     Txn* t = pool_.get();
     t->addr = t->hostAddr = addr;
-    t->op = Op::Read;
+    t->opc = Opc::MemRd;
     t->internal = true;
     t->client = client;
     t->ctx = ctx;
@@ -22,7 +22,7 @@ void MemPort::read(uint64_t addr, Client* client, void* ctx, uint8_t tag, Txn* p
 void MemPort::write(uint64_t addr) {
     Txn* t = pool_.get();
     t->addr = t->hostAddr = addr;
-    t->op = Op::Write;
+    t->opc = Opc::MemWr;
     t->internal = true;
     t->birth = t->mark = host_.now();
     issue(t);
@@ -30,14 +30,14 @@ void MemPort::write(uint64_t addr) {
 
 void MemPort::issue(Txn* t) {
     if (refused_.empty() && mem_.tryReq(t)) {
-        reads_ += t->op == Op::Read;
+        reads_ += t->isRead();
         return;
     }
     refused_.push_back(t);
 }
 
 bool MemPort::tryResp(Txn* t) {
-    if (t->op == Op::Read) {
+    if (t->isRead()) {
         --reads_;
         t->done = t->mark > host_.now() ? t->mark : host_.now();
         notifyDone(t);
@@ -50,7 +50,7 @@ void MemPort::retryReq() { pump(); }
 
 void MemPort::pump() {
     while (!refused_.empty() && mem_.tryReq(refused_.front())) {
-        reads_ += refused_.front()->op == Op::Read;
+        reads_ += refused_.front()->isRead();
         refused_.pop_front();
     }
 }

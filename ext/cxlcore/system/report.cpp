@@ -108,9 +108,8 @@ void System::reportCoherent(Report& r, Tick end) const {
     r.emplace_back("mshr_full_stalls", double(sum.mshrFull));
     r.emplace_back("fills_shared", double(sum.grants[int(MState::S)]));
     r.emplace_back("fills_exclusive", double(sum.grants[int(MState::E)]));
-    r.emplace_back("snoops_received_SnpData", double(sum.snoopsRecv[0]));
-    r.emplace_back("snoops_received_SnpInv", double(sum.snoopsRecv[1]));
-    r.emplace_back("snoops_received_SnpCur", double(sum.snoopsRecv[2]));
+    for (uint32_t i = 0; i < kNumSnoops; ++i)
+        r.emplace_back(std::string("snoops_received_") + opName(snoopOpc(i)), double(sum.snoopsRecv[i]));
     r.emplace_back("clean_evicts", double(sum.cleanEvicts));
     r.emplace_back("dirty_evicts", double(sum.dirtyEvicts));
     r.emplace_back("bogus_writebacks", double(sum.bogusData));
@@ -121,12 +120,11 @@ void System::reportCoherent(Report& r, Tick end) const {
     r.emplace_back("device_memory_via_host", double(sum.fwdReads));
     r.emplace_back("dma_transfers", double(sum.dmaTransfers));
     const HomeStats& h = home->stats();
-    for (int o = 0; o < int(Opc::BiasFlipReq) + 1; ++o)
-        r.emplace_back(std::string("home_requests_") + opName(Opc(o)), double(h.requests[o]));
+    for (const Command& c : kCommands.c)
+        if (c.chan == kD2HReq) r.emplace_back(std::string("home_requests_") + c.name, double(h.requests[int(c.opc)]));
     r.emplace_back("home_back_invalidates", double(h.biSnps));
-    r.emplace_back("home_snoops_SnpData", double(h.snoops[0]));
-    r.emplace_back("home_snoops_SnpInv", double(h.snoops[1]));
-    r.emplace_back("home_snoops_SnpCur", double(h.snoops[2]));
+    for (uint32_t i = 0; i < kNumSnoops; ++i)
+        r.emplace_back(std::string("home_snoops_") + opName(snoopOpc(i)), double(h.snoops[i]));
     r.emplace_back("host_hits", double(h.hostHits));
     r.emplace_back("host_misses", double(h.hostMisses));
     r.emplace_back("host_memory_reads", double(h.memReads));

@@ -44,10 +44,10 @@ class Driver : public Component, public Requester {
     }
 
   protected:
-    // A miss leaving the core at `at` (now or later).
-    Txn* issue(uint16_t core, Op op, uint64_t addr, uint8_t tag, Tick at, bool own = false) {
+    // A miss leaving the core at `at` (now or later): a MemRd or MemWr.
+    Txn* issue(uint16_t core, Opc op, uint64_t addr, uint8_t tag, Tick at, bool own = false) {
         Txn* x = sys_.pool.get();
-        x->op = op;
+        x->opc = op;
         x->own = own;
         // Page-table reads carry their own physical address.
         x->addr = x->hostAddr = addr & kPageTableFlag ? addr : place_(addr);
@@ -256,7 +256,7 @@ class ChaseDriver : public Driver {
         stage_ = 0;
     }
     // Misses leave the core after the LLC lookup, which the uncore path models.
-    void request(uint64_t addr, uint8_t tag) { issue(0, Op::Read, addr, tag, cur_); }
+    void request(uint64_t addr, uint8_t tag) { issue(0, Opc::MemRd, addr, tag, cur_); }
     void advance() {
         while (i_ < loads_.size()) {
             const ChaseLoad& o = loads_[i_];
@@ -421,7 +421,7 @@ class TrafficDriver : public Driver {
     void complete(Txn* x, Tick t) override {
         Core& k = cores_[x->src];
         if (measuring()) {
-            if (x->op == Op::Read) wReadBytes_ += x->size;
+            if (x->isRead()) wReadBytes_ += x->size;
             else wWriteBytes_ += x->size;
         }
         switch (x->tag) {
@@ -444,7 +444,7 @@ class TrafficDriver : public Driver {
                 countOp(true, t);
                 break;
             default:
-                if (x->op == Op::Read && measuring()) reads_.add(*x, t);
+                if (x->isRead() && measuring()) reads_.add(*x, t);
                 freeMshr(k, t);
                 countOp(x->tag != kLoad, t);
         }
@@ -504,7 +504,7 @@ class TrafficDriver : public Driver {
         landMshrs(k, t);
         while (!k.dirty.empty() && k.wb < wbSlots_) {
             ++k.wb;
-            issue(uint16_t(c), Op::Write, k.dirty.front(), kWb, t);
+            issue(uint16_t(c), Opc::MemWr, k.dirty.front(), kWb, t);
             k.dirty.pop_front();
         }
         while (k.mshr < mshrs_ && issued_ < total_ && k.notBefore <= t) {
@@ -514,16 +514,16 @@ class TrafficDriver : public Driver {
                 const Op2& o = ops_[k.pos % ops_.size()];
                 const uint64_t line = (k.pos / ops_.size()) % streamLines_;
                 const uint64_t a = streamAddr(c, o.array, line);
-                if (o.store && ntStores_) issue(uint16_t(c), Op::Write, a, kNtStore, t);
-                else issue(uint16_t(c), Op::Read, a, o.store ? kRfo : kLoad, t, o.store);
+                if (o.store && ntStores_) issue(uint16_t(c), Opc::MemWr, a, kNtStore, t);
+                else issue(uint16_t(c), Opc::MemRd, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
                 const uint64_t line = sequential_ ? (k.pos + k.phase) % footprint_ : k.rng.below(footprint_);
                 const uint64_t a = (c * footprint_ + line) * kLineBytes;
                 const bool store = !cycle_.empty() ? cycle_[k.pos % cycle_.size()] == 'S'
                                    : readFrac_ < 1.0 && k.rng.uniform() < storeProb_;
-                if (!store) issue(uint16_t(c), Op::Read, a, kLoad, t);
-                else if (rfo_) issue(uint16_t(c), Op::Read, a, kRfo, t, true);
-                else issue(uint16_t(c), Op::Write, a, kNtStore, t);
+                if (!store) issue(uint16_t(c), Opc::MemRd, a, kLoad, t);
+                else if (rfo_) issue(uint16_t(c), Opc::MemRd, a, kRfo, t, true);
+                else issue(uint16_t(c), Opc::MemWr, a, kNtStore, t);
             }
             ++k.pos;
             if (interval_ && poisson_) {
@@ -563,7 +563,7 @@ class TrafficDriver : public Driver {
         Core& k = cores_[threads_];
         // The probe chases through its own region, far from the traffic.
         const uint64_t a = (threads_ * footprint_ + k.rng.below(footprint_)) * kLineBytes;
-        issue(uint16_t(threads_), Op::Read, a, kProbe, t);
+        issue(uint16_t(threads_), Opc::MemRd, a, kProbe, t);
     }
 
     uint32_t threads_;
@@ -859,7 +859,7 @@ class TraceDriver : public Driver {
         --outstanding_;
         ++requests_;
         last_ = done;
-        if (x->op == Op::Read) {
+        if (x->isRead()) {
             readBytes_ += x->size;
             reads_.add(*x, last_);
         } else {
@@ -909,8 +909,8 @@ class TraceDriver : public Driver {
             if (*end || !(tns >= 0) || tns > 1e15) bad("time_ns '" + ts + "' is not a number from 0 to 1e15");
             Tick tt = nsToTicks(tns);
             if (tt < lastTime_) bad("time_ns " + ts + " is earlier than the previous line; times must not decrease");
-            if (op == "R" || op == "r" || op == "READ" || op == "read") nextOp_ = Op::Read;
-            else if (op == "W" || op == "w" || op == "WRITE" || op == "write") nextOp_ = Op::Write;
+            if (op == "R" || op == "r" || op == "READ" || op == "read") nextOp_ = Opc::MemRd;
+            else if (op == "W" || op == "w" || op == "WRITE" || op == "write") nextOp_ = Opc::MemWr;
             else bad("op '" + op + "' is not allowed; allowed values: R, W");
             errno = 0;
             // Hex with 0x, decimal otherwise (a leading zero is not octal).
@@ -942,7 +942,7 @@ class TraceDriver : public Driver {
     double size_ = 1;
     uint64_t line_ = 0, nextAddr_ = 0, nextBytes_ = 0;
     Tick nextTime_ = 0, lastTime_ = 0;
-    Op nextOp_ = Op::Read;
+    Opc nextOp_ = Opc::MemRd;
     bool have_ = false;
 };
 

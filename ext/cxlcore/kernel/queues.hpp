@@ -1,6 +1,7 @@
 // Timed queues, pools of plain objects and time-weighted occupancy.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <iterator>
 #include <memory>
@@ -37,6 +38,12 @@ class ObjectPool {
 
 // A FIFO whose entries become ready at non-decreasing times: models a fixed
 // pipeline latency without an event per stage. Ring buffer, bounded capacity.
+//
+// The ring holds only as many slots as the FIFO has ever held entries (up to
+// its capacity), and an emptied FIFO starts again at slot 0: a ring sized to
+// its capacity cycles through all of it however few entries it holds, so a
+// system with many lightly loaded queues (one device per root port) touched
+// a fresh cache line every few pushes in each of them.
 template <typename T>
 class TimedFifo {
   public:
@@ -44,7 +51,7 @@ class TimedFifo {
     // Names the FIFO in stall reports and overflow errors.
     void name(const std::string& n) { name_ = internName(n); }
     void reset(size_t cap) {
-        buf_.assign(cap ? cap : 1, Slot{});
+        buf_.assign(std::min<size_t>(cap ? cap : 1, kFirstSlots), Slot{});
         cap_ = cap;
         head_ = 0;
         size_ = 0;
@@ -60,6 +67,7 @@ class TimedFifo {
             throw std::logic_error(std::string("internal error: FIFO ") + (name_ ? name_ : "(unnamed)") +
                                    " pushed past its capacity of " + std::to_string(cap_));
         stampQueue(v, name_);
+        if (size_ == buf_.size()) grow();
         size_t i = head_ + size_;
         if (i >= buf_.size()) i -= buf_.size();
         buf_[i] = Slot{ready, v};
@@ -70,15 +78,24 @@ class TimedFifo {
     T pop() {
         T v = buf_[head_].v;
         if (++head_ == buf_.size()) head_ = 0;
-        --size_;
+        if (--size_ == 0) head_ = 0;
         return v;
     }
 
   private:
+    static constexpr size_t kFirstSlots = 8;
     struct Slot {
         Tick ready;
         T v;
     };
+    // Full ring below capacity: twice the slots (at most the capacity), in
+    // order from 0. Out of line, so push stays small enough to inline.
+    [[gnu::noinline, gnu::cold]] void grow() {
+        std::vector<Slot> b(std::min(buf_.size() * 2, cap_));
+        for (size_t k = 0; k < size_; ++k) b[k] = buf_[(head_ + k) % buf_.size()];
+        buf_.swap(b);
+        head_ = 0;
+    }
     std::vector<Slot> buf_;
     size_t cap_ = 0, head_ = 0, size_ = 0;
     const char* name_ = nullptr;

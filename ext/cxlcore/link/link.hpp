@@ -159,7 +159,9 @@ class CreditPool {
         avail_ = n;
         total_ = n;
         delay_ = returnDelay;
-        ring_.assign(std::max<uint32_t>(n, 1), 0);
+        // Grown on demand (push): a ring as long as the pool cycled through
+        // all of it however few returns were in flight.
+        ring_.assign(std::min<uint32_t>(std::max<uint32_t>(n, 1), 8), 0);
         head_ = size_ = 0;
     }
     bool take(Tick now) {
@@ -212,7 +214,7 @@ class CreditPool {
         return ring_[k];
     }
     void push(Tick at) {
-        if (size_ == ring_.size()) {  // more returns than credits (a pool given back more): grow
+        if (size_ == ring_.size()) {  // grow: more returns in flight than ever before
             std::vector<Tick> r(ring_.size() * 2);
             for (uint32_t i = 0; i < size_; ++i) r[i] = at_(i);
             ring_.swap(r);
@@ -232,6 +234,7 @@ class CreditPool {
             --size_;
             ++avail_;
         }
+        if (!size_) head_ = 0;  // an empty ring starts again at its first (cached) slot
     }
     uint32_t avail_ = 0, total_ = 0, head_ = 0, size_ = 0;
     Tick delay_ = 0;

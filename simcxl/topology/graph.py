@@ -271,7 +271,7 @@ def _component(name: Any, d: Any, fragments: Fragments) -> Component:
     if "type" not in d:
         raise TopologyError(f"{name}.type is missing; allowed: {', '.join(TYPES)}")
     t = d["type"]
-    if t not in TYPES:
+    if not isinstance(t, str) or t not in TYPES:
         raise TopologyError(f"{name}.type = {t!r} is not a component type; allowed: {', '.join(TYPES)} "
                             "('simcxl topology types' lists them)")
     ctype = TYPES[t]

@@ -285,3 +285,15 @@ def test_gem5_takes_the_same_topology_file():
     assert s.kind == "cxl-type3"
     assert [gem5.expander_params(s, i)["media_ranks"] for i in (0, 1)] == [1, 2]
     assert gem5.bridge_params(s)["bridge_root_ports"] == 2
+
+
+def test_more_than_sixteen_accelerators_on_one_home_agent_are_refused():
+    def seventeen(d):
+        d["components"]["home"] = {"type": "home_agent", "from": "defaults"}
+        d["connections"].append(["host.home", "home.host"])
+        for i in range(17):
+            d["components"][f"al{i}"] = {"type": "link", "from": "defaults"}
+            d["components"][f"a{i}"] = {"type": "accelerator", "from": "defaults"}
+            d["connections"] += [["home.root_port", f"al{i}.up"], [f"al{i}.down", f"a{i}.up"]]
+    with pytest.raises(T.TopologyError, match=r"home.root_port: more than 16 accelerators"):
+        T.from_dict(_with(seventeen))

@@ -10,7 +10,6 @@ back is the preset itself (``tests/test_topology.py`` checks every one).
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, HostParams, ParamError, RemoteMemory, RootPort,
@@ -260,14 +259,6 @@ def nic_system(spec: Union[Topology, Any]):
         raise TopologyError(f"topology {t.name}: NIC workloads run on one device of type nic "
                             f"(here: {', '.join(d.name for d in acc.devices)})")
     return NicSystem(acc, nics[0].group("nic")).validate()
-
-
-def is_default(c: Component) -> bool:
-    """Whether every parameter of a component is its schema default."""
-    for dotted, (g, cls, leaf) in c.ctype.parameters().items():
-        if c.values[dotted] != next(f.default for f in fields(cls) if f.name == leaf):
-            return False
-    return True
 
 
 __all__ = ["GraphSystem", "from_system", "preset_topology", "memory_system", "accel_system", "nic_system"]

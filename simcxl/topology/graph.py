@@ -154,8 +154,8 @@ class Topology:
             d: Dict[str, Any] = {"type": c.type}
             if c.description:
                 d["description"] = c.description
-            for g, cls in c.ctype.groups:
-                sub = {k: v for k, v in c.group(g).to_dict().items() if k not in DERIVED.get(c.type, {}) or g}
+            for g, _ in c.ctype.groups:
+                sub = {leaf: c.values[dotted] for dotted, (gg, _, leaf) in c.ctype.parameters().items() if gg == g}
                 if g:
                     d[g] = sub
                 else:
@@ -509,12 +509,8 @@ def _check_paths(t: Topology, host: Component) -> None:
         raise TopologyError(f"{host.name}.local: port left open; with no DRAM window the host's own DRAM (its page "
                             "tables) joins host.local")
     homes = t.below(host.name, "home")
-    if homes and len({k.a.index for k in t.down(homes[0].name, "root_port")}) > 16:
+    if homes and len(t.down(homes[0].name, "root_port")) > 16:
         raise TopologyError(f"{homes[0].name}.root_port: more than 16 accelerators; allowed: up to 16 per host")
-
-
-def window_of(t: Topology, k: Connection) -> Tuple[int, int]:
-    return k.base, k.base + k.size
 
 
 def _check_windows(t: Topology, host: Component) -> None:
@@ -524,7 +520,7 @@ def _check_windows(t: Topology, host: Component) -> None:
         k = next(k for k in ws if k.base is None)
         raise TopologyError(f"{k}: base and size are missing; with several windows each gives where it lies")
     for k in bounded:
-        b, e = window_of(t, k)
+        b, e = k.base, k.base + k.size
         if b % 64 or k.size % 64:
             raise TopologyError(f"{k}: window [0x{b:x}, 0x{e:x}) is not aligned; allowed: base and size multiples "
                                 "of 64 bytes")
@@ -540,7 +536,7 @@ def _check_windows(t: Topology, host: Component) -> None:
             if k.size % (g * ways):
                 raise TopologyError(f"{k}: window size {k.size} is not a multiple of {ways} ways x {g} B "
                                     f"({tgt.name}.interleave_bytes); allowed: a multiple of {g * ways}")
-    spans = sorted((window_of(t, k) + (k,) for k in bounded), key=lambda x: x[0])
+    spans = sorted(((k.base, k.base + k.size, k) for k in bounded), key=lambda x: x[0])
     for (b0, e0, k0), (b1, e1, k1) in zip(spans, spans[1:]):
         if b1 < e0:
             raise TopologyError(f"{k1}: window [0x{b1:x}, 0x{e1:x}) overlaps {k0.b.comp}'s [0x{b0:x}, 0x{e0:x})")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from ..params import (AccelParams, BridgeParams, DCacheParams, DeviceParams, DmaParams, DramParams, HomeParams,
-                      HostParams, InterSocketParams, LinkParams, NicParams, ParamGroup)
+                      HostParams, InterSocketParams, LinkParams, NicParams)
 
 #: A host bridge's root ports and HDM interleave ways follow from its connections.
 DERIVED = {"host_bridge": {"root_ports": "the number of its root_port connections",
@@ -115,6 +115,3 @@ def describe() -> list:
                     "parameters": params})
     return out
 
-
-def is_group(obj) -> bool:
-    return isinstance(obj, ParamGroup)

@@ -7,8 +7,8 @@ Simulated on the standalone engine, accelerator preset type1-asic, default NicPa
 
 import argparse
 
-from simcxl import _core, coherent
-from simcxl.params import NicParams
+from simcxl import _core, nic
+from simcxl.topology import core_graph
 
 
 def main():
@@ -16,11 +16,11 @@ def main():
     ap.add_argument("--iters", type=int, default=200_000)
     ap.add_argument("--threads", type=int, default=4)
     a = ap.parse_args()
-    sys_ = coherent.load("type1-asic").to_core()
-    n = NicParams()
+    s = nic.load("type1-asic")
+    sys_, n = core_graph(s), s.nic
     for mech in ("cxl-nic", "pcie-nic"):
         for iters in (a.iters // 20, a.iters):
-            r = _core.run_rao(sys_, n.to_dict(), "rand", "add", mech, a.threads, iters, 1 << 16)
+            r = _core.run_rao(sys_, "rand", "add", mech, a.threads, iters, 1 << 16)
             print(f"{mech:9s} ops {r['ops']:>10.0f}  Mops/s {r['ops_per_second'] / 1e6:6.2f}  "
                   f"max in flight {r['max_ops_in_flight']:.0f}  max line queue {r['nic_max_line_queue']:.0f}  "
                   f"messages allocated (accesses and messages) {r['messages_allocated']:.0f}  "

@@ -34,6 +34,7 @@ from .params import (ADDRESS_TOP, DEVICE_GROUPS, DEVICE_MEMORY_BASE, MAX_DEVICES
 from .presets import ACCEL_DIR as PRESET_DIR
 from .presets import accel_names as preset_names
 from .presets import split_joined
+from .topology.convert import core_graph
 
 OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")
@@ -148,12 +149,6 @@ class AccelSystem:
                 d[g] = getattr(self.devices[0], g).to_dict()
         else:
             d["devices"] = [x.to_dict() for x in self.devices]
-        return d
-
-    def to_core(self) -> Dict[str, Any]:
-        d = self.to_dict()
-        for k in ("name", "description", "source"):
-            d.pop(k)
         return d
 
     @classmethod
@@ -355,7 +350,7 @@ def accel(system: Union[str, AccelSystem], op: str = "load", pattern: str = "ran
     s = load(system)
     fp = parse_size(footprint)
     streams = _streams(s, devices)
-    r = _core.run_accel(s.to_core(), op, pattern, target, requesters, depth, fp, requests, host_threads,
+    r = _core.run_accel(core_graph(s), op, pattern, target, requesters, depth, fp, requests, host_threads,
                         host_store_fraction, check, progress, streams)
     return _frame([r], s, "accel", op=op, pattern=pattern, target=target, requesters=requesters, depth=depth,
                   footprint_bytes=fp, requests=requests, host_threads=host_threads,
@@ -373,7 +368,7 @@ def lmbench(system: Union[str, AccelSystem], sizes: Sequence[Union[int, str]] = 
     if not isinstance(loads, int) or isinstance(loads, bool) or not 1 <= loads <= 100_000_000:
         raise ParamError(f"lmbench.loads = {loads!r} is out of range; allowed: 1 to 100000000")
     sz = [parse_size(x) for x in sizes]
-    rows = _core.run_chase(s.to_core(), who, target, sz, loads, progress)
+    rows = _core.run_chase(core_graph(s), who, target, sz, loads, progress)
     for r in rows:
         r["working_set_bytes"] = int(r["working_set_bytes"])
     df = _frame(rows, s, "lmbench", agent=agent, target=target, loads=loads)
@@ -386,7 +381,7 @@ def sharing(system: Union[str, AccelSystem], mode: str = "pingpong", rounds: int
             depth: int = 16, check: bool = True) -> pd.DataFrame:
     """Host-device sharing: ping-pong on one line, or producer-consumer both ways."""
     s = load(system)
-    r = _core.run_sharing(s.to_core(), mode, rounds, lines, depth, check)
+    r = _core.run_sharing(core_graph(s), mode, rounds, lines, depth, check)
     return _frame([r], s, "sharing", mode=mode, rounds=rounds, lines=lines, depth=depth)
 
 
@@ -396,7 +391,7 @@ def stress(system: Union[str, AccelSystem], ops: int = 1_000_000, lines: int = 8
     """Randomised coherence stress test under the checker. Returns the counters
     and ``detail`` (the first violation, or what is stuck after a deadlock)."""
     s = load(system)
-    return _core.run_stress(s.to_core(), lines, host_threads, device_requesters, ops, store_fraction,
+    return _core.run_stress(core_graph(s), lines, host_threads, device_requesters, ops, store_fraction,
                             uncached_fraction, device_memory_fraction, inject, progress)
 
 
@@ -410,7 +405,7 @@ def script(system: Union[str, AccelSystem], steps: Sequence[Dict[str, Any]], che
     memory) and ``offset`` (bytes). Returns one row per step (latency, stages or
     DMA phases, the data version read or written) and the system's counters."""
     s = load(system)
-    rows, counters = _core.run_script(s.to_core(), [dict(x) for x in steps], check, inject)
+    rows, counters = _core.run_script(core_graph(s), [dict(x) for x in steps], check, inject)
     return _frame(rows, s, "script", steps=[dict(x) for x in steps]), counters
 
 
@@ -425,7 +420,7 @@ def dma_vs_cache(system: Union[str, AccelSystem], sizes: Sequence[Union[int, str
     ``stream_bytes`` in all."""
     s = load(system)
     sz = [parse_size(x) for x in sizes]
-    rows = _core.run_dma_vs_cache(s.to_core(), sz, cache_op, parse_size(stream_bytes), min_transfers, progress)
+    rows = _core.run_dma_vs_cache(core_graph(s), sz, cache_op, parse_size(stream_bytes), min_transfers, progress)
     for r in rows:
         r["mechanism"] = "dma" if r.pop("mechanism_dma") else "cxl.cache"
         r["transfer_bytes"] = int(r["transfer_bytes"])

@@ -18,7 +18,9 @@ import pandas as pd
 from . import _core
 from .params import MAP_KIND, STORES, ParamError, System
 from .targets import Target, parse_target, target_text
+from .units import parse_size
 from .presets import load
+from .topology.convert import core_graph
 
 Memory = Union[str, Path, System]
 Progress = Optional[Callable[[float], object]]
@@ -84,24 +86,6 @@ def _nonempty(name: str, values: Iterable) -> list:
     return out
 
 
-def parse_size(text: Union[str, int], name: str = "size") -> int:
-    """'64k', '1.5m', '1g' or a byte count -> bytes."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        if text <= 0:
-            raise ParamError(f"{name} {text!r} is not allowed; allowed: a positive whole number of bytes")
-        return text
-    t = str(text).strip().lower().rstrip("b").rstrip("i")
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(t[-1:], 1)
-    num = t[:-1] if t[-1:] in "kmgt" else t
-    try:
-        v = float(num) * mult
-    except ValueError:
-        raise ParamError(f"{name} {text!r} is not a size; allowed: a byte count or a number with k, m or g") from None
-    if v <= 0 or not v.is_integer():
-        raise ParamError(f"{name} {text!r} is not allowed; allowed: a positive whole number of bytes")
-    return int(v)
-
-
 def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = None, stride: int = 0,
             accesses: int = 20000, warmup: int = 0, progress: Progress = None,
             cache: Optional["_core.WarmCache"] = None,
@@ -130,7 +114,7 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     if region < max(ws) or region > 1 << 40:
         raise ParamError(f"region = {region} is out of range; allowed: the largest working set "
                          f"({max(ws)}) to 1099511627776 bytes")
-    core = system.to_core()
+    core = core_graph(system)
     rows = []
     for i in range(len(ws)):
         rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache, region, pairs))
@@ -183,7 +167,7 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
         if k not in KERNELS:
             raise ParamError(f"kernel = {k!r} is not allowed; allowed values: {', '.join(KERNELS)}")
         sub = None if progress is None else (lambda f, i=i: progress((i + f) / len(kernels)))
-        r = _core.run_stream(system.to_core(), k, threads, lines_per_thread, placement, stores, sub, pairs)
+        r = _core.run_stream(core_graph(system), k, threads, lines_per_thread, placement, stores, sub, pairs)
         rows.append({"kernel": k, **r})
     df = pd.DataFrame(rows)
     df.insert(0, "memory", system.name)
@@ -225,7 +209,7 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
     if arrivals not in ARRIVALS:
         raise ParamError(f"arrivals = {arrivals!r} is not allowed; allowed values: {', '.join(ARRIVALS)}")
     rf = _check_float("read_fraction", read_fraction, 0.5 if stores == "write-allocate" and not ops else 0, 1)
-    r = _core.run_traffic(system.to_core(), threads, rf, pattern,
+    r = _core.run_traffic(core_graph(system), threads, rf, pattern,
                           footprint, _check_int("requests", requests, 100, 1 << 40),
                           _check_float("rate_gbps", rate_gbps, 0, 10000),
                           _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress, pairs,
@@ -297,7 +281,7 @@ def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,
     if not os.path.isfile(path):
         raise ParamError(f"trace file {path} " + ("is not a file; expected a trace file" if os.path.exists(path)
                                                   else "does not exist"))
-    r = _core.run_trace(system.to_core(), str(path), _check_int("max_outstanding", max_outstanding, 1, 65536),
+    r = _core.run_trace(core_graph(system), str(path), _check_int("max_outstanding", max_outstanding, 1, 65536),
                         progress, pairs)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
@@ -328,7 +312,7 @@ def bench(requests: int = 2_000_000, memory: Memory = "cxl-asic", threads: int =
     requests = _check_int("requests", requests, 1000, 1 << 40)
     threads = _check_int("threads", threads, 1, system.host.cores)
     t0 = time.perf_counter()
-    r = _core.run_traffic(system.to_core(), threads, 1.0, "random", 1 << 34, requests, 0.0, 0.0, False, None)
+    r = _core.run_traffic(core_graph(system), threads, 1.0, "random", 1 << 34, requests, 0.0, 0.0, False, None)
     wall = time.perf_counter() - t0
     # The run stops once 90% of the requests completed (the measurement window).
     done = int(requests - requests // 10)

@@ -22,6 +22,7 @@ from .engine import KERNELS, PLACEMENTS, Memory, Progress, _attrs, _check_int, p
 from .params import STORES, ParamError, System
 from .targets import Target, parse_target, target_text
 from .presets import load
+from .topology.convert import core_graph
 
 #: What an accelerator's stream may set, and the defaults.
 STREAM_KEYS = ("op", "pattern", "target", "requesters", "depth", "footprint")
@@ -102,10 +103,12 @@ def run(system: Memory, *, host: bool = True, kernel: str = "triad", threads: Op
     accel_requests = _check_int("accel_requests", accel_requests, 100, 1 << 40)
     pairs = parse_target(target, s)
     streams = _streams(s, devices) if accelerators else None
-    core = s.to_core()
-    if not accelerators:
-        core.pop("devices", None)
-        core.pop("home", None)
+    if accelerators:
+        core = core_graph(s)
+    else:  # the host's memories alone
+        bare = copy.copy(s)
+        bare.devices = []
+        core = core_graph(bare)
     r = _core.run_mixed(core, host, kernel, threads, lines_per_thread, placement, stores, pairs, streams,
                         accel_requests, progress)
     df = pd.DataFrame([r])

@@ -37,6 +37,7 @@ from . import _core, coherent
 from .coherent import AccelSystem
 from .engine import Progress, _version
 from .params import NicParams, ParamError
+from .topology.convert import core_graph
 
 KERNELS = ("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase")
 OPS = ("add", "cas")
@@ -130,11 +131,11 @@ def rao(system: Union[str, AccelSystem, NicSystem], kernels: Iterable[str] = KER
     s = load(system)
     ks, os_, ms = _names(kernels, KERNELS, "kernel"), _names(ops, OPS, "op"), _names(mechanisms, MECHANISMS, "mechanism")
     rows = []
-    core, nic = s.accel.to_core(), s.nic.to_dict()
+    core = core_graph(s)
     for k in ks:
         for o in os_:
             for m in ms:
-                r = _core.run_rao(core, nic, k, o, m, threads, iters, elements, stride, noise_threads, check, False,
+                r = _core.run_rao(core, k, o, m, threads, iters, elements, stride, noise_threads, check, False,
                                   progress)
                 rows.append({"kernel": k, "op": o, "mechanism": m, **r})
     df = pd.DataFrame(rows)
@@ -155,12 +156,12 @@ def rpc(system: Union[str, AccelSystem, NicSystem], shapes: Iterable[str] = SHAP
     s = load(system)
     shs = _names(shapes, SHAPES, "shape", "rpc")
     ds, ms = _names(directions, DIRECTIONS, "direction", "rpc"), _names(mechanisms, MECHANISMS, "mechanism", "rpc")
-    core, nic = s.accel.to_core(), s.nic.to_dict()
+    core = core_graph(s)
     rows = []
     for sh in shs:
         for d in ds:
             for m in ms:
-                r = _core.run_rpc(core, nic, sh, d, m, check)
+                r = _core.run_rpc(core, sh, d, m, check)
                 rows.append({"shape": sh, "direction": d, "mechanism": m, **r})
     df = pd.DataFrame(rows)
     df["bytes"] = df["bytes"].astype(int)

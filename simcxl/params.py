@@ -960,13 +960,6 @@ class System:
         return Window(name=name, kind=d["kind"], range=rng, **mem)
 
 
-    def to_core(self) -> Dict[str, Any]:
-        """The description the C++ engine takes (parameters only)."""
-        d = self.to_dict()
-        for k in ("name", "description", "source", "provenance"):
-            d.pop(k, None)
-        return d
-
     @classmethod
     def from_dict(cls, d: Dict[str, Any], where: str = "preset") -> "System":
         if not isinstance(d, dict):

@@ -68,6 +68,29 @@ def build_chase(folder: Path) -> Path:
     return build_guest(folder, "chase")
 
 
+# A single-memory preset's groups as the components of its graph (simcxl.topology.from_system names them).
+GRAPH_PATH = {"cxl.link.": "cxl_link0.", "cxl.media.": "cxl_dev0.media.", "cxl.device.": "cxl_dev0.device.",
+              "cxl.bridge.": "cxl.", "remote.link.": "remote.", "remote.dram.": "remote_dram."}
+
+
+def graph_path(path: str) -> str:
+    """A preset's parameter path (cxl.link.lanes) as its graph's (cxl_link0.lanes)."""
+    for old, new in GRAPH_PATH.items():
+        if path.startswith(old):
+            return new + path[len(old):]
+    return path
+
+
+def set_graph(core: dict, path: str, value) -> dict:
+    """Sets a preset's parameter path in the graph the core takes (``seed`` at its top level)."""
+    *parents, leaf = graph_path(path).split(".")
+    d = core["components"] if parents else core
+    for p in parents:
+        d = d[p]
+    d[leaf] = value
+    return core
+
+
 def set_path(d: dict, path: str, value) -> dict:
     """Sets a dotted key in nested dicts (a preset or system description)."""
     *parents, leaf = path.split(".")

@@ -9,6 +9,7 @@ import pytest
 import simcxl
 from simcxl import _core, engine, presets
 from simcxl.params import ParamError, System, combine
+from simcxl.topology import core_graph
 
 
 MAP = "ddr=ddr-local+cxl0=cxl-asic"
@@ -152,8 +153,8 @@ def test_overlapping_windows_are_refused_naming_both(ddr_cxl):
                                          r"0x18000000000\) overlap; allowed: windows that share no address"):
         ddr_cxl.replace(**{"cxl0.base": TIB // 2})
     # The core says the same of a description that bypasses Python.
-    d = ddr_cxl.to_core()
-    d["map"][1]["base"] = TIB // 2
+    d = core_graph(ddr_cxl)
+    next(k for k in d["connections"] if k["to"] == "cxl0.up")["base"] = TIB // 2
     with pytest.raises(_core.ConfigError, match=r"windows ddr \[0x0, 0x10000000000\) and cxl0 .* overlap"):
         _core.validate(d)
 
@@ -190,7 +191,7 @@ def test_bad_targets_are_refused(ddr_cxl, target, message):
 
 
 def test_the_core_checks_targets_too(ddr_cxl):
-    core = ddr_cxl.to_core()
+    core = core_graph(ddr_cxl)
     with pytest.raises(_core.ConfigError, match=r"^stream.target = 'cxl9' is not a window of the address map; "
                                                 r"allowed: ddr, cxl0$"):
         _core.run_stream(core, "copy", 1, 100, target=[("cxl9", 1)])
@@ -260,7 +261,7 @@ def test_a_stall_names_the_window_component(ddr_cxl):
     """A device that stops answering (fault injection) stalls the run; the
     message names the window's device and the request's host address."""
     two = ddr_cxl.replace(**{"cxl0.bridge.root_ports": 2, "cxl0.bridge.interleave_ways": 2})
-    d = two.to_core()
+    d = core_graph(two)
     d["fault"] = {"device_stops_after": 50}
     with pytest.raises(_core.StallError, match=r"the oldest \(txn \d+, read of 0x100[0-9a-f]{8}\) is in "
                                                r"cxl0\.dev[01]\.device\."):

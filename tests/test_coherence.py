@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from simcxl import _core, coherent
 from simcxl.cli import main
 from simcxl.params import ParamError
+from simcxl.topology import core_graph
 
 from conftest import REPO
 
@@ -243,11 +244,11 @@ def test_bad_workloads_are_rejected_with_the_parameter_named(kw, msg):
 def test_bad_parameters_fail_at_config_time(key, value, msg):
     with pytest.raises(ParamError, match=msg):
         system(**{key: value})
-    d = coherent.load("type1-asic").to_core()
+    d = core_graph(coherent.load("type1-asic"))
     g, k = key.split(".")
-    d[g][k] = value
+    d["components"]["dev0"][g][k] = value  # the preset's one device
     with pytest.raises(_core.ConfigError, match=msg.split(" is ")[0].split(" must")[0]):
-        _core.validate_coherent(d)
+        _core.validate(d)
 
 
 def test_cli_bad_input_is_one_line_exit_2():
@@ -257,7 +258,7 @@ def test_cli_bad_input_is_one_line_exit_2():
     res = CliRunner().invoke(main, ["run", "dma-vs-cache", "--sizes", "0"])
     assert res.exit_code == 2 and "size '0' is not allowed" in res.stderr
     with pytest.raises(ValueError, match="dma_vs_cache.sizes contains 0, out of range; allowed: 1 to"):
-        _core.run_dma_vs_cache(coherent.load("type1-asic").to_core(), [0])
+        _core.run_dma_vs_cache(core_graph(coherent.load("type1-asic")), [0])
     res = CliRunner().invoke(main, ["run", "accel", "--accel", "no-such"])
     assert res.exit_code == 2 and "presets: type1-asic" in res.stderr
 

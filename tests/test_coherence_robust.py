@@ -11,6 +11,7 @@ import pytest
 
 from simcxl import _core, coherent
 from simcxl.params import DCacheParams, HomeParams, HostParams, LinkParams, ParamError
+from simcxl.topology import core_graph
 
 # Every way a device can hold or reach memory, each with two devices.
 MODES = {
@@ -77,10 +78,10 @@ def test_back_invalidate_credits_are_validated():
     for key in ("cache.credits_bisnp", "cache.credits_birsp"):
         with pytest.raises(ParamError, match=re.escape(f"{key} = 0 is out of range; allowed: 1 to 65536")):
             coherent.load("type2-hdmdb").replace(**{key: 0})
-        d = coherent.load("type2-hdmdb").to_core()
-        d["cache"][key.split(".")[1]] = 0
+        d = core_graph(coherent.load("type2-hdmdb"))
+        d["components"]["dev0"]["cache"][key.split(".")[1]] = 0
         with pytest.raises(_core.ConfigError, match=re.escape(f"{key} = 0 is out of range")):
-            _core.validate_coherent(d)
+            _core.validate(d)
 
 
 # ---------------------------------------------------------------- 2: bias flips
@@ -174,10 +175,10 @@ def test_host_cache_default_is_the_llc_and_is_validated():
     assert HomeParams().host_cache_bytes == HostParams().llc_bytes
     with pytest.raises(ParamError, match="home.host_cache_bytes = 4100 must be a multiple of 64"):
         coherent.load("type1-asic").replace(**{"home.host_cache_bytes": 4100})
-    d = coherent.load("type1-asic").to_core()
-    d["home"]["host_cache_bytes"] = 4100
+    d = core_graph(coherent.load("type1-asic"))
+    d["components"]["home"]["host_cache_bytes"] = 4100
     with pytest.raises(_core.ConfigError, match="home.host_cache_bytes = 4100 must be a multiple of 64"):
-        _core.validate_coherent(d)
+        _core.validate(d)
 
 
 def test_host_cache_evicts_and_conserves_dirty_data():

@@ -12,6 +12,7 @@ from hypothesis import assume, example, given, strategies as st
 
 import simcxl
 from simcxl import _core
+from simcxl.topology import core_graph
 
 from conftest import assert_one_line_rejection, fuzz
 from test_fuzz_engine import PRESETS, check_consistent, run, small_system
@@ -175,8 +176,8 @@ def test_the_last_line_of_the_address_space(tmp_path):
 
 
 def test_core_message_shows_an_infinite_value_as_inf():
-    core = PRESETS["cxl-asic"].to_core()
-    core["host"]["l1_latency_ns"] = math.inf
+    core = core_graph(PRESETS["cxl-asic"])
+    core["components"]["host"]["l1_latency_ns"] = math.inf
     with pytest.raises(_core.ConfigError) as e:
         _core.validate(core)
     assert "-9223372036854775808" not in str(e.value) and "inf" in str(e.value)

@@ -8,12 +8,13 @@ import pytest
 
 import simcxl
 from simcxl import _core
+from simcxl.topology import core_graph
 
 LINE = 64
 
 
 def host(**kw):
-    h = simcxl.load_preset("ddr-local").to_core()["host"]
+    h = simcxl.load_preset("ddr-local").host.to_dict()
     h.update(kw)
     return h
 

@@ -8,6 +8,7 @@ import simcxl
 from simcxl import _core
 from simcxl.engine import STAGES
 from simcxl.params import CxlMemory, InterSocketParams, LinkParams, RemoteMemory, System
+from simcxl.topology import core_graph
 
 from conftest import link_bound_cxl, quiet_dram
 
@@ -178,7 +179,7 @@ def test_row_conflicts_cost_precharge_and_activate():
 
 
 def test_core_raises_on_values_python_would_catch_too():
-    bad = System("t", "local-dram").to_core()
-    bad["local_dram"]["tRCD_ns"] = -1
+    bad = core_graph(System("t", "local-dram"))
+    bad["components"]["local_dram"]["tRCD_ns"] = -1
     with pytest.raises(_core.ConfigError, match=r"local_dram.tRCD_ns = -1 is out of range; allowed: 0 to 200"):
         _core.validate(bad)

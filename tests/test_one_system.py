@@ -10,6 +10,7 @@ import pytest
 
 from simcxl import _core, coherent, mixed, params, presets
 from simcxl.params import ParamError
+from simcxl.topology import core_graph
 
 KW = dict(threads=8, lines_per_thread=4000)
 GPU = {"requesters": 8, "depth": 16, "footprint": "1g"}
@@ -40,7 +41,7 @@ def test_one_description_holds_windows_and_accelerators(system):
     # A preset file of it loads back as the same system, and both engines' checks accept it.
     again = params.System.from_dict(system.to_dict())
     assert again.to_dict() == system.to_dict()
-    _core.validate(system.to_core())
+    _core.validate(core_graph(system))
     changed = system.replace(**{"gpu.cache.mshrs": 16, "home.latency_ns": 20.0})
     assert changed.devices[0].cache.mshrs == 16 and changed.home.latency_ns == 20.0
 
@@ -53,8 +54,8 @@ def test_names_and_windows_of_devices_are_checked_on_both_sides(system):
     # A Type-2 device's memory over a window of the map: refused by the description and by the core.
     t2 = mixed.attach(params.combine([("ddr", presets.load("ddr-local")), ("cxl0", presets.load("cxl-asic"))]),
                       "mem=type2-bias")
-    core = t2.to_core()
-    core["map"][1]["base"] = 1 << 44
+    core = core_graph(t2)
+    next(k for k in core["connections"] if k["to"] == "cxl0.up")["base"] = 1 << 44
     with pytest.raises(_core.ConfigError, match="overlaps window cxl0"):
         _core.validate(core)
     with pytest.raises(ParamError, match="overlaps window cxl0"):

@@ -11,8 +11,9 @@ import simcxl
 
 from simcxl import _core, presets
 from simcxl.params import System
+from simcxl.topology import core_graph
 
-from conftest import set_path
+from conftest import graph_path, set_path
 
 PRESETS = {"ddr-local": "local-dram", "ddr-remote": "remote-numa", "cxl-asic": "cxl-type3", "cxl-fpga": "cxl-type3"}
 
@@ -27,7 +28,7 @@ def test_load_preset_validates(name):
     assert isinstance(s, System)
     assert s.name == name and s.kind == PRESETS[name]
     assert s.validate() is s
-    _core.validate(s.to_core())  # the C++ side accepts it too
+    _core.validate(core_graph(s))  # the C++ side accepts it too
     # exactly the memory its kind needs
     assert (s.cxl is not None) == (s.kind == "cxl-type3")
     assert (s.remote is not None) == (s.kind == "remote-numa")
@@ -70,7 +71,7 @@ def test_replace_revalidates_cross_field_constraints():
     # together with a 256 B flit, gen 6 is fine
     t = s.replace(**{"cxl.link.gen": 6, "cxl.link.flit_bytes": 256})
     assert (t.cxl.link.gen, t.cxl.link.flit_bytes) == (6, 256)
-    _core.validate(t.to_core())
+    _core.validate(core_graph(t))
 
 
 @pytest.mark.parametrize("path, value, needles", [
@@ -193,10 +194,11 @@ def test_load_unknown_preset_name():
 
 
 def _core_dict(name="cxl-asic", path=None, value=None, delete=False):
-    d = simcxl.load_preset(name).to_core()
+    """The preset's graph as the core takes it, with ``component.parameter`` (or a top-level key) changed."""
+    d = core_graph(simcxl.load_preset(name))
     if path is not None:
         *parents, leaf = path.split(".")
-        obj = d
+        obj = d["components"] if parents else d
         for p in parents:
             obj = obj[p]
         if delete:
@@ -208,7 +210,7 @@ def _core_dict(name="cxl-asic", path=None, value=None, delete=False):
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_core_validate_accepts_presets(name):
-    assert _core.validate(simcxl.load_preset(name).to_core()) is None
+    assert _core.validate(core_graph(simcxl.load_preset(name))) is None
 
 
 BAD_VALUES = [
@@ -233,11 +235,12 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("path, value, needles", BAD_VALUES, ids=[f"{p}={v!r}" for p, v, _ in BAD_VALUES])
 def test_core_validate_rejects(path, value, needles):
+    """The same checks in the core, its messages naming the component."""
     with pytest.raises(_core.ConfigError) as e:
-        _core.validate(_core_dict(path=path, value=value))
+        _core.validate(_core_dict(path=graph_path(path), value=value))
     assert isinstance(e.value, ValueError)
     for n in needles:
-        assert n in str(e.value), (n, str(e.value))
+        assert graph_path(n) in str(e.value), (graph_path(n), str(e.value))
 
 
 @pytest.mark.parametrize("path, value, needles", BAD_VALUES, ids=[f"{p}={v!r}" for p, v, _ in BAD_VALUES])
@@ -251,27 +254,36 @@ def test_python_rejects_what_core_rejects(path, value, needles):
 
 
 @pytest.mark.parametrize("name, path, value, needle", [
-    ("ddr-remote", "remote.dram.read_queue", 0, "remote.dram.read_queue"),
-    ("ddr-remote", "remote.link.bandwidth_gbps", 0, "remote.link.bandwidth_gbps"),
+    ("ddr-remote", "remote_dram.read_queue", 0, "remote_dram.read_queue"),
+    ("ddr-remote", "remote.bandwidth_gbps", 0, "remote.bandwidth_gbps"),
     ("ddr-local", "local_dram.channels", 0, "local_dram.channels"),
     ("ddr-local", "seed", -1, "seed"),
     ("ddr-local", "seed", 1.5, "seed"),
-    ("ddr-local", "kind", "cxl-type2", "kind"),
+    ("ddr-local", "local_dram.type", "cxl-type2", "'cxl-type2' is not a component type; allowed: host, dram"),
+    ("cxl-asic", "cxl.root_ports", 2, r"cxl.root_ports is derived: the number of its root_port connections"),
 ])
 def test_core_validate_rejects_other_kinds(name, path, value, needle):
     with pytest.raises(_core.ConfigError, match=needle):
         _core.validate(_core_dict(name, path, value))
 
 
-@pytest.mark.parametrize("path", ["host", "cxl.link", "cxl"])
-def test_core_validate_missing_group(path):
-    with pytest.raises(_core.ConfigError, match=path.rsplit(".", 1)[-1] + " is missing"):
-        _core.validate(_core_dict(path=path, delete=True))
+@pytest.mark.parametrize("path, needle", [("host", "no component of type host"),
+                                          ("cxl_dev0.media", "cxl_dev0.media is missing"),
+                                          ("cxl_link0.type", "cxl_link0.type is missing")])
+def test_core_validate_missing_component_or_group(path, needle):
+    d = _core_dict()
+    *parents, leaf = path.split(".")
+    obj = d["components"]
+    for p in parents:
+        obj = obj[p]
+    del obj[leaf]
+    with pytest.raises(_core.ConfigError, match=needle):
+        _core.validate(d)
 
 
 def test_core_validate_group_not_a_table():
-    with pytest.raises(_core.ConfigError, match=r"cxl\.link must be a table"):
-        _core.validate(_core_dict(path="cxl.link", value=16))
+    with pytest.raises(_core.ConfigError, match=r"cxl_dev0\.media must be a table"):
+        _core.validate(_core_dict(path="cxl_dev0.media", value=16))
 
 
 def test_core_validate_does_not_modify_its_input():
@@ -283,7 +295,7 @@ def test_core_validate_does_not_modify_its_input():
 
 @pytest.mark.parametrize("path", [
     pytest.param("seeed", id="top-level"),
-    pytest.param("cxl.devcie", id="cxl-group"),
+    pytest.param("cxl_dev0.devcie", id="component-group"),
 ])
 def test_core_validate_rejects_unknown_keys_outside_groups(path):
     with pytest.raises(_core.ConfigError, match=path.rsplit(".", 1)[-1]):

@@ -8,8 +8,9 @@ import pytest
 
 from simcxl import _core, coherent, nic
 from simcxl.params import NicParams, ParamError
+from simcxl.topology import core_graph
 
-SYS = coherent.load("type1-asic").to_core()
+SYS = core_graph(nic.load("type1-asic"))
 NIC = NicParams().to_dict()
 MASK = (1 << 64) - 1
 
@@ -82,10 +83,10 @@ def replay(ks, elements, log, threads):
 
 
 def run(kernel, op, mech, threads, iters, elements, nic_over=None, sys_over=None, **kw):
-    s = dict(SYS)
-    for g, v in (sys_over or {}).items():
-        s[g] = {**s[g], **v}
-    return _core.run_rao(s, {**NIC, **(nic_over or {})}, kernel, op, mech, threads, iters, elements, **kw)
+    over = {f"nic.{k}": v for k, v in (nic_over or {}).items()}
+    over.update({f"{g}.{k}": v for g, kv in (sys_over or {}).items() for k, v in kv.items()})
+    return _core.run_rao(core_graph(nic.load("type1-asic").replace(**over)), kernel, op, mech, threads, iters,
+                         elements, **kw)
 
 
 @pytest.mark.parametrize("mech", nic.MECHANISMS)
@@ -192,7 +193,7 @@ def test_more_dmas_in_flight_speed_the_pcie_nic_and_queues_stay_bounded():
 def test_bad_workload_arguments_name_the_field(bad, match):
     args = {"kernel": "rand", "op": "add", "mechanism": "cxl-nic", "threads": 1, "iters": 1, "elements": 64, **bad}
     with pytest.raises(_core.ConfigError, match=match):
-        _core.run_rao(SYS, NIC, args["kernel"], args["op"], args["mechanism"], args["threads"], args["iters"],
+        _core.run_rao(SYS, args["kernel"], args["op"], args["mechanism"], args["threads"], args["iters"],
                       args["elements"])
     with pytest.raises(ParamError, match="rao.kernel = 'spray'"):
         nic.rao("type1-asic", kernels=["spray"])
@@ -201,8 +202,10 @@ def test_bad_workload_arguments_name_the_field(bad, match):
 def test_bad_nic_parameters_name_the_field():
     with pytest.raises(ParamError, match=r"nic.post_batch = 100 is not allowed; allowed: 1 to ring_entries \(64\)"):
         nic.load("type1-asic", {"post_batch": 100})
-    with pytest.raises(_core.ConfigError, match=r"nic.post_batch = 100 is not allowed; allowed: 1 to ring_entries"):
-        _core.validate_nic({**NIC, "post_batch": 100})
+    bad = core_graph(nic.load("type1-asic"))
+    bad["components"]["dev0"]["nic"]["post_batch"] = 100
+    with pytest.raises(_core.ConfigError, match=r"dev0.nic.post_batch = 100 is not allowed; allowed: 1 to ring_entries"):
+        _core.validate(bad)
     with pytest.raises(ParamError, match="nic.ops_in_flight = 0 is out of range; allowed: 1 to 4096"):
         nic.load("type1-asic", {"ops_in_flight": 0})
 

@@ -9,6 +9,7 @@ import pytest
 import simcxl
 from simcxl import _core
 from simcxl.params import ParamError
+from simcxl.topology import core_graph
 
 
 def cxl(**over):
@@ -41,7 +42,7 @@ def test_bridge_holds_refused_responses_within_its_buffer_and_delivers_every_one
     # the third response was written past the buffer (heap overflow under ASan).
     s = cxl(**{"cxl.bridge.resp_queue": 2})
     unblock = 2000.0
-    done = _core._testing.bridge_behind_blocked_host(s.to_core(), 32, unblock)
+    done = _core._testing.bridge_behind_blocked_host(core_graph(s), 32, unblock)
     assert sorted(a for _, a, _ in done) == [i * 64 for i in range(32)]
     assert len({i for i, _, _ in done}) == 32
     times = [t for _, _, t in done]
@@ -75,7 +76,7 @@ STALL = {"device_stops_after": 100}
     lambda d: _core.run_lmbench(d, [1 << 22], 0, 2000, 100, 0, None, 0),  # cold: little warm-up
 ], ids=["traffic", "stream", "lmbench"])
 def test_a_device_that_stops_answering_ends_the_run_with_where_the_oldest_request_waits(run):
-    d = cxl().to_core()
+    d = core_graph(cxl())
     d["fault"] = dict(STALL, device_stops_after=5)
     t = time.monotonic()
     with pytest.raises(_core.StallError) as e:
@@ -89,14 +90,14 @@ def test_a_device_that_stops_answering_ends_the_run_with_where_the_oldest_reques
 def test_a_stalled_trace_names_the_queue(tmp_path):
     trace = tmp_path / "t.trace"
     trace.write_text("".join(f"{i} R {i * 64:#x}\n" for i in range(200)))
-    d = cxl().to_core()
+    d = core_graph(cxl())
     d["fault"] = STALL
     with pytest.raises(_core.StallError, match=r"in cxl\.device\.tx"):
         _core.run_trace(d, str(trace), 64, None)
 
 
 def test_fault_injection_is_validated():
-    d = cxl().to_core()
+    d = core_graph(cxl())
     d["fault"] = {"device_stop": 1}
     with pytest.raises(_core.ConfigError, match="device_stop"):
         _core.run_traffic(d, 1, 1.0, "random", 1 << 20, 100, 0.0, 0.0, False, None)
@@ -135,15 +136,16 @@ def test_a_trace_beyond_the_physical_address_space_is_refused(tmp_path):
     trace = tmp_path / "t.trace"
     trace.write_text("0 R 0x10000000000000\n")  # 2^52
     with pytest.raises(_core.ConfigError, match="outside the CXL window"):
-        _core.run_trace(cxl().to_core(), str(trace), 64, None)
+        _core.run_trace(core_graph(cxl()), str(trace), 64, None)
 
 
 def test_fewer_ways_than_root_ports_is_refused_in_python_and_in_the_core():
     with pytest.raises(ParamError, match="interleave_ways = 1 is not allowed with root_ports = 2"):
         cxl(**{"cxl.bridge.root_ports": 2})
-    d = cxl().to_core()
-    d["cxl"]["bridge"]["root_ports"] = 2
-    with pytest.raises(_core.ConfigError, match="interleave_ways = 1 is not allowed with root_ports = 2"):
+    # In a graph both are the number of root_port connections: the core refuses them as values.
+    d = core_graph(cxl())
+    d["components"]["cxl"]["root_ports"] = 2
+    with pytest.raises(_core.ConfigError, match="cxl.root_ports is derived: the number of its root_port connections"):
         _core.validate(d)
 
 
@@ -166,7 +168,7 @@ def test_components_attached_while_the_loop_runs_all_fire():
 
 def test_a_cancel_from_a_progress_callback_is_an_ordinary_exception():
     assert issubclass(_core.Cancelled, Exception)
-    d = cxl().to_core()
+    d = core_graph(cxl())
     with pytest.raises(Exception) as e:
         _core.run_traffic(d, 4, 1.0, "random", 1 << 24, 100000, 0.0, 0.0, False, lambda f: False)
     assert isinstance(e.value, _core.Cancelled)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from simcxl import _core, coherent, nic
 from simcxl.cli import main
 from simcxl.params import NicParams
+from simcxl.topology import core_graph
 
 SYS = coherent.load("type1-asic")
 NIC = NicParams()
@@ -62,7 +63,8 @@ def test_shapes_encode_to_their_size(shape):
 
 
 def run(shape, direction, mech, **nic_over):
-    return _core.run_rpc(SYS.to_core(), {**NIC.to_dict(), **nic_over}, shape, direction, mech, True)
+    s = nic.load(SYS, {**NIC.to_dict(), **nic_over})
+    return _core.run_rpc(core_graph(s), shape, direction, mech, True)
 
 
 @pytest.mark.parametrize("shape", ["64B", "4KiB", "64KiB"])

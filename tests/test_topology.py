@@ -13,6 +13,7 @@ import pytest
 from simcxl import coherent, engine, nic, presets
 from simcxl import topology as T
 from simcxl.params import DeviceParams, DramParams, HostParams
+from simcxl.topology import core_graph
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "topologies"
@@ -24,20 +25,20 @@ MAPS = ("ddr-local+cxl-asic", "ddr=ddr-local+cxl0=cxl-asic+cxl1=cxl-asic+far=ddr
 def test_a_memory_preset_drawn_as_a_graph_builds_back_to_itself(name):
     s = presets.load(name)
     t = T.from_system(s)
-    assert T.memory_system(t).to_core() == s.to_core()
+    assert core_graph(T.memory_system(t)) == core_graph(s)
     # and through the file format
     again = T.from_dict(t.to_dict())
-    assert T.memory_system(again).to_core() == s.to_core()
+    assert core_graph(T.memory_system(again)) == core_graph(s)
 
 
 @pytest.mark.parametrize("name", coherent.preset_names())
 def test_an_accelerator_preset_drawn_as_a_graph_builds_back_to_itself(name):
     s = coherent.load(name)
     t = T.from_system(s)
-    assert T.accel_system(T.from_dict(t.to_dict())).to_core() == s.to_core()
+    assert core_graph(T.accel_system(T.from_dict(t.to_dict()))) == core_graph(s)
     n = nic.load(name)
     back = T.nic_system(T.from_system(n))
-    assert back.accel.to_core() == n.accel.to_core() and back.nic == n.nic
+    assert core_graph(back.accel) == core_graph(n.accel) and back.nic == n.nic
 
 
 @pytest.mark.parametrize("name", presets.names() + coherent.preset_names())
@@ -256,23 +257,23 @@ def test_an_override_names_component_and_parameter():
         t.replace(**{"l0.lanes": 3})
 
 
-def test_the_core_refuses_root_ports_that_do_not_match_the_bridge():
+def test_the_core_checks_each_root_ports_device_by_its_name():
+    # A bridge's root ports are its connections (never a count beside a list): each device is its own
+    # component, checked under its own name.
     from simcxl import _core
     s = presets.load("cxl-asic").replace(**{"cxl.bridge.root_ports": 2, "cxl.bridge.interleave_ways": 2})
-    d = s.to_core()
-    d["cxl"]["ports"] = [{g: d["cxl"][g] for g in ("link", "device", "media")}]
-    with pytest.raises(_core.ConfigError, match=r"cxl.ports holds 1 root ports; allowed: none, or one per root port "
-                                                 r"\(2\)"):
-        _core.validate(d)
-    d["cxl"]["ports"].append(dict(d["cxl"]["ports"][0], media=dict(d["cxl"]["media"], ranks=0)))
-    with pytest.raises(_core.ConfigError, match=r"cxl.port1.media.ranks = 0"):
+    d = core_graph(s)
+    assert [k["to"] for k in d["connections"] if k["from"].startswith("cxl.root_port")] == ["cxl_link0.up",
+                                                                                             "cxl_link1.up"]
+    d["components"]["cxl_dev1"]["media"]["ranks"] = 0
+    with pytest.raises(_core.ConfigError, match=r"^cxl_dev1.media.ranks = 0 is out of range"):
         _core.validate(d)
 
 
 def test_gem5_takes_the_same_topology_file():
     # The gem5 host bridge's expanders get each root port's own parameters from the graph.
     from simcxl import gem5
-    assert gem5.interleaved(EXAMPLES / "cxl-asic.toml").to_core() == presets.load("cxl-asic").to_core()
+    assert core_graph(gem5.interleaved(EXAMPLES / "cxl-asic.toml")) == core_graph(presets.load("cxl-asic"))
     t = T.from_dict(_with(lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"},
                                                             x1={"type": "type3", "from": "defaults",
                                                                 "media": {"ranks": 2}}),

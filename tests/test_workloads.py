@@ -8,6 +8,7 @@ import pytest
 
 import simcxl
 from simcxl import _core, calibrate
+from simcxl.topology import core_graph
 
 from conftest import TESTBED
 
@@ -136,7 +137,7 @@ def test_bad_stream_placement_names_the_choices(presets):
         simcxl.stream(presets["cxl-asic"], ["copy"], placement="random")
     from simcxl import _core
     with pytest.raises(ValueError, match="stream.placement = 'random' is not allowed"):
-        _core.run_stream(presets["cxl-asic"].to_core(), "copy", 2, 1000, "random")
+        _core.run_stream(core_graph(presets["cxl-asic"]), "copy", 2, 1000, "random")
 
 
 def test_non_temporal_stores_move_no_reads_for_ownership(presets):
@@ -167,7 +168,7 @@ def test_bad_stream_stores_names_the_choices(presets):
         simcxl.stream(presets["cxl-asic"], ["copy"], stores="streaming")
     from simcxl import _core
     with pytest.raises(ValueError, match="stream.stores = 'streaming' is not allowed"):
-        _core.run_stream(presets["cxl-asic"].to_core(), "copy", 2, 1000, "first-touch", "streaming")
+        _core.run_stream(core_graph(presets["cxl-asic"]), "copy", 2, 1000, "first-touch", "streaming")
 
 
 def test_loaded_latency_rises_with_bandwidth(presets):

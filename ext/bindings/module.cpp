@@ -14,6 +14,7 @@
 #include "cxlcore/workloads/mixed.hpp"
 #include "cxlcore/host/cache_hierarchy.hpp"
 #include "cxlcore/mem/dram_replay.hpp"
+#include "cxlcore/system/graph.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 namespace py = pybind11;
@@ -79,143 +80,127 @@ py::dict sub(const py::dict& d, const char* key, const std::string& where) {
     return v.cast<py::dict>();
 }
 
-MemoryKind readKind(const py::dict& d, const std::string& where, bool map) {
-    std::string kind = d.contains("kind") ? std::string(py::str(d["kind"])) : "";
-    if (kind == "local-dram") return MemoryKind::LocalDram;
-    if (kind == "remote-numa") return MemoryKind::RemoteNuma;
-    if (kind == "cxl-type3") return MemoryKind::CxlType3;
-    throw ConfigError(where + ".kind = '" + kind + "' is not allowed; allowed values: local-dram, remote-numa, cxl-type3" +
-                      (map ? ", address-map" : ""));
+// "comp.port" or "comp.port[i]".
+PortRef readPortRef(py::handle v, const std::string& at) {
+    if (!py::isinstance<py::str>(v)) throw ConfigError(at + " must be a port: 'component.port' or 'component.port[i]'");
+    const std::string s = v.cast<std::string>();
+    PortRef r;
+    const size_t dot = s.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == s.size())
+        throw ConfigError(at + " = '" + s + "' is not a port; allowed: 'component.port' or 'component.port[i]'");
+    r.comp = s.substr(0, dot);
+    r.port = s.substr(dot + 1);
+    const size_t br = r.port.find('[');
+    if (br != std::string::npos) {
+        const std::string idx = r.port.substr(br + 1);
+        r.port = r.port.substr(0, br);
+        if (idx.size() < 2 || idx.size() > 4 || idx.back() != ']' ||
+            idx.find_first_not_of("0123456789") != idx.size() - 1)
+            throw ConfigError(at + " = '" + s + "': the index is a whole number from 0 to 999 in brackets");
+        r.index = std::stoi(idx.substr(0, idx.size() - 1));
+    }
+    return r;
 }
 
-// The memory groups of a remote or CXL memory, under `key` of d.
-void readMemory(const py::dict& d, MemoryKind kind, const std::string& where, MemoryParams& m) {
-    const std::string pre = where.empty() ? "" : where + ".";
-    if (kind == MemoryKind::RemoteNuma) {
-        py::dict r = sub(d, "remote", where.empty() ? "system" : where);
-        onlyKeys(r, {"link", "dram"}, pre + "remote", "parameter group");
-        m.intersocket = readInterSocketParams(sub(r, "link", pre + "remote"), pre.empty() ? "remote.link" : pre + "link");
-        m.remote_dram = readDramParams(sub(r, "dram", pre + "remote"), pre.empty() ? "remote.dram" : pre + "dram");
-    } else if (kind == MemoryKind::CxlType3) {
-        py::dict c = sub(d, "cxl", where.empty() ? "system" : where);
-        onlyKeys(c, {"bridge", "link", "device", "media", "ports"}, pre + "cxl", "parameter group");
-        const std::string g = pre.empty() ? "cxl." : pre;
-        m.bridge = readBridgeParams(sub(c, "bridge", pre + "cxl"), g + "bridge");
-        m.link = readLinkParams(sub(c, "link", pre + "cxl"), g + "link");
-        m.device = readDeviceParams(sub(c, "device", pre + "cxl"), g + "device");
-        m.device_dram = readDramParams(sub(c, "media", pre + "cxl"), g + "media");
-        if (c.contains("ports")) {  // root ports whose links and devices differ
-            if (!py::isinstance<py::list>(c["ports"]) && !py::isinstance<py::tuple>(c["ports"]))
-                throw ConfigError(g + "ports must be a list of root ports (link, device, media)");
-            size_t i = 0;
-            for (py::handle item : c["ports"]) {
-                const std::string at = g + "port" + std::to_string(i++);
-                if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (link, device, media)");
-                py::dict d = item.cast<py::dict>();
-                onlyKeys(d, {"link", "device", "media"}, at, "parameter group");
-                RootPortParams rp;
-                rp.link = readLinkParams(sub(d, "link", at), at + ".link");
-                rp.device = readDeviceParams(sub(d, "device", at), at + ".device");
-                rp.device_dram = readDramParams(sub(d, "media", at), at + ".media");
-                m.ports.push_back(rp);
-            }
+#define CXL_READ_GROUP(Struct, LIST) \
+    if (schema == #Struct) {         \
+        cp.Struct##_ = read##Struct(d, where); \
+        return;                      \
+    }
+
+void readGroup(const std::string& schema, const py::dict& d, const std::string& where, ComponentParams& cp) {
+    CXL_PARAM_GROUPS(CXL_READ_GROUP)
+    throw ConfigError(where + ": no parameter group " + schema);
+}
+
+// One component: {type, description?, its top-level group's fields, its other groups as tables}.
+Node readComponent(const std::string& name, py::handle v) {
+    if (!py::isinstance<py::dict>(v)) throw ConfigError(name + " must be a table (type and parameters)");
+    py::dict d = v.cast<py::dict>();
+    Node c;
+    c.name = name;
+    if (!d.contains("type") || !py::isinstance<py::str>(d["type"]))
+        throw ConfigError(name + ".type is missing; allowed: a component type (simcxl topology types)");
+    c.type = d["type"].cast<std::string>();
+    const TypeSpec* t = findType(c.type);
+    if (!t) {
+        Graph probe;
+        probe.components.push_back(c);
+        probe.check();  // names the allowed types
+    }
+    py::dict top;
+    std::set<std::string> keys{"type", "description"};
+    for (const GroupSpec& g : t->groups)
+        if (!g.key.empty()) {
+            keys.insert(g.key);
+            readGroup(g.schema, sub(d, g.key.c_str(), name), name + "." + g.key, c.params);
         }
+    for (auto kv : d) {
+        const std::string k = py::str(kv.first);
+        if (keys.count(k)) continue;
+        for (const auto& der : t->derived)
+            if (der.first == k) throw ConfigError(name + "." + k + " is derived: " + der.second + "; leave it out");
+        top[kv.first] = kv.second;
     }
+    bool flat = false;
+    for (const GroupSpec& g : t->groups)
+        if (g.key.empty()) {
+            flat = true;
+            readGroup(g.schema, top, name, c.params);
+        }
+    if (!flat) {
+        keys.erase("type");
+        keys.erase("description");
+        onlyKeys(top, keys, name, "parameter group");
+    }
+    return c;
 }
 
-// The host physical address map: a list of windows, each {name, kind, base,
-// size} and its memory's groups (remote or cxl; a local-dram window maps local_dram).
-std::vector<WindowParams> readMap(py::handle v) {
-    if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
-        throw ConfigError("system.map must be a list of windows");
-    std::vector<WindowParams> out;
-    const double space = double(1ull << kPhysAddrBits);
-    size_t i = 0;
-    for (py::handle item : v) {
-        const std::string at = "map[" + std::to_string(i++) + "]";
-        if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (name, kind, base, size, ...)");
-        py::dict d = item.cast<py::dict>();
-        onlyKeys(d, {"name", "kind", "base", "size", "remote", "cxl"}, at, "window key");
-        if (!d.contains("name") || !py::isinstance<py::str>(d["name"])) throw ConfigError(at + ".name is missing; allowed: a string");
-        WindowParams w;
-        w.name = d["name"].cast<std::string>();
-        w.kind = readKind(d, w.name, false);
-        w.base = d.contains("base") ? field<uint64_t>(d["base"], w.name, "base", 0, space) : 0;
-        if (!d.contains("size")) throw ConfigError(w.name + ".size is missing; allowed: 64 to 4503599627370496 bytes");
-        w.size = field<uint64_t>(d["size"], w.name, "size", 64, space);
-        readMemory(d, w.kind, w.name, w);
-        out.push_back(w);
-    }
-    if (out.empty()) throw ConfigError("system.map is empty; allowed: one or more windows");
-    return out;
-}
-
-// One accelerator description's groups, its parameters named `name.group.field` (or `group.field`).
-AccelDeviceParams readAccelDevice(const py::dict& g, const std::string& name, const std::string& where) {
-    AccelDeviceParams x;
-    x.name = name;
-    const std::string pre = x.prefix();
-    x.link = readLinkParams(sub(g, "link", where), pre + "link");
-    x.cache = readDCacheParams(sub(g, "cache", where), pre + "cache");
-    x.accel = readAccelParams(sub(g, "accel", where), pre + "accel");
-    x.dma = readDmaParams(sub(g, "dma", where), pre + "dma");
-    x.media = readDramParams(sub(g, "media", where), pre + "media");
-    return x;
-}
-
-// A list of named accelerators (`devices`) into p.accelerators.
-void readAccelList(py::handle v, SystemParams& p) {
-    if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
-        throw ConfigError("system.devices must be a list of devices");
-    size_t i = 0;
-    for (py::handle item : v) {
-        const std::string at = "devices[" + std::to_string(i++) + "]";
-        if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table (name, link, cache, ...)");
-        py::dict g = item.cast<py::dict>();
-        onlyKeys(g, {"name", "link", "cache", "accel", "dma", "media"}, at, "device key");
-        if (!g.contains("name") || !py::isinstance<py::str>(g["name"]) || g["name"].cast<std::string>().empty())
-            throw ConfigError(at + ".name is missing; allowed: a string");
-        p.accelerators.push_back(readAccelDevice(g, g["name"].cast<std::string>(), at));
-    }
-    if (p.accelerators.empty()) throw ConfigError("system.devices is empty; allowed: one or more devices");
-}
-
-SystemParams readSystem(const py::dict& d) {
-    SystemParams p;
-    onlyKeys(d, {"kind", "seed", "host", "local_dram", "remote", "cxl", "map", "fault", "home", "devices"}, "",
-             "parameter group");
-    // CXL.cache accelerators beside the memories, coherent through the home agent.
-    if (d.contains("devices")) {
-        p.home = readHomeParams(sub(d, "home", "system"), "home");
-        readAccelList(d["devices"], p);
-    } else if (d.contains("home")) {
-        throw ConfigError("system.home is given without devices; allowed: home with one or more devices");
-    }
-    const bool map = d.contains("kind") && std::string(py::str(d["kind"])) == "address-map";
-    if (!map) p.kind = readKind(d, "system", true);
-    if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
+// A whole system: {name?, seed?, components: {name: {...}}, connections: [{from, to, base?, size?}]}.
+Graph readGraph(const py::dict& d) {
+    onlyKeys(d, {"name", "description", "source", "seed", "components", "connections", "fault", "lone_device_unnamed"},
+             "", "system key");
+    Graph g;
+    if (d.contains("name")) g.name = py::str(d["name"]);
+    if (d.contains("seed")) g.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
+    if (d.contains("lone_device_unnamed")) g.loneDeviceUnnamed = d["lone_device_unnamed"].cast<bool>();
     if (d.contains("fault")) {  // tests only: see SystemParams
         py::dict f = sub(d, "fault", "system");
         onlyKeys(f, {"device_stops_after"}, "fault", "fault");
         if (f.contains("device_stops_after"))
-            p.fault_device_stops_after =
+            g.fault_device_stops_after =
                 field<uint64_t>(f["device_stops_after"], "fault", "device_stops_after", 0, 9007199254740991.0);
     }
-    p.host = readHostParams(sub(d, "host", "system"), "host");
-    p.local_dram = readDramParams(sub(d, "local_dram", "system"), "local_dram");
-    if (map) {
-        if (!d.contains("map")) throw ConfigError("system.map is missing: an address-map system needs its windows");
-        if (d.contains("remote") || d.contains("cxl"))
-            throw ConfigError("system: an address-map system gives its memories in map, not in remote or cxl");
-        p.windows = readMap(d["map"]);
-    } else {
-        if (d.contains("map")) throw ConfigError("system.map is not allowed with kind = '" +
-                                                 std::string(py::str(d["kind"])) + "'; allowed: kind = 'address-map'");
-        readMemory(d, p.kind, "", p);
+    py::dict comps = sub(d, "components", "system");
+    for (auto kv : comps) g.components.push_back(readComponent(py::str(kv.first), kv.second));
+    if (!d.contains("connections") || (!py::isinstance<py::list>(d["connections"]) &&
+                                       !py::isinstance<py::tuple>(d["connections"])))
+        throw ConfigError("system.connections must be a list of {from, to}");
+    const double space = double(1ull << kPhysAddrBits);
+    size_t i = 0;
+    for (py::handle item : d["connections"]) {
+        const std::string at = "connections[" + std::to_string(i++) + "]";
+        if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table {from, to}");
+        py::dict k = item.cast<py::dict>();
+        onlyKeys(k, {"from", "to", "base", "size"}, at, "connection key");
+        if (!k.contains("from") || !k.contains("to")) throw ConfigError(at + ": from and to are both needed");
+        Connection c;
+        c.from = readPortRef(k["from"], at + ".from");
+        c.to = readPortRef(k["to"], at + ".to");
+        const bool base = k.contains("base") && !k["base"].is_none(), size = k.contains("size") && !k["size"].is_none();
+        if (base != size) throw ConfigError(at + ": base and size come together (a window)");
+        if (base) {
+            c.window = true;
+            c.base = field<uint64_t>(k["base"], at, "base", 0, space);
+            c.size = field<uint64_t>(k["size"], at, "size", 64, space);
+        }
+        g.connections.push_back(c);
     }
-    p.validate();
-    return p;
+    g.check();
+    return g;
 }
+
+SystemParams readSystem(const py::dict& d) { return readGraph(d).system(); }
 
 // A workload's target: [(window, weight), ...]; empty: the first window.
 MemTarget readTarget(py::handle v) {
@@ -228,27 +213,6 @@ MemTarget readTarget(py::handle v) {
         t.weights.push_back(field<uint32_t>(pair[1], "target", "weight", 1, 255));
     }
     return t;
-}
-
-// A CXL.cache system: host memory and home agent, and its devices: the
-// groups of one at the top level, or a list of named ones in `devices`.
-SystemParams readCoherent(const py::dict& d) {
-    SystemParams p;
-    const bool list = d.contains("devices");
-    if (list)
-        onlyKeys(d, {"seed", "host_dram", "home", "devices"}, "", "parameter group");
-    else
-        onlyKeys(d, {"seed", "host_dram", "home", "link", "cache", "accel", "dma", "media"}, "", "parameter group");
-    if (d.contains("seed")) p.seed = field<uint64_t>(d["seed"], "system", "seed", 0, 9007199254740991.0);
-    p.local_dram = readDramParams(sub(d, "host_dram", "system"), "host_dram");
-    p.local_dram_name = "host_dram";
-    p.home = readHomeParams(sub(d, "home", "system"), "home");
-    if (!list)
-        p.accelerators.push_back(readAccelDevice(d, "", "system"));
-    else
-        readAccelList(d["devices"], p);
-    p.validate();
-    return p;
 }
 
 // An accelerator run's streams, one per device: {op, pattern, target,
@@ -481,8 +445,7 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 }  // namespace
 
 void bindAcpi(py::module_& parent);  // acpi.cpp
-void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
-             NicParams (*readNic)(const py::dict&, const std::string&), Progress (*progress)(py::handle),
+void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
 
 PYBIND11_MODULE(_core, m) {
@@ -514,7 +477,25 @@ PYBIND11_MODULE(_core, m) {
         return out;
     }, "Parameter names, integrality, defaults and ranges of every C++ struct.");
 
-    m.def("validate", [](py::dict sys) { readSystem(sys); }, "Checks a system description; raises ConfigError.");
+    m.def("validate", [](py::dict sys) { readSystem(sys); },
+          "Checks a system (a graph: components and connections); raises ConfigError.");
+    m.def("component_types", [] {
+        py::list out;
+        for (const TypeSpec& t : componentTypes()) {
+            py::list groups, ports;
+            for (const GroupSpec& g : t.groups) groups.append(py::make_tuple(g.key, g.schema));
+            for (const PortSpec& p : t.ports)
+                ports.append(py::dict(py::arg("name") = p.name, py::arg("channel") = p.channel == PortChannel::Mem ? "mem" : "cxl",
+                                      py::arg("protocols") = p.protocols, py::arg("faces") = p.down ? "down" : "up",
+                                      py::arg("multi") = p.multi, py::arg("required") = p.required,
+                                      py::arg("doc") = p.doc));
+            py::dict derived;
+            for (const auto& d : t.derived) derived[py::str(d.first)] = d.second;
+            out.append(py::dict(py::arg("name") = t.name, py::arg("doc") = t.doc, py::arg("groups") = groups,
+                                py::arg("ports") = ports, py::arg("derived") = derived));
+        }
+        return out;
+    }, "The registered component types: their parameter groups (key, schema struct), ports and derived parameters.");
 
     py::class_<WarmCache>(m, "WarmCache",
                           "Cache outcomes of lmbench runs, reused between runs of the same host geometry. "
@@ -619,14 +600,11 @@ PYBIND11_MODULE(_core, m) {
           "or a Type-2 device's name), requesters, depth, footprint_bytes) at once in one system; host False: the "
           "accelerators alone, measured over accel_requests accesses.");
 
-    m.def("validate_coherent", [](py::dict sys) { readCoherent(sys); },
-          "Checks a CXL.cache system description; raises ConfigError.");
-
     m.def("run_accel",
           [](py::dict sys, std::string op, std::string pattern, std::string target, uint32_t requesters,
              uint32_t depth, uint64_t footprint, uint64_t requests, uint32_t hostThreads, double hostStores,
              bool check, py::object cb, py::object streams) {
-              SystemParams p = readCoherent(sys);
+              SystemParams p = readSystem(sys);
               AccelConfig c{op, pattern, target, requesters, depth, footprint, requests, hostThreads, hostStores, check, {}};
               c.streams = readStreams(streams, DeviceStream{op, pattern, target, requesters, depth, footprint, requests});
               Progress pr = wrap(cb);
@@ -640,7 +618,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_chase",
           [](py::dict sys, int agent, std::string target, std::vector<uint64_t> sizes, uint64_t loads, py::object cb) {
-              SystemParams p = readCoherent(sys);
+              SystemParams p = readSystem(sys);
               CoherentChaseConfig c{agent, target, sizes, loads};
               Progress pr = wrap(cb);
               return runRowsReleased([&] { return runCoherentChase(p, c, pr); });
@@ -651,7 +629,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_sharing",
           [](py::dict sys, std::string mode, uint64_t rounds, uint64_t lines, uint32_t depth, bool check) {
-              SystemParams p = readCoherent(sys);
+              SystemParams p = readSystem(sys);
               SharingConfig c{mode, rounds, lines, depth, check};
               return runReleased([&] { return runSharing(p, c); });
           },
@@ -662,7 +640,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("run_stress",
           [](py::dict sys, uint64_t lines, uint32_t hostThreads, uint32_t devReq, uint64_t ops, double stores,
              double uncached, double devMem, std::string inject, py::object cb) {
-              SystemParams p = readCoherent(sys);
+              SystemParams p = readSystem(sys);
               StressConfig c{lines, hostThreads, devReq, ops, stores, uncached, devMem, inject};
               Progress pr = wrap(cb);
               std::string detail;
@@ -682,7 +660,7 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("run_script",
           [](py::dict sys, py::list steps, bool check, std::string inject) {
-              SystemParams p = readCoherent(sys);
+              SystemParams p = readSystem(sys);
               std::vector<ScriptStep> st;
               for (size_t i = 0; i < steps.size(); ++i) {
                   py::dict d = steps[i].cast<py::dict>();
@@ -711,7 +689,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("run_dma_vs_cache",
           [](py::dict sys, std::vector<uint64_t> sizes, std::string cacheOp, uint64_t streamBytes,
              uint32_t minTransfers, py::object cb) {
-              SystemParams p = readCoherent(sys);
+              SystemParams p = readSystem(sys);
               DmaVsCacheConfig c{sizes, cacheOp, streamBytes, minTransfers};
               Progress pr = wrap(cb);
               return runRowsReleased([&] { return runDmaVsCache(p, c, pr); });
@@ -721,7 +699,7 @@ PYBIND11_MODULE(_core, m) {
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
     bindAcpi(m);
-    bindNic(m, readCoherent, readNicParams, wrap, toDict);
+    bindNic(m, readGraph, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
     testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),
                 py::arg("unblock_ns"),

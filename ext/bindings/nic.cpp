@@ -1,11 +1,11 @@
 // simcxl._core: the CXL-NIC's remote atomic operation (RAO) kernels and their
-// baselines, the kernels' operation streams for independent checks, and the
-// NIC parameter check.
+// baselines, and the kernels' operation streams for independent checks.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "cxlcore/devices/protobuf.hpp"
+#include "cxlcore/system/graph.hpp"
 #include "cxlcore/workloads/rao.hpp"
 #include "cxlcore/workloads/rpc.hpp"
 
@@ -45,17 +45,15 @@ RaoConfig readRao(const std::string& kernel, const std::string& op, const std::s
 
 }  // namespace
 
-void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
-             NicParams (*readNic)(const py::dict&, const std::string&), Progress (*progress)(py::handle),
+void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&)) {
-    m.def("validate_nic", [readNic](py::dict nic) { readNic(nic, "nic").validate("nic"); },
-          "Checks a CXL-NIC parameter group; raises ConfigError.");
     m.def("run_rao",
-          [=](py::dict sys, py::dict nic, std::string kernel, std::string op, std::string mechanism, uint32_t threads,
+          [=](py::dict sys, std::string kernel, std::string op, std::string mechanism, uint32_t threads,
               uint64_t iters, uint64_t elements, uint64_t stride, uint32_t noise, bool check, bool record,
               py::object cb) {
-              SystemParams p = readSystem(sys);
-              NicParams n = readNic(nic, "nic");
+              const Graph g = readGraph(sys);
+              const SystemParams p = g.system();
+              const NicParams n = g.nic();
               RaoConfig c = readRao(kernel, op, mechanism, threads, iters, elements, stride, noise, check, record);
               checkRao(p, n, c);
               Progress pr = progress(cb);
@@ -76,17 +74,18 @@ void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
               }
               return out;
           },
-          py::arg("system"), py::arg("nic"), py::arg("kernel"), py::arg("op"), py::arg("mechanism"),
+          py::arg("system"), py::arg("kernel"), py::arg("op"), py::arg("mechanism"),
           py::arg("threads"), py::arg("iters"), py::arg("elements"), py::arg("stride") = 9,
           py::arg("noise_threads") = 0, py::arg("check") = false, py::arg("record") = false,
           py::arg("progress") = py::none(),
           "One RAO kernel by one mechanism (cxl-nic, pcie-nic, host). With record: the order the operations "
           "performed in (thread, op, code, region, index, a, b, previous value) and the final memory.");
     m.def("run_rpc",
-          [=](py::dict sys, py::dict nic, std::string shape, std::string direction, std::string mechanism,
+          [=](py::dict sys, std::string shape, std::string direction, std::string mechanism,
               bool check) {
-              SystemParams p = readSystem(sys);
-              NicParams n = readNic(nic, "nic");
+              const Graph g = readGraph(sys);
+              const SystemParams p = g.system();
+              const NicParams n = g.nic();
               RpcConfig c{shape, direction, mechanism, check};
               Report r;
               {
@@ -95,7 +94,7 @@ void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
               }
               return report(r);
           },
-          py::arg("system"), py::arg("nic"), py::arg("shape"), py::arg("direction"), py::arg("mechanism"),
+          py::arg("system"), py::arg("shape"), py::arg("direction"), py::arg("mechanism"),
           py::arg("check") = false,
           "One message of a shape (de)serialised by one mechanism (cxl-nic, pcie-nic, host).");
     m.def("rpc_message",
@@ -135,7 +134,7 @@ void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
     m.def("rao_stream",
           [=](py::dict sys, std::string kernel, std::string op, uint32_t threads, uint64_t iters, uint64_t elements,
               uint64_t stride) {
-              SystemParams p = readSystem(sys);
+              const SystemParams p = readGraph(sys).system();
               RaoConfig c = readRao(kernel, op, "host", threads, iters, elements, stride, 0, false, false);
               checkRao(p, NicParams(), c);
               RaoKernel k(c, p.seed);

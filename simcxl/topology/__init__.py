@@ -1,10 +1,11 @@
 """Systems as graphs of components (topology files).
 
 :func:`load` reads a topology file (TOML or JSON) and checks it against the
-registry of component types (:mod:`.types`); :func:`resolve` turns anything a
-``run`` command takes (a topology file, a preset, presets joined with +) into
-a graph; :func:`memory_system`, :func:`accel_system` and :func:`nic_system`
-build the engine's description from it.
+registry of component types (:mod:`.types`, the C++ core's own); :func:`resolve`
+turns anything a ``run`` command takes (a topology file, a preset, presets
+joined with +) into a graph; :func:`core_graph` is the one form the core's
+builder takes, from a graph or any system; :func:`memory_system`,
+:func:`accel_system` and :func:`nic_system` give the workloads' systems back.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Union
 
 from . import graph
-from .convert import GraphSystem, accel_system, from_system, load, memory_system, nic_system, preset_topology
+from .convert import core_graph, from_system
+from .systems import GraphSystem, accel_system, load, memory_system, nic_system, preset_topology
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES, describe
 
-__all__ = ["GraphSystem", "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check",
+__all__ = ["GraphSystem", "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check", "core_graph",
            "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
            "is_file", "resolve", "to_toml", "table"]
 

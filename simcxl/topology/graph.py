@@ -210,7 +210,7 @@ def _toml_loads(text: str) -> Dict[str, Any]:
 
 def _size(v: Any, where: str, lo: int) -> int:
     if isinstance(v, str):
-        from ..engine import parse_size
+        from ..units import parse_size
         v = parse_size(v, where)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= PHYS_SPACE:
         raise TopologyError(f"{where} = {v!r} is not allowed; allowed: {lo} to {PHYS_SPACE} bytes "

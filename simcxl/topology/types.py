@@ -1,6 +1,7 @@
-"""The registry of component types: each type's parameter groups (from the one
-schema in :mod:`simcxl.params`) and its ports, with the channel each port
-carries. A topology file names instances of these types and joins their ports.
+"""The registry of component types, as the C++ core registers them: each
+type's parameter groups (the one schema's dataclasses, :mod:`simcxl.params`)
+and its ports, with the channel each port carries. A topology file names
+instances of these types and joins their ports.
 
 Channels: ``mem`` is the host's memory path (requests from the uncore to a
 window's memory); ``cxl`` is a Flex Bus port, which carries the protocols of
@@ -13,13 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Dict, FrozenSet, Optional, Tuple
 
-from ..params import (AccelParams, BridgeParams, DCacheParams, DeviceParams, DmaParams, DramParams, HomeParams,
-                      HostParams, InterSocketParams, LinkParams, NicParams)
-
-#: A host bridge's root ports and HDM interleave ways follow from its connections.
-DERIVED = {"host_bridge": {"root_ports": "the number of its root_port connections",
-                           "interleave_ways": "the number of its root_port connections"}}
-
+from .. import _core
+from ..params import GROUPS
 
 @dataclass(frozen=True)
 class Port:
@@ -58,41 +54,19 @@ class ComponentType:
         return out
 
 
-_CXL_ANY = frozenset({"cxl.mem", "cxl.cache"})
+def _types() -> Dict[str, ComponentType]:
+    out = {}
+    for t in _core.component_types():
+        ports = tuple(Port(p["name"], p["channel"], frozenset(p["protocols"]), p["faces"], p["multi"], p["required"],
+                           p["doc"]) for p in t["ports"])
+        out[t["name"]] = ComponentType(t["name"], t["doc"], tuple((k, GROUPS[g]) for k, g in t["groups"]), ports)
+    return out
 
-TYPES: Dict[str, ComponentType] = {t.name: t for t in (
-    ComponentType("host", "cores with their caches, TLBs and uncore (mesh, LLC miss path); its address map is its "
-                  "mem connections, each a window [base, base + size)",
-                  (("", HostParams),),
-                  (Port("mem", "mem", faces="down", multi=True, doc="a window of the host physical address map"),
-                   Port("local", "mem", faces="down", required=False,
-                        doc="the host's DRAM when no window maps it (it holds the page tables)"),
-                   Port("home", "mem", faces="down", required=False, doc="the CXL.cache home agent"))),
-    ComponentType("dram", "a DRAM controller and its channels (DDR4/DDR5 timing, refresh, write drain)",
-                  (("", DramParams),), (Port("up", "mem"),)),
-    ComponentType("remote_socket", "the other socket's home agent behind a UPI-like link; its DRAM is on down",
-                  (("", InterSocketParams),), (Port("up", "mem"), Port("down", "mem", faces="down"))),
-    ComponentType("host_bridge", "a CXL host bridge: HDM decoder interleaving its window over its root ports",
-                  (("", BridgeParams),),
-                  (Port("up", "mem"), Port("root_port", "cxl", frozenset({"cxl.mem"}), faces="down", multi=True,
-                                           doc="one root port each, in index order"))),
-    ComponentType("home_agent", "the host's CXL.cache home agent: ordering point and snoop filter",
-                  (("", HomeParams),),
-                  (Port("host", "mem"), Port("root_port", "cxl", frozenset({"cxl.cache"}), faces="down", multi=True,
-                                             doc="a root port for each accelerator"))),
-    ComponentType("link", "a CXL link: flits, credits, CRC and replay, each direction its own",
-                  (("", LinkParams),), (Port("up", "cxl", _CXL_ANY), Port("down", "cxl", _CXL_ANY, faces="down"))),
-    ComponentType("type3", "a Type-3 memory expander: controller and media",
-                  (("device", DeviceParams), ("media", DramParams)),
-                  (Port("up", "cxl", frozenset({"cxl.mem"})),)),
-    ComponentType("accelerator", "a Type-1 or Type-2 device: coherent cache, DMA engine, (Type-2) device memory",
-                  (("cache", DCacheParams), ("accel", AccelParams), ("dma", DmaParams), ("media", DramParams)),
-                  (Port("up", "cxl", frozenset({"cxl.cache"})),)),
-    ComponentType("nic", "a CXL-NIC: a Type-1 device whose atomic and RPC engines work in its cache",
-                  (("cache", DCacheParams), ("accel", AccelParams), ("dma", DmaParams), ("media", DramParams),
-                   ("nic", NicParams)),
-                  (Port("up", "cxl", frozenset({"cxl.cache"})),)),
-)}
+
+#: The core's registry (ext/cxlcore/system/graph.cpp), its groups as the schema's dataclasses.
+TYPES: Dict[str, ComponentType] = _types()
+#: A type's parameters that follow from its connections: {type: {parameter: why}}.
+DERIVED: Dict[str, Dict[str, str]] = {t["name"]: dict(t["derived"]) for t in _core.component_types() if t["derived"]}
 
 
 def group_class(ctype: ComponentType, group: str) -> type:

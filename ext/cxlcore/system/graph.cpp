@@ -1,0 +1,336 @@
+#include "cxlcore/system/graph.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace cxlcore {
+
+namespace {
+
+const std::vector<std::string> kMem{"cxl.mem"}, kCache{"cxl.cache"}, kAny{"cxl.mem", "cxl.cache"};
+
+PortSpec memUp(const std::string& name = "up") { return {name, PortChannel::Mem, {}, false, false, true, ""}; }
+
+std::vector<TypeSpec> makeTypes() {
+    const GroupSpec accelGroups[] = {{"cache", "DCacheParams"}, {"accel", "AccelParams"}, {"dma", "DmaParams"},
+                                     {"media", "DramParams"}};
+    std::vector<TypeSpec> t;
+    t.push_back({"host",
+                 "cores with their caches, TLBs and uncore (mesh, LLC miss path); its address map is its mem "
+                 "connections, each a window [base, base + size)",
+                 {{"", "HostParams"}},
+                 {{"mem", PortChannel::Mem, {}, true, true, true, "a window of the host physical address map"},
+                  {"local", PortChannel::Mem, {}, true, false, false,
+                   "the host's DRAM when no window maps it (it holds the page tables)"},
+                  {"home", PortChannel::Mem, {}, true, false, false, "the CXL.cache home agent"}},
+                 {}});
+    t.push_back({"dram", "a DRAM controller and its channels (DDR4/DDR5 timing, refresh, write drain)",
+                 {{"", "DramParams"}}, {memUp()}, {}});
+    t.push_back({"remote_socket", "the other socket's home agent behind a UPI-like link; its DRAM is on down",
+                 {{"", "InterSocketParams"}},
+                 {memUp(), {"down", PortChannel::Mem, {}, true, false, true, ""}}, {}});
+    t.push_back({"host_bridge", "a CXL host bridge: HDM decoder interleaving its window over its root ports",
+                 {{"", "BridgeParams"}},
+                 {memUp(), {"root_port", PortChannel::Cxl, kMem, true, true, true, "one root port each, in index order"}},
+                 {{"root_ports", "the number of its root_port connections"},
+                  {"interleave_ways", "the number of its root_port connections"}}});
+    t.push_back({"home_agent", "the host's CXL.cache home agent: ordering point and snoop filter",
+                 {{"", "HomeParams"}},
+                 {memUp("host"),
+                  {"root_port", PortChannel::Cxl, kCache, true, true, true, "a root port for each accelerator"}},
+                 {}});
+    t.push_back({"link", "a CXL link: flits, credits, CRC and replay, each direction its own",
+                 {{"", "LinkParams"}},
+                 {{"up", PortChannel::Cxl, kAny, false, false, true, ""}, {"down", PortChannel::Cxl, kAny, true, false, true, ""}},
+                 {}});
+    t.push_back({"type3", "a Type-3 memory expander: controller and media",
+                 {{"device", "DeviceParams"}, {"media", "DramParams"}},
+                 {{"up", PortChannel::Cxl, kMem, false, false, true, ""}}, {}});
+    t.push_back({"accelerator", "a Type-1 or Type-2 device: coherent cache, DMA engine, (Type-2) device memory",
+                 {std::begin(accelGroups), std::end(accelGroups)},
+                 {{"up", PortChannel::Cxl, kCache, false, false, true, ""}}, {}});
+    TypeSpec nic{"nic", "a CXL-NIC: a Type-1 device whose atomic and RPC engines work in its cache",
+                 {std::begin(accelGroups), std::end(accelGroups)},
+                 {{"up", PortChannel::Cxl, kCache, false, false, true, ""}}, {}};
+    nic.groups.push_back({"nic", "NicParams"});
+    t.push_back(nic);
+    return t;
+}
+
+// Which types a down-facing port may lead to (types.py says the same in words).
+const std::map<std::string, std::set<std::string>>& allowedBelow() {
+    static const std::map<std::string, std::set<std::string>> m{
+        {"host.mem", {"dram", "remote_socket", "host_bridge"}},
+        {"host.local", {"dram"}},
+        {"host.home", {"home_agent"}},
+        {"remote_socket.down", {"dram"}},
+        {"host_bridge.root_port", {"link"}},
+        {"home_agent.root_port", {"link"}},
+        {"link.down", {"type3", "accelerator", "nic"}},
+    };
+    return m;
+}
+
+void need(bool ok, const std::string& msg) {
+    if (!ok) throw ConfigError(msg);
+}
+
+#define CXL_FIELD_EQ(type, name, def, lo, hi) &&a.name == b.name
+#define CXL_DEFINE_EQ(Struct, LIST) \
+    bool same(const Struct& a, const Struct& b) { return true LIST(CXL_FIELD_EQ); }
+CXL_DEFINE_EQ(LinkParams, CXL_LINK_FIELDS)
+CXL_DEFINE_EQ(DeviceParams, CXL_DEVICE_FIELDS)
+CXL_DEFINE_EQ(DramParams, CXL_DRAM_FIELDS)
+#undef CXL_DEFINE_EQ
+#undef CXL_FIELD_EQ
+
+// A component's group against the schema, named by its component path; a
+// bridge with the root ports and interleave ways its `rootPorts` connections give it.
+void validateGroup(const Node& c, const GroupSpec& g, uint32_t rootPorts) {
+    const std::string where = g.key.empty() ? c.name : c.name + "." + g.key;
+    if (g.schema == "BridgeParams") {
+        BridgeParams b = c.params.BridgeParams_;
+        b.root_ports = b.interleave_ways = rootPorts;
+        b.validate(where);
+        return;
+    }
+#define CXL_VALIDATE_GROUP(Struct, LIST) \
+    if (g.schema == #Struct) c.params.Struct##_.validate(where);
+    CXL_PARAM_GROUPS(CXL_VALIDATE_GROUP)
+#undef CXL_VALIDATE_GROUP
+}
+
+}  // namespace
+
+const PortSpec* TypeSpec::port(const std::string& n) const {
+    for (const PortSpec& p : ports)
+        if (p.name == n) return &p;
+    return nullptr;
+}
+
+const std::vector<TypeSpec>& componentTypes() {
+    static const std::vector<TypeSpec> types = makeTypes();
+    return types;
+}
+
+const TypeSpec* findType(const std::string& name) {
+    for (const TypeSpec& t : componentTypes())
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+std::string PortRef::str() const {
+    return comp + "." + port + (index >= 0 ? "[" + std::to_string(index) + "]" : "");
+}
+
+const Node* Graph::find(const std::string& n) const {
+    for (const Node& c : components)
+        if (c.name == n) return &c;
+    return nullptr;
+}
+
+std::vector<const Connection*> Graph::leaving(const std::string& comp, const std::string& port) const {
+    std::vector<const Connection*> out;
+    for (const Connection& c : connections)
+        if (c.from.comp == comp && c.from.port == port) out.push_back(&c);
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Connection* a, const Connection* b) { return a->from.index < b->from.index; });
+    return out;
+}
+
+const Node& Graph::below(const Connection& c) const { return *find(c.to.comp); }
+
+void Graph::check() const {
+    std::set<std::string> names;
+    const Node* host = nullptr;
+    for (const Node& c : components) {
+        need(!c.name.empty(), "a component has an empty name");
+        need(names.insert(c.name).second, c.name + ": two components of that name");
+        const TypeSpec* t = findType(c.type);
+        if (!t) {
+            std::string list;
+            for (const TypeSpec& s : componentTypes()) list += (list.empty() ? "" : ", ") + s.name;
+            throw ConfigError(c.name + ".type = '" + c.type + "' is not a component type; allowed: " + list);
+        }
+        if (c.type == "host") {
+            need(!host, c.name + ": a second host; one system has one host (" + (host ? host->name : "") + ")");
+            host = &c;
+        }
+    }
+    need(host != nullptr, "system " + name + ": no component of type host");
+    // (component.port) -> the index of each connection on it (-1: none given).
+    std::map<std::string, std::vector<int>> used;
+    auto end = [&](const PortRef& r, bool down) -> const PortSpec& {
+        const Node* c = find(r.comp);
+        need(c != nullptr, r.str() + ": no component named " + r.comp);
+        const PortSpec* p = findType(c->type)->port(r.port);
+        if (!p) {
+            std::string list;
+            for (const PortSpec& s : findType(c->type)->ports) list += (list.empty() ? "" : ", ") + s.name;
+            throw ConfigError(r.str() + ": a " + c->type + " has no port " + r.port + "; ports: " + list);
+        }
+        need(p->multi || r.index < 0, r.str() + ": " + r.port + " is a single port and takes no index");
+        need(p->down == down, r.str() + (down ? " is where requests arrive; a connection goes from a port they leave by"
+                                              : " is a port requests leave by; a connection goes to a port they arrive at"));
+        std::vector<int>& u = used[r.comp + "." + r.port];
+        need(p->multi || u.empty(), r.str() + ": two things on one port");
+        need(r.index < 0 || std::find(u.begin(), u.end(), r.index) == u.end(), r.str() + ": two things on one port");
+        need(u.empty() || (u[0] < 0) == (r.index < 0),
+             r.comp + "." + r.port + ": give every connection an index or none");
+        u.push_back(r.index);
+        return *p;
+    };
+    for (const Connection& k : connections) {
+        const PortSpec& a = end(k.from, true);
+        const PortSpec& b = end(k.to, false);
+        need(a.channel == b.channel, k.from.str() + " -> " + k.to.str() + ": channel mismatch (" +
+                                         (a.channel == PortChannel::Mem ? "mem" : "cxl") + " to " +
+                                         (b.channel == PortChannel::Mem ? "mem" : "cxl") + ")");
+        const std::string& ft = find(k.from.comp)->type;
+        const std::string& tt = find(k.to.comp)->type;
+        auto ok = allowedBelow().find(ft + "." + k.from.port);
+        need(ok != allowedBelow().end() && ok->second.count(tt),
+             k.from.str() + " -> " + k.to.str() + ": a " + tt + " cannot sit below " + ft + "." + k.from.port);
+        need(!k.window || (ft == "host" && k.from.port == "mem"),
+             k.from.str() + " -> " + k.to.str() + ": base and size belong to host.mem connections only");
+    }
+    for (const Node& c : components) {
+        for (const PortSpec& p : findType(c.type)->ports)
+            need(!p.required || used.count(c.name + "." + p.name), c.name + "." + p.name + ": port left open");
+        auto rp = used.find(c.name + ".root_port");
+        for (const GroupSpec& g : findType(c.type)->groups)
+            validateGroup(c, g, rp == used.end() ? 0 : uint32_t(rp->second.size()));
+    }
+    // Below a root port: a link, then a device speaking that root port's protocol.
+    for (const Connection& k : connections) {
+        if (k.from.port != "root_port") continue;
+        const Node& link = below(k);
+        const Node& dev = below(*leaving(link.name, "down").at(0));
+        const std::string& proto = findType(find(k.from.comp)->type)->port("root_port")->protocols.at(0);
+        const std::vector<std::string>& speaks = findType(dev.type)->port("up")->protocols;
+        need(std::find(speaks.begin(), speaks.end(), proto) != speaks.end(),
+             k.from.str() + " -> " + link.name + " -> " + dev.name + ".up: protocol mismatch (" + proto +
+                 " root port, a " + dev.type + " speaks " + speaks.at(0) + ")");
+    }
+    auto mem = leaving(host->name, "mem");
+    if (mem.size() > 1)
+        for (const Connection* k : mem)
+            need(k->window, k->from.str() + " -> " + k->to.str() +
+                                ": with several windows each host.mem connection gives base and size");
+}
+
+namespace {
+
+void fillCxl(const Graph& g, const Node& hb, MemoryParams& m) {
+    std::vector<const Node*> links, devs;
+    for (const Connection* k : g.leaving(hb.name, "root_port")) {
+        links.push_back(&g.below(*k));
+        devs.push_back(&g.below(*g.leaving(links.back()->name, "down").at(0)));
+    }
+    m.bridge = hb.params.BridgeParams_;
+    m.bridge.root_ports = m.bridge.interleave_ways = uint32_t(links.size());
+    m.link = links[0]->params.LinkParams_;
+    m.device = devs[0]->params.DeviceParams_;
+    m.device_dram = devs[0]->params.DramParams_;
+    bool differ = false;
+    for (size_t i = 1; i < links.size(); ++i)
+        differ = differ || !same(links[i]->params.LinkParams_, m.link) ||
+                 !same(devs[i]->params.DeviceParams_, m.device) || !same(devs[i]->params.DramParams_, m.device_dram);
+    if (differ)
+        for (size_t i = 0; i < links.size(); ++i)
+            m.ports.push_back({links[i]->params.LinkParams_, devs[i]->params.DeviceParams_, devs[i]->params.DramParams_});
+}
+
+void fillRemote(const Graph& g, const Node& rs, MemoryParams& m) {
+    m.intersocket = rs.params.InterSocketParams_;
+    m.remote_dram = g.below(*g.leaving(rs.name, "down").at(0)).params.DramParams_;
+}
+
+MemoryKind kindOf(const Node& c) {
+    return c.type == "dram" ? MemoryKind::LocalDram
+           : c.type == "remote_socket" ? MemoryKind::RemoteNuma
+                                       : MemoryKind::CxlType3;
+}
+
+}  // namespace
+
+SystemParams Graph::system() const {
+    check();
+    SystemParams p;
+    p.seed = seed;
+    p.fault_device_stops_after = fault_device_stops_after;
+    const Node* host = nullptr;
+    for (const Node& c : components)
+        if (c.type == "host") host = &c;
+    p.host = host->params.HostParams_;
+    const auto ws = leaving(host->name, "mem");
+    // The host's DRAM: the one a window maps, else the one on its local port (it holds the page tables).
+    const Node* local = nullptr;
+    for (const Connection* k : ws)
+        if (!local && below(*k).type == "dram") local = &below(*k);
+    if (!local) {
+        const auto l = leaving(host->name, "local");
+        need(!l.empty(), host->name + ".local: port left open; a host whose windows map no dram needs one here "
+                                      "(it holds the page tables)");
+        local = &below(*l[0]);
+    }
+    p.local_dram = local->params.DramParams_;
+    p.local_dram_name = local->name;
+    if (ws.size() == 1 && !ws[0]->window) {
+        // One memory over the whole address space: a single-memory system.
+        const Node& t = below(*ws[0]);
+        p.kind = kindOf(t);
+        if (p.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, p);
+        if (p.kind == MemoryKind::CxlType3) fillCxl(*this, t, p);
+    } else {
+        for (const Connection* k : ws) {
+            const Node& t = below(*k);
+            WindowParams w;
+            w.name = t.name;
+            w.kind = kindOf(t);
+            w.base = k->base;
+            w.size = k->size;
+            if (w.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, w);
+            if (w.kind == MemoryKind::CxlType3) fillCxl(*this, t, w);
+            p.windows.push_back(w);
+        }
+    }
+    const auto homes = leaving(host->name, "home");
+    if (!homes.empty()) {
+        const Node& home = below(*homes[0]);
+        p.home = home.params.HomeParams_;
+        for (const Connection* k : leaving(home.name, "root_port")) {
+            const Node& link = below(*k);
+            const Node& dev = below(*leaving(link.name, "down").at(0));
+            AccelDeviceParams d;
+            d.name = dev.name;
+            d.link = link.params.LinkParams_;
+            d.cache = dev.params.DCacheParams_;
+            d.accel = dev.params.AccelParams_;
+            d.dma = dev.params.DmaParams_;
+            d.media = dev.params.DramParams_;
+            p.accelerators.push_back(d);
+        }
+        need(!p.accelerators.empty(), home.name + ".root_port: port left open");
+        if (loneDeviceUnnamed && p.accelerators.size() == 1) p.accelerators[0].name.clear();
+    }
+    p.validate();
+    return p;
+}
+
+NicParams Graph::nic() const {
+    const Node* found = nullptr;
+    for (const Node& c : components)
+        if (c.type == "nic") {
+            if (found)
+                throw ConfigError("system " + name + ": NIC workloads run on one nic; here " + found->name + " and " +
+                                  c.name);
+            found = &c;
+        }
+    need(found != nullptr, "system " + name + ": NIC workloads need a component of type nic");
+    found->params.NicParams_.validate(found->name + ".nic");
+    return found->params.NicParams_;
+}
+
+}  // namespace cxlcore

@@ -1,0 +1,97 @@
+// A system as a graph: named components of registered types joined port to
+// port. The registry below is the one list of component types, their
+// parameter groups and their ports (Python's topology files and the gem5
+// configs read it through the bindings); Graph::system() walks a legal graph
+// into the description the engine builds from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cxlcore/config/params.hpp"
+
+namespace cxlcore {
+
+// `mem`: the host's memory path; `cxl`: a Flex Bus port carrying the protocols of its far end.
+enum class PortChannel : uint8_t { Mem, Cxl };
+
+struct PortSpec {
+    std::string name;
+    PortChannel channel;
+    std::vector<std::string> protocols;  // of a cxl end: cxl.mem, cxl.cache
+    bool down;      // requests leave through it (toward memory and devices)
+    bool multi;     // indexed: name[i], several connections
+    bool required;  // a graph leaving it open is refused
+    std::string doc;
+};
+
+// A parameter group of a type: its key in the component ("" = the top level)
+// and the schema struct it holds (HostParams, DramParams, ...).
+struct GroupSpec {
+    std::string key;
+    std::string schema;
+};
+
+struct TypeSpec {
+    std::string name, doc;
+    std::vector<GroupSpec> groups;
+    std::vector<PortSpec> ports;
+    // Parameters of the top-level group that follow from the connections.
+    std::vector<std::pair<std::string, std::string>> derived;  // name, why
+    const PortSpec* port(const std::string& name) const;
+};
+
+const std::vector<TypeSpec>& componentTypes();
+const TypeSpec* findType(const std::string& name);  // nullptr if unknown
+
+// Every group any type may hold; a type uses those its TypeSpec lists (one per schema struct).
+struct ComponentParams {
+#define CXL_COMPONENT_MEMBER(Struct, LIST) Struct Struct##_;
+    CXL_PARAM_GROUPS(CXL_COMPONENT_MEMBER)
+#undef CXL_COMPONENT_MEMBER
+};
+
+struct Node {
+    std::string name, type;
+    ComponentParams params;
+};
+
+struct PortRef {
+    std::string comp, port;
+    int index = -1;  // -1: a single port
+    std::string str() const;
+};
+
+struct Connection {
+    PortRef from, to;  // from a down-facing port to an up-facing one
+    bool window = false;  // a host.mem connection with base and size
+    uint64_t base = 0, size = 0;
+};
+
+struct Graph {
+    std::string name = "system";
+    uint64_t seed = 1;
+    uint64_t fault_device_stops_after = 0;  // tests only: see SystemParams
+    // A single-device accelerator preset's parameters and stats keep their bare
+    // names (cache.hits, not dev0.cache.hits), as they always had.
+    bool loneDeviceUnnamed = false;
+    std::vector<Node> components;
+    std::vector<Connection> connections;
+
+    // Refuses, in one line naming the component and port, what no engine can
+    // build: unknown types, components or ports, indexes on single ports, a
+    // port used twice, channel and protocol mismatches, open ports, chains
+    // other than root port -> link -> device.
+    void check() const;
+    // The engine's description of the checked graph (parameters validated).
+    SystemParams system() const;
+    // The one nic's parameters, validated; throws when the graph has none or several.
+    NicParams nic() const;
+
+    const Node* find(const std::string& name) const;
+    std::vector<const Connection*> leaving(const std::string& comp, const std::string& port) const;
+    const Node& below(const Connection& c) const;
+};
+
+}  // namespace cxlcore

@@ -1,0 +1,181 @@
+"""Graphs back into the systems the workloads take: a memory system, an
+accelerator system or a NIC system, from any legal graph, and the shipped
+presets as graph fragments. Component names follow the engine's names for
+the same parts, so a preset drawn as a graph and built back is the preset
+itself (``tests/test_topology.py`` checks every one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from ..params import MAP_KIND, AccelDevice, BridgeParams, CxlMemory, ParamError, RemoteMemory, RootPort, System, Window, WindowRange
+from . import graph
+from .convert import from_system
+from .graph import Component, Topology, TopologyError
+
+
+def preset_topology(name: str) -> Topology:
+    """A shipped preset (memory or accelerator), or memories joined with +, as a graph."""
+    from .. import coherent, presets
+    if name in coherent.preset_names():
+        return from_system(coherent.load(name))
+    if name in presets.names() or "+" in name:
+        return from_system(presets.load(name))
+    raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + coherent.preset_names())}")
+
+
+def load(spec: Any) -> Topology:
+    """A topology file, a dict of its shape or a Topology, its ``from`` taken from the shipped presets."""
+    return graph.load(spec, preset_topology)
+
+
+# -- graphs to systems -------------------------------------------------------------------
+
+def _host(t: Topology) -> Component:
+    return t.of_type("host")[0]
+
+
+def _cxl_memory(t: Topology, hb: Component) -> CxlMemory:
+    links = [t.components[k.b.comp] for k in t.down(hb.name, "root_port")]
+    devs = [t.below(x.name, "down")[0] for x in links]
+    bridge = BridgeParams(**{**hb.group("").to_dict(), "root_ports": len(links), "interleave_ways": len(links)})
+    mem = CxlMemory(bridge=bridge, link=links[0].group(""), device=devs[0].group("device"),
+                    media=devs[0].group("media"))
+    # Ports that all match are described once, as a preset describes them.
+    if any(x.values != links[0].values for x in links) or any(d.values != devs[0].values for d in devs):
+        mem.ports = [RootPort(link=x.group(""), device=d.group("device"), media=d.group("media"))
+                     for x, d in zip(links, devs)]
+    return mem
+
+
+def _remote_memory(t: Topology, rs: Component) -> RemoteMemory:
+    return RemoteMemory(link=rs.group(""), dram=t.below(rs.name, "down")[0].group(""))
+
+
+def _accel_devices(t: Topology, host: Component, allow_nic: bool) -> Tuple[Optional[Component], List[AccelDevice]]:
+    homes = t.below(host.name, "home")
+    if not homes:
+        return None, []
+    out = []
+    for k in t.down(homes[0].name, "root_port"):
+        link = t.components[k.b.comp]
+        dev = t.below(link.name, "down")[0]
+        if dev.type == "nic" and not allow_nic:
+            raise TopologyError(f"{dev.name}: a nic runs with 'simcxl run rao' or 'run rpc'; here use an "
+                                "accelerator (type accelerator)")
+        out.append(AccelDevice(name=dev.name, link=link.group(""),
+                               **{g: dev.group(g) for g in ("cache", "accel", "dma", "media")}))
+    return homes[0], out
+
+
+def memory_system(spec: Union[Topology, Any]) -> System:
+    """The engine's memory system (one memory, or an address map of windows, with any accelerators)."""
+    t = load(spec)
+    host = _host(t)
+    ws = t.down(host.name, "mem")
+    direct = [c for c in t.below(host.name, "mem") if c.type == "dram"]
+    local = direct[0] if direct else t.below(host.name, "local")[0]
+    kw: Dict[str, Any] = dict(name=t.name, description=t.description, source=t.source, seed=t.seed,
+                              host=host.group(""), local_dram=local.group(""))
+    if len(ws) == 1 and ws[0].base is None:
+        tgt = t.components[ws[0].b.comp]
+        if tgt.type == "dram":
+            kw["kind"] = "local-dram"
+        elif tgt.type == "remote_socket":
+            kw.update(kind="remote-numa", remote=_remote_memory(t, tgt))
+        else:
+            kw.update(kind="cxl-type3", cxl=_cxl_memory(t, tgt))
+    else:
+        windows = []
+        for k in ws:
+            tgt = t.components[k.b.comp]
+            rng = WindowRange(base=k.base, size=k.size)
+            if tgt.type == "dram":
+                windows.append(Window(tgt.name, "local-dram", rng))
+            elif tgt.type == "remote_socket":
+                windows.append(Window(tgt.name, "remote-numa", rng, remote=_remote_memory(t, tgt)))
+            else:
+                windows.append(Window(tgt.name, "cxl-type3", rng, cxl=_cxl_memory(t, tgt)))
+        kw.update(kind=MAP_KIND, map=windows)
+    home, devs = _accel_devices(t, host, allow_nic=False)
+    if home is not None:
+        kw.update(home=home.group(""), devices=devs)
+    try:
+        return System(**kw).validate()
+    except TopologyError:
+        raise
+    except ParamError as e:
+        raise TopologyError(f"topology {t.name}: {e}") from None
+
+
+def accel_system(spec: Union[Topology, Any]):
+    """The engine's accelerator system: the host's DRAM, the home agent and its devices."""
+    from ..coherent import AccelSystem  # coherent imports the package: not at load time
+    t = load(spec)
+    host = _host(t)
+    ws = t.down(host.name, "mem")
+    if len(ws) != 1 or ws[0].base is not None or t.components[ws[0].b.comp].type != "dram":
+        raise TopologyError(f"{host.name}.mem: accelerator workloads run on a host whose memory is one DRAM "
+                            "window (no base or size); with other memories use 'simcxl run mixed'")
+    home, devs = _accel_devices(t, host, allow_nic=True)
+    if home is None:
+        raise TopologyError(f"{host.name}.home: port left open; accelerator workloads need a home_agent with devices")
+    dram = t.components[ws[0].b.comp]
+    try:
+        return AccelSystem(name=t.name, host_dram=dram.group(""), home=home.group(""), devices=devs,
+                           description=t.description, source=t.source, seed=t.seed).validate()
+    except ParamError as e:
+        raise TopologyError(f"topology {t.name}: {e}") from None
+
+
+def nic_system(spec: Union[Topology, Any]):
+    """The engine's CXL-NIC system: an accelerator system whose one device is a nic."""
+    from ..nic import NicSystem
+    t = load(spec)
+    acc = accel_system(t)
+    nics = t.of_type("nic")
+    if len(nics) != 1 or len(acc.devices) != 1:
+        raise TopologyError(f"topology {t.name}: NIC workloads run on one device of type nic "
+                            f"(here: {', '.join(d.name for d in acc.devices)})")
+    return NicSystem(acc, nics[0].group("nic")).validate()
+
+
+__all__ = ["GraphSystem", "preset_topology", "load", "memory_system", "accel_system", "nic_system"]
+
+
+class GraphSystem:
+    """A graph with the builder its workload needs, answering to the graph's parameter names
+    (``exp0.media.ranks``) where a preset's system answers to its own (``cxl.media.ranks``):
+    ``replace`` gives the engine's system of the changed graph; everything else is the built
+    system's. Sweeps and ``--set`` take a topology file through it."""
+
+    def __init__(self, graph: Topology, build):
+        self.graph = graph
+        self.build = build
+        self.system = build(graph)
+
+    def __getattr__(self, name: str):
+        if name in ("graph", "build", "system"):  # not yet set (unpickling)
+            raise AttributeError(name)
+        return getattr(self.system, name)
+
+    def parameters(self) -> Dict[str, Any]:
+        return self.graph.parameters()
+
+    def get(self, path: str) -> Any:
+        return self.graph.get(path)
+
+    def group(self, name: str):
+        comp, _, g = name.partition(".")
+        c = self.graph.components.get(comp)
+        if c is None or g not in dict(c.ctype.groups):
+            raise TopologyError(f"{name} is not a parameter group of topology {self.graph.name}")
+        return c.group(g)
+
+    def replace(self, **overrides: Any):
+        seed = overrides.pop("seed", None)
+        g = self.graph.replace(**overrides)
+        if seed is not None:
+            g.seed = seed
+        return self.build(g)

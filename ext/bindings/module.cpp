@@ -481,6 +481,7 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 }  // namespace
 
 void bindAcpi(py::module_& parent);  // acpi.cpp
+void bindTrace(py::module_& m);      // trace.cpp
 void bindNic(py::module_& m, SystemParams (*readSystem)(const py::dict&),
              NicParams (*readNic)(const py::dict&, const std::string&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
@@ -721,6 +722,7 @@ PYBIND11_MODULE(_core, m) {
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
     bindAcpi(m);
+    bindTrace(m);
     bindNic(m, readCoherent, readNicParams, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
     testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),

@@ -78,6 +78,8 @@ def check_args(path: Union[str, Path, None], sample=DEFAULT_SAMPLE,
     s = _whole("--trace-sample", sample, 1, SAMPLE_LIMIT, "trace every Nth request")
     m = _whole("--trace-max-requests", max_requests, 1, MAX_REQUESTS_LIMIT, "requests recorded at most")
     if path is not None:
+        if Path(path).is_dir():
+            raise ParamError(f"--trace {path} is a directory; allowed: a file path in a writable folder")
         for f in paths(path):
             folder = f.parent if str(f.parent) else Path(".")
             if f.is_dir():
@@ -113,9 +115,11 @@ class Recorder:
         return self.sink.offered
 
     def frame(self) -> pd.DataFrame:
-        """One row per span and mark: run, request, address, op, source, issued/done (ps), stream (the
-        statistics that counted the request, '' if none), component, kind ('span', 'flit', 'credit',
-        'credit_wait'), stage (None for marks), start/end (ps), and the same in ns."""
+        """One row per request (kind 'request', component 'requests': issue to completion), span and
+        mark: run, request, address, op, source, issued/done (ps), stream (the statistics that counted
+        the request, '' if none), finished, component, kind ('request', 'span', 'flit', 'credit',
+        'credit_wait'), stage (spans only, else None), start/end (ps), value (a flit's half-slots),
+        and the times in ns."""
         df = pd.DataFrame(self.sink.rows())
         df["stage"] = [STAGES[s] if s >= 0 else None for s in df["stage"]] if len(df) else pd.Series(dtype=object)
         for c in ("start", "end", "issued", "done"):
@@ -176,7 +180,7 @@ def breakdown(df: pd.DataFrame, stream: Optional[str] = None) -> pd.DataFrame:
     spans = df[(df["kind"] == "span") & (df["stream"] != "")]
     if stream is not None:
         spans = spans[spans["stream"] == stream]
-    reqs = df[df["stream"] != ""].groupby(["run", "stream"])["request"].nunique()
+    reqs = df[(df["kind"] == "request") & (df["stream"] != "")].groupby(["run", "stream"])["request"].count()
     tot = spans.groupby(["run", "stream", "stage"])["end_ps"].sum() - \
         spans.groupby(["run", "stream", "stage"])["start_ps"].sum()
     out = tot.unstack("stage").reindex(columns=list(STAGES)).fillna(0)
@@ -230,14 +234,13 @@ def chrome_events(df: pd.DataFrame) -> List[dict]:
                 "source": int(r.source), "stream": r.stream}
 
     # The requests themselves, issue to completion.
-    reqs = df.drop_duplicates(["run", "request"]).sort_values(["run", "issued_ps", "request"])
+    reqs = df[df["kind"] == "request"].sort_values(["run", "start_ps", "end_ps", "request"])
     for run, g in reqs.groupby("run", sort=True):
         p = pid(run, "requests")
-        end = [max(d, i) for i, d in zip(g["issued_ps"], g["done_ps"])]
-        lanes = _lanes(list(g["issued_ps"]), end)
-        for r, e, lane in zip(g.itertuples(), end, lanes):
-            events.append({"name": r.op, "cat": "request", "ph": "X", "ts": _us(r.issued_ps),
-                           "dur": _us(e - r.issued_ps), "pid": p, "tid": lane + 1, "args": args(r)})
+        lanes = _lanes(list(g["start_ps"]), list(g["end_ps"]))
+        for r, lane in zip(g.itertuples(), lanes):
+            events.append({"name": r.op, "cat": "request", "ph": "X", "ts": _us(r.start_ps),
+                           "dur": _us(r.end_ps - r.start_ps), "pid": p, "tid": lane + 1, "args": args(r)})
         for lane in range(max(lanes, default=-1) + 1):
             events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": lane + 1,
                            "args": {"name": f"lane {lane}"}})
@@ -251,7 +254,7 @@ def chrome_events(df: pd.DataFrame) -> List[dict]:
         for lane in range(max(lanes, default=-1) + 1):
             events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": lane + 1,
                            "args": {"name": f"lane {lane}"}})
-    marks = df[df["kind"] != "span"].sort_values(["run", "component", "start_ps"])
+    marks = df[~df["kind"].isin(["span", "request"])].sort_values(["run", "component", "start_ps"])
     for (run, comp), g in marks.groupby(["run", "component"], sort=False):
         p = pid(run, comp)
         events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": 0, "args": {"name": "flits and credits"}})
@@ -262,3 +265,48 @@ def chrome_events(df: pd.DataFrame) -> List[dict]:
             events.append({"name": r.kind, "cat": "link", "ph": "i", "s": "t", "ts": _us(r.start_ps), "pid": p,
                            "tid": 0, "args": a})
     return events
+
+
+def timeline(df: pd.DataFrame, path: Union[str, Path], first: int = 0, count: int = 8,
+             stream: Optional[str] = None) -> Path:
+    """A picture of a trace (matplotlib, PNG or SVG by the name): ``count`` requests from the
+    ``first``-th recorded one (of ``stream`` if given), one row per request and component, each
+    span a bar coloured by its stage; flits and credits as ticks. What ui.perfetto.dev shows per
+    component, drawn per request."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    reqs = df[df["kind"] == "request"]
+    if stream is not None:
+        reqs = reqs[reqs["stream"] == stream]
+    keys = list(reqs[["run", "request"]].itertuples(index=False, name=None))[first:first + count]
+    if not keys:
+        raise ParamError(f"timeline: no request {first} to draw; the trace holds {len(reqs)}")
+    colours = dict(zip(STAGES, plt.get_cmap("tab20").colors))
+    rows: List[Tuple[str, pd.DataFrame]] = []
+    for run, req in keys:
+        g = df[(df["run"] == run) & (df["request"] == req)]
+        sp = g[g["kind"] == "span"].sort_values("start_ps")
+        op = g["op"].iloc[0]
+        for comp in dict.fromkeys(sp["component"]):
+            rows.append((f"#{req} {op}  {comp}", g[g["component"] == comp]))
+    t0 = min(df[(df["run"] == r) & (df["request"] == q)]["start_ps"].min() for r, q in keys)
+    fig, ax = plt.subplots(figsize=(11, 0.28 * len(rows) + 1.4))
+    for y, (_, g) in enumerate(rows):
+        for r in g.itertuples():
+            x = (r.start_ps - t0) / 1000
+            if r.kind == "span":
+                ax.barh(y, (r.end_ps - r.start_ps) / 1000, left=x, color=colours[r.stage], height=0.8)
+            elif r.kind != "request":
+                ax.plot([x, x], [y - 0.4, y + 0.4], color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([n for n, _ in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("ns from the first request's issue")
+    used = [s for s in STAGES if (df[df["request"].isin([q for _, q in keys])]["stage"] == s).any()]
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[s]) for s in used], labels=used, fontsize=7,
+              loc="lower right", title="stage (black ticks: flits, credits)", title_fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

@@ -114,7 +114,8 @@ def test_mixed_trace_sums_to_reported_breakdown(mixed_trace):
         # Stages add up to the latency, which is issue to completion.
         mean = f"{stream}_latency_ns_mean" if stream == "host.read" else f"{stream}.latency_ns_mean"
         assert math.isclose(sum(r[s] for s in STAGES), row[mean], rel_tol=1e-12)
-        reqs = df[df["stream"] == stream].drop_duplicates("request")
+        reqs = df[(df["stream"] == stream) & (df["kind"] == "request")]
+        assert len(reqs) == r["requests"]
         assert math.isclose((reqs["done_ps"] - reqs["issued_ps"]).mean() / 1000, row[mean], rel_tol=1e-12)
     assert got.loc[(0, "accel.gpu"), "requests"] == row["accel.gpu.accesses"]
     # The same from the JSON: per component and stage, summed over the counted requests.

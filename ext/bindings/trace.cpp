@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "cxlcore/kernel/trace.hpp"
@@ -20,7 +21,7 @@ struct PySink {
     std::unique_ptr<TraceSink::Scope> scope;
 };
 
-// Every span and mark of every record, as columns of equal length.
+// Every record (a row of kind "request"), its spans and marks, as columns of equal length.
 py::dict rows(const TraceSink& s) {
     std::vector<uint32_t> run;
     std::vector<uint64_t> id, addr, birth, done;
@@ -41,6 +42,14 @@ py::dict rows(const TraceSink& s) {
         finished.push_back(r.finished);
     };
     for (const TraceRecord& r : s.records()) {
+        // The request itself, issue to completion (to issue when it never completed).
+        req(r);
+        component.push_back("requests");
+        kind.push_back("request");
+        stage.push_back(-1);
+        start.push_back(r.birth);
+        end.push_back(std::max(r.birth, r.done));
+        value.push_back(0);
         for (const TraceSpan& sp : r.spans) {
             req(r);
             component.push_back(sp.who);

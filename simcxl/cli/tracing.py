@@ -20,7 +20,7 @@ _HELP = {
 
 def _options():
     return [
-        click.Option(["--trace", "trace_path"], type=click.Path(dir_okay=False), default=None, metavar="FILE",
+        click.Option(["--trace", "trace_path"], type=str, default=None, metavar="FILE",
                      help=_HELP["trace"]),
         click.Option(["--trace-sample"], type=int, default=trace.DEFAULT_SAMPLE, show_default=True, metavar="N",
                      help=_HELP["trace_sample"]),

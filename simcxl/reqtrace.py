@@ -268,18 +268,19 @@ def chrome_events(df: pd.DataFrame) -> List[dict]:
 
 
 def timeline(df: pd.DataFrame, path: Union[str, Path], first: int = 0, count: int = 8,
-             stream: Optional[str] = None) -> Path:
+             stream: Optional[str] = None, keys: Optional[List[Tuple[int, int]]] = None) -> Path:
     """A picture of a trace (matplotlib, PNG or SVG by the name): ``count`` requests from the
     ``first``-th recorded one (of ``stream`` if given), one row per request and component, each
     span a bar coloured by its stage; flits and credits as ticks. What ui.perfetto.dev shows per
-    component, drawn per request."""
+    component, drawn per request. ``keys``: the (run, request) pairs to draw instead."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     reqs = df[df["kind"] == "request"]
     if stream is not None:
         reqs = reqs[reqs["stream"] == stream]
-    keys = list(reqs[["run", "request"]].itertuples(index=False, name=None))[first:first + count]
+    if keys is None:
+        keys = list(reqs[["run", "request"]].itertuples(index=False, name=None))[first:first + count]
     if not keys:
         raise ParamError(f"timeline: no request {first} to draw; the trace holds {len(reqs)}")
     colours = dict(zip(STAGES, plt.get_cmap("tab20").colors))

@@ -148,7 +148,7 @@ class Recorder:
         doc = {"traceEvents": chrome_events(df), "displayTimeUnit": "ns",
                "otherData": {k: str(v) for k, v in info.items()}}
         with open(jpath, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
+            f.write(json.dumps(doc, separators=(",", ":")))  # one string: json.dump writes in small pieces
         import pyarrow as pa
         import pyarrow.parquet as pq
         table = pa.Table.from_pandas(df, preserve_index=False)
@@ -215,8 +215,7 @@ def _us(ps: int) -> float:
 def chrome_events(df: pd.DataFrame) -> List[dict]:
     """The trace-event list of a trace frame (Recorder.frame)."""
     events: List[dict] = []
-    runs = sorted(df["run"].unique()) if len(df) else []
-    multi = len(runs) > 1
+    multi = len(df) > 0 and df["run"].nunique() > 1
     pids: Dict[Tuple[int, str], int] = {}
 
     def pid(run: int, comp: str) -> int:
@@ -229,43 +228,44 @@ def chrome_events(df: pd.DataFrame) -> List[dict]:
                            "args": {"sort_index": pids[key]}})
         return pids[key]
 
-    def args(r) -> dict:
-        return {"request": int(r.request), "run": int(r.run), "address": f"0x{int(r.address):x}", "op": r.op,
-                "source": int(r.source), "stream": r.stream}
+    def lane_names(p: int, lanes: List[int]) -> None:
+        for lane in range(max(lanes, default=-1) + 1):
+            events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": lane + 1,
+                           "args": {"name": f"lane {lane}"}})
 
-    # The requests themselves, issue to completion.
-    reqs = df[df["kind"] == "request"].sort_values(["run", "start_ps", "end_ps", "request"])
-    for run, g in reqs.groupby("run", sort=True):
-        p = pid(run, "requests")
-        lanes = _lanes(list(g["start_ps"]), list(g["end_ps"]))
-        for r, lane in zip(g.itertuples(), lanes):
-            events.append({"name": r.op, "cat": "request", "ph": "X", "ts": _us(r.start_ps),
-                           "dur": _us(r.end_ps - r.start_ps), "pid": p, "tid": lane + 1, "args": args(r)})
-        for lane in range(max(lanes, default=-1) + 1):
-            events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": lane + 1,
-                           "args": {"name": f"lane {lane}"}})
-    spans = df[df["kind"] == "span"].sort_values(["run", "component", "start_ps", "end_ps", "request"])
-    for (run, comp), g in spans.groupby(["run", "component"], sort=False):
-        p = pid(run, comp)
-        lanes = _lanes(list(g["start_ps"]), list(g["end_ps"]))
-        for r, lane in zip(g.itertuples(), lanes):
-            events.append({"name": r.stage, "cat": "stage", "ph": "X", "ts": _us(r.start_ps),
-                           "dur": _us(r.end_ps - r.start_ps), "pid": p, "tid": lane + 1, "args": args(r)})
-        for lane in range(max(lanes, default=-1) + 1):
-            events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": lane + 1,
-                           "args": {"name": f"lane {lane}"}})
+    def rows(part: pd.DataFrame, *cols: str):
+        # Plain lists: iterating Arrow-backed columns row by row is slow.
+        return zip(*(part[c].tolist() for c in cols))
+
+    base = ("request", "run", "address", "op", "source", "stream", "start_ps", "end_ps")
+
+    def args(req, run, addr, op, src, stream) -> dict:
+        return {"request": req, "run": run, "address": f"0x{addr:x}", "op": op, "source": src, "stream": stream}
+
+    # The requests themselves, issue to completion; then each component's spans.
+    order = ["run", "component", "start_ps", "end_ps", "request"]
+    for kind, cat in (("request", "request"), ("span", "stage")):
+        part = df[df["kind"] == kind].sort_values(order)
+        for (run, comp), g in part.groupby(["run", "component"], sort=False):
+            p = pid(run, comp)
+            lanes = _lanes(g["start_ps"].tolist(), g["end_ps"].tolist())
+            name = g["op"] if kind == "request" else g["stage"]
+            for (req, r, addr, op, src, stream, s, e), n, lane in zip(rows(g, *base), name.tolist(), lanes):
+                events.append({"name": n, "cat": cat, "ph": "X", "ts": _us(s), "dur": _us(e - s), "pid": p,
+                               "tid": lane + 1, "args": args(req, r, addr, op, src, stream)})
+            lane_names(p, lanes)
     marks = df[~df["kind"].isin(["span", "request"])].sort_values(["run", "component", "start_ps"])
     for (run, comp), g in marks.groupby(["run", "component"], sort=False):
         p = pid(run, comp)
         events.append({"name": "thread_name", "ph": "M", "pid": p, "tid": 0, "args": {"name": "flits and credits"}})
-        for r in g.itertuples():
-            a = args(r)
-            if r.kind == "flit":
-                a["half_slots"] = int(r.value)
-            events.append({"name": r.kind, "cat": "link", "ph": "i", "s": "t", "ts": _us(r.start_ps), "pid": p,
-                           "tid": 0, "args": a})
+        for (req, r, addr, op, src, stream, s, _), kind, value in zip(rows(g, *base), g["kind"].tolist(),
+                                                                       g["value"].tolist()):
+            a = args(req, r, addr, op, src, stream)
+            if kind == "flit":
+                a["half_slots"] = value
+            events.append({"name": kind, "cat": "link", "ph": "i", "s": "t", "ts": _us(s), "pid": p, "tid": 0,
+                           "args": a})
     return events
-
 
 def timeline(df: pd.DataFrame, path: Union[str, Path], first: int = 0, count: int = 8,
              stream: Optional[str] = None, keys: Optional[List[Tuple[int, int]]] = None) -> Path:

@@ -87,7 +87,6 @@ void Type3Device::process() {
             link_.credits_[c].wait(this);
             break;
         }
-        x->note("credit", t, link_.name());
         link_.respBuffer_.take(t);
         tx_.pop();
         ++sent_;
@@ -97,7 +96,10 @@ void Type3Device::process() {
         x->leave(kStageDevice, t, name_);
         x->opc = rsp;
         const Tick arr = link_.send(t, *x);
-        if (x->trace) x->note("flit", t, link_.name(), link_.units(*x));
+        if (x->trace) {
+            x->note("credit", t, link_.name());
+            x->note("flit", t, link_.name(), link_.units(*x));
+        }
         x->leave(kStageLinkUp, arr, link_.name());
         --outstanding_;
         if (x->isWrite()) --writes_;

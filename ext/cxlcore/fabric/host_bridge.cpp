@@ -60,10 +60,12 @@ bool HostBridge::send(Port& p, Txn* x, Tick at) {
         x->note("credit_wait", at, p.link->name());
         return false;
     }
-    x->note("credit", at, p.link->name());
     x->leave(kStageHostPort, at, name_);
     const Tick arr = p.link->send(at, *x);
-    if (x->trace) x->note("flit", at, p.link->name(), p.link->units(*x));
+    if (x->trace) {
+        x->note("credit", at, p.link->name());
+        x->note("flit", at, p.link->name(), p.link->units(*x));
+    }
     x->leave(kStageLinkDown, arr, p.link->name());
     p.dev->receive(x, arr);
     return true;

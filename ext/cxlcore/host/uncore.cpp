@@ -111,7 +111,8 @@ void Uncore::process() {
             // Past its ready time it waited for room in the target (a refused
             // try already closed its uncore stage).
             if (x->mark < r.out.headReady()) x->leave(kStageUncore, r.out.headReady(), kName);
-            // Waiting for room in the target: charged to its first stage, on its track.
+            // Time it waited here for room in the target counts in the target's first
+            // stage (as before); its span is on the uncore's track, where it waited.
             x->leave(r.full, t, kName);
             if (!r.target->tryReq(x)) {
                 r.blocked = true;

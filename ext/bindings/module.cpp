@@ -445,6 +445,7 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 }  // namespace
 
 void bindAcpi(py::module_& parent);  // acpi.cpp
+void bindTrace(py::module_& m);  // trace.cpp
 void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
 
@@ -699,6 +700,7 @@ PYBIND11_MODULE(_core, m) {
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
     bindAcpi(m);
+    bindTrace(m);
     bindNic(m, readGraph, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
     testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),

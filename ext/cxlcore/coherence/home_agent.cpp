@@ -148,6 +148,7 @@ Accelerator* HomeAgent::memOwner(uint64_t line) const {
 }
 
 void HomeAgent::hostAccess(Txn* a) {
+    if (trace_) a->trace = trace_->admit(*a);
     a->mark = now();
     a->src = numDevs_;
     if (watch_) ++watch_->outstanding;
@@ -259,7 +260,7 @@ void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
 void HomeAgent::start(HTxn* t) {
     const uint64_t L = t->line;
     const int d = t->dev;
-    if (t->parent) t->parent->leave(kStageQueue, now());
+    if (t->parent) t->parent->leave(kStageQueue, now(), name_);
     ++stats_.requests[int(t->opc)];
     if (t->opc == Opc::BiasFlipReq) {
         // Lock the page, then take back every copy the host side holds: peer
@@ -399,7 +400,7 @@ void HomeAgent::maybeFinish(HTxn* t) {
     }
     if ((t->opc == Opc::ItoMWr || t->opc == Opc::WrInv) && !t->haveData) {
         // Snoops done: the write is ordered; pull its data.
-        if (t->parent) t->parent->leave(kStageSnoop, now());
+        if (t->parent) t->parent->leave(kStageSnoop, now(), name_);
         Txn* m = msg(Opc::GO_WritePull, t->line);
         m->htxn = t;
         m->parent = t->parent;
@@ -556,7 +557,7 @@ void HomeAgent::finish(HTxn* t) {
 void HomeAgent::handle(Txn* m) {
     const uint16_t dev = m->dev;
     Wire& up = ports_[dev].dev->up();
-    if (m->parent) m->parent->leave(kStageLinkUp, now());
+    if (m->parent) m->parent->leave(kStageLinkUp, now(), ports_[dev].link->name());
     switch (m->channel()) {
         case kD2HReq: {
             // A tracker entry holds the request until it completes (its credit returns then).
@@ -585,7 +586,7 @@ void HomeAgent::handle(Txn* m) {
             }
             if (rsp.is(kDataFollows)) ++t->dataOut;
             --t->snoopsOut;
-            if (!t->snoopsOut && t->parent && !t->dataOut) t->parent->leave(kStageSnoop, now());
+            if (!t->snoopsOut && t->parent && !t->dataOut) t->parent->leave(kStageSnoop, now(), name_);
             pool_.put(m);
             maybeFinish(t);
             return;
@@ -627,14 +628,14 @@ void HomeAgent::handle(Txn* m) {
             } else if (t->opc == Opc::ItoMWr || t->opc == Opc::WrInv) {
                 // A snooped dirty copy is superseded by the full-line write.
                 --t->dataOut;
-                if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->leave(kStageSnoop, now());
+                if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->leave(kStageSnoop, now(), name_);
             } else {
                 // Forwarded dirty data from a snooped cache: newer than memory.
                 t->value = m->value;
                 t->haveData = true;
                 t->dirty = true;
                 --t->dataOut;
-                if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->leave(kStageSnoop, now());
+                if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->leave(kStageSnoop, now(), name_);
             }
             pool_.put(m);
             maybeFinish(t);
@@ -709,13 +710,13 @@ void HomeAgent::run(const Deferred& d) {
     switch (d.what) {
         case Later::HostHit: {
             Txn* a = static_cast<Txn*>(d.p);
-            a->leave(kStageCache, now());
+            a->leave(kStageCache, now(), name_);
             finishAccess(a);
             return;
         }
         case Later::Enqueue: {
             HTxn* t = static_cast<HTxn*>(d.p);
-            if (t->parent) t->parent->leave(kStageUncore, now());
+            if (t->parent) t->parent->leave(kStageUncore, now(), name_);
             enqueue(t);
             return;
         }
@@ -743,7 +744,7 @@ void HomeAgent::done(Txn* r) {
     t->memOut = false;
     t->memValue = valueOf(values_, t->line);
     t->memHave = true;
-    if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->absorb(*r, kStageUncore, now());
+    if (t->parent && !t->snoopsOut && !t->dataOut) t->parent->absorb(*r, kStageUncore, now(), name_);
     maybeFinish(t);
 }
 

@@ -92,6 +92,8 @@ class HomeAgent : public Endpoint, public Client {
     void process() override;
 
   private:
+    const char* name_ = "home";                // as trace spans name it
+    TraceSink* trace_ = TraceSink::current();  // the run's request trace, if any
     struct HLine {
         uint32_t sharers = 0;  // devices holding the line (any valid state)
         int owner = -1;        // device holding it E or M

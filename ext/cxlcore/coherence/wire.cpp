@@ -45,12 +45,19 @@ void Wire::pump() {
             Txn* m = q.front();
             const Channel c = m->channel();
             CreditPool& credits = link_->credits_[c];
+            // A message carrying a traced request's latency notes its credit and flit there.
+            Txn* traced = m->parent && m->parent->trace ? m->parent : nullptr;
             if (!credits.take(now)) {
+                if (traced) traced->note("credit_wait", now, link_->name());
                 credits.wait(sender_);
                 break;
             }
             q.pop_front();
             ++sent_[c];
+            if (traced) {
+                traced->note("credit", now, link_->name());
+                traced->note("flit", now, link_->name(), link_->units(*m));
+            }
             rx_->receive(m, link_->send(now, *m));
         }
         if (q.empty()) busy_ &= ~(1u << qi);

@@ -9,7 +9,7 @@ namespace cxlcore {
 Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, const AccelParams& ap,
                          const DmaParams& dp, const DramParams& media, uint64_t memBase, CxlLink& link,
                          HomeAgent& home, TxnPool& pool, CoherenceChecker* checker, const std::string& where)
-    : Endpoint(host), index_(index), name_(where), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
+    : Endpoint(host), index_(index), name_(where), tname_(internName(where)), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
       checker_(checker) {
     sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
     ways_.resize(size_t(sets_) * cp_.assoc);
@@ -40,7 +40,7 @@ Txn* Accelerator::msg(Opc op, uint64_t line) {
 
 void Accelerator::sendUp(Txn* m, Txn* a) {
     if (a) {
-        a->leave(kStageQueue, now());
+        a->leave(kStageQueue, now(), tname_);
         m->parent = a;
     }
     up_.send(m);
@@ -73,6 +73,7 @@ void Accelerator::setState(CLine& l, MState s) {
 }
 
 void Accelerator::access(Txn* a) {
+    if (trace_) a->trace = trace_->admit(*a);
     a->mark = now();
     a->src = index_;
     if (watch_) ++watch_->outstanding;
@@ -83,7 +84,7 @@ void Accelerator::access(Txn* a) {
 
 void Accelerator::complete(Txn* a) {
     a->done = now();
-    a->leave(kStageQueue, now());
+    a->leave(kStageQueue, now(), tname_);
     if (watch_) {
         --watch_->outstanding;
         watch_->progress(now());
@@ -92,7 +93,7 @@ void Accelerator::complete(Txn* a) {
 }
 
 void Accelerator::lookup(Txn* a) {
-    a->leave(kStageCache, now());
+    a->leave(kStageCache, now(), tname_);
     const uint64_t L = a->addr;
     auto mi = mshrs_.find(L);
     if (mi != mshrs_.end()) {
@@ -203,7 +204,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
         sendUp(m, a);
         return true;
     }
-    a->leave(kStageQueue, now());
+    a->leave(kStageQueue, now(), tname_);
     if (ap_.hdm_db) {
         auto hc = hostCopy_.find(L);
         if (hc != hostCopy_.end()) {
@@ -267,7 +268,7 @@ void Accelerator::finishMshr(uint64_t line) {
             continue;
         }
         first = false;
-        a->leave(kStageQueue, now());
+        a->leave(kStageQueue, now(), tname_);
         lookup(a);  // cached now: performs as a hit, or misses again (e.g. a store to an S line)
     }
     for (Txn* m : snoops) {
@@ -280,7 +281,7 @@ void Accelerator::finishMshr(uint64_t line) {
         Txn* a = stalled_.front();
         stalled_.pop_front();
         const size_t before = stalled_.size();
-        a->leave(kStageQueue, now());
+        a->leave(kStageQueue, now(), tname_);
         lookup(a);
         if (stalled_.size() > before) {
             // Still no room: put it back at the head.
@@ -398,7 +399,7 @@ void Accelerator::snoop(Txn* m) {
 
 void Accelerator::handle(Txn* m) {
     const uint64_t L = m->addr;
-    if (m->parent) m->parent->leave(kStageLinkDown, now());
+    if (m->parent) m->parent->leave(kStageLinkDown, now(), link_.name());
     switch (m->opc) {
         case Opc::SnpData:
         case Opc::SnpInv:

@@ -18,6 +18,7 @@
 #include "cxlcore/coherence/wire.hpp"
 #include "cxlcore/devices/dma_engine.hpp"
 #include "cxlcore/devices/line_access.hpp"
+#include "cxlcore/kernel/trace.hpp"
 #include "cxlcore/link/link.hpp"
 #include "cxlcore/mem/dram.hpp"
 #include "cxlcore/mem/mem_port.hpp"
@@ -150,6 +151,8 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
 
     uint16_t index_;
     std::string name_;
+    const char* tname_;                               // name_, interned: trace spans carry it
+    TraceSink* trace_ = TraceSink::current();         // the run's request trace, if any
     CoherentProgress* watch_ = nullptr;
     DCacheParams cp_;
     AccelParams ap_;

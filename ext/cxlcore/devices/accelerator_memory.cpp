@@ -25,7 +25,7 @@ void Accelerator::done(Txn* r) {
     if (r->tag == kServeRead) {
         // The host's MemRd becomes its MemData (S2M DRS).
         Txn* m = static_cast<Txn*>(r->ctx);
-        if (m->parent) m->parent->absorb(*r, kStageDevice, now());
+        if (m->parent) m->parent->absorb(*r, kStageDevice, now(), tname_);
         m->opc = responseOf(m->opc);
         m->dev = index_;
         m->value = valueOf(memVals_, m->addr);
@@ -38,7 +38,7 @@ void Accelerator::done(Txn* r) {
     auto it = mshrs_.find(line);
     if (it == mshrs_.end()) protocolError("device memory fill without an MSHR");
     Mshr& m = it->second;
-    a->absorb(*r, kStageDevice, now());
+    a->absorb(*r, kStageDevice, now(), tname_);
     m.value = valueOf(memVals_, line);
     bool fromMemory = true;  // the value is memory's, for the checker
     if (r->tag == kFwdFillRead) {
@@ -83,8 +83,7 @@ Tick Accelerator::flipToHostBias(uint64_t page, Txn* cause) {
     const Tick cost = flipLat_ + Tick(n) * lat_;
     if (cause) {
         // Charged to the flip stage; the access's clock moves past it.
-        cause->stage[kStageBiasFlip] += cost;
-        cause->mark += cost;
+        cause->leave(kStageBiasFlip, cause->mark + cost, tname_);
     }
     return cost;
 }
@@ -163,7 +162,7 @@ void Accelerator::biasFlipDone(Txn* m) {
         Mshr& ms = mshrs_[l];
         if (ms.waiting.empty()) protocolError("bias flip completion without a waiting access");
         Txn* a = ms.waiting.front();
-        a->leave(kStageBiasFlip, now());
+        a->leave(kStageBiasFlip, now(), tname_);
         localFill(l, a, ms);
     }
 }
@@ -180,7 +179,7 @@ void Accelerator::backInvalidateResponse(Txn* m) {
     Mshr& ms = it->second;
     if (ms.waiting.empty()) protocolError("BIRsp without a waiting access");
     Txn* a = ms.waiting.front();
-    a->leave(kStageBackInv, now());
+    a->leave(kStageBackInv, now(), tname_);
     if (ms.hostReacquired || (ms.biInv && hostCopy_.count(L))) {
         // The host took the line again meanwhile: snoop it again.
         ms.hostReacquired = false;

@@ -9,7 +9,8 @@ namespace cxlcore {
 
 Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link,
                          const std::string& where)
-    : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media") {
+    : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media"),
+      name_(internName(where + ".device")) {
     p_.validate(where + ".device");
     rx_[0].reset(link.params().credits_req);
     rx_[1].reset(link.params().credits_rwd);
@@ -36,6 +37,7 @@ double Type3Device::idleLatencyNs() const {
 }
 
 void Type3Device::name(const std::string& n) {
+    name_ = internName(n + ".device");
     rx_[0].name(n + ".device.rx (M2S Req receive buffer)");
     rx_[1].name(n + ".device.rx (M2S RwD receive buffer, write tracker)");
     ctrl_[0].name(n + ".device.pipeline (reads)");
@@ -81,6 +83,7 @@ void Type3Device::process() {
             break;
         }
         if (!link_.credits_[c].take(t)) {
+            x->note("credit_wait", t, link_.name());
             link_.credits_[c].wait(this);
             break;
         }
@@ -90,10 +93,14 @@ void Type3Device::process() {
         x->devLoad = devLoad();
         ++stats_.devLoad[x->devLoad];
         ++(x->isRead() ? stats_.reads : stats_.writes);
-        x->leave(kStageDevice, t);
+        x->leave(kStageDevice, t, name_);
         x->opc = rsp;
         const Tick arr = link_.send(t, *x);
-        x->leave(kStageLinkUp, arr);
+        if (x->trace) {
+            x->note("credit", t, link_.name());
+            x->note("flit", t, link_.name(), link_.units(*x));
+        }
+        x->leave(kStageLinkUp, arr, link_.name());
         --outstanding_;
         if (x->isWrite()) --writes_;
         port_->receive(x, arr);
@@ -117,10 +124,9 @@ void Type3Device::process() {
             // The pipeline takes a media queue entry on entry, so the request
             // reaches the media stamped with its arrival there.
             const Tick mark = x->mark, dev = x->stage[kStageDevice];
-            x->leave(kStageDevice, at);
+            x->leave(kStageDevice, at, name_);
             if (media_.tryReq(x)) continue;
-            x->mark = mark;
-            x->stage[kStageDevice] = dev;
+            x->restore(kStageDevice, mark, dev);
             mediaBlocked_[k] = true;
             ++stats_.mediaRetries;
         }
@@ -132,7 +138,7 @@ void Type3Device::process() {
     for (int k = 0; k < 2; ++k) {
         while (!mediaBlocked_[k] && ctrl_[k].headReady() <= t) {
             Txn* x = ctrl_[k].front();
-            x->leave(kStageDevice, t);
+            x->leave(kStageDevice, t, name_);
             if (!media_.tryReq(x)) {
                 mediaBlocked_[k] = true;
                 ++stats_.mediaRetries;

@@ -74,6 +74,7 @@ class Type3Device final : public Component, public Requester, public LinkReceive
     DeviceStats stats_;
     Occupancy occ_;
     uint64_t stopAfter_ = 0, sent_ = 0;
+    const char* name_;  // its controller's name (<device>.device): trace spans carry it
 };
 
 }  // namespace cxlcore

@@ -8,7 +8,8 @@ namespace cxlcore {
 HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase,
                        uint64_t windowSize)
     : Component(host), p_((p.validate(where), p)),
-      hdm_(windowBase, windowSize, p.interleave_ways, p.interleave_bytes), where_(where) {
+      hdm_(windowBase, windowSize, p.interleave_ways, p.interleave_bytes), where_(where),
+      name_(internName(where)) {
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
     tracker_.init(p_.req_queue, 0);
@@ -55,10 +56,17 @@ bool HostBridge::tryReq(Txn* t) {
 
 bool HostBridge::send(Port& p, Txn* x, Tick at) {
     // A request comes as MemRd or MemWr: its opcode names its channel.
-    if (!p.link->credits_[x->channel()].take(at)) return false;
-    x->leave(kStageHostPort, at);
+    if (!p.link->credits_[x->channel()].take(at)) {
+        x->note("credit_wait", at, p.link->name());
+        return false;
+    }
+    x->leave(kStageHostPort, at, name_);
     const Tick arr = p.link->send(at, *x);
-    x->leave(kStageLinkDown, arr);
+    if (x->trace) {
+        x->note("credit", at, p.link->name());
+        x->note("flit", at, p.link->name(), p.link->units(*x));
+    }
+    x->leave(kStageLinkDown, arr, p.link->name());
     p.dev->receive(x, arr);
     return true;
 }
@@ -79,12 +87,11 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
     const uint64_t dpa = x->addr;
     const Tick mark = x->mark;
     const Tick host = x->stage[kStageHostPort];
-    x->leave(kStageHostPort, ready);
+    x->leave(kStageHostPort, ready, name_);
     x->addr = hdm_.encode(p.targetPortIndex, dpa);
     if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
         x->addr = dpa;
-        x->mark = mark;
-        x->stage[kStageHostPort] = host;
+        x->restore(kStageHostPort, mark, host);
         return false;
     }
     p.link->credits_[c].give(ready);

@@ -64,6 +64,7 @@ class HostBridge : public Component, public Target {
     HdmDecoder hdm_;
     std::vector<std::unique_ptr<Port>> ports_;
     std::string where_;
+    const char* name_;  // where_, interned: the name its trace spans carry
     Tick reqLat_, respLat_;
     CreditPool tracker_;  // requests outstanding to CXL
     bool needRetry_ = false, respBlocked_ = false;

@@ -4,6 +4,11 @@
 
 namespace cxlcore {
 
+namespace {
+// As its parameters and queues are named: the inter-socket link.
+const char* const kLink = "remote.link";
+}  // namespace
+
 InterSocket::InterSocket(Host& host, const InterSocketParams& p, const DramParams& dram)
     : Component(host), p_(p), dram_(host, dram, "remote.dram") {
     p_.validate("remote.link");
@@ -29,7 +34,7 @@ bool InterSocket::tryReq(Txn* t) {
     ++outstanding_;
     const bool rd = t->isRead();
     Tick arr = out_.send(now(), rd ? reqUnits_ : dataUnits_, rd ? 0 : t->size);
-    t->leave(kStageLinkDown, arr);
+    t->leave(kStageLinkDown, arr, kLink);
     rx_.push(arr, t);
     requestWake(arr);
     return true;
@@ -65,7 +70,7 @@ bool InterSocket::tryResp(Txn* t) {
         requestWake(now());
     }
     Tick arr = back_.send(now(), rd ? dataUnits_ : reqUnits_, rd ? t->size : 0);
-    t->leave(kStageLinkUp, arr);
+    t->leave(kStageLinkUp, arr, kLink);
     tx_.push(arr, t);
     requestWake(arr);
     return true;
@@ -94,7 +99,7 @@ void InterSocket::process() {
     }
     while (!dramBlocked_ && rx_.headReady() <= t) {
         Txn* x = rx_.front();
-        x->leave(kStageLinkDown, t);
+        x->leave(kStageLinkDown, t, kLink);
         if (!dram_.tryReq(x)) {
             dramBlocked_ = true;
             break;
@@ -103,7 +108,7 @@ void InterSocket::process() {
     }
     while (!respBlocked_ && tx_.headReady() <= t) {
         Txn* x = tx_.front();
-        x->leave(kStageLinkUp, t);
+        x->leave(kStageLinkUp, t, kLink);
         if (!up_->tryResp(x)) {
             respBlocked_ = true;
             break;

@@ -5,6 +5,11 @@
 
 namespace cxlcore {
 
+namespace {
+// The name the uncore goes by in stall reports, and so in traces.
+const char* const kName = "host.uncore";
+}  // namespace
+
 Uncore::Uncore(Host& host, const HostParams& p) : Component(host) {
     // A miss leaves the core once the LLC lookup has failed.
     reqLat_ = nsToTicks(p.llc_latency_ns + p.uncore_req_latency_ns);
@@ -69,7 +74,7 @@ bool Uncore::accept(Txn* t, uint8_t input, Tick reqLat) {
     // Nothing ahead and no latency to add (the home agent's own pipeline is
     // its whole cost): the target sees it at once, as a direct port would.
     if (ready == now() && r.out.empty() && !r.blocked) {
-        t->leave(kStageUncore, ready);
+        t->leave(kStageUncore, ready, kName);
         if (r.target->tryReq(t)) return true;
         r.blocked = true;
     }
@@ -82,12 +87,10 @@ bool Uncore::tryResp(Txn* t) {
     // t->mark: when the response reaches the memory port; the agent has it later.
     if (t->route) {
         const Input& in = *inputs_[t->route - 1];
-        t->stage[kStageUncore] += in.resp_;
-        t->mark += in.resp_;
+        t->leave(kStageUncore, t->mark + in.resp_, kName);
         return in.requester()->tryResp(t);  // agents take responses as they come
     }
-    t->stage[kStageUncore] += respLat_;
-    t->mark += respLat_;
+    t->leave(kStageUncore, t->mark + respLat_, kName);
     return up_->tryResp(t);  // cores always take their own responses
 }
 
@@ -107,8 +110,10 @@ void Uncore::process() {
             Txn* x = r.out.front();
             // Past its ready time it waited for room in the target (a refused
             // try already closed its uncore stage).
-            if (x->mark < r.out.headReady()) x->leave(kStageUncore, r.out.headReady());
-            x->leave(r.full, t);
+            if (x->mark < r.out.headReady()) x->leave(kStageUncore, r.out.headReady(), kName);
+            // Time it waited here for room in the target counts in the target's first
+            // stage (as before); its span is on the uncore's track, where it waited.
+            x->leave(r.full, t, kName);
             if (!r.target->tryReq(x)) {
                 r.blocked = true;
                 break;

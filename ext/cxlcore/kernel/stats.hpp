@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cxlcore/kernel/trace.hpp"
 #include "cxlcore/kernel/txn.hpp"
 
 namespace cxlcore {
@@ -99,6 +100,7 @@ class LatencyStats {
         hist_.add(done - x.birth);
         for (int s = 0; s < kNumStages; ++s) stage_[s] += x.stage[s];
         hits_ += x.hit;
+        if (x.trace) TraceSink::counted(x, done, this);
     }
     void reset() { *this = LatencyStats(); }
     const LogHistogram& hist() const { return hist_; }

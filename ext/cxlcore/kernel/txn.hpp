@@ -45,6 +45,15 @@ const char* stageName(Stage s);
 struct Txn;
 struct HTxn;
 struct DmaJob;
+struct TraceRecord;
+
+// Request traces (kernel/trace.hpp): what a traced request's stage
+// accounting records, out of line so that untraced requests pay one check.
+void traceSpan(Txn& t, Stage s, Tick from, Tick to, const char* who);
+void traceUndo(Txn& t, Tick mark);
+void traceAbsorb(Txn& t, const Txn& child, const Tick* cut, const char* who);
+void traceMark(Txn& t, const char* what, Tick at, const char* who, uint32_t value);
+void traceRelease(Txn& t);
 
 // Told when a request it issued completes. A workload keeps one per kind of
 // request and tells requests apart by Txn::ctx: nothing is allocated per request.
@@ -93,6 +102,7 @@ struct Txn {
     bool internal = false; // made by a component for itself (never reaches a core)
     bool live = false;     // handed out by a TxnPool and not yet returned
     Tick stage[kNumStages] = {};
+    TraceRecord* trace = nullptr;  // sampled for a request trace (kernel/trace.hpp)
     // CXL.cache and CXL.io
     uint64_t value = 0;    // the line's data, as a version number
     Txn* parent = nullptr; // the request whose latency this message carries
@@ -114,23 +124,39 @@ struct Txn {
     bool isRead() const { return isReadOpc(opc); }
     bool isWrite() const { return isWriteOpc(opc); }
 
-    void leave(Stage s, Tick now) {
+    // Closes the current stage at `now`: `who` (the component's own name)
+    // held the request since `mark`, charged to stage s.
+    void leave(Stage s, Tick now, const char* who) {
+        if (trace) traceSpan(*this, s, mark, now, who);
         stage[s] += now - mark;
         mark = now;
+    }
+    // Takes back the latest leave() (its target refused the request): the
+    // mark and stage s as they were before it.
+    void restore(Stage s, Tick oldMark, Tick oldStage) {
+        if (trace) traceUndo(*this, oldMark);
+        mark = oldMark;
+        stage[s] = oldStage;
+    }
+    // A flit or credit event on the request's path (traces only).
+    void note(const char* what, Tick at, const char* who, uint32_t value = 0) {
+        if (trace) traceMark(*this, what, at, who, value);
     }
     // A request this one waited for (a memory read on its behalf) ends at
     // `now`: its stages become this one's, the time before it began stays
     // `before`'s, and time it spent before this one's current stage began
     // (already counted there) is dropped from its earliest stages, which
     // the enum lists in path order.
-    void absorb(const Txn& child, Stage before, Tick now) {
+    void absorb(const Txn& child, Stage before, Tick now, const char* who) {
         Tick overlap = mark > child.birth ? mark - child.birth : 0;
-        leave(before, child.birth > mark ? child.birth : mark);
+        leave(before, child.birth > mark ? child.birth : mark, who);
+        Tick cut[kNumStages];
         for (int s = 0; s < kNumStages; ++s) {
-            const Tick cut = child.stage[s] < overlap ? child.stage[s] : overlap;
-            overlap -= cut;
-            stage[s] += child.stage[s] - cut;
+            cut[s] = child.stage[s] < overlap ? child.stage[s] : overlap;
+            overlap -= cut[s];
+            stage[s] += child.stage[s] - cut[s];
         }
+        if (trace) traceAbsorb(*this, child, cut, who);
         mark = now;
     }
 };
@@ -167,6 +193,7 @@ class TxnPool {
         return t;
     }
     void put(Txn* t) {
+        if (t->trace) traceRelease(*t);
         t->live = false;
         ++returned_;
         free_.push_back(t);

@@ -5,7 +5,7 @@
 
 namespace cxlcore {
 
-CxlLink::CxlLink(const LinkParams& p, const std::string& where, uint64_t seed) : p_(p) {
+CxlLink::CxlLink(const LinkParams& p, const std::string& where, uint64_t seed) : p_(p), name_(internName(where)) {
     p_.validate(where);
     const double gts = p_.gen == 5 ? 32e9 : 64e9;
     const double coding = p_.gen == 5 ? 128.0 / 130.0 : 1.0;  // Gen6 flit mode: FEC/CRC inside the flit

@@ -295,6 +295,8 @@ class CxlLink {
     // How long a credit freed at one end takes to be usable at the other.
     Tick creditReturn() const { return creditReturn_; }
     const LinkParams& params() const { return p_; }
+    // The link's own name (traces name its spans after it).
+    const char* name() const { return name_; }
     void checkpoint(StateVisitor& v, const std::string& n) {
         m2s_.checkpoint(v, n + ".m2s");
         s2m_.checkpoint(v, n + ".s2m");
@@ -311,6 +313,7 @@ class CxlLink {
     double rawRate_;
     uint32_t tlpOverhead_ = 24;
     Tick creditReturn_ = 0;
+    const char* name_;
 };
 
 }  // namespace cxlcore

@@ -52,6 +52,7 @@ void DramController::name(const std::string& n) {
 
 void DramChannel::name(const std::string& n) {
     readQName_ = internName(n + ".read_queue");
+    name_ = internName(n);
     resp_.name(n + ".read_data (responses the requester has not taken)");
     acks_.name(n + ".write_acks (posted writes the requester has not taken)");
 }
@@ -191,7 +192,7 @@ bool DramChannel::tryWrite(Txn* t, const DramController::Loc& l) {
     writeQ_.push_back(Req{posted ? nullptr : t, l.rank, l.bank, l.row, n + c_.front_, l.bank / c_.p_.banks_per_group});
     arrive(l.rank);
     if (posted) {
-        t->leave(kStageMediaQueue, n + c_.front_);
+        t->leave(kStageMediaQueue, n + c_.front_, name_);
         acks_.push(n + c_.front_, t);  // acknowledged once in the write queue
     } else {
         t->mark = n;
@@ -432,18 +433,16 @@ void DramChannel::schedule(Tick t) {
         ++st.writes;
         --c_.writesQueued_;
         if (Txn* x = r.txn) {  // not posted: acknowledged once its data is written
-            x->stage[kStageMediaQueue] += start - x->mark;
-            x->stage[kStageMediaService] += end + c.back_ - start;
-            x->mark = end + c.back_;
+            x->leave(kStageMediaQueue, start, name_);
+            x->leave(kStageMediaService, end + c.back_, name_);
             acks_.push(end + c.back_, x);
         }
         c_.slotFreed();
     } else {
         ++st.reads;
         Txn* x = r.txn;
-        x->stage[kStageMediaQueue] += start - x->mark;
-        x->stage[kStageMediaService] += end + c.back_ - start;
-        x->mark = end + c.back_;
+        x->leave(kStageMediaQueue, start, name_);
+        x->leave(kStageMediaService, end + c.back_, name_);
         resp_.push(end + c.back_, x);
     }
     nextDecision_ = std::max(t, end > c.lookahead_ ? end - c.lookahead_ : 0);

@@ -138,6 +138,7 @@ class DramChannel : public Component {
     TimedFifo<Txn*> resp_;  // reads in data-burst order
     TimedFifo<Txn*> acks_;  // write acknowledgements
     const char* readQName_ = "media read queue";
+    const char* name_ = "dram";  // <controller>.channel<i>: trace spans carry it
     Tick busFree_ = 0, nextDecision_ = 0;
     bool lastWrite_ = false, writeMode_ = false, respBlocked_ = false;
     uint32_t lastRank_ = 0;

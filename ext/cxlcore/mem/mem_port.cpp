@@ -1,5 +1,7 @@
 #include "cxlcore/mem/mem_port.hpp"
 
+#include "cxlcore/kernel/trace.hpp"
+
 namespace cxlcore {
 
 MemPort::MemPort(Host& host, Target& memory, TxnPool& pool) : host_(host), mem_(memory), pool_(pool) {
@@ -15,6 +17,7 @@ void MemPort::read(uint64_t addr, Client* client, void* ctx, uint8_t tag, Txn* p
     t->ctx = ctx;
     t->tag = tag;
     t->parent = parent;
+    traceChild(t, parent);
     t->birth = t->mark = host_.now();
     issue(t);
 }

@@ -17,6 +17,7 @@
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "cxlcore/host/remote_socket.hpp"
 #include "cxlcore/host/uncore.hpp"
+#include "cxlcore/kernel/trace.hpp"
 
 namespace cxlcore {
 
@@ -42,6 +43,8 @@ class System {
 
     EventLoop loop;
     TxnPool pool;  // every access and message of the run
+    // The request trace this run records into (TraceSink::Scope), if any.
+    TraceSink* const trace = TraceSink::enterRun();
     const SystemParams& params() const { return p_; }
     Uncore& uncore() { return *uncore_; }
     // Theoretical limit the results must respect, bytes per second: the

@@ -148,6 +148,7 @@ void AccelLoad::report(Report& r) const {
         r.emplace_back(k + ".latency_ns_p99", lat_[e].percentileNs(0.99));
         for (int s = 0; s < kNumStages; ++s)
             r.emplace_back(k + ".stage." + stageName(Stage(s)) + "_ns", lat_[e].stageNs(s));
+        if (TraceSink* t = TraceSink::current()) t->label(&lat_[e], k);
     }
     r.emplace_back("accel.bandwidth_gbps", total);
 }

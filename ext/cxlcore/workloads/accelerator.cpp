@@ -51,6 +51,9 @@ void reportLatency(Report& r, const LatencyStats& st, const std::string& prefix)
     r.emplace_back(prefix + "hit_rate", st.hitRate());
     for (int s = 0; s < kNumStages; ++s)
         r.emplace_back(prefix + "stage_" + stageName(Stage(s)) + "_ns", st.stageNs(s));
+    // Traces name the stream by its prefix ("device_" -> "device"; none: "accesses").
+    if (TraceSink* t = TraceSink::current())
+        t->label(&st, prefix.empty() ? std::string("accesses") : prefix.substr(0, prefix.size() - 1));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ void reportLatency(Report& r, const LatencyStats& st, const std::string& k) {
     r.emplace_back(k + "_latency_ns_p99", st.percentileNs(0.99));
     r.emplace_back(k + "_latency_ns_max", st.maxNs());
     for (int s = 0; s < kNumStages; ++s) r.emplace_back(k + ".stage." + stageName(Stage(s)) + "_ns", st.stageNs(s));
+    if (TraceSink* t = TraceSink::current()) t->label(&st, k);
 }
 
 // Requests reach the memory system through the uncore; LLC miss detection
@@ -54,6 +55,7 @@ class Driver : public Component, public Requester {
         x->src = core;
         x->tag = tag;
         x->birth = x->mark = at;
+        if (sys_.trace) x->trace = sys_.trace->admit(*x);
         sys_.uncore().tryReq(x);
         return x;
     }

@@ -77,7 +77,7 @@ WORKLOADS["mixed"]["devices"] = DEVICES
 SWITCH = (None, "switch")
 WORKLOADS["mixed"]["host"] = WORKLOADS["mixed"]["accelerators"] = SWITCH
 DEFAULT_METRICS = {
-    "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_ns_p99"],
+    "traffic": ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean", "read_latency_p99_ns"],
     "stream": ["stream_gbps", "read_gbps", "write_gbps"],
     "lmbench": ["latency_ns", "hit_memory"],
     "loaded-latency": ["bandwidth_gbps", "latency_ns"],

@@ -169,7 +169,7 @@ def run_traffic(memories, overrides, threads, rf, pattern, rate, arrivals, reque
         df = run_each(systems, "traffic", lambda s, cb: engine.traffic(
             s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb, target=target, arrivals=arrivals))
     cols = ["memory"] + target_col(df) + ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean",
-                                           "read_latency_ns_p99"]
+                                           "read_latency_p99_ns"]
     if as_json:
         emit_json(df[cols].to_dict("records"))
     else:
@@ -197,7 +197,7 @@ def run_trace(memories, overrides, trace_file, max_outstanding, target, as_json,
             raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); "
                              "lines: time_ns op address [size]")
     cols = ["memory"] + target_col(df) + ["requests", "read_gbps", "write_gbps", "read_latency_ns_mean",
-                                           "read_latency_ns_p99", "write_latency_ns_mean"]
+                                           "read_latency_p99_ns", "write_latency_ns_mean"]
     if as_json:
         emit_json(df[cols].to_dict("records"))
     else:

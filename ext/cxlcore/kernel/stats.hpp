@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cxlcore/kernel/trace.hpp"
@@ -107,6 +109,12 @@ class LatencyStats {
     uint64_t count() const { return hist_.count(); }
     double meanNs() const { return hist_.count() ? double(hist_.sum()) / 1000.0 / double(hist_.count()) : 0.0; }
     double percentileNs(double q) const { return hist_.percentile(q) / 1000.0; }  // ticks to ns
+    // The tail every workload reports: `<prefix>latency_p50_ns` ... `_p999_ns`.
+    template <typename Out>
+    void tails(Out& r, const std::string& prefix) const {
+        static const std::pair<const char*, double> qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
+        for (const auto& q : qs) r.emplace_back(prefix + "latency_" + q.first + "_ns", percentileNs(q.second));
+    }
     double maxNs() const { return double(hist_.max()) / 1000.0; }
     double stageNs(int s) const { return hist_.count() ? double(stage_[s]) / 1000.0 / double(hist_.count()) : 0.0; }
     double hitRate() const { return hist_.count() ? double(hits_) / double(hist_.count()) : 0.0; }

@@ -128,7 +128,8 @@ TraceRecord* TraceSink::admit(const Txn& t) {
 
 void TraceSink::counted(const Txn& t, Tick done, const void* stats) {
     TraceRecord& r = *t.trace;
-    if (t.id != r.id) return;
+    // Counted twice (a run's whole stream, then one device's part of it): the first names it.
+    if (t.id != r.id || r.counted) return;
     r.counted = stats;
     r.done = done;
     std::copy(t.stage, t.stage + kNumStages, r.stage);

@@ -145,7 +145,7 @@ void AccelLoad::report(Report& r) const {
         r.emplace_back(k + ".bandwidth_gbps", gbps);
         r.emplace_back(k + ".accesses", double(lat_[e].count()));
         r.emplace_back(k + ".latency_ns_mean", lat_[e].meanNs());
-        r.emplace_back(k + ".latency_ns_p99", lat_[e].percentileNs(0.99));
+        lat_[e].tails(r, k + ".");
         for (int s = 0; s < kNumStages; ++s)
             r.emplace_back(k + ".stage." + stageName(Stage(s)) + "_ns", lat_[e].stageNs(s));
         if (TraceSink* t = TraceSink::current()) t->label(&lat_[e], k);

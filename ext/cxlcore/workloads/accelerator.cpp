@@ -45,8 +45,7 @@ Accelerator::Bug bugOf(const std::string& inject, const char* where) {
 // A stream's accesses under `prefix`: latency, hit rate and stages.
 void reportLatency(Report& r, const LatencyStats& st, const std::string& prefix) {
     r.emplace_back(prefix + "latency_mean_ns", st.meanNs());
-    r.emplace_back(prefix + "latency_p50_ns", st.percentileNs(0.5));
-    r.emplace_back(prefix + "latency_p99_ns", st.percentileNs(0.99));
+    st.tails(r, prefix);
     r.emplace_back(prefix + "latency_max_ns", st.maxNs());
     r.emplace_back(prefix + "hit_rate", st.hitRate());
     for (int s = 0; s < kNumStages; ++s)

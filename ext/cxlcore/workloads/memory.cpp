@@ -20,9 +20,7 @@ namespace {
 // A stream's read latency under `k`: mean, percentiles and stages.
 void reportLatency(Report& r, const LatencyStats& st, const std::string& k) {
     r.emplace_back(k + "_latency_ns_mean", st.meanNs());
-    r.emplace_back(k + "_latency_ns_p50", st.percentileNs(0.5));
-    r.emplace_back(k + "_latency_ns_p90", st.percentileNs(0.9));
-    r.emplace_back(k + "_latency_ns_p99", st.percentileNs(0.99));
+    st.tails(r, k + "_");
     r.emplace_back(k + "_latency_ns_max", st.maxNs());
     for (int s = 0; s < kNumStages; ++s) r.emplace_back(k + ".stage." + stageName(Stage(s)) + "_ns", st.stageNs(s));
     if (TraceSink* t = TraceSink::current()) t->label(&st, k);

@@ -298,3 +298,31 @@ def test_more_than_sixteen_accelerators_on_one_home_agent_are_refused():
             d["connections"] += [["home.root_port", f"al{i}.up"], [f"al{i}.down", f"a{i}.up"]]
     with pytest.raises(T.TopologyError, match=r"home.root_port: more than 16 accelerators"):
         T.from_dict(_with(seventeen))
+
+
+# Refused while the file is read, before any graph exists to hand the core.
+PARSE_ERRORS = {"unknown type", "unknown parameter", "unknown group", "missing parameter", "missing type",
+                "unknown component", "unknown port", "derived parameter", "preset without the type",
+                "both ends send", "channel mismatch", "window on a non-window connection"}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_the_core_refuses_every_graph_python_refuses(kind, monkeypatch):
+    """The Python checks are the friendly front; the core's builder is the authority. Every bad graph
+    that reads as a graph, handed to the core unchecked, is refused there too, in one line naming a
+    component the Python message names."""
+    from simcxl import _core
+    from simcxl.topology import graph
+    monkeypatch.setattr(graph, "check", lambda t: None)
+    try:
+        t = T.from_dict(_with(BAD[kind][0]))
+    except T.TopologyError:
+        assert kind in PARSE_ERRORS
+        return
+    assert kind not in PARSE_ERRORS
+    with pytest.raises(_core.ConfigError) as e:
+        _core.validate(core_graph(t))
+    msg = str(e.value)
+    assert "\n" not in msg
+    named = [n for n in t.components if any(n in w for w in BAD[kind][1])]
+    assert any(n in msg for n in named), (kind, msg, named)

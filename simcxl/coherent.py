@@ -28,7 +28,7 @@ import pandas as pd
 from . import _core
 from .engine import Progress, _version, parse_size
 from .params import (ADDRESS_TOP, DEVICE_GROUPS, DEVICE_MEMORY_BASE, MAX_DEVICES, AccelDevice, AccelParams,
-                     DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, ParamError, ParamGroup,
+                     DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, NicParams, ParamError, ParamGroup,
                      check_device_name, check_devices, memory_windows, read_device_list, read_text, set_dotted,
                      shown)
 from .presets import ACCEL_DIR as PRESET_DIR
@@ -57,7 +57,8 @@ HOST_GROUPS = (("host_dram", DramParams), ("home", HomeParams))
 _GROUPS = HOST_GROUPS + DEVICE_GROUPS
 @dataclass
 class AccelSystem:
-    """Host and accelerators of a CXL.cache experiment."""
+    """Host and accelerators of a CXL.cache experiment. With ``nic``, its one device is a CXL-NIC
+    with these parameters (:mod:`simcxl.nic`)."""
     name: str
     host_dram: DramParams = field(default_factory=DramParams)
     home: HomeParams = field(default_factory=HomeParams)
@@ -65,6 +66,7 @@ class AccelSystem:
     description: str = ""
     source: str = ""
     seed: int = 1
+    nic: Optional[NicParams] = None
 
     kind = "accel"
 
@@ -136,6 +138,11 @@ class AccelSystem:
             for i, d in enumerate(self.devices):
                 check_device_name(d.name, f"devices[{i}].name")
         check_devices(self.devices, self.prefix)
+        if self.nic is not None:
+            if not self.single():
+                raise ParamError(f"nic: a CXL-NIC system has one device; {self.name} has "
+                                 f"{', '.join(d.name for d in self.devices)}")
+            self.nic.validate("nic")
         return self
 
     def to_dict(self) -> Dict[str, Any]:
@@ -149,13 +156,15 @@ class AccelSystem:
                 d[g] = getattr(self.devices[0], g).to_dict()
         else:
             d["devices"] = [x.to_dict() for x in self.devices]
+        if self.nic is not None:
+            d["nic"] = self.nic.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any], where: str = "preset") -> "AccelSystem":
         if not isinstance(d, dict):
             raise ParamError(f"{where}: a preset must be a table")
-        allowed = {"name", "description", "source", "seed", "devices"} | {g for g, _ in _GROUPS}
+        allowed = {"name", "description", "source", "seed", "devices", "nic"} | {g for g, _ in _GROUPS}
         unknown = sorted(set(d) - allowed, key=str)
         if unknown:
             raise ParamError(f"{where}: {shown(unknown[0])} is not an accelerator preset key; allowed: "
@@ -165,6 +174,8 @@ class AccelSystem:
         kw: Dict[str, Any] = {k: d[k] for k in ("name", "description", "source", "seed") if k in d}
         for g, t in HOST_GROUPS:
             kw[g] = t.from_dict(d.get(g, {}), g)
+        if "nic" in d:
+            kw["nic"] = NicParams.from_dict(d["nic"], "nic")
         if "devices" in d:
             both = [g for g, _ in DEVICE_GROUPS if g in d]
             if both:
@@ -180,6 +191,8 @@ class AccelSystem:
         out: Dict[str, ParamGroup] = {g: getattr(self, g) for g, _ in HOST_GROUPS}
         for x in self.devices:
             out.update(x.groups(self.prefix(x)))
+        if self.nic is not None:
+            out["nic"] = self.nic
         return out
 
     def group(self, path: str) -> ParamGroup:
@@ -216,12 +229,13 @@ class AccelSystem:
             if not new.single() and group in {g for g, _ in DEVICE_GROUPS}:
                 raise ParamError(f"{shown(path)} names no device; with several devices, name it: "
                                  + " or ".join(f"{x.name}.{path}" for x in new.devices))
-            set_dotted(groups, path, value, "an accelerator system")
+            set_dotted(groups, path, value, "a CXL-NIC system" if new.nic is not None else "an accelerator system")
         return new.validate()
 
     def defaults(self) -> "AccelSystem":
         """The schema's defaults with this system's device names."""
-        return AccelSystem(name="-", devices=[AccelDevice(name=d.name) for d in self.devices])
+        return AccelSystem(name="-", devices=[AccelDevice(name=d.name) for d in self.devices],
+                           nic=None if self.nic is None else NicParams())
 
 
 def combine(parts: Sequence[tuple], name: Optional[str] = None) -> AccelSystem:

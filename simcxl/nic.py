@@ -1,9 +1,9 @@
 """The CXL-NIC's remote atomic operations (RAO) and RPC (de)serialisation against their baselines.
 
-A :class:`NicSystem` is an accelerator system (:mod:`simcxl.coherent`: host,
-home agent, link, the device cache the NIC's atomic engine works in, and the
-DMA engine the PCIe NIC baseline uses) plus the NIC's own parameters
-(:class:`simcxl.params.NicParams`). :func:`rao` runs CircusTent-style kernels
+A CXL-NIC system is an accelerator system (:class:`simcxl.coherent.AccelSystem`:
+host, home agent, link, the device cache the NIC's atomic engine works in, and
+the DMA engine the PCIe NIC baseline uses) whose ``nic`` holds the NIC's own
+parameters (:class:`simcxl.params.NicParams`). :func:`rao` runs CircusTent-style kernels
 by host threads through the CXL-NIC (``cxl-nic``), through a PCIe NIC on the
 DMA engine (``pcie-nic``: MMIO doorbell, descriptor fetch, DMA read and DMA
 write per operation, ``dma.engines`` operations in flight, completion by
@@ -27,8 +27,7 @@ writes); ``host`` is the host core alone.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+import dataclasses
 from typing import Any, Dict, Iterable, Optional, Union
 
 import pandas as pd
@@ -51,66 +50,13 @@ PUBLISHED_RPC_SPEEDUP = 1.86
 PUBLISHED_SPEEDUP = (5.5, 40.2)
 
 
-@dataclass
-class NicSystem:
-    """An accelerator system with the CXL-NIC's parameters."""
-    accel: AccelSystem
-    nic: NicParams = field(default_factory=NicParams)
-    kind = "nic"
-
-    @property
-    def name(self) -> str:
-        return self.accel.name
-
-    def validate(self) -> "NicSystem":
-        self.accel.validate()
-        self.nic.validate("nic")
-        return self
-
-    def group(self, name: str):
-        """A parameter group by name: ``nic`` or one of the accelerator system's."""
-        if name == "nic":
-            return self.nic
-        if name in dict(coherent._GROUPS):
-            return getattr(self.accel, name)
-        raise ParamError(f"{name} is not a parameter group of a CXL-NIC system; allowed: nic, "
-                         f"{', '.join(g for g, _ in coherent._GROUPS)}")
-
-    def parameters(self) -> Dict[str, Any]:
-        return {**self.accel.parameters(), **{f"nic.{k}": v for k, v in self.nic.to_dict().items()}}
-
-    def get(self, path: str) -> Any:
-        params = self.parameters()
-        if path not in params:
-            raise ParamError(f"{path} is not a parameter of a CXL-NIC system")
-        return params[path]
-
-    def replace(self, **overrides: Any) -> "NicSystem":
-        """A copy with dotted parameters changed (``nic.*`` and the accelerator system's)."""
-        nic = copy.deepcopy(self.nic)
-        rest = {}
-        for path, value in overrides.items():
-            if path.startswith("nic."):
-                leaf = path[4:]
-                if leaf not in nic.to_dict():
-                    raise ParamError(f"{path} is not a parameter of a CXL-NIC; allowed in nic: "
-                                     f"{', '.join(nic.to_dict())}")
-                if isinstance(value, float) and value.is_integer() and isinstance(getattr(nic, leaf), int):
-                    value = int(value)
-                setattr(nic, leaf, value)
-            else:
-                rest[path] = value
-        accel = self.accel.replace(**rest) if rest else copy.deepcopy(self.accel)
-        return NicSystem(accel, nic).validate()
-
-
-def load(system: Union[str, AccelSystem, NicSystem], nic: Optional[Dict[str, Any]] = None) -> NicSystem:
-    """A NIC system from an accelerator preset (name or file) or system, with ``nic`` overrides."""
-    if isinstance(system, NicSystem):
-        s = system
-    else:
-        s = NicSystem(coherent.load(system))
-    return s.replace(**{f"nic.{k}": v for k, v in (nic or {}).items()}) if nic else s.validate()
+def load(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None) -> AccelSystem:
+    """A CXL-NIC system: an accelerator preset (name or file) or system whose one device is the NIC,
+    with ``nic`` overrides of its parameters (the schema's defaults where the system has none)."""
+    s = coherent.load(system)
+    if s.nic is None:
+        s = dataclasses.replace(s, nic=NicParams())
+    return s.replace(**{f"nic.{k}": v for k, v in (nic or {}).items()})
 
 
 def _names(values: Iterable[str], allowed, what: str, workload: str = "rao"):
@@ -123,7 +69,7 @@ def _names(values: Iterable[str], allowed, what: str, workload: str = "rao"):
     return out
 
 
-def rao(system: Union[str, AccelSystem, NicSystem], kernels: Iterable[str] = KERNELS, ops: Iterable[str] = OPS,
+def rao(system: Union[str, AccelSystem], kernels: Iterable[str] = KERNELS, ops: Iterable[str] = OPS,
         mechanisms: Iterable[str] = MECHANISMS, threads: int = 4, iters: int = 1000, elements: int = 1 << 16,
         stride: int = 9, noise_threads: int = 0, check: bool = False, progress: Progress = None) -> pd.DataFrame:
     """Every kernel x op x mechanism: one row each, with ``ops_per_second`` (atomic operations completed per
@@ -146,7 +92,7 @@ def rao(system: Union[str, AccelSystem, NicSystem], kernels: Iterable[str] = KER
     return df
 
 
-def rpc(system: Union[str, AccelSystem, NicSystem], shapes: Iterable[str] = SHAPES,
+def rpc(system: Union[str, AccelSystem], shapes: Iterable[str] = SHAPES,
         directions: Iterable[str] = DIRECTIONS, mechanisms: Iterable[str] = MECHANISMS,
         check: bool = False) -> pd.DataFrame:
     """One message of every shape x direction x mechanism: rows of ``shape, direction, bytes, mechanism,

@@ -9,8 +9,7 @@ import pytest
 
 from simcxl import _core
 from simcxl.coherent import AccelSystem
-from simcxl.nic import NicSystem
-from simcxl.params import GROUPS, CxlMemory, ParamError, RemoteMemory, System
+from simcxl.params import GROUPS, CxlMemory, NicParams, ParamError, RemoteMemory, System
 from simcxl.topology import core_graph
 
 
@@ -29,7 +28,7 @@ def default_system(kind):
     if kind == "accel":
         return AccelSystem(name="t")
     if kind == "nic":
-        return NicSystem(AccelSystem(name="t"))
+        return AccelSystem(name="t", nic=NicParams())
     return System(name="t", kind=kind, remote=RemoteMemory() if kind == "remote-numa" else None,
                   cxl=CxlMemory() if kind == "cxl-type3" else None)
 

@@ -38,7 +38,7 @@ def test_an_accelerator_preset_drawn_as_a_graph_builds_back_to_itself(name):
     assert core_graph(T.accel_system(T.from_dict(t.to_dict()))) == core_graph(s)
     n = nic.load(name)
     back = T.nic_system(T.from_system(n))
-    assert core_graph(back.accel) == core_graph(n.accel) and back.nic == n.nic
+    assert core_graph(back) == core_graph(n) and back.nic == n.nic and back.to_dict() == n.to_dict()
 
 
 @pytest.mark.parametrize("name", presets.names() + coherent.preset_names())

@@ -242,11 +242,11 @@ def _nic_systems(systems, overrides):
         if topology.is_file(spec):  # the graph's nic component carries its parameters
             s = topology.GraphSystem(topology.load(spec), topology.nic_system).replace(
                 **parse_kv(overrides, "nic0.nic.ops_in_flight=8"))
-            s.accel.name = label(spec, {}, presets.load_names())
+            s.name = label(spec, {}, presets.load_names())
             out.append(s)
             continue
         nic_kv = parse_kv([o for o in overrides if o.strip().startswith("nic.")], "nic.ops_in_flight=8")
-        out += [nic.NicSystem(s).replace(**nic_kv)
+        out += [nic.load(s).replace(**nic_kv)
                 for s in load_accels([spec], [o for o in overrides if not o.strip().startswith("nic.")])]
     return out
 

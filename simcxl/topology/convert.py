@@ -88,9 +88,8 @@ def from_system(s: Any) -> Topology:
     """A memory System, an accelerator system or a NIC system as a graph."""
     origin = f"preset {s.name}"
     b = _Builder(origin)
-    if s.kind in ("accel", "nic"):
-        nic = s.nic if s.kind == "nic" else None
-        acc = s.accel if s.kind == "nic" else s
+    if s.kind == "accel":
+        acc, nic = s, s.nic
         b.add("host", "host", top=HostParams())
         b.add("host_dram", "dram", top=acc.host_dram)
         b.join("host.mem", "host_dram.up")
@@ -135,8 +134,7 @@ def core_graph(s: Any) -> Dict[str, Any]:
     """What the C++ core takes: the system's graph, every parameter given."""
     t = s if isinstance(s, Topology) else from_system(s)
     d = t.to_dict()
-    acc = s.accel if getattr(s, "kind", None) == "nic" else s
-    if getattr(acc, "kind", None) == "accel" and acc.single():
+    if getattr(s, "kind", None) == "accel" and s.single():
         d["lone_device_unnamed"] = True  # its stats and messages keep the preset's bare names
     return d
 

@@ -131,14 +131,14 @@ def accel_system(spec: Union[Topology, Any]):
 
 def nic_system(spec: Union[Topology, Any]):
     """The engine's CXL-NIC system: an accelerator system whose one device is a nic."""
-    from ..nic import NicSystem
+    import dataclasses
     t = load(spec)
     acc = accel_system(t)
     nics = t.of_type("nic")
     if len(nics) != 1 or len(acc.devices) != 1:
         raise TopologyError(f"topology {t.name}: NIC workloads run on one device of type nic "
                             f"(here: {', '.join(d.name for d in acc.devices)})")
-    return NicSystem(acc, nics[0].group("nic")).validate()
+    return dataclasses.replace(acc, nic=nics[0].group("nic")).validate()
 
 
 __all__ = ["GraphSystem", "preset_topology", "load", "memory_system", "accel_system", "nic_system"]

@@ -3,8 +3,10 @@ published measurements of the testbed they are shaped after."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -55,21 +57,17 @@ def run(out: Path, testbed: Path = TESTBED, quick: bool = False) -> None:
     meas_lat, meas_st, cite = read_testbed(testbed)
     sizes, accesses, lines = (QUICK_SIZES, 500, 500) if quick else (SIZES, 5000, 8000)
     table_sizes = [s for s in TABLE_SIZES if s in sizes]
-    lat_frames, st_frames = [], []
-    steps = len(MEMORIES) * (len(sizes) + len(KERNELS))
-    with progress_bar("demo: simulating") as cb:
-        done = 0
-        for m in MEMORIES:
-            lat_frames.append(engine.lmbench(m, sizes, accesses=accesses,
-                                             progress=lambda f, d=done: cb((d + f * len(sizes)) / steps)))
-            done += len(sizes)
-            # Each kernel with the stores its measurement was taken with (the testbed's stores column).
-            for k in KERNELS:
-                stores = _stores(meas_st, m, k)
-                st_frames.append(engine.stream(m, [k], threads=16, lines_per_thread=lines, stores=stores)
-                                 .assign(stores=stores))
-                done += 1
-                cb(done / steps)
+    # One memory per process: the runs share nothing, so the figures are those of one process.
+    jobs = [(m, sizes, accesses, lines, {k: _stores(meas_st, m, k) for k in KERNELS}) for m in MEMORIES]
+    results = {}
+    with progress_bar("demo: simulating") as cb, \
+            ProcessPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        futures = {pool.submit(_memory, *j): j[0] for j in jobs}
+        for f in as_completed(futures):
+            results[futures[f]] = f.result()
+            cb(len(results) / len(jobs))
+    lat_frames = [results[m][0] for m in MEMORIES]
+    st_frames = [x for m in MEMORIES for x in results[m][1]]
     lat = pd.concat(lat_frames, ignore_index=True)
     lat.attrs = lat_frames[0].attrs
     st = pd.concat(st_frames, ignore_index=True)
@@ -183,6 +181,15 @@ def _cxl_cache(out: Path) -> None:
     from . import plots
     plots.dma_vs_cache(df, png)
     click.echo(f"wrote {png}")
+
+
+def _memory(m: str, sizes, accesses: int, lines: int, stores: dict):
+    """One memory's lat_mem_rd curve and STREAM kernels, each kernel with the stores its measurement
+    was taken with (the testbed's stores column)."""
+    lat = engine.lmbench(m, sizes, accesses=accesses)
+    st = [engine.stream(m, [k], threads=16, lines_per_thread=lines, stores=stores[k]).assign(stores=stores[k])
+          for k in KERNELS]
+    return lat, st
 
 
 def _stores(meas: Optional[pd.DataFrame], mem: str, kernel: str) -> str:

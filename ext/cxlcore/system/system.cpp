@@ -34,11 +34,12 @@ System::System(const SystemParams& p, bool check) : p_(p), mapped_(!p.windows.em
             for (uint32_t i = 0; i < ports; ++i) {
                 // The first CXL window keeps the seeds a single-memory system has.
                 const uint64_t seed = p_.seed + 17 * i + 1000003ull * cxlWindows;
-                w.links.push_back(std::make_unique<CxlLink>(w.p.portLink(i), n + ".link", seed));
+                // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...); each root port's
+                // link is named after its device, so traces and messages tell the ports apart.
+                w.deviceNames.push_back(ports == 1 ? n : mapped_ ? n + ".dev" + std::to_string(i) : n + std::to_string(i));
+                w.links.push_back(std::make_unique<CxlLink>(w.p.portLink(i), w.deviceNames.back() + ".link", seed));
                 w.devices.push_back(
                     std::make_unique<Type3Device>(loop, w.p.portDevice(i), w.p.portMedia(i), *w.links.back(), n));
-                // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...).
-                w.deviceNames.push_back(ports == 1 ? n : mapped_ ? n + ".dev" + std::to_string(i) : n + std::to_string(i));
                 if (ports > 1) w.devices.back()->name(w.deviceNames.back());
                 w.devices.back()->stopAfter(p_.fault_device_stops_after);
                 w.bridge->addPort(w.links.back().get(), w.devices.back().get());

@@ -45,7 +45,7 @@ def size(n: int) -> str:
 
 
 def pct(v: float) -> str:
-    return f"{v:+.1f} %"
+    return f"{v:+.1f}\u00a0%"  # a no-break space: "(-1.6 %)" stays on one line in a narrow cell
 
 
 def num(v: float) -> str:
@@ -56,7 +56,7 @@ def cell(p: Optional[dict]) -> str:
     """measured / simulated (error); a fitted point in bold."""
     if p is None:
         return "-"
-    s = f"{num(p['measured'])} / {num(p['simulated'])} ({pct(p['error_pct'])})"
+    s = f"{num(p['measured'])}\u00a0/ {num(p['simulated'])} ({pct(p['error_pct'])})"
     return f"**{s}**" if p["role"] == "fit" else s
 
 

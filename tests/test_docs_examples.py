@@ -263,6 +263,42 @@ def test_examples_of_a_page_run(page, tmp_path):
     run_page(page, tmp_path / "work")
 
 
+def inline_commands(path: Path) -> List[str]:
+    """The `simcxl ...` code spans of a page outside its fenced blocks (provenance notes such as
+    "simulated: `simcxl run stream -m cxl-fpga --threads 16`")."""
+    text = re.sub(r"^[ \t]*(```|~~~).*?^[ \t]*\1", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return re.findall(r"`(simcxl [^`]+)`", text.replace("\n", " "))
+
+
+def unknown_words(command: str) -> List[str]:
+    """What in one `simcxl ...` command line the CLI does not have: a command, or an option of it.
+    Values are not checked; optional parts in [brackets] are; an UPPERCASE word is a placeholder."""
+    import click
+    from simcxl.cli import main
+    words = [w.strip("[]") for w in command.split()[1:]]
+    cmd, i = main, 0
+    while isinstance(cmd, click.Group) and i < len(words) and words[i] in cmd.commands:
+        cmd, i = cmd.commands[words[i]], i + 1
+    if isinstance(cmd, click.Group) and i < len(words) and not words[i].isupper() and words[i] != "...":
+        return [f"command {words[i]!r}"]
+    known = {o for p in cmd.params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
+    return [f"option {w.split('=')[0]!r}" for w in words[i:]
+            if re.match(r"^--?[a-zA-Z]", w) and w.split("=")[0] not in known | {"-h", "--help"}]
+
+
+def test_inline_commands_name_real_commands_and_options(record_property):
+    """Commands quoted in the text (not run: many are the 1 GiB runs behind a figure) still name
+    commands and options the CLI has, so a renamed option shows up here."""
+    found = [(p, c) for p in pages() for c in inline_commands(p)]
+    record_property("docs_examples", f"docs examples: {len(found)} `simcxl ...` commands quoted in the text, "
+                                     "checked against the CLI's commands and options (not run)")
+    assert len(found) >= 30, found
+    bad = [f"{p.relative_to(REPO)}: `{c}`: no {', '.join(u)}" for p, c in found if (u := unknown_words(c))]
+    assert not bad, "\n".join(bad)
+    assert unknown_words("simcxl run lmbench --no-such-option [--stride 64]") == ["option '--no-such-option'"]
+    assert unknown_words("simcxl run nosuch") == ["command 'nosuch'"]
+
+
 def test_a_broken_example_fails_naming_its_line(tmp_path):
     """The runner is not a rubber stamp: a bad option, a failing Python line, a marker on the
     wrong block and an expected error that does not happen are each reported with their line."""

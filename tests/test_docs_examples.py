@@ -9,6 +9,8 @@ before it (invisible on GitHub and on the site):
   ``calibration``, ``benchmarks``, ...) as links, so commands written "from the
   repository root" work and write nothing into it. Blocks of a page run in order, in
   its folder, so a later block sees an earlier block's files.
+- ``console``: a shell session; its ``$ `` lines (and their backslash continuations) run as
+  above, the rest is output and is not compared.
 - ``python``/``py``: run by the test venv's Python in the same folder.
 - ``toml``/``json``: parsed.
 - ``text``: output or an illustration; not run.
@@ -52,7 +54,7 @@ except ImportError:  # Python < 3.11
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SHELL = {"sh", "bash", "shell"}
+SHELL = {"sh", "bash", "shell", "console"}
 PYTHON = {"python", "py"}
 DATA = {"toml", "json"}
 TEXT = {"text"}
@@ -84,6 +86,18 @@ class Block:
         return f"{name}:{self.line}"
 
     @property
+    def script(self) -> str:
+        """What bash runs: the block, or a console block's `$ ` lines and their continuations."""
+        if self.lang != "console":
+            return self.text
+        out, cont = [], False
+        for ln in self.text.splitlines():
+            if cont or ln.startswith("$ "):
+                out.append(ln if cont else ln[2:])
+                cont = ln.rstrip().endswith("\\")
+        return "\n".join(out) + "\n"
+
+    @property
     def kind(self) -> str:
         """What the test does with it: run, file, parse, gem5, readme, text, schematic, or bad: WHY."""
         m, lang = self.marker, self.lang
@@ -107,6 +121,8 @@ class Block:
             return f"bad: unknown marker {m!r}"
         if m and lang not in SHELL:
             return "bad: 'exit N' marks shell commands"
+        if lang == "console" and not self.script.strip():
+            return "bad: a console block needs '$ ' before each command"
         if lang in SHELL | PYTHON:
             return "run"
         if lang in DATA:
@@ -149,7 +165,7 @@ def blocks(path: Path) -> List[Block]:
 
 def commands(b: Block) -> int:
     """Commands in a shell block: its lines less comments, blanks and backslash continuations."""
-    return sum(1 for ln in b.text.replace("\\\n", " ").splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
+    return sum(1 for ln in b.script.replace("\\\n", " ").splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
 
 
 def inventory() -> Dict[str, List[Block]]:
@@ -218,7 +234,7 @@ def run_block(b: Block, cwd: Path, timeout: float = 600) -> float:
         return 0.0
     if kind != "run":
         return 0.0
-    argv = ["bash", "-e", "-o", "pipefail", "-c", b.text] if b.lang in SHELL else [sys.executable, "-c", b.text]
+    argv = ["bash", "-e", "-o", "pipefail", "-c", b.script] if b.lang in SHELL else [sys.executable, "-c", b.text]
     t0 = time.monotonic()
     try:
         p = subprocess.run(argv, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout,
@@ -309,6 +325,9 @@ def test_a_broken_example_fails_naming_its_line(tmp_path):
     found = blocks(page)
     assert [b.kind.split(":")[0] for b in found] == ["run", "run", "run", "bad", "run", "bad"]
     assert "names neither gem5" in found[3].kind and "fence language ''" in found[5].kind
+    con = Block(page, 1, "console", "", "$ simcxl run lmbench \\\n    --sizes 4k\nan output line\n$ echo hi\n")
+    assert con.kind == "run" and con.script == "simcxl run lmbench \\\n    --sizes 4k\necho hi\n"
+    assert Block(page, 1, "console", "", "output alone\n").kind.startswith("bad")
     cwd = tmp_path / "work"
     cwd.mkdir()
     assert run_block(found[0], cwd) > 0

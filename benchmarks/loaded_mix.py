@@ -16,7 +16,7 @@ reads take the bus back (min..max writes per switch; "drained": to the low
 watermark), recalibrates cxl-asic on spr-cxl-dmsim for each (as `simcxl
 calibrate` does: its device queue is refitted on STREAM copy), and prints the RFO
 curve at 16 threads, where it peaks, STREAM add and triad's errors and the
-validation error at/after the LLC: the testbed's choice (README) and what it
+validation error at/after the LLC: the testbed's choice (docs/validation/calibration.md) and what it
 trades (about four minutes).
 """
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Re-simulates the standalone figures the README reports and prints each beside the README's value.
+"""Re-simulates the standalone figures the documentation reports and prints each beside the documented value.
 
-The README's numbers are simulations of the shipped presets; a change to the core or a preset can
-move them. The values below are the README's, as written (change them with the README). This prints, per section, the README's figure, today's and the difference, and flags
-those more than 0.5 % apart, so a change can be checked against what the README tells users (and
-the README brought up to date). Sections: demo, address-map, mixed, type2, dma, numa, fs (all by
-default; --section picks some). Every run here is the configuration the README names beside the
-figure.
+The documented numbers (README.md and the pages under docs/, where the README's former sections now
+live: getting-started, tutorials/address-maps, tutorials/accelerators, tutorials/full-system) are
+simulations of the shipped presets; a change to the core or a preset can move them. The values below
+are the documentation's, as written (change them with it). This prints, per section, the documented
+figure (labelled README), today's and the difference, and flags those more than 0.5 % apart, so a
+change can be checked against what the documentation tells users (and the pages brought up to date).
+Sections: demo, address-map, mixed, type2, dma, numa, fs (all by default; --section picks some).
+Every run here is the configuration the documentation names beside the figure.
 
     .venv/bin/python benchmarks/readme_figures.py [--section demo --section mixed] [--csv out.csv]
 """

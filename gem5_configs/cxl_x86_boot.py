@@ -6,7 +6,7 @@ Type-3 expander.
     $GEM5 gem5_configs/cxl_x86_boot.py --kernel vmlinux --memory cxl-asic --until 'Run /init|VFS:' --csv out.csv
 
 Needs a gem5 built for X86 with this repository as EXTRAS and an uncompressed
-x86-64 Linux kernel (vmlinux; see the README for extracting one from a
+x86-64 Linux kernel (vmlinux; docs/tutorials/gem5.md says how to extract one from a
 distribution's package). Without --disk an empty disk image is made, so a
 kernel without a driver for it stops at the root mount: far enough for every
 initcall. The run ends when the console matches --until or --max-seconds of

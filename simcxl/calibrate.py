@@ -129,7 +129,7 @@ def get_engine(name: str, cache=None, region: Optional[int] = None, runs: Option
         binary = os.environ.get("GEM5")
         if not binary or not os.path.isfile(binary):
             raise Gem5Missing("--engine gem5 needs a gem5 binary built with this repository as EXTRAS, named by "
-                              "the GEM5 environment variable (see README); GEM5 is "
+                              "the GEM5 environment variable (docs/tutorials/gem5.md says how to build one); GEM5 is "
                               + ("not set" if not binary else f"{binary!r}, which does not exist"))
         return gem5_engine.Gem5Engine(binary, runs or Path("gem5-runs"), accesses=LMBENCH_ACCESSES)
     raise ParamError(f"--engine {name!r} is not an engine; allowed: standalone, gem5")

@@ -272,7 +272,7 @@ def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), re
 
 def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,
           progress: Progress = None, target: Target = None) -> pd.DataFrame:
-    """Replays a memory trace: lines ``time_ns op address [size]`` (see README).
+    """Replays a memory trace: lines ``time_ns op address [size]`` (docs/reference/workloads.md).
     With no ``target`` the addresses are host physical addresses, routed by
     the address map (one outside every window is an error); with one they
     are virtual, placed in the target's windows as ``stream`` places pages."""

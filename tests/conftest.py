@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Fuzz tests (tests/test_fuzz_*.py). "ci", the default, replays the same
 # examples every run (derandomized, no example database) and stays within
 # about a minute in all; SIMCXL_FUZZ=soak draws fresh random examples,
-# SIMCXL_FUZZ_SCALE (default 20) times as many (README: Testing); "sanitize"
+# SIMCXL_FUZZ_SCALE (default 20) times as many (docs/development/testing.md); "sanitize"
 # replays a fifth of CI's examples, for the run under the sanitizers
 # (tests/test_sanitizers.py), which is several times slower.
 FUZZ = os.environ.get("SIMCXL_FUZZ", "ci")
@@ -145,3 +145,13 @@ def pytest_collection_modifyitems(session, config, items):
     minutes on one core): scheduled last, it would run alone after the other
     worker has finished everything else."""
     items.sort(key=lambda item: item.nodeid.split("::")[0] != "tests/test_sanitizers.py")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Shows at the end of a run the count of documentation examples that
+    tests/test_docs_examples.py collected (its `record_property("docs_examples", ...)`),
+    also when the test ran on an xdist worker, whose output is not shown."""
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        for key, value in getattr(report, "user_properties", ()):
+            if key == "docs_examples":
+                terminalreporter.write_line(value)

@@ -334,13 +334,13 @@ def test_progress_lines_when_stderr_is_not_a_terminal():
     assert [ln.split(": ")[2].split()[0] for ln in lines] == ["25%", "50%", "75%", "100%"], p.stderr
 
 
-# ---------------------------------------------------------------- 15: the README says what the tools do
+# ---------------------------------------------------------------- 15: the docs say what the tools do
 
 
-def test_readme_sweep_comment_names_every_workload_kind():
+def test_sweep_tutorial_comment_names_every_workload_kind():
     from simcxl.sweep import WORKLOADS
-    readme = (REPO / "README.md").read_text()
-    comment = next(ln for ln in readme.splitlines() if ln.startswith('kind = "traffic"'))
+    page = (REPO / "docs" / "tutorials" / "sweeps.md").read_text()
+    comment = next(ln for ln in page.splitlines() if ln.startswith('kind = "traffic"'))
     assert all(k in comment for k in WORKLOADS), comment
 
 

@@ -1,7 +1,7 @@
 """The SimCXL memory component under real X86 cores in gem5: SE mode on a
 SimpleBoard running the guest pointer chase, and a Linux boot on an X86Board.
 They need GEM5 = a gem5 built for X86 with this repository as EXTRAS; the boot
-also needs SIMCXL_X86_KERNEL = an uncompressed x86-64 vmlinux (see README)."""
+also needs SIMCXL_X86_KERNEL = an uncompressed x86-64 vmlinux (see docs/tutorials/gem5.md)."""
 
 import csv
 import os
@@ -96,7 +96,7 @@ def test_se_chase_in_atomic_mode(tmp_path, chase):
 
 
 @pytest.mark.skipif(not KERNEL or not Path(KERNEL).is_file(),
-                    reason="needs SIMCXL_X86_KERNEL = an uncompressed x86-64 Linux kernel (vmlinux; see README)")
+                    reason="needs SIMCXL_X86_KERNEL = an uncompressed x86-64 Linux kernel (vmlinux; see docs/tutorials/gem5.md)")
 def test_linux_boots_on_an_x86board_with_cxl_memory(tmp_path, x86):
     # The milestone: timekeeping declared stable, half a second into the boot,
     # after memory init, ACPI and IOAPIC set-up, PCI enumeration and the RTC.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "cxlcore/kernel/stats.hpp"
 #include "cxlcore/kernel/trace.hpp"
 
 namespace py = pybind11;
@@ -114,7 +115,45 @@ py::dict requests(const TraceSink& s) {
 
 }  // namespace
 
+struct PyHistograms {
+    HistogramSink sink;
+    std::unique_ptr<HistogramSink::Scope> scope;
+};
+
+// Every stream's histogram, its non-empty buckets as [lo, hi) in ns.
+py::list histograms(const HistogramSink& s) {
+    py::list out;
+    for (const HistogramSink::Entry& e : s.entries()) {
+        std::vector<double> lo, hi;
+        std::vector<uint64_t> count;
+        const auto& c = e.hist.counts();
+        for (size_t i = 0; i < c.size(); ++i) {
+            if (!c[i]) continue;
+            lo.push_back(double(LogHistogram::lower(i)) / 1000.0);
+            hi.push_back(double(LogHistogram::lower(i) + LogHistogram::width(i)) / 1000.0);
+            count.push_back(c[i]);
+        }
+        out.append(py::dict(py::arg("run") = e.run, py::arg("stream") = e.stream, py::arg("lo_ns") = lo,
+                            py::arg("hi_ns") = hi, py::arg("count") = count));
+    }
+    return out;
+}
+
 void bindTrace(py::module_& m) {
+    py::class_<PyHistograms>(m, "HistogramSink",
+                             "Keeps the latency histogram of every stream the runs made while it is current "
+                             "(with sink: ...) report.")
+        .def(py::init<>())
+        .def("__enter__",
+             [](PyHistograms& p) -> PyHistograms& {
+                 if (p.scope) throw ConfigError("histograms: this sink is already recording");
+                 p.scope.reset(new HistogramSink::Scope(&p.sink));
+                 return p;
+             },
+             py::return_value_policy::reference)
+        .def("__exit__", [](PyHistograms& p, py::args) { p.scope.reset(); })
+        .def("histograms", [](const PyHistograms& p) { return histograms(p.sink); },
+             "[{run, stream, lo_ns, hi_ns, count}]: each stream's non-empty buckets [lo_ns, hi_ns).");
     py::class_<PySink>(m, "TraceSink",
                        "Records sampled requests of the runs made while it is current (with sink: ...): the "
                        "1st, (sample+1)th, ... request issued, at most max_requests of them.")

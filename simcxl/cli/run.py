@@ -11,7 +11,6 @@ from .. import engine
 from ..params import ParamError
 from . import run_accel
 from .tracing import add_trace_options
-from .tracing import add_trace_options
 from .common import (Group, UserError, count, csv_opt, emit_json, json_opt, load_memories, memory_opt, parse_counts,
                      parse_floats, parse_sizes, plot_opt, run_each, set_opt, table, target_col, target_opt,
                      user_errors, windows_table, write_outputs)
@@ -223,4 +222,4 @@ def _check_trace(path: str) -> None:
 
 for _command in run_accel.COMMANDS:  # the accelerators' workloads, in a module of their own
     run.add_command(_command)
-add_trace_options(run)  # --trace FILE on every command (tracing.py)
+add_trace_options(run)  # --trace FILE and --histograms FILE on every command (tracing.py)

@@ -50,6 +50,7 @@ class LogHistogram {
     void reset() { *this = LogHistogram(); }
 
     uint64_t count() const { return n_; }
+    const std::vector<uint64_t>& counts() const { return counts_; }
     uint64_t sum() const { return sum_; }
     uint64_t min() const { return n_ ? min_ : 0; }
     uint64_t max() const { return max_; }
@@ -94,6 +95,39 @@ class LogHistogram {
     uint64_t n_ = 0, sum_ = 0, min_ = ~uint64_t(0), max_ = 0;
 };
 
+// The latency histograms of the streams the runs report while it is current on
+// their thread (a run reports each stream's once, with its tails).
+class HistogramSink {
+  public:
+    struct Entry {
+        uint64_t run;
+        std::string stream;
+        LogHistogram hist;
+    };
+    // `run`: how many histograms of this stream came before (the runs in the order they reported).
+    void add(const std::string& stream, const LogHistogram& h) {
+        uint64_t run = 0;
+        for (const Entry& e : entries_) run += e.stream == stream;
+        entries_.push_back({run, stream, h});
+    }
+    const std::vector<Entry>& entries() const { return entries_; }
+    static HistogramSink* current() { return tls_; }
+    class Scope {
+      public:
+        explicit Scope(HistogramSink* s) : prev_(tls_) { tls_ = s; }
+        ~Scope() { tls_ = prev_; }
+        Scope(const Scope&) = delete;
+        Scope& operator=(const Scope&) = delete;
+
+      private:
+        HistogramSink* prev_;
+    };
+
+  private:
+    static inline thread_local HistogramSink* tls_ = nullptr;
+    std::vector<Entry> entries_;
+};
+
 // Completed requests of one stream: their latency (a bounded histogram),
 // where it went (the stages, summed), and how many hit in the first cache.
 class LatencyStats {
@@ -114,6 +148,7 @@ class LatencyStats {
     void tails(Out& r, const std::string& prefix) const {
         static const std::pair<const char*, double> qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
         for (const auto& q : qs) r.emplace_back(prefix + "latency_" + q.first + "_ns", percentileNs(q.second));
+        if (HistogramSink* h = HistogramSink::current()) h->add(prefix + "latency", hist_);
     }
     double maxNs() const { return double(hist_.max()) / 1000.0; }
     double stageNs(int s) const { return hist_.count() ? double(stage_[s]) / 1000.0 / double(hist_.count()) : 0.0; }

@@ -122,12 +122,7 @@ Node readComponent(const std::string& name, py::handle v) {
     if (!d.contains("type") || !py::isinstance<py::str>(d["type"]))
         throw ConfigError(name + ".type is missing; allowed: a component type (simcxl topology types)");
     c.type = d["type"].cast<std::string>();
-    const TypeSpec* t = findType(c.type);
-    if (!t) {
-        Graph probe;
-        probe.components.push_back(c);
-        probe.check();  // names the allowed types
-    }
+    const TypeSpec* t = &typeOf(name, c.type);
     py::dict top;
     std::set<std::string> keys{"type", "description"};
     for (const GroupSpec& g : t->groups)
@@ -196,8 +191,7 @@ Graph readGraph(const py::dict& d) {
         }
         g.connections.push_back(c);
     }
-    g.check();
-    return g;
+    return g;  // Graph::system() checks it before building
 }
 
 SystemParams readSystem(const py::dict& d) { return readGraph(d).system(); }

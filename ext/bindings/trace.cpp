@@ -139,33 +139,32 @@ py::list histograms(const HistogramSink& s) {
     return out;
 }
 
+// `with sink:` makes the sink current on this thread for the runs in the block.
+template <typename P, typename Scope>
+void scoped(py::class_<P>& c, const char* what) {
+    c.def("__enter__",
+          [what](P& p) -> P& {
+              if (p.scope) throw ConfigError(std::string(what) + ": this sink is already recording");
+              p.scope.reset(new Scope(&p.sink));
+              return p;
+          },
+          py::return_value_policy::reference)
+        .def("__exit__", [](P& p, py::args) { p.scope.reset(); });
+}
+
 void bindTrace(py::module_& m) {
-    py::class_<PyHistograms>(m, "HistogramSink",
-                             "Keeps the latency histogram of every stream the runs made while it is current "
-                             "(with sink: ...) report.")
-        .def(py::init<>())
-        .def("__enter__",
-             [](PyHistograms& p) -> PyHistograms& {
-                 if (p.scope) throw ConfigError("histograms: this sink is already recording");
-                 p.scope.reset(new HistogramSink::Scope(&p.sink));
-                 return p;
-             },
-             py::return_value_policy::reference)
-        .def("__exit__", [](PyHistograms& p, py::args) { p.scope.reset(); })
+    py::class_<PyHistograms> hs(m, "HistogramSink",
+                                "Keeps the latency histogram of every stream the runs made while it is current "
+                                "(with sink: ...) report.");
+    scoped<PyHistograms, HistogramSink::Scope>(hs, "histograms");
+    hs.def(py::init<>())
         .def("histograms", [](const PyHistograms& p) { return histograms(p.sink); },
              "[{run, stream, lo_ns, hi_ns, count}]: each stream's non-empty buckets [lo_ns, hi_ns).");
-    py::class_<PySink>(m, "TraceSink",
-                       "Records sampled requests of the runs made while it is current (with sink: ...): the "
-                       "1st, (sample+1)th, ... request issued, at most max_requests of them.")
-        .def(py::init<uint64_t, uint64_t>(), py::arg("sample"), py::arg("max_requests"))
-        .def("__enter__",
-             [](PySink& p) -> PySink& {
-                 if (p.scope) throw ConfigError("trace: this sink is already recording");
-                 p.scope.reset(new TraceSink::Scope(&p.sink));
-                 return p;
-             },
-             py::return_value_policy::reference)
-        .def("__exit__", [](PySink& p, py::args) { p.scope.reset(); })
+    py::class_<PySink> ts(m, "TraceSink",
+                          "Records sampled requests of the runs made while it is current (with sink: ...): the "
+                          "1st, (sample+1)th, ... request issued, at most max_requests of them.");
+    scoped<PySink, TraceSink::Scope>(ts, "trace");
+    ts.def(py::init<uint64_t, uint64_t>(), py::arg("sample"), py::arg("max_requests"))
         .def_property_readonly("offered", [](const PySink& p) { return p.sink.offered(); },
                                "Requests issued while it recorded (sampled or not).")
         .def_property_readonly("recorded", [](const PySink& p) { return p.sink.records().size(); })

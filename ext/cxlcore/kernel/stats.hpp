@@ -128,6 +128,15 @@ class HistogramSink {
     std::vector<Entry> entries_;
 };
 
+// The tail every workload reports, `<prefix>latency_p50_ns` ... `_p999_ns`, from
+// a histogram in ticks; the histogram itself goes to the current HistogramSink.
+template <typename Out>
+void reportTails(Out& r, const std::string& prefix, const LogHistogram& h) {
+    static const std::pair<const char*, double> qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
+    for (const auto& q : qs) r.emplace_back(prefix + "latency_" + q.first + "_ns", h.percentile(q.second) / 1000.0);
+    if (HistogramSink* s = HistogramSink::current()) s->add(prefix + "latency", h);
+}
+
 // Completed requests of one stream: their latency (a bounded histogram),
 // where it went (the stages, summed), and how many hit in the first cache.
 class LatencyStats {
@@ -143,12 +152,9 @@ class LatencyStats {
     uint64_t count() const { return hist_.count(); }
     double meanNs() const { return hist_.count() ? double(hist_.sum()) / 1000.0 / double(hist_.count()) : 0.0; }
     double percentileNs(double q) const { return hist_.percentile(q) / 1000.0; }  // ticks to ns
-    // The tail every workload reports: `<prefix>latency_p50_ns` ... `_p999_ns`.
     template <typename Out>
     void tails(Out& r, const std::string& prefix) const {
-        static const std::pair<const char*, double> qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
-        for (const auto& q : qs) r.emplace_back(prefix + "latency_" + q.first + "_ns", percentileNs(q.second));
-        if (HistogramSink* h = HistogramSink::current()) h->add(prefix + "latency", hist_);
+        reportTails(r, prefix, hist_);
     }
     double maxNs() const { return double(hist_.max()) / 1000.0; }
     double stageNs(int s) const { return hist_.count() ? double(stage_[s]) / 1000.0 / double(hist_.count()) : 0.0; }

@@ -120,6 +120,13 @@ const TypeSpec* findType(const std::string& name) {
     return nullptr;
 }
 
+const TypeSpec& typeOf(const std::string& comp, const std::string& type) {
+    if (const TypeSpec* t = findType(type)) return *t;
+    std::string list;
+    for (const TypeSpec& s : componentTypes()) list += (list.empty() ? "" : ", ") + s.name;
+    throw ConfigError(comp + ".type = '" + type + "' is not a component type; allowed: " + list);
+}
+
 std::string PortRef::str() const {
     return comp + "." + port + (index >= 0 ? "[" + std::to_string(index) + "]" : "");
 }
@@ -147,12 +154,7 @@ void Graph::check() const {
     for (const Node& c : components) {
         need(!c.name.empty(), "a component has an empty name");
         need(names.insert(c.name).second, c.name + ": two components of that name");
-        const TypeSpec* t = findType(c.type);
-        if (!t) {
-            std::string list;
-            for (const TypeSpec& s : componentTypes()) list += (list.empty() ? "" : ", ") + s.name;
-            throw ConfigError(c.name + ".type = '" + c.type + "' is not a component type; allowed: " + list);
-        }
+        typeOf(c.name, c.type);
         if (c.type == "host") {
             need(!host, c.name + ": a second host; one system has one host (" + (host ? host->name : "") + ")");
             host = &c;

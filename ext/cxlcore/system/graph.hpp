@@ -44,6 +44,8 @@ struct TypeSpec {
 
 const std::vector<TypeSpec>& componentTypes();
 const TypeSpec* findType(const std::string& name);  // nullptr if unknown
+// The type of component `comp`; throws, listing the registered types, when there is none.
+const TypeSpec& typeOf(const std::string& comp, const std::string& type);
 
 // Every group any type may hold; a type uses those its TypeSpec lists (one per schema struct).
 struct ComponentParams {

@@ -546,10 +546,7 @@ Report RaoRun::run() {
     r.emplace_back("elapsed_ns", ns);
     r.emplace_back("ops_per_second", ns > 0 ? ops / ns * 1e9 : 0.0);
     r.emplace_back("latency_ns", ticksToNs(lat_.sum()) / ops);
-    if (HistogramSink* h = HistogramSink::current()) h->add("latency", lat_);
-    for (double q : {0.5, 0.9, 0.99, 0.999})
-        r.emplace_back(std::string("latency_p") + (q == 0.999 ? "999" : std::to_string(int(q * 100 + 0.5))) + "_ns",
-                       lat_.percentile(q) / 1000.0);
+    reportTails(r, "", lat_);
     r.emplace_back("performed", double(mem_.performed()));
     r.emplace_back("noise_ops", double(noiseOps_));
     if (nic_) {

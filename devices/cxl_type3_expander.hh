@@ -11,6 +11,7 @@
 
 #include "base/statistics.hh"
 #include "devices/cxl_event_host.hh"
+#include "cxlcore/devices/type3.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "params/CXLType3Expander.hh"
 #include "sim/sim_object.hh"

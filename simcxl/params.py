@@ -327,6 +327,18 @@ class BridgeParams(ParamGroup):
 
 
 @dataclass
+class SwitchParams(ParamGroup):
+    """A CXL switch (one virtual CXL switch): an upstream port and its downstream ports, routed by
+    the upstream port's HDM decoder (CXL 2.0 hierarchy-based routing)."""
+    latency_ns: float = param(100.0, 0, 10000, "ns", "port-to-port traversal, each direction (an assumed "
+                              "figure: switch vendors quote about 100 ns; not yet fitted to a measurement)")
+    port_queue: int = param(64, 1, 65536, "", "entries of each port's egress queue, each direction, and of "
+                            "each downstream port's S2M receive buffer")
+    interleave_bytes: int = param(4096, 256, 16384, "B", "granularity at which the upstream port's decoder "
+                                  "interleaves over the downstream ports", (256, 512, 1024, 2048, 4096, 8192, 16384))
+
+
+@dataclass
 class LinkParams(ParamGroup):
     """A CXL link: PCIe electricals, flits, credits, CRC and replay."""
     gen: int = param(5, 5, 6, "", "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x)", (5, 6))
@@ -525,6 +537,7 @@ GROUPS: Dict[str, type] = {
     "DramParams": DramParams,
     "InterSocketParams": InterSocketParams,
     "BridgeParams": BridgeParams,
+    "SwitchParams": SwitchParams,
     "LinkParams": LinkParams,
     "DeviceParams": DeviceParams,
     "DCacheParams": DCacheParams,
@@ -777,6 +790,9 @@ class System:
     #: the host's home agent (``home``); their parameters are named after them (``gpu.cache.mshrs``).
     home: Optional[HomeParams] = None
     devices: Optional[List[AccelDevice]] = None
+    #: The topology this system was built from (simcxl.topology.memory_system): the engine runs
+    #: the graph itself, switches and all; the groups above describe it as a preset would.
+    graph: Any = field(default=None, repr=False, compare=False)
 
     _SUBS: ClassVar[Dict[str, Tuple[Tuple[str, type], ...]]] = {
         "remote": (("link", InterSocketParams), ("dram", DramParams)),
@@ -1005,7 +1021,12 @@ class System:
         for path, value in overrides.items():
             if path == "seed":
                 new.seed = value
+                if new.graph is not None:
+                    new.graph.seed = value
                 continue
+            if new.graph is not None:
+                raise ParamError(f"{shown(path)}: {self.name} was built from topology {new.graph.name}; change "
+                                 "its parameters by component (e.g. exp0.media.ranks) through simcxl.topology")
             set_dotted(new._groups(), path, value, f"this {self.kind} system")
         return new.validate()
 
@@ -1051,36 +1072,3 @@ def check_window_name(name: Any, where: str) -> None:
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _RESERVED:
         raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -, "
                          f"not one of {', '.join(_RESERVED)}")
-
-
-def combine(parts: List[Tuple[str, System]], name: Optional[str] = None) -> System:
-    """One host with the memories of several single-memory systems as windows of its address map.
-
-    ``parts`` is [(window name, system)]: each system gives its memory part
-    (a local-dram system its ``local_dram``, a remote-numa its ``remote``
-    groups, a cxl-type3 its ``cxl`` groups: bridge, root ports, links,
-    devices); the host (and the seed) are the first system's. Window ``i``
-    maps [i TiB, (i + 1) TiB); ``<window>.base`` and ``<window>.size`` move it.
-    The host's local DRAM, where the page tables live, is the local-dram
-    system's if one is given, else the first system's."""
-    if not parts:
-        raise ParamError("an address map needs one or more memories")
-    windows: List[Window] = []
-    local = None
-    for i, (wname, s) in enumerate(parts):
-        if s.kind == MAP_KIND:
-            raise ParamError(f"{wname}: an address-map system cannot be a window of another map; give its "
-                             "memories one by one")
-        rng = WindowRange(base=i * WINDOW_STRIDE, size=WINDOW_STRIDE)
-        w = Window(name=wname, kind=s.kind, range=rng, remote=copy.deepcopy(s.remote) if s.kind == "remote-numa"
-                   else None, cxl=copy.deepcopy(s.cxl) if s.kind == "cxl-type3" else None)
-        if s.kind == "local-dram" and local is None:
-            local = s.local_dram
-        windows.append(w)
-    first = parts[0][1]
-    desc = " + ".join(f"{n} ({s.kind})" for n, s in parts)
-    return System(name=name or "+".join(n for n, _ in parts), kind=MAP_KIND, host=copy.deepcopy(first.host),
-                  local_dram=copy.deepcopy(local if local is not None else first.local_dram), seed=first.seed,
-                  description=f"address map: {desc}; the host of {parts[0][0]}",
-                  source="; ".join(f"{n}: {s.source}" for n, s in parts if s.source), map=windows,
-                  provenance={"combined": [s.name for _, s in parts]}).validate()

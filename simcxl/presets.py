@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .params import MAP_KIND, CxlMemory, ParamError, RemoteMemory, System, combine, read_text
+from .params import (MAP_KIND, WINDOW_STRIDE, CxlMemory, ParamError, RemoteMemory, System, Window, WindowRange,
+                     read_text)
 
 PRESET_DIR = Path(__file__).with_name("presets")
 #: The accelerator presets (coherent.load reads them). Listed here, below
@@ -166,7 +168,7 @@ def load(memory: Union[str, Path, System]) -> System:
     """A preset by name, a preset file by path, a System as it is, or an
     address map of several: ``"ddr-local+cxl-asic"`` (windows named after the
     presets) or ``"ddr=ddr-local+cxl0=cxl-asic"`` (named as given); the host
-    is the first one's (see params.combine)."""
+    is the first one's (see combine)."""
     if isinstance(memory, System):
         return memory.validate()
     text = str(memory)
@@ -226,3 +228,36 @@ def save(system: System, path: Union[str, Path]) -> Path:
 
 def summary() -> List[Dict[str, str]]:
     return [{"name": n, "kind": (s := load(n)).kind, "description": s.description} for n in names()]
+
+
+def combine(parts: List[Tuple[str, System]], name: Optional[str] = None) -> System:
+    """One host with the memories of several single-memory systems as windows of its address map.
+
+    ``parts`` is [(window name, system)]: each system gives its memory part
+    (a local-dram system its ``local_dram``, a remote-numa its ``remote``
+    groups, a cxl-type3 its ``cxl`` groups: bridge, root ports, links,
+    devices); the host (and the seed) are the first system's. Window ``i``
+    maps [i TiB, (i + 1) TiB); ``<window>.base`` and ``<window>.size`` move it.
+    The host's local DRAM, where the page tables live, is the local-dram
+    system's if one is given, else the first system's."""
+    if not parts:
+        raise ParamError("an address map needs one or more memories")
+    windows: List[Window] = []
+    local = None
+    for i, (wname, s) in enumerate(parts):
+        if s.kind == MAP_KIND:
+            raise ParamError(f"{wname}: an address-map system cannot be a window of another map; give its "
+                             "memories one by one")
+        rng = WindowRange(base=i * WINDOW_STRIDE, size=WINDOW_STRIDE)
+        w = Window(name=wname, kind=s.kind, range=rng, remote=copy.deepcopy(s.remote) if s.kind == "remote-numa"
+                   else None, cxl=copy.deepcopy(s.cxl) if s.kind == "cxl-type3" else None)
+        if s.kind == "local-dram" and local is None:
+            local = s.local_dram
+        windows.append(w)
+    first = parts[0][1]
+    desc = " + ".join(f"{n} ({s.kind})" for n, s in parts)
+    return System(name=name or "+".join(n for n, _ in parts), kind=MAP_KIND, host=copy.deepcopy(first.host),
+                  local_dram=copy.deepcopy(local if local is not None else first.local_dram), seed=first.seed,
+                  description=f"address map: {desc}; the host of {parts[0][0]}",
+                  source="; ".join(f"{n}: {s.source}" for n, s in parts if s.source), map=windows,
+                  provenance={"combined": [s.name for _, s in parts]}).validate()

@@ -8,7 +8,8 @@ import pytest
 
 import simcxl
 from simcxl import _core, engine, presets
-from simcxl.params import ParamError, System, combine
+from simcxl.params import ParamError, System
+from simcxl.presets import combine
 from simcxl.topology import core_graph
 
 

@@ -18,7 +18,7 @@ GPU = {"requesters": 8, "depth": 16, "footprint": "1g"}
 
 @pytest.fixture(scope="module")
 def system():
-    base = params.combine([("ddr", presets.load("ddr-local")), ("cxl0", presets.load("cxl-asic"))])
+    base = presets.combine([("ddr", presets.load("ddr-local")), ("cxl0", presets.load("cxl-asic"))])
     return mixed.attach(base, "gpu=type1-asic")
 
 
@@ -52,7 +52,7 @@ def test_names_and_windows_of_devices_are_checked_on_both_sides(system):
     with pytest.raises(ParamError, match="names a window"):
         params.System.from_dict(d)
     # A Type-2 device's memory over a window of the map: refused by the description and by the core.
-    t2 = mixed.attach(params.combine([("ddr", presets.load("ddr-local")), ("cxl0", presets.load("cxl-asic"))]),
+    t2 = mixed.attach(presets.combine([("ddr", presets.load("ddr-local")), ("cxl0", presets.load("cxl-asic"))]),
                       "mem=type2-bias")
     core = core_graph(t2)
     next(k for k in core["connections"] if k["to"] == "cxl0.up")["base"] = 1 << 44

@@ -16,6 +16,7 @@ from simcxl.topology import core_graph
 # Each group where a default system's graph holds it (simcxl.topology.from_system names the components).
 WHERE = {"HostParams": ("local-dram", "host"), "DramParams": ("local-dram", "local_dram"),
          "InterSocketParams": ("remote-numa", "remote"), "BridgeParams": ("cxl-type3", "cxl"),
+         "SwitchParams": ("switch", "sw"),
          "LinkParams": ("cxl-type3", "cxl_link0"), "DeviceParams": ("cxl-type3", "cxl_dev0.device"),
          "DCacheParams": ("accel", "dev0.cache"), "HomeParams": ("accel", "home"), "AccelParams": ("accel", "dev0.accel"),
          "DmaParams": ("accel", "dev0.dma"), "NicParams": ("nic", "dev0.nic")}
@@ -33,10 +34,21 @@ def default_system(kind):
                   cxl=CxlMemory() if kind == "cxl-type3" else None)
 
 
+def with_switch(d):
+    """A CXL system's graph with a default switch (sw) between its root port and its device."""
+    from simcxl.params import SwitchParams
+    d["components"]["sw"] = {"type": "switch", **SwitchParams().to_dict()}
+    d["components"]["sw_link"] = dict(d["components"]["cxl_link0"])
+    d["connections"] = [c for c in d["connections"] if c["from"] != "cxl.root_port[0]"] + [
+        {"from": "cxl.root_port[0]", "to": "sw_link.up"}, {"from": "sw_link.down", "to": "sw.up"},
+        {"from": "sw.dsp[0]", "to": "cxl_link0.up"}]
+    return d
+
+
 def core_system(kind, where, values):
     """A default system's graph with `values` set in the group at `where` (a bridge's derived
     root_ports / interleave_ways as that many root ports)."""
-    d = core_graph(default_system(kind))
+    d = with_switch(core_graph(default_system("cxl-type3"))) if kind == "switch" else core_graph(default_system(kind))
     comp, _, group = where.partition(".")
     ports = {values.pop(k) for k in ("root_ports", "interleave_ways") if k in values} if comp == "cxl" else set()
     target = d["components"][comp]

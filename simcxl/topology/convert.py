@@ -132,7 +132,8 @@ def from_system(s: Any) -> Topology:
 
 def core_graph(s: Any) -> Dict[str, Any]:
     """What the C++ core takes: the system's graph, every parameter given."""
-    t = s if isinstance(s, Topology) else from_system(s)
+    graph = getattr(s, "graph", None)
+    t = s if isinstance(s, Topology) else graph if graph is not None else from_system(s)
     d = t.to_dict()
     if getattr(s, "kind", None) == "accel" and s.single():
         d["lone_device_unnamed"] = True  # its stats and messages keep the preset's bare names

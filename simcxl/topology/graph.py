@@ -474,7 +474,9 @@ def _check_reach(t: Topology, host: Component) -> None:
 _LEADS = {("host", "mem"): ("dram", "remote_socket", "host_bridge"), ("host", "local"): ("dram",),
           ("host", "home"): ("home_agent",), ("remote_socket", "down"): ("dram",),
           ("host_bridge", "root_port"): ("link",), ("home_agent", "root_port"): ("link",),
-          ("link", "down"): ("type3", "accelerator", "nic")}
+          ("link", "down"): ("type3", "accelerator", "nic", "switch"), ("switch", "dsp"): ("link",)}
+#: How many downstream ports a switch's decoder interleaves over (the ways CXL's HDM decoders allow).
+SWITCH_WAYS = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
 def _check_paths(t: Topology, host: Component) -> None:
@@ -483,10 +485,10 @@ def _check_paths(t: Topology, host: Component) -> None:
         ok = _LEADS.get((a.type, k.a.port), ())
         if b.type not in ok:
             if b.type == "link" and a.type == "link":
-                raise TopologyError(f"{k.a} -> {k.b}: two links in a row; a link joins a root port to a device "
-                                    "(switches are not in the engine yet)")
-            if b.type in ("type3", "accelerator", "nic") and a.type in ("host_bridge", "home_agent"):
-                raise TopologyError(f"{k.a} -> {k.b}: a root port reaches its device through a link (type link)")
+                raise TopologyError(f"{k.a} -> {k.b}: two links in a row; a link joins a root port or a switch's "
+                                    "downstream port to a device or a switch")
+            if b.type in ("type3", "accelerator", "nic", "switch") and a.type in ("host_bridge", "home_agent", "switch"):
+                raise TopologyError(f"{k.a} -> {k.b}: a port reaches what is below it through a link (type link)")
             raise TopologyError(f"{k.a} -> {k.b}: a {a.type}'s {k.a.port} port leads to {' or '.join(ok)}, "
                                 f"not a {b.type}")
         if a.type == "link":
@@ -497,6 +499,11 @@ def _check_paths(t: Topology, host: Component) -> None:
                 raise TopologyError(f"{root.a} -> {k.b}: channel type mismatch: {root.a} carries "
                                     f"{'/'.join(sorted(rp.protocols))}, {k.b} ({b.type}) "
                                     f"{'/'.join(sorted(dev.protocols))}")
+    for sw in t.of_type("switch"):
+        n = len(t.down(sw.name, "dsp"))
+        if n not in SWITCH_WAYS:
+            raise TopologyError(f"{sw.name}.dsp: {n} downstream ports is not allowed; its decoder interleaves over "
+                                f"all of them: allowed {', '.join(map(str, SWITCH_WAYS))}")
     locals_ = t.below(host.name, "local")
     direct = [c for c in t.below(host.name, "mem") if c.type == "dram"]
     if len(direct) > 1:

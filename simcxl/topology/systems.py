@@ -36,9 +36,19 @@ def _host(t: Topology) -> Component:
     return t.of_type("host")[0]
 
 
+def _leaf(t: Topology, link: Component) -> Tuple[Component, Component]:
+    """The first Type-3 device below a link, through any switches, and the link above it."""
+    dev = t.below(link.name, "down")[0]
+    while dev.type == "switch":
+        link = t.below(dev.name, "dsp")[0]
+        dev = t.below(link.name, "down")[0]
+    return link, dev
+
+
 def _cxl_memory(t: Topology, hb: Component) -> CxlMemory:
-    links = [t.components[k.b.comp] for k in t.down(hb.name, "root_port")]
-    devs = [t.below(x.name, "down")[0] for x in links]
+    # Behind a switch, its first device stands for the port: the engine runs the graph itself
+    # (System.graph), and these groups only describe the window as a preset would.
+    links, devs = zip(*(_leaf(t, t.components[k.b.comp]) for k in t.down(hb.name, "root_port")))
     bridge = BridgeParams(**{**hb.group("").to_dict(), "root_ports": len(links), "interleave_ways": len(links)})
     mem = CxlMemory(bridge=bridge, link=links[0].group(""), device=devs[0].group("device"),
                     media=devs[0].group("media"))
@@ -102,7 +112,7 @@ def memory_system(spec: Union[Topology, Any]) -> System:
     if home is not None:
         kw.update(home=home.group(""), devices=devs)
     try:
-        return System(**kw).validate()
+        return System(graph=t, **kw).validate()
     except TopologyError:
         raise
     except ParamError as e:

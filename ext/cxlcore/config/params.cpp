@@ -111,6 +111,11 @@ void BridgeParams::validate(const std::string& where) const {
                 fmtNum(root_ports) + "; allowed: interleave_ways equal to root_ports, one of 1, 2, 3, 4, 6, 8, 12, 16");
 }
 
+void SwitchParams::validate(const std::string& where) const {
+    CXL_SWITCH_FIELDS(CXL_CHECK_FIELD)
+    CXL_SWITCH_CHOICES(CXL_CHECK_CHOICE)
+}
+
 void LinkParams::validate(const std::string& where) const {
     CXL_LINK_FIELDS(CXL_CHECK_FIELD)
     CXL_LINK_CHOICES(CXL_CHECK_CHOICE)
@@ -198,18 +203,6 @@ void validateWindow(const WindowParams& w) {
         w.remote_dram.validate(n + ".dram");
     } else if (w.kind == MemoryKind::CxlType3) {
         w.bridge.validate(n + ".bridge");
-        w.link.validate(n + ".link");
-        w.device.validate(n + ".device");
-        w.device_dram.validate(n + ".media");
-        require(w.ports.empty() || w.ports.size() == w.bridge.root_ports,
-                n + ".ports holds " + fmtNum(double(w.ports.size())) + " root ports; allowed: none, or one per "
-                    "root port (" + fmtNum(w.bridge.root_ports) + ")");
-        for (size_t i = 0; i < w.ports.size(); ++i) {
-            const std::string at = n + ".ports[" + std::to_string(i) + "]";
-            w.ports[i].link.validate(at + ".link");
-            w.ports[i].device.validate(at + ".device");
-            w.ports[i].device_dram.validate(at + ".media");
-        }
     }
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,12 +17,15 @@
 
 namespace cxlcore {
 
+struct Graph;
+
 #define CXL_DECLARE_FIELD(type, name, def, lo, hi) type name = def;
 
 struct HostParams { CXL_HOST_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct DramParams { CXL_DRAM_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct InterSocketParams { CXL_INTERSOCKET_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct BridgeParams { CXL_BRIDGE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
+struct SwitchParams { CXL_SWITCH_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct LinkParams { CXL_LINK_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct DeviceParams { CXL_DEVICE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
 struct DCacheParams { CXL_DCACHE_FIELDS(CXL_DECLARE_FIELD) void validate(const std::string& where) const; };
@@ -34,31 +38,16 @@ enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 
 // One window of the host physical address map, [base, base + size), and the
 // memory behind it: the host's local DRAM (SystemParams::local_dram, where the
-// page tables live too), the remote socket, or a CXL host bridge with its root
-// ports, links and Type-3 devices (a CFMWS window decoded by an HDM decoder).
+// page tables live too), the remote socket, or a CXL host bridge (a CFMWS
+// window decoded by an HDM decoder) whose root ports, links, switches and
+// Type-3 devices the builder walks in the graph, from the component `node`.
 // size 0 is the window of a description without a map: the rest of the address
 // space, checked by the memory itself as before.
-// The memory part: which groups a kind uses (remote: intersocket and
-// remote_dram; CXL: bridge, link, device and device_dram).
-// One root port's link and Type-3 device, where the ports of a host bridge differ.
-struct RootPortParams {
-    LinkParams link;
-    DeviceParams device;
-    DramParams device_dram;
-};
-
 struct MemoryParams {
     InterSocketParams intersocket;
     DramParams remote_dram;
     BridgeParams bridge;
-    LinkParams link;
-    DeviceParams device;
-    DramParams device_dram;
-    // Empty: every root port has link, device and device_dram; else one entry per root port.
-    std::vector<RootPortParams> ports;
-    const LinkParams& portLink(uint32_t i) const { return ports.empty() ? link : ports[i].link; }
-    const DeviceParams& portDevice(uint32_t i) const { return ports.empty() ? device : ports[i].device; }
-    const DramParams& portMedia(uint32_t i) const { return ports.empty() ? device_dram : ports[i].device_dram; }
+    std::string node;  // the graph component behind the window (host_bridge, remote_socket or dram)
 };
 
 struct WindowParams : MemoryParams {
@@ -104,6 +93,9 @@ struct SystemParams : MemoryParams {
     // Fault injection for the watchdog's tests, never set by a preset: the
     // Type-3 device sends no response after this many (0: off).
     uint64_t fault_device_stops_after = 0;
+    // The graph this description was read from: the builder walks the CXL
+    // part of each window (root ports, links, switches, devices) in it.
+    std::shared_ptr<const Graph> graph;
     // The host physical address map. Empty: one window, of `kind` and the groups
     // above, named and reported as a single-memory system always was.
     std::vector<WindowParams> windows;

@@ -109,6 +109,15 @@
     X(interleave_ways, 1, 2, 3, 4, 6, 8, 12, 16)                 \
     X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
+// SwitchParams: A CXL switch (one virtual CXL switch): an upstream port and its downstream ports,
+// routed by the upstream port's HDM decoder (CXL 2.0 hierarchy-based routing).
+#define CXL_SWITCH_FIELDS(X)                        \
+    X(double, latency_ns, 100.0, 0.0, 10000.0)      \
+    X(uint32_t, port_queue, 64, 1, 65536)           \
+    X(uint32_t, interleave_bytes, 4096, 256, 16384)
+#define CXL_SWITCH_CHOICES(X)                                    \
+    X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
 // LinkParams: A CXL link: PCIe electricals, flits, credits, CRC and replay.
 #define CXL_LINK_FIELDS(X)                            \
     X(uint32_t, gen, 5, 5, 6)                         \
@@ -236,6 +245,7 @@
     X(DramParams, CXL_DRAM_FIELDS)               \
     X(InterSocketParams, CXL_INTERSOCKET_FIELDS) \
     X(BridgeParams, CXL_BRIDGE_FIELDS)           \
+    X(SwitchParams, CXL_SWITCH_FIELDS)           \
     X(LinkParams, CXL_LINK_FIELDS)               \
     X(DeviceParams, CXL_DEVICE_FIELDS)           \
     X(DCacheParams, CXL_DCACHE_FIELDS)           \

@@ -15,15 +15,15 @@ struct DeviceStats {
     uint64_t devLoad[4] = {0, 0, 0, 0};
 };
 
-class Type3Device final : public Component, public Requester, public LinkReceiver {
+class Type3Device final : public Component, public Requester, public MemEndpoint {
   public:
     Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link, const std::string& where);
     // Names its queues (and its media's) in stall reports.
     void name(const std::string& n);
     // Fault injection (tests of the watchdog): no response after n (0: off).
     void stopAfter(uint64_t n) { stopAfter_ = n; }
-    // The root port at the link's host end, which its responses go to.
-    void attach(LinkReceiver* port) { port_ = port; }
+    // The port at the link's host end (root port or switch port), which its responses go to.
+    void attach(LinkReceiver* port) override { port_ = port; }
     // The unloaded time from the root port's send to the response's arrival
     // back at it (request flit out, response header and data flits back, the
     // controller both ways, a media row hit), ns: gem5's atomic mode.

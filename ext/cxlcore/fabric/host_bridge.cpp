@@ -15,7 +15,7 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
     tracker_.init(p_.req_queue, 0);
 }
 
-void HostBridge::addPort(CxlLink* link, Type3Device* dev) {
+void HostBridge::addPort(CxlLink* link, MemEndpoint* dev) {
     if (ports_.size() >= 64)
         throw ConfigError(where_ + ": at most 64 root ports; allowed: root_ports 1 to 64");
     auto port = std::make_unique<Port>(*this);
@@ -60,14 +60,7 @@ bool HostBridge::send(Port& p, Txn* x, Tick at) {
         x->note("credit_wait", at, p.link->name());
         return false;
     }
-    x->leave(kStageHostPort, at, name_);
-    const Tick arr = p.link->send(at, *x);
-    if (x->trace) {
-        x->note("credit", at, p.link->name());
-        x->note("flit", at, p.link->name(), p.link->units(*x));
-    }
-    x->leave(kStageLinkDown, arr, p.link->name());
-    p.dev->receive(x, arr);
+    p.dev->receive(x, p.link->carry(*x, at, kStageHostPort, name_));
     return true;
 }
 

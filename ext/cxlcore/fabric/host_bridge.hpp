@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "cxlcore/devices/type3.hpp"
 #include "cxlcore/fabric/hdm_decoder.hpp"
 #include "cxlcore/link/link.hpp"
 
@@ -21,10 +20,11 @@ class HostBridge : public Component, public Target {
     // The host window it decodes; by default [0, HdmDecoder::kMaxWindow).
     HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase = 0,
                uint64_t windowSize = HdmDecoder::kMaxWindow);
-    // One root port with its link and device; the bridge does not own them.
+    // One root port with its link and what sits below it (a Type-3 device
+    // or a switch); the bridge does not own them.
     // Its response buffer (resp_queue entries) is a credit the device takes
     // for each response it sends, returned when the host takes the response.
-    void addPort(CxlLink* link, Type3Device* dev);
+    void addPort(CxlLink* link, MemEndpoint* dev);
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
@@ -49,7 +49,7 @@ class HostBridge : public Component, public Target {
         void receive(Txn* t, Tick arrival) override { bridge.deliverResp(*this, t, arrival); }
         HostBridge& bridge;
         CxlLink* link = nullptr;
-        Type3Device* dev = nullptr;
+        MemEndpoint* dev = nullptr;
         TimedFifo<Txn*> out, in;
         uint32_t targetPortIndex = 0;
     };

@@ -9,7 +9,7 @@ const char* stateName(MState s) {
 
 const char* stageName(Stage s) {
     static const char* n[] = {"queue",     "cache",           "host_uncore", "host_port",
-                              "link_down", "device",          "snoop",       "bias_flip",
+                              "link_down", "switch", "device",          "snoop",       "bias_flip",
                               "back_invalidate", "media_queue", "media_service", "link_up"};
     static_assert(sizeof(n) / sizeof(n[0]) == kNumStages, "stage names");
     return n[s];

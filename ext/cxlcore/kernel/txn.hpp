@@ -30,7 +30,8 @@ enum Stage : uint8_t {
     kStageCache,        // device (or coherent host) cache lookup
     kStageUncore,       // host: LLC miss path, mesh and home agent
     kStageHostPort,     // CXL host bridge / root port (both directions)
-    kStageLinkDown,     // link host -> device (or inter-socket link out)
+    kStageLinkDown,     // link host -> device (or inter-socket link out), every hop
+    kStageSwitch,       // CXL switches on the path (both directions)
     kStageDevice,       // device controller pipeline (both directions)
     kStageSnoop,        // waiting for snoop responses from other caches
     kStageBiasFlip,     // Type-2 bias flips

@@ -254,6 +254,17 @@ class LinkReceiver {
     ~LinkReceiver() = default;
 };
 
+// What sits below a link on the CXL.mem path: a Type-3 device or a switch's
+// upstream port. It receives M2S messages from the link and sends S2M ones
+// back up to the receiver `attach` names (a root port, a switch's downstream port).
+class MemEndpoint : public LinkReceiver {
+  public:
+    virtual void attach(LinkReceiver* up) = 0;
+
+  protected:
+    ~MemEndpoint() = default;
+};
+
 // A CXL link: two independent directions (full duplex) and per-class credits.
 class CxlLink {
   public:
@@ -288,6 +299,19 @@ class CxlLink {
     // Sends a message in its channel's direction; returns when it is fully received.
     Tick send(Tick now, const Txn& m) {
         return (isUpstream(m.channel()) ? s2m_ : m2s_).send(now, units(m), dataBytes(m));
+    }
+    // Puts x on the wire at `at` (its credit taken by the caller): closes the
+    // sender's stage `from` then, and the link's stage when x is fully
+    // received, which it returns.
+    Tick carry(Txn& x, Tick at, Stage from, const char* who) {
+        x.leave(from, at, who);
+        const Tick arr = send(at, x);
+        if (x.trace) {
+            x.note("credit", at, name_);
+            x.note("flit", at, name_, units(x));
+        }
+        x.leave(isUpstream(x.channel()) ? kStageLinkUp : kStageLinkDown, arr, name_);
+        return arr;
     }
     // The host bridge's response buffer for this port (HostBridge::addPort
     // sizes it): every S2M response needs an entry besides its class credit.

@@ -35,6 +35,14 @@ std::vector<TypeSpec> makeTypes() {
                  {memUp(), {"root_port", PortChannel::Cxl, kMem, true, true, true, "one root port each, in index order"}},
                  {{"root_ports", "the number of its root_port connections"},
                   {"interleave_ways", "the number of its root_port connections"}}});
+    t.push_back({"switch",
+                 "a CXL switch: one virtual CXL switch whose upstream port's HDM decoder interleaves what "
+                 "arrives over its downstream ports (hierarchy-based routing), with per-port queues and credits",
+                 {{"", "SwitchParams"}},
+                 {{"up", PortChannel::Cxl, kMem, false, false, true, ""},
+                  {"dsp", PortChannel::Cxl, kMem, true, true, true,
+                   "downstream ports (1, 2, 3, 4, 6, 8, 12 or 16), one link each, in index order"}},
+                 {}});
     t.push_back({"home_agent", "the host's CXL.cache home agent: ordering point and snoop filter",
                  {{"", "HomeParams"}},
                  {memUp("host"),
@@ -67,7 +75,8 @@ const std::map<std::string, std::set<std::string>>& allowedBelow() {
         {"remote_socket.down", {"dram"}},
         {"host_bridge.root_port", {"link"}},
         {"home_agent.root_port", {"link"}},
-        {"link.down", {"type3", "accelerator", "nic"}},
+        {"link.down", {"type3", "accelerator", "nic", "switch"}},
+        {"switch.dsp", {"link"}},
     };
     return m;
 }
@@ -75,15 +84,6 @@ const std::map<std::string, std::set<std::string>>& allowedBelow() {
 void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
 }
-
-#define CXL_FIELD_EQ(type, name, def, lo, hi) &&a.name == b.name
-#define CXL_DEFINE_EQ(Struct, LIST) \
-    bool same(const Struct& a, const Struct& b) { return true LIST(CXL_FIELD_EQ); }
-CXL_DEFINE_EQ(LinkParams, CXL_LINK_FIELDS)
-CXL_DEFINE_EQ(DeviceParams, CXL_DEVICE_FIELDS)
-CXL_DEFINE_EQ(DramParams, CXL_DRAM_FIELDS)
-#undef CXL_DEFINE_EQ
-#undef CXL_FIELD_EQ
 
 // A component's group against the schema, named by its component path; a
 // bridge with the root ports and interleave ways its `rootPorts` connections give it.
@@ -204,16 +204,36 @@ void Graph::check() const {
         for (const GroupSpec& g : findType(c.type)->groups)
             validateGroup(c, g, rp == used.end() ? 0 : uint32_t(rp->second.size()));
     }
-    // Below a root port: a link, then a device speaking that root port's protocol.
+    // Below a root port or a switch's downstream port: a link, then a device
+    // speaking that port's protocol.
     for (const Connection& k : connections) {
-        if (k.from.port != "root_port") continue;
+        if (k.from.port != "root_port" && k.from.port != "dsp") continue;
         const Node& link = below(k);
         const Node& dev = below(*leaving(link.name, "down").at(0));
-        const std::string& proto = findType(find(k.from.comp)->type)->port("root_port")->protocols.at(0);
+        const std::string& proto = findType(find(k.from.comp)->type)->port(k.from.port)->protocols.at(0);
         const std::vector<std::string>& speaks = findType(dev.type)->port("up")->protocols;
         need(std::find(speaks.begin(), speaks.end(), proto) != speaks.end(),
              k.from.str() + " -> " + link.name + " -> " + dev.name + ".up: protocol mismatch (" + proto +
-                 " root port, a " + dev.type + " speaks " + speaks.at(0) + ")");
+                 (k.from.port == "dsp" ? " downstream port, a " : " root port, a ") + dev.type + " speaks " +
+                 speaks.at(0) + ")");
+    }
+    // Everything hangs below the host: a component no path reaches would never be built.
+    std::set<std::string> reached{host->name};
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (const Connection& k : connections)
+            if (reached.count(k.from.comp) && reached.insert(k.to.comp).second) grew = true;
+    }
+    for (const Node& c : components)
+        need(reached.count(c.name) > 0, c.name + ": not reached from host " + host->name +
+                                            "; every component hangs below the host");
+    for (const Node& c : components) {
+        if (c.type != "switch") continue;
+        const size_t n = leaving(c.name, "dsp").size();
+        static const size_t ways[] = {1, 2, 3, 4, 6, 8, 12, 16};
+        need(std::find(std::begin(ways), std::end(ways), n) != std::end(ways),
+             c.name + ".dsp: " + std::to_string(n) + " downstream ports is not allowed; its decoder interleaves over "
+             "all of them: allowed 1, 2, 3, 4, 6, 8, 12 or 16");
     }
     auto mem = leaving(host->name, "mem");
     if (mem.size() > 1)
@@ -224,24 +244,9 @@ void Graph::check() const {
 
 namespace {
 
-void fillCxl(const Graph& g, const Node& hb, MemoryParams& m) {
-    std::vector<const Node*> links, devs;
-    for (const Connection* k : g.leaving(hb.name, "root_port")) {
-        links.push_back(&g.below(*k));
-        devs.push_back(&g.below(*g.leaving(links.back()->name, "down").at(0)));
-    }
+void fillBridge(const Graph& g, const Node& hb, MemoryParams& m) {
     m.bridge = hb.params.BridgeParams_;
-    m.bridge.root_ports = m.bridge.interleave_ways = uint32_t(links.size());
-    m.link = links[0]->params.LinkParams_;
-    m.device = devs[0]->params.DeviceParams_;
-    m.device_dram = devs[0]->params.DramParams_;
-    bool differ = false;
-    for (size_t i = 1; i < links.size(); ++i)
-        differ = differ || !same(links[i]->params.LinkParams_, m.link) ||
-                 !same(devs[i]->params.DeviceParams_, m.device) || !same(devs[i]->params.DramParams_, m.device_dram);
-    if (differ)
-        for (size_t i = 0; i < links.size(); ++i)
-            m.ports.push_back({links[i]->params.LinkParams_, devs[i]->params.DeviceParams_, devs[i]->params.DramParams_});
+    m.bridge.root_ports = m.bridge.interleave_ways = uint32_t(g.leaving(hb.name, "root_port").size());
 }
 
 void fillRemote(const Graph& g, const Node& rs, MemoryParams& m) {
@@ -260,6 +265,7 @@ MemoryKind kindOf(const Node& c) {
 SystemParams Graph::system() const {
     check();
     SystemParams p;
+    p.graph = std::make_shared<const Graph>(*this);
     p.seed = seed;
     p.fault_device_stops_after = fault_device_stops_after;
     const Node* host = nullptr;
@@ -284,7 +290,8 @@ SystemParams Graph::system() const {
         const Node& t = below(*ws[0]);
         p.kind = kindOf(t);
         if (p.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, p);
-        if (p.kind == MemoryKind::CxlType3) fillCxl(*this, t, p);
+        if (p.kind == MemoryKind::CxlType3) fillBridge(*this, t, p);
+        p.node = t.name;
     } else {
         for (const Connection* k : ws) {
             const Node& t = below(*k);
@@ -294,7 +301,8 @@ SystemParams Graph::system() const {
             w.base = k->base;
             w.size = k->size;
             if (w.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, w);
-            if (w.kind == MemoryKind::CxlType3) fillCxl(*this, t, w);
+            if (w.kind == MemoryKind::CxlType3) fillBridge(*this, t, w);
+            w.node = t.name;
             p.windows.push_back(w);
         }
     }

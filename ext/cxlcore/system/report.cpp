@@ -64,6 +64,18 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
             for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + names[j], double(ds.devLoad[j]));
             r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
         }
+        for (size_t i = 0; i < w.switches.size(); ++i) {
+            const CxlSwitch& sw = *w.switches[i];
+            const CxlLink& l = *w.switchLinks[i];
+            const std::string& k = sw.where();
+            channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
+            channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
+            const SwitchStats& st = sw.stats();
+            r.emplace_back(k + ".switch.requests", double(st.requests));
+            r.emplace_back(k + ".switch.responses", double(st.responses));
+            r.emplace_back(k + ".switch.egress_full", double(st.egressFull));
+            r.emplace_back(k + ".switch.credit_waits", double(st.creditWaits));
+        }
         if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
     }
     if (!mapped_) return;

@@ -3,7 +3,94 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cxlcore/system/graph.hpp"
+
 namespace cxlcore {
+
+namespace {
+
+// Below a root port or a switch's downstream port: a link, then a Type-3
+// device or a switch with its own ports, as the graph joins them.
+class CxlBuilder {
+  public:
+    CxlBuilder(EventLoop& loop, const Graph& g, MemoryWindow& w, uint64_t seed, uint64_t stopAfter)
+        : loop_(loop), g_(g), w_(w), seed_(seed), stopAfter_(stopAfter) {}
+
+    // `port`: the connection leaving the port; `name`: what reports call the
+    // device there (a switch keeps its component's name); `window`: the
+    // addresses the port sends, [0, window). Returns the link it built.
+    CxlLink* build(const Connection& port, const std::string& name, uint64_t seed, uint64_t window,
+                   MemEndpoint*& below) {
+        const Node& link = g_.below(port);
+        const Node& dev = g_.below(*g_.leaving(link.name, "down").at(0));
+        if (dev.type == "switch") {
+            w_.switchLinks.push_back(
+                std::make_unique<CxlLink>(link.params.LinkParams_, dev.name + ".link", seed));
+            CxlLink* up = w_.switchLinks.back().get();
+            w_.switches.push_back(
+                std::make_unique<CxlSwitch>(loop_, dev.params.SwitchParams_, dev.name, *up, window));
+            CxlSwitch& sw = *w_.switches.back();
+            const auto dsps = g_.leaving(dev.name, "dsp");
+            const uint64_t gran = dev.params.SwitchParams_.interleave_bytes;
+            const uint64_t share = shareOf(window, dsps.size(), gran);
+            for (const Connection* k : dsps) {
+                MemEndpoint* child = nullptr;
+                const std::string childName = g_.below(*g_.leaving(g_.below(*k).name, "down").at(0)).name;
+                CxlLink* l = build(*k, childName, seed_ + 7919 * ++deeper_, share, child);
+                sw.addPort(l, child);
+            }
+            sw.finish();
+            below = &sw;
+            return up;
+        }
+        w_.deviceNames.push_back(name);
+        w_.links.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, name + ".link", seed));
+        w_.devices.push_back(std::make_unique<Type3Device>(loop_, dev.params.DeviceParams_, dev.params.DramParams_,
+                                                           *w_.links.back(), name));
+        w_.devices.back()->stopAfter(stopAfter_);
+        below = w_.devices.back().get();
+        return w_.links.back().get();
+    }
+
+    // What each of `ways` ports receives of [0, window) interleaved at `gran`.
+    static uint64_t shareOf(uint64_t window, uint64_t ways, uint64_t gran) {
+        return (window / (ways * gran) + (window % (ways * gran) != 0)) * gran;
+    }
+
+  private:
+    EventLoop& loop_;
+    const Graph& g_;
+    MemoryWindow& w_;
+    uint64_t seed_, stopAfter_;
+    uint64_t deeper_ = 0;  // links below switches built so far: each its own seed
+};
+
+}  // namespace
+
+void System::buildCxl(MemoryWindow& w, uint32_t cxlWindows) {
+    if (!p_.graph) throw ConfigError(w.p.name + ": no graph to build the window's CXL devices from");
+    const Graph& g = *p_.graph;
+    const std::string& n = w.p.name;
+    // A map window decodes [base, base + size); the one window of a
+    // single-memory system the whole 52-bit space, as it always did.
+    w.bridge = w.p.size ? std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge", w.p.base, w.p.size)
+                        : std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge");
+    const auto ports = g.leaving(w.p.node, "root_port");
+    const uint64_t share =
+        CxlBuilder::shareOf(w.p.size ? w.p.size : HdmDecoder::kMaxWindow, ports.size(), w.p.bridge.interleave_bytes);
+    // The first CXL window keeps the seeds a single-memory system has.
+    const uint64_t base = p_.seed + 1000003ull * cxlWindows;
+    CxlBuilder b(loop, g, w, base + 17 * ports.size(), p_.fault_device_stops_after);
+    for (uint32_t i = 0; i < ports.size(); ++i) {
+        // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...); each
+        // root port's link is named after its device, so traces and messages tell the ports apart.
+        const std::string name = ports.size() == 1 ? n : mapped_ ? n + ".dev" + std::to_string(i) : n + std::to_string(i);
+        MemEndpoint* below = nullptr;
+        CxlLink* l = b.build(*ports[i], name, base + 17 * i, share, below);
+        w.bridge->addPort(l, below);
+    }
+    w.target = w.bridge.get();
+}
 
 System::System(const SystemParams& p, bool check) : p_(p), mapped_(!p.windows.empty()) {
     p_.validate();
@@ -19,33 +106,13 @@ System::System(const SystemParams& p, bool check) : p_(p), mapped_(!p.windows.em
     for (size_t k = 0; k < map.size(); ++k) {
         MemoryWindow& w = windows[k];
         w.p = map[k];
-        const std::string& n = w.p.name;
         if (w.p.kind == MemoryKind::LocalDram) {
             w.target = localDram.get();
         } else if (w.p.kind == MemoryKind::RemoteNuma) {
             w.remote = std::make_unique<InterSocket>(loop, w.p.intersocket, w.p.remote_dram);
             w.target = w.remote.get();
         } else {
-            // A map window decodes [base, base + size); the one window of a
-            // single-memory system the whole 52-bit space, as it always did.
-            w.bridge = w.p.size ? std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge", w.p.base, w.p.size)
-                                : std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge");
-            const uint32_t ports = w.p.bridge.root_ports;
-            for (uint32_t i = 0; i < ports; ++i) {
-                // The first CXL window keeps the seeds a single-memory system has.
-                const uint64_t seed = p_.seed + 17 * i + 1000003ull * cxlWindows;
-                // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...); each root port's
-                // link is named after its device, so traces and messages tell the ports apart.
-                w.deviceNames.push_back(ports == 1 ? n : mapped_ ? n + ".dev" + std::to_string(i) : n + std::to_string(i));
-                w.links.push_back(std::make_unique<CxlLink>(w.p.portLink(i), w.deviceNames.back() + ".link", seed));
-                w.devices.push_back(
-                    std::make_unique<Type3Device>(loop, w.p.portDevice(i), w.p.portMedia(i), *w.links.back(), n));
-                if (ports > 1) w.devices.back()->name(w.deviceNames.back());
-                w.devices.back()->stopAfter(p_.fault_device_stops_after);
-                w.bridge->addPort(w.links.back().get(), w.devices.back().get());
-            }
-            w.target = w.bridge.get();
-            ++cxlWindows;
+            buildCxl(w, cxlWindows++);
         }
     }
     uncore_ = std::make_unique<Uncore>(loop, p_.host);
@@ -171,6 +238,11 @@ void System::resetStats() {
             l->s2m_.resetStats();
         }
         for (auto& d : w.devices) d->resetStats(t);
+        for (auto& l : w.switchLinks) {
+            l->m2s_.resetStats();
+            l->s2m_.resetStats();
+        }
+        for (auto& sw : w.switches) sw->resetStats();
     }
     uncore_->resetStats();
 }

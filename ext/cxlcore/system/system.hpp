@@ -1,7 +1,8 @@
-// A whole system wired from one description (SystemParams): a host with its
-// cores' path into the memory (the uncore), the windows of its host physical
-// address map (local DRAM, the remote socket, CXL host bridges with Type-3
-// expanders on their root ports), and the CXL.cache accelerators beside them
+// A whole system wired from one description (SystemParams, read from a
+// graph): a host with its cores' path into the memory (the uncore), the
+// windows of its host physical address map (local DRAM, the remote socket,
+// CXL host bridges whose root ports lead, through links and any switches, to
+// Type-3 expanders), and the CXL.cache accelerators beside them
 // on root ports of their own, coherent through the host's home agent, whose
 // memory traffic goes through the same address map.
 #pragma once
@@ -14,7 +15,9 @@
 #include "cxlcore/coherence/checker.hpp"
 #include "cxlcore/coherence/home_agent.hpp"
 #include "cxlcore/devices/accelerator.hpp"
+#include "cxlcore/devices/type3.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
+#include "cxlcore/fabric/switch.hpp"
 #include "cxlcore/host/remote_socket.hpp"
 #include "cxlcore/host/uncore.hpp"
 #include "cxlcore/kernel/trace.hpp"
@@ -31,9 +34,13 @@ struct MemoryWindow {
     Target* target = nullptr;
     std::unique_ptr<InterSocket> remote;
     std::unique_ptr<HostBridge> bridge;
+    // Every Type-3 device below the bridge, behind switches too, each with the link above it.
     std::vector<std::unique_ptr<CxlLink>> links;
     std::vector<std::unique_ptr<Type3Device>> devices;
     std::vector<std::string> deviceNames;  // as reports and stall messages name them
+    // Every switch below the bridge, each with the link above it.
+    std::vector<std::unique_ptr<CxlLink>> switchLinks;
+    std::vector<std::unique_ptr<CxlSwitch>> switches;
 };
 
 class System {
@@ -78,6 +85,7 @@ class System {
     bool quiet() const;
 
   private:
+    void buildCxl(MemoryWindow& w, uint32_t cxlWindows);
     void buildAccelerators(bool check);
     void runCoherent();
     void reportMemory(Report& r, Tick s, Tick e) const;

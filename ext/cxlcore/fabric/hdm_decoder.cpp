@@ -11,13 +11,17 @@ HdmDecoder::HdmDecoder(uint64_t base, uint64_t size, uint32_t ways, uint32_t gra
     : base_(base), size_(size), ways_(ways), gran_(granularity) {
     // Any size decodes one to one (a last partial row of chunks just ends
     // early); the base is chunk-aligned, as the specification's is.
-    if (size == 0 || base % granularity || base > kMaxWindow || size > kMaxWindow - base) {
+    if (size == 0 || !granularity || granularity & (granularity - 1) || !ways || base % granularity ||
+        base > kMaxWindow || size > kMaxWindow - base) {
         std::ostringstream os;
         os << "cxl.bridge: host window base 0x" << std::hex << base << " size 0x" << size << std::dec
            << " is not allowed; allowed: a base that is a multiple of interleave_bytes (" << granularity
-           << " B) and a non-empty window within the 52-bit physical address space";
+           << " B, a power of two) and a non-empty window within the 52-bit physical address space";
         throw ConfigError(os.str());
     }
+    while ((1u << granShift_) < granularity) ++granShift_;
+    if (!(ways & (ways - 1)))
+        for (waysShift_ = 0; (1u << waysShift_) < ways;) ++waysShift_;
 }
 
 void HdmDecoder::outside(uint64_t hpa) const {

@@ -24,14 +24,18 @@ class HdmDecoder {
     bool contains(uint64_t hpa) const { return hpa >= base_ && hpa - base_ < size_; }
     // An address outside the window is a configuration error (a trace or a
     // host map that sends it here), not a device access.
+    // Every request decodes once per bridge and switch on its path: the
+    // granularity is a power of two, and so are most way counts, so shifts
+    // and masks stand in for divisions where they can.
     Target decode(uint64_t hpa) const {
         if (!contains(hpa)) outside(hpa);
-        uint64_t off = hpa - base_;
-        uint64_t chunk = off / gran_;
-        return Target{uint32_t(chunk % ways_), (chunk / ways_) * gran_ + off % gran_};
+        const uint64_t off = hpa - base_;
+        const uint64_t chunk = off >> granShift_;
+        const uint64_t row = waysShift_ >= 0 ? chunk >> waysShift_ : chunk / ways_;
+        return Target{uint32_t(chunk - row * ways_), (row << granShift_) | (off & (gran_ - 1))};
     }
     uint64_t encode(uint32_t port, uint64_t dpa) const {
-        return base_ + ((dpa / gran_) * ways_ + port) * gran_ + dpa % gran_;
+        return base_ + ((((dpa >> granShift_) * ways_ + port) << granShift_) | (dpa & (gran_ - 1)));
     }
     uint64_t base() const { return base_; }
     uint64_t size() const { return size_; }
@@ -40,6 +44,7 @@ class HdmDecoder {
     [[noreturn]] void outside(uint64_t hpa) const;
     uint64_t base_, size_;
     uint32_t ways_, gran_;
+    int granShift_ = 0, waysShift_ = -1;  // log2 of each (-1: ways not a power of two)
 };
 
 }  // namespace cxlcore

@@ -18,9 +18,12 @@ from conftest import fuzz
 
 pytestmark = pytest.mark.usefixtures("hang_guard")
 
-EXAMPLE = T.load(Path(__file__).resolve().parents[1] / "examples" / "topologies" / "mixed.toml").to_dict()
-NAMES = list(EXAMPLE["components"]) + ["nowhere", "", "host.mem", "0x"]
-PORTS = ["mem", "local", "home", "up", "down", "root_port", "root_port[0]", "root_port[7]", "host", "side", "up[1]"]
+# Memories, an accelerator and a switch with four expanders below it.
+EXAMPLES = [T.load(Path(__file__).resolve().parents[1] / "examples" / "topologies" / f).to_dict()
+            for f in ("mixed.toml", "switch-pool.toml")]
+NAMES = sorted({n for e in EXAMPLES for n in e["components"]}) + ["nowhere", "", "host.mem", "0x"]
+PORTS = ["mem", "local", "home", "up", "down", "root_port", "root_port[0]", "root_port[7]", "host", "side", "up[1]",
+         "dsp", "dsp[0]", "dsp[4]"]
 ODD = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2 ** 70, max_value=2 ** 70),
                 st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
                 st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
@@ -32,7 +35,7 @@ def port_ref():
 
 @st.composite
 def broken(draw):
-    d = copy.deepcopy(EXAMPLE)
+    d = copy.deepcopy(draw(st.sampled_from(EXAMPLES)))
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         what = draw(st.sampled_from(["drop-key", "odd-value", "odd-param", "rewire", "add", "remove", "window",
                                      "type", "from"]))

@@ -169,3 +169,24 @@ def test_the_example_pool_shares_its_upstream_port():
     for i in range(4):
         assert r[f"exp{i}.link.s2m.messages"] == pytest.approx(up / 4, rel=0.05)
     assert r["read.stage.switch_ns"] >= 2 * s.graph.components["sw"].values["latency_ns"]
+
+
+def test_a_request_trace_shows_the_switch_and_adds_up(tmp_path):
+    # Every request of a run through the pool traced: each one's spans of each stage, the switch's
+    # included, sum to that stage as the request carries it, and the switch's spans are named after it.
+    from simcxl import reqtrace
+    s = topology.memory_system(topology.load(POOL))
+    rec = reqtrace.Recorder(sample=1, max_requests=5000)
+    with rec:
+        row = simcxl.traffic(s, threads=4, requests=2000).iloc[0]
+    spans = rec.frame()
+    spans = spans[spans["kind"] == "span"]
+    sw = spans[spans["stage"] == "switch"]
+    assert len(sw) > 0 and set(sw["component"]) == {"sw"}
+    reqs = rec.requests()
+    counted = reqs[reqs["stream"] != ""]
+    assert len(counted) >= 1000
+    per = (spans["end_ps"] - spans["start_ps"]).groupby([spans["request"], spans["stage"]]).sum().unstack("stage")
+    got = per.reindex(index=counted["request"]).fillna(0)["switch"].to_numpy()
+    assert (got == counted["stage.switch_ps"].to_numpy()).all()
+    assert got.mean() / 1000 == pytest.approx(row["read.stage.switch_ns"], rel=1e-9)

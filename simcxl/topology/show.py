@@ -71,7 +71,7 @@ def plot(t: Topology, path) -> None:
     width = max(1.0, nxt[0])
     fig, ax = plt.subplots(figsize=(max(6, 2.0 * width), 1.4 * (rows + 1)))
     colours = {"host": "#c6dbef", "dram": "#fdd0a2", "remote_socket": "#fdae6b", "host_bridge": "#a1d99b",
-               "link": "#e5e5e5", "type3": "#74c476", "home_agent": "#bcbddc", "accelerator": "#9e9ac8",
+               "link": "#e5e5e5", "switch": "#fee391", "type3": "#74c476", "home_agent": "#bcbddc", "accelerator": "#9e9ac8",
                "nic": "#fa9fb5"}
     for k in t.connections:
         (x0, y0), (x1, y1) = pos[k.a.comp], pos[k.b.comp]

@@ -336,6 +336,8 @@ class SwitchParams(ParamGroup):
                             "each downstream port's S2M receive buffer")
     interleave_bytes: int = param(4096, 256, 16384, "B", "granularity at which the upstream port's decoder "
                                   "interleaves over the downstream ports", (256, 512, 1024, 2048, 4096, 8192, 16384))
+    weighted_arbitration: int = param(0, 0, 1, "", "responses onto the upstream port: 0 round-robin, one per port "
+                                      "in turn; 1 weighted, as many in a turn as the port's link has lanes", (0, 1))
 
 
 @dataclass

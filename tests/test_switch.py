@@ -117,6 +117,21 @@ def test_two_levels_cascade():
     assert two["read.stage.link_down_ns"] == pytest.approx(3 * base["read.stage.link_down_ns"], abs=0.01)
 
 
+def test_weighted_arbitration_serves_the_wider_port_first():
+    # Two ports (x16 and x8 links) behind a saturated x4 upstream port, their responses queueing for it.
+    # Round-robin, one each in turn: both wait alike. Weighted by lanes (16:8), the x16 port sends two
+    # for every one of the x8's, so its responses wait far less.
+    def waits(weighted):
+        d = graph(devices=2, up_lanes=4, latency_ns=50.0, weighted_arbitration=weighted)
+        d["components"]["sw_1_link"]["lanes"] = 8
+        r = run(d)
+        assert r["total_gbps"] == pytest.approx(GEN5_X16_READ / 4, rel=0.01)  # the x4 port binds either way
+        return [r[f"sw.switch.dsp{j}.response_wait_ns"] for j in range(2)]
+    rr, wrr = waits(0), waits(1)
+    assert rr[0] == pytest.approx(rr[1], rel=0.15) and min(rr) > 100
+    assert wrr[0] < 0.5 * wrr[1] and wrr[0] < 0.5 * rr[0]
+
+
 @pytest.mark.parametrize("edit, where", [
     (lambda d: d["connections"].append({"from": "sw.dsp[2]", "to": "sw_0_link.up"}), "sw_0_link.up"),
     (lambda d: d["components"]["sw"].update(latency_ns=-1), "sw.latency_ns"),

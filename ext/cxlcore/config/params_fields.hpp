@@ -114,9 +114,11 @@
 #define CXL_SWITCH_FIELDS(X)                        \
     X(double, latency_ns, 100.0, 0.0, 10000.0)      \
     X(uint32_t, port_queue, 64, 1, 65536)           \
-    X(uint32_t, interleave_bytes, 4096, 256, 16384)
+    X(uint32_t, interleave_bytes, 4096, 256, 16384) \
+    X(uint32_t, weighted_arbitration, 0, 0, 1)
 #define CXL_SWITCH_CHOICES(X)                                    \
-    X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384)
+    X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384) \
+    X(weighted_arbitration, 0, 1)
 
 // LinkParams: A CXL link: PCIe electricals, flits, credits, CRC and replay.
 #define CXL_LINK_FIELDS(X)                            \

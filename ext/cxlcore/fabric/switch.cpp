@@ -25,6 +25,7 @@ void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
     const std::string n = where_ + ".dsp" + std::to_string(port->index);
     port->egress.name(n + ".egress (M2S requests waiting for the link's credits)");
     port->in.name(n + ".rx (S2M responses crossing the switch)");
+    port->weight = p_.weighted_arbitration ? link->params().lanes : 1;
     link->respBuffer_.init(p_.port_queue, link->creditReturn());
     below->attach(port.get());
     ports_.push_back(std::move(port));
@@ -38,6 +39,7 @@ void CxlSwitch::finish() {
                           " downstream ports is not allowed; the upstream port's decoder interleaves over all of "
                           "them: allowed 1, 2, 3, 4, 6, 8, 12 or 16");
     hdm_ = std::make_unique<HdmDecoder>(0, window_, ways, p_.interleave_bytes);
+    grants_ = ports_[0]->weight;
 }
 
 void CxlSwitch::receive(Txn* t, Tick arrival) {
@@ -75,6 +77,7 @@ bool CxlSwitch::sendDown(Port& p, Txn* x, Tick t) {
         return false;
     }
     ++stats_.requests;
+    ++p.stats.requests;
     p.below->receive(x, p.link->carry(*x, t, kStageSwitch, name_));
     return true;
 }
@@ -121,15 +124,22 @@ uint32_t CxlSwitch::next(uint32_t mask, uint32_t from) const {
 }
 
 void CxlSwitch::arbitrate(Tick t) {
-    // Round-robin over the downstream ports holding responses, one per turn.
+    // In turns over the downstream ports holding responses: a port sends up
+    // to its weight in its turn (one, or its link's lanes), then the next.
     uint32_t ready = 0;  // ports whose head response is ready by t
     for (uint32_t m = inBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
         if (ports_[i]->in.headReady() <= t) ready |= 1u << i;
     }
+    const uint32_t n = uint32_t(ports_.size());
     while (ready && !usOut_.full()) {
-        rr_ = next(ready, rr_);
+        if (!(ready >> rr_ & 1)) {  // the port whose turn it is has nothing: the turn passes on
+            rr_ = next(ready, rr_);
+            grants_ = ports_[rr_]->weight;
+        }
         Port& p = *ports_[rr_];
+        p.stats.responseWait += t - p.in.headReady();
+        ++p.stats.responses;
         Txn* x = p.in.pop();
         if (p.in.empty()) inBusy_ &= ~(1u << rr_);
         if (p.in.headReady() > t) ready &= ~(1u << rr_);
@@ -137,7 +147,10 @@ void CxlSwitch::arbitrate(Tick t) {
         p.link->respBuffer_.give(t);
         x->addr = hdm_->encode(p.index, x->addr);
         if (!(usOut_.empty() && sendUp(x, t))) usOut_.push(t, x);
-        rr_ = rr_ + 1 == ports_.size() ? 0 : rr_ + 1;
+        if (--grants_ == 0) {
+            rr_ = rr_ + 1 == n ? 0 : rr_ + 1;
+            grants_ = ports_[rr_]->weight;
+        }
     }
 }
 

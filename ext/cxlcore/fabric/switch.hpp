@@ -19,6 +19,13 @@
 
 namespace cxlcore {
 
+// A downstream port's share: requests it sent down, responses it sent up,
+// and how long those responses waited for their turn (after the traversal).
+struct PortStats {
+    uint64_t requests = 0, responses = 0;
+    Tick responseWait = 0;
+};
+
 struct SwitchStats {
     uint64_t requests = 0, responses = 0;
     uint64_t egressFull = 0;  // times a request waited because its downstream egress queue was full
@@ -45,7 +52,11 @@ class CxlSwitch final : public Component, public MemEndpoint {
     const std::string& where() const { return where_; }
     const SwitchStats& stats() const { return stats_; }
     uint32_t ports() const { return uint32_t(ports_.size()); }
-    void resetStats() { stats_ = SwitchStats(); }
+    const PortStats& portStats(uint32_t i) const { return ports_[i]->stats; }
+    void resetStats() {
+        stats_ = SwitchStats();
+        for (auto& p : ports_) p->stats = PortStats();
+    }
 
   protected:
     void process() override;
@@ -60,6 +71,8 @@ class CxlSwitch final : public Component, public MemEndpoint {
         MemEndpoint* below = nullptr;
         TimedFifo<Txn*> egress;  // M2S requests routed to this port, waiting for its link's credits
         TimedFifo<Txn*> in;      // S2M responses received, crossing the switch toward the upstream port
+        uint32_t weight = 1;     // responses it may send in one turn of the arbiter
+        PortStats stats;
     };
     void fromBelow(Port& p, Txn* t, Tick arrival);
     bool sendDown(Port& p, Txn* x, Tick t);
@@ -68,7 +81,7 @@ class CxlSwitch final : public Component, public MemEndpoint {
     bool flushUp(Tick t);
     // Upstream receive buffers -> each port's egress, in arrival order per class.
     void route(Tick t);
-    // Responses from the downstream ports onto the upstream egress queue, round-robin.
+    // Responses from the downstream ports onto the upstream egress queue, in turns.
     void arbitrate(Tick t);
     uint32_t next(uint32_t mask, uint32_t from) const;
 
@@ -83,7 +96,7 @@ class CxlSwitch final : public Component, public MemEndpoint {
     TimedFifo<Txn*> usIn_[2];  // M2S receive buffers of the upstream port (Req, RwD), sized by its credits
     TimedFifo<Txn*> usOut_;    // S2M responses waiting for the upstream link
     Tick lat_;
-    uint32_t rr_ = 0;  // the downstream port whose turn it is
+    uint32_t rr_ = 0, grants_ = 0;  // the downstream port whose turn it is, and what is left of its turn
     // Ports whose `in` (bit i: port i) or egress queue holds something: each
     // wake-up visits only these, so idle ports cost nothing.
     uint32_t inBusy_ = 0, egBusy_ = 0;

@@ -75,6 +75,14 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
             r.emplace_back(k + ".switch.responses", double(st.responses));
             r.emplace_back(k + ".switch.egress_full", double(st.egressFull));
             r.emplace_back(k + ".switch.credit_waits", double(st.creditWaits));
+            for (uint32_t j = 0; j < sw.ports(); ++j) {
+                const PortStats& ps = sw.portStats(j);
+                const std::string d = k + ".switch.dsp" + std::to_string(j);
+                r.emplace_back(d + ".requests", double(ps.requests));
+                r.emplace_back(d + ".responses", double(ps.responses));
+                r.emplace_back(d + ".response_wait_ns",
+                               ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
+            }
         }
         if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
     }

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("hang_guard")
 
 # Memories, an accelerator and a switch with four expanders below it.
 EXAMPLES = [T.load(Path(__file__).resolve().parents[1] / "examples" / "topologies" / f).to_dict()
-            for f in ("mixed.toml", "switch-pool.toml")]
+            for f in ("mixed.toml", "switch-1level.toml")]
 NAMES = sorted({n for e in EXAMPLES for n in e["components"]}) + ["nowhere", "", "host.mem", "0x"]
 PORTS = ["mem", "local", "home", "up", "down", "root_port", "root_port[0]", "root_port[7]", "host", "side", "up[1]",
          "dsp", "dsp[0]", "dsp[4]"]

@@ -15,7 +15,7 @@ from simcxl.topology import TopologyError
 
 from conftest import link_bound_cxl
 
-POOL = str(Path(__file__).resolve().parents[1] / "examples" / "topologies" / "switch-pool.toml")
+POOL = str(Path(__file__).resolve().parents[1] / "examples" / "topologies" / "switch-1level.toml")
 GEN5_X16_READ = 52.72  # GB/s of read data per direction (tests/test_bandwidth.py, by hand)
 
 
@@ -70,6 +70,28 @@ def test_switch_adds_its_traversal_each_way_and_one_more_link_hop():
     assert one["read.stage.link_up_ns"] == pytest.approx(2 * base["read.stage.link_up_ns"], abs=0.01)
     extra = 200.0 + base["read.stage.link_down_ns"] + base["read.stage.link_up_ns"]
     assert one["read_latency_ns_mean"] - base["read_latency_ns_mean"] == pytest.approx(extra, abs=0.5)
+
+
+@pytest.mark.parametrize("levels", [1, 2])
+def test_added_idle_latency_is_the_hand_computation(levels):
+    # Per level, from the parameters alone: the traversal each way, and one more hop of an idle Gen5
+    # x16 link each way. An idle link starts a flit at once; the message is whole when the flit
+    # carrying its end is (then the PHY latency). A MemRd header (87 bits, 2 half-slots) fits one
+    # 68 B flit; a MemData (40-bit header and 64 B: 1 + 8 half-slots) needs two, 8 half-slots each.
+    from simcxl.params import LinkParams
+    lk = LinkParams()
+    flit_ns = 68 / (32e9 * lk.lanes * 128 / 130 / 8) * 1e9
+    per_level = 2 * 100.0 + (1 * flit_ns + lk.phy_latency_ns) + (2 * flit_ns + lk.phy_latency_ns)
+    assert per_level == pytest.approx(243.24, abs=0.01)  # 200 + 3 x 1.0791 + 2 x 20
+    r = idle(graph(devices=2, levels=levels, latency_ns=100.0))
+    # The path's own stages, to the picosecond rounding: levels + 1 hops each way.
+    assert r["read.stage.switch_ns"] == pytest.approx(levels * 200.0, abs=0.01)
+    assert r["read.stage.link_down_ns"] == pytest.approx((levels + 1) * (flit_ns + lk.phy_latency_ns), abs=0.01)
+    assert r["read.stage.link_up_ns"] == pytest.approx((levels + 1) * (2 * flit_ns + lk.phy_latency_ns), abs=0.01)
+    # The whole latency: the devices below see other address streams than the one device alone
+    # (their rows open and close elsewhere), so only within 2 %.
+    added = r["read_latency_ns_mean"] - direct()["read_latency_ns_mean"]
+    assert added == pytest.approx(levels * per_level, rel=0.02)
 
 
 @pytest.mark.parametrize("up_lanes", [4, 8])
@@ -167,8 +189,21 @@ def test_a_cxl_cache_device_behind_a_switch_is_refused():
 def test_gem5_refuses_a_switch_before_it_builds_anything():
     # The gem5 side builds host bridges and expanders only so far; it must not drop the switch silently.
     from simcxl import gem5
-    with pytest.raises(ParamError, match=r"switch-pool has a switch \(sw\); switches run in the standalone engine"):
+    with pytest.raises(ParamError, match=r"switch-1level has a switch \(sw\); switches run in the standalone engine"):
         gem5.interleaved(POOL)
+
+
+@pytest.mark.parametrize("example, levels", [("switch-1level.toml", 1), ("switch-2level.toml", 2)])
+def test_the_examples_run_and_each_level_costs_the_same(example, levels):
+    # The shipped fabrics: four cxl-asic expanders behind one or two levels of switches, against
+    # the one expander of the preset; idle, each level adds the same.
+    path = Path(POOL).with_name(example)
+    base = simcxl.traffic("cxl-asic", threads=1, requests=1000, inject_delay_ns=1000.0).iloc[0]
+    r = simcxl.traffic(topology.memory_system(topology.load(path)), threads=1, requests=1000,
+                       inject_delay_ns=1000.0).iloc[0]
+    assert r["read.stage.switch_ns"] == pytest.approx(levels * 200.0, abs=0.01)
+    one = 200.0 + base["read.stage.link_down_ns"] + base["read.stage.link_up_ns"]
+    assert r["read_latency_ns_mean"] - base["read_latency_ns_mean"] > 0.9 * levels * one
 
 
 def test_the_example_pool_shares_its_upstream_port():

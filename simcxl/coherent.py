@@ -29,8 +29,8 @@ from . import _core
 from .engine import Progress, _version, parse_size
 from .params import (ADDRESS_TOP, DEVICE_GROUPS, DEVICE_MEMORY_BASE, MAX_DEVICES, AccelDevice, AccelParams,
                      DCacheParams, DmaParams, DramParams, HomeParams, LinkParams, NicParams, ParamError, ParamGroup,
-                     check_device_name, check_devices, memory_windows, read_device_list, read_text, set_dotted,
-                     shown)
+                     check_device_name, check_devices, memory_windows, read_device_list, set_dotted, shown)
+from .files import read_text
 from .presets import ACCEL_DIR as PRESET_DIR
 from .presets import accel_names as preset_names
 from .presets import split_joined

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 import re
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
@@ -22,24 +21,6 @@ STORES = ("write-allocate", "non-temporal")
 
 class ParamError(ValueError):
     """A parameter is missing, unknown, or outside its allowed values."""
-
-
-def read_text(path) -> str:
-    """A user's file as UTF-8 text (a byte-order mark, as spreadsheets write,
-    is dropped); an unreadable file or other encoding is a ParamError that
-    starts with the path."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ParamError(f"{path}: {e.strerror}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ParamError(f"{path}:{line} column {col}: byte 0x{data[e.start]:02x} is not UTF-8 text; save the "
-                         "file as UTF-8") from None
 
 
 def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .params import (MAP_KIND, WINDOW_STRIDE, CxlMemory, ParamError, RemoteMemory, System, Window, WindowRange,
-                     read_text)
+from .files import read_text
+from .params import MAP_KIND, WINDOW_STRIDE, CxlMemory, ParamError, RemoteMemory, System, Window, WindowRange
 
 PRESET_DIR = Path(__file__).with_name("presets")
 #: The accelerator presets (coherent.load reads them). Listed here, below

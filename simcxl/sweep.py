@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from . import engine, presets
-from .params import ParamError, System, read_text, shown
+from .files import read_text
+from .params import ParamError, System, shown
 from .targets import parse_target
 
 if sys.version_info >= (3, 11):

@@ -29,7 +29,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from . import mlc
-from .params import KINDS, STORES, LinkParams, ParamError, read_text, shown
+from .files import read_text
+from .params import KINDS, STORES, LinkParams, ParamError, shown
 
 KERNELS = ("copy", "scale", "add", "triad")
 # What a memory's `link` table may set, and to what (params.LinkParams).

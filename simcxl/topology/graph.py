@@ -39,7 +39,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ..params import PHYS_SPACE, ParamError, read_text, shown
+from ..files import read_text
+from ..params import PHYS_SPACE, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
 
 

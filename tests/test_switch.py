@@ -4,6 +4,7 @@ switch refuses. Expected values come from the link physics (tests/test_bandwidth
 peaks by hand) and from composing runs without a switch."""
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,15 @@ def test_a_request_trace_shows_the_switch_and_adds_up(tmp_path):
     got = per.reindex(index=counted["request"]).fillna(0)["switch"].to_numpy()
     assert (got == counted["stage.switch_ps"].to_numpy()).all()
     assert got.mean() / 1000 == pytest.approx(row["read.stage.switch_ns"], rel=1e-9)
+
+
+def test_a_device_that_stops_answering_below_a_switch_is_named_by_the_watchdog():
+    # The devices below the switch stop answering after five responses each: the run ends with a
+    # StallError naming the queue that holds the oldest request, a silent device's response queue.
+    d = graph(devices=2)
+    d["fault"] = {"device_stops_after": 5}
+    with pytest.raises(_core.StallError) as e:
+        _core.run_traffic(d, 16, 1.0, "random", 1 << 30, 20000, 0.0, 0.0, False, None)
+    msg = str(e.value)
+    assert "\n" not in msg and "request(s) in flight" in msg
+    assert re.search(r"in sw_[01]\.device\.tx", msg), msg

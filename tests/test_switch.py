@@ -253,3 +253,20 @@ def test_a_device_that_stops_answering_below_a_switch_is_named_by_the_watchdog()
     msg = str(e.value)
     assert "\n" not in msg and "request(s) in flight" in msg
     assert re.search(r"in sw_[01]\.device\.tx", msg), msg
+
+
+@pytest.mark.parametrize("levels", [1, 2])
+def test_one_credit_and_one_entry_everywhere_still_completes(levels):
+    # Every credit and queue on the path at its minimum, reads and writes mixed: slow, but every
+    # request completes (no deadlock: the watchdog would end the run with a StallError).
+    d = graph(devices=2, levels=levels, port_queue=1)
+    for c in d["components"].values():
+        if c["type"] == "link":
+            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1)
+        if c["type"] == "host_bridge":
+            c.update(req_queue=1, resp_queue=1)
+        if c["type"] == "type3":
+            c["device"].update(req_queue=1, resp_queue=1)
+    r = run(d, threads=16, read_fraction=0.5, requests=4000)
+    assert r["read_gbps"] > 0 and r["write_gbps"] > 0
+    assert r["sw.switch.requests"] > 0

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from root_port_scaling import side_by_side
+
 PROBE = r"""
 import copy, json, sys
 from simcxl import engine, presets, topology
@@ -69,14 +71,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
     trees = a.tree or [Path(__file__).resolve().parents[1]]
-    runs = {(t, s): [] for t in trees for s in SHAPES}
-    info = {}
-    for _ in range(a.repeats):
-        for s in SHAPES:
-            for t in trees:
-                r = measure(t, s, a.requests)
-                runs[t, s].append(r["rps"])
-                info[t, s] = r
+    got = side_by_side(trees, SHAPES, lambda t, s: measure(t, s, a.requests), a.repeats)
+    runs = {k: [r["rps"] for r in v] for k, v in got.items()}
+    info = {k: v[-1] for k, v in got.items()}
     print(f"cxl-asic expanders, 16 cores of random 64 B reads, {a.requests:,} requests, median of {a.repeats}; "
           "switches with 0 ns traversal (the cost measured is the engine's, not the switch's latency)")
     print(f"{'tree':32s} {'root ports':>10s} {'levels':>6s} {'devices':>7s} {'M req/s':>8s} {'GB/s':>6s} "

@@ -35,6 +35,17 @@ def measure(tree: Path, ports: int, requests: int) -> dict:
     return json.loads(out.stdout)
 
 
+def side_by_side(trees, cases, measure, repeats: int) -> dict:
+    """{(tree, case): [measure(tree, case), ...]}, `repeats` each, alternating trees and cases so
+    that a busy machine slows them all alike."""
+    runs = {(t, c): [] for t in trees for c in cases}
+    for _ in range(repeats):
+        for c in cases:
+            for t in trees:
+                runs[t, c].append(measure(t, c))
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", action="append", type=Path, help="source tree (default: this repository)")
@@ -44,14 +55,9 @@ def main() -> int:
     a = ap.parse_args()
     trees = a.tree or [Path(__file__).resolve().parents[1]]
     ports = [int(p) for p in a.ports.split(",")]
-    runs = {(t, p): [] for t in trees for p in ports}
-    gbps = {}
-    for _ in range(a.repeats):
-        for p in ports:
-            for t in trees:
-                r = measure(t, p, a.requests)
-                runs[t, p].append(r["rps"])
-                gbps[t, p] = r["gbps"]
+    got = side_by_side(trees, ports, lambda t, p: measure(t, p, a.requests), a.repeats)
+    runs = {k: [r["rps"] for r in v] for k, v in got.items()}
+    gbps = {k: v[-1]["gbps"] for k, v in got.items()}
     print(f"cxl-asic, 16 cores of random 64 B reads, {a.requests:,} requests, median of {a.repeats}")
     print(f"{'tree':40s} {'ports':>5s} {'M req/s':>8s} {'GB/s':>6s} {'cost vs 1 port':>15s}")
     for t in trees:

@@ -3,8 +3,9 @@
 Two independent readers check the bytes: ACPICA's disassembler (`iasl -d`,
 Debian's acpica-tools: it knows SRAT, SLIT and HMAT) and, for CEDT (which the
 packaged ACPICA predates), a decoder written here from the field offsets of
-CXL 3.1 section 9.18. Expected values are the inputs, in the units the
-specifications define (HMAT: picoseconds and MB/s times the entry base unit)."""
+CXL 3.1 section 9.18; for a device's CDAT, one from UEFI CDAT 1.03. Expected
+values are the inputs, in the units the specifications define (HMAT and CDAT:
+picoseconds and MB/s times the entry base unit)."""
 
 import re
 import shutil
@@ -242,3 +243,93 @@ def test_linux_reads_our_srat_slit_and_hmat_as_the_numa_nodes_and_access_classes
                                 write_bandwidth="19350"))):
         for k, v in want.items():
             assert got[f"node{node}/access0/initiators/{k}"] == v, (node, k, got)
+
+
+# ---------------------------------------------------------------- CDAT
+
+def decode_cdat(raw):
+    """The CDAT from the field offsets of UEFI CDAT 1.03 (the layout Linux's drivers/cxl/core/cdat.c
+    reads): a 16-byte header (length, revision, checksum, 6 reserved, sequence), then structures
+    of type, reserved, length: DSMAS (0), DSLBIS (1), DSEMTS (4)."""
+    length, rev, _csum = struct.unpack_from("<IBB", raw, 0)
+    assert length == len(raw) and rev == 1 and sum(raw) % 256 == 0
+    seq, = struct.unpack_from("<I", raw, 12)
+    out, off = [], 16
+    while off < len(raw):
+        typ, _, ln = struct.unpack_from("<BBH", raw, off)
+        assert ln == 24
+        if typ == 0:
+            handle, flags, _, base, size = struct.unpack_from("<BBHQQ", raw, off + 4)
+            out.append(("dsmas", handle, flags, base, size))
+        elif typ == 1:
+            handle, flags, dtype, _, unit, e0, e1, e2 = struct.unpack_from("<BBBBQHHH", raw, off + 4)
+            out.append(("dslbis", handle, flags, dtype, unit * e0, e1, e2))
+        elif typ == 4:
+            handle, mtype, _, doff, dlen = struct.unpack_from("<BBHQQ", raw, off + 4)
+            out.append(("dsemts", handle, mtype, doff, dlen))
+        else:
+            raise AssertionError(f"unexpected CDAT structure type {typ}")
+        off += ln
+    return seq, out
+
+
+def test_cdat_describes_each_range_with_its_latency_and_bandwidths():
+    ranges = [dict(handle=0, dpa_base=0, dpa_length=64 * GiB, read_latency_ns=91.67, read_bandwidth_gbps=38.4,
+                   write_bandwidth_gbps=38.4),
+              dict(handle=3, dpa_base=64 * GiB, dpa_length=GiB, non_volatile=True, read_latency_ns=350.0,
+                   read_bandwidth_gbps=12.5, write_bandwidth_gbps=6.0)]
+    seq, got = decode_cdat(A.cdat(ranges, sequence=7))
+    assert seq == 7
+    # Per range: DSMAS, DSEMTS (conventional memory over all of it), then DSLBIS read latency (type 1,
+    # picoseconds), read bandwidth (4) and write bandwidth (5) in MB/s, memory hierarchy 0.
+    assert got[:5] == [("dsmas", 0, 0, 0, 64 * GiB), ("dsemts", 0, 0, 0, 64 * GiB),
+                       ("dslbis", 0, 0, 1, 91670, 0, 0), ("dslbis", 0, 0, 4, 38400, 0, 0),
+                       ("dslbis", 0, 0, 5, 38400, 0, 0)]
+    assert got[5:] == [("dsmas", 3, 0x4, 64 * GiB, GiB), ("dsemts", 3, 0, 0, GiB),
+                       ("dslbis", 3, 0, 1, 350000, 0, 0), ("dslbis", 3, 0, 4, 12500, 0, 0),
+                       ("dslbis", 3, 0, 5, 6000, 0, 0)]
+
+
+def test_a_devices_cdat_latency_is_the_engines_idle_read_to_a_closed_row():
+    # Second method: idle reads one at a time through the engine (refresh off). Each spends the same
+    # fixed time outside the device (host, bridge, link both ways) and, inside it, one of three: a
+    # read to a closed row (what the CDAT figure, computed from the parameters alone, says), one to
+    # the open row (no activate: tRCD less) or one that finds another row open (a precharge first:
+    # tRP more). Every read the engine made falls in the histogram bucket (1/64 of an octave) of
+    # one of those three, and the closed-row one is there.
+    import simcxl
+    from simcxl import histograms
+    from simcxl.topology import core_graph
+    from conftest import link_bound_cxl
+    s = link_bound_cxl()
+    fig = A.device_cdat(core_graph(s), "cxl_dev0", 16 * GiB)
+    m = s.cxl.media
+    assert fig["read_bandwidth_gbps"] == fig["write_bandwidth_gbps"] == pytest.approx(
+        m.channels * m.bus_bytes * m.data_rate_mts / 1000)
+    with histograms.record() as h:
+        r = simcxl.traffic(s, threads=1, requests=2000, inject_delay_ns=1000.0).iloc[0]
+    hist = h.frame()
+    hist = hist[hist["stream"] == "read_latency"]
+    outside = sum(r[f"read.stage.{st}_ns"] for st in ("host_uncore", "host_port", "link_down", "link_up"))
+    closed = outside + fig["read_latency_ns"]
+    modes = (closed - m.tRCD_ns, closed, closed + m.tRP_ns)
+    holds = [[lo <= x < hi for x in modes] for lo, hi in zip(hist["lo_ns"], hist["hi_ns"])]
+    assert all(any(b) for b in holds), (hist, modes)
+    assert any(b[1] for b in holds)
+    # And it goes into the table as that many picoseconds, to the base unit's rounding.
+    _, got = decode_cdat(A.cdat([dict(handle=0, dpa_base=0, dpa_length=16 * GiB, **{k: v for k, v in fig.items()
+                                                                                  if k != "dpa_length"})]))
+    assert got[2][4] == pytest.approx(fig["read_latency_ns"] * 1000, abs=10)
+
+
+@pytest.mark.parametrize("ranges, message", [
+    ([dict(handle=1, dpa_base=0, dpa_length=GiB, read_latency_ns=90.0, read_bandwidth_gbps=1.0,
+           write_bandwidth_gbps=1.0)] * 2, "cdat.dsmas.handle 1 appears twice"),
+    ([dict(handle=1, dpa_base=0, dpa_length=0, read_latency_ns=90.0, read_bandwidth_gbps=1.0,
+           write_bandwidth_gbps=1.0)], "cdat.dsmas.dpa_length = 0 is not allowed"),
+    ([dict(handle=1, dpa_base=0, dpa_length=GiB, read_latency_ns=0.0, read_bandwidth_gbps=1.0,
+           write_bandwidth_gbps=1.0)], "cdat.dslbis: latency and bandwidths must be finite and above 0"),
+])
+def test_bad_cdat_ranges_are_refused_by_field(ranges, message):
+    with pytest.raises(_core.ConfigError, match=re.escape(message)):
+        A.cdat(ranges)

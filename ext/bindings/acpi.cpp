@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "cxlcore/platform/acpi.hpp"
+#include "cxlcore/system/graph.hpp"
 
 namespace py = pybind11;
 using namespace cxlcore;
@@ -12,7 +13,7 @@ namespace {
 py::bytes asBytes(const std::vector<uint8_t>& v) { return py::bytes(reinterpret_cast<const char*>(v.data()), v.size()); }
 }  // namespace
 
-void bindAcpi(py::module_& parent) {
+void bindAcpi(py::module_& parent, Graph (*readGraph)(const py::dict&)) {
     py::module_ m = parent.def_submodule("acpi", "ACPI SRAT, SLIT, HMAT and CEDT bodies (bytes after the 36-byte header).");
     m.attr("HEADER_BYTES") = acpi::kHeaderBytes;
     m.attr("REVISIONS") = py::dict(py::arg("SRAT") = acpi::kSratRevision, py::arg("SLIT") = acpi::kSlitRevision,
@@ -61,6 +62,35 @@ void bindAcpi(py::module_& parent) {
     }, py::arg("bridges"), py::arg("windows"),
        "bridges: [(uid, cxl_version, base, length)]; windows: dicts of base, size, ways, granularity, targets "
        "(bridge UIDs), restrictions, qtg_id.");
+    m.def("cdat", [](const std::vector<py::dict>& ranges, uint32_t sequence) {
+        std::vector<acpi::CdatRange> r;
+        for (const py::dict& d : ranges) {
+            acpi::CdatRange x;
+            x.handle = d["handle"].cast<uint8_t>();
+            x.dpaBase = d["dpa_base"].cast<uint64_t>();
+            x.dpaLength = d["dpa_length"].cast<uint64_t>();
+            x.nonVolatile = d.contains("non_volatile") && d["non_volatile"].cast<bool>();
+            x.readLatencyNs = d["read_latency_ns"].cast<double>();
+            x.readBandwidthGBps = d["read_bandwidth_gbps"].cast<double>();
+            x.writeBandwidthGBps = d["write_bandwidth_gbps"].cast<double>();
+            r.push_back(x);
+        }
+        return asBytes(acpi::cdat(r, sequence));
+    }, py::arg("ranges"), py::arg("sequence") = 0,
+       "The whole CDAT (header and checksum): per range (dicts of handle, dpa_base, dpa_length, non_volatile, "
+       "read_latency_ns, read/write_bandwidth_gbps) a DSMAS, a DSEMTS and DSLBIS entries.");
+    m.def("device_cdat", [readGraph](py::dict system, const std::string& component, uint64_t dpaLength) {
+        const Graph g = readGraph(system);
+        g.check();
+        const Node* n = g.find(component);
+        if (!n || n->type != "type3")
+            throw ConfigError("device_cdat: " + component + " is not a type3 component of system " + g.name);
+        const acpi::CdatRange r = acpi::deviceCdat(n->params.DeviceParams_, n->params.DramParams_, dpaLength);
+        return py::dict(py::arg("dpa_length") = r.dpaLength, py::arg("read_latency_ns") = r.readLatencyNs,
+                        py::arg("read_bandwidth_gbps") = r.readBandwidthGBps,
+                        py::arg("write_bandwidth_gbps") = r.writeBandwidthGBps);
+    }, py::arg("system"), py::arg("component"), py::arg("dpa_length"),
+       "A Type-3 component's own figures for its CDAT, as the model computes them (no link).");
     m.def("table", [](const std::string& sig, uint8_t rev, py::bytes body) {
         std::string s = body;
         return asBytes(acpi::table(sig, rev, std::vector<uint8_t>(s.begin(), s.end())));

@@ -438,7 +438,7 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 
 }  // namespace
 
-void bindAcpi(py::module_& parent);  // acpi.cpp
+void bindAcpi(py::module_& parent, Graph (*readGraph)(const py::dict&));  // acpi.cpp
 void bindTrace(py::module_& m);  // trace.cpp
 void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
@@ -693,7 +693,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("min_transfers") = 4, py::arg("progress") = py::none(),
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
-    bindAcpi(m);
+    bindAcpi(m, readGraph);
     bindTrace(m);
     bindNic(m, readGraph, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");

@@ -170,6 +170,75 @@ std::vector<uint8_t> hmatBody(const std::vector<uint32_t>& memoryDomains, const 
     return o.b;
 }
 
+std::vector<uint8_t> cdat(const std::vector<CdatRange>& ranges, uint32_t sequence) {
+    Bytes o;
+    o.u32(0);  // length, set below
+    o.u8(1);   // revision
+    o.u8(0);   // checksum, set below
+    for (int i = 0; i < 6; ++i) o.u8(0);
+    o.u32(sequence);
+    std::set<uint8_t> handles;
+    for (const CdatRange& r : ranges) {
+        if (!handles.insert(r.handle).second)
+            bad("cdat.dsmas.handle " + std::to_string(r.handle) + " appears twice; allowed: one per range");
+        if (!r.dpaLength) bad("cdat.dsmas.dpa_length = 0 is not allowed; allowed: a non-empty range");
+        if (!(std::isfinite(r.readLatencyNs) && r.readLatencyNs > 0 && std::isfinite(r.readBandwidthGBps) &&
+              r.readBandwidthGBps > 0 && std::isfinite(r.writeBandwidthGBps) && r.writeBandwidthGBps > 0))
+            bad("cdat.dslbis: latency and bandwidths must be finite and above 0");
+        o.u8(0);  // DSMAS
+        o.u8(0);
+        o.u16(24);
+        o.u8(r.handle);
+        o.u8(r.nonVolatile ? 0x4 : 0);
+        o.u16(0);
+        o.u64(r.dpaBase);
+        o.u64(r.dpaLength);
+        o.u8(4);  // DSEMTS: the range as conventional memory
+        o.u8(0);
+        o.u16(24);
+        o.u8(r.handle);
+        o.u8(0);  // EfiConventionalMemory
+        o.u16(0);
+        o.u64(0);  // offset into the range
+        o.u64(r.dpaLength);
+        // DSLBIS: read latency (ps), read and write bandwidth (MB/s), each as entry x base unit.
+        const std::pair<uint8_t, double> entries[] = {
+            {1, r.readLatencyNs * 1000.0}, {4, r.readBandwidthGBps * 1000.0}, {5, r.writeBandwidthGBps * 1000.0}};
+        for (const auto& [type, value] : entries) {
+            const uint64_t base = baseUnit({value});
+            o.u8(1);
+            o.u8(0);
+            o.u16(24);
+            o.u8(r.handle);
+            o.u8(0);  // memory (the HMAT memory hierarchy)
+            o.u8(type);
+            o.u8(0);
+            o.u64(base);
+            o.u16(uint64_t(std::llround(value / double(base))));
+            o.u16(0);  // entries 1 and 2: unused for a device's own port
+            o.u16(0);
+            o.u16(0);
+        }
+    }
+    const uint32_t n = uint32_t(o.b.size());
+    for (int i = 0; i < 4; ++i) o.b[size_t(i)] = uint8_t(n >> (8 * i));
+    uint8_t sum = 0;
+    for (uint8_t x : o.b) sum = uint8_t(sum + x);
+    o.b[5] = uint8_t(-sum);
+    return o.b;
+}
+
+CdatRange deviceCdat(const DeviceParams& d, const DramParams& m, uint64_t dpaLength) {
+    CdatRange r;
+    r.dpaLength = dpaLength;
+    const double burst = m.burst_length * 1000.0 / m.data_rate_mts;
+    r.readLatencyNs = d.req_latency_ns + d.resp_latency_ns + m.frontend_latency_ns + m.tRCD_ns + m.tCL_ns + burst +
+                      m.backend_latency_ns;
+    const double peak = m.channels * m.bus_bytes * m.data_rate_mts * 1e6 / 1e9;
+    r.readBandwidthGBps = r.writeBandwidthGBps = peak;
+    return r;
+}
+
 std::vector<uint8_t> cedtBody(const std::vector<HostBridgeStructure>& bridges,
                               const std::vector<FixedMemoryWindow>& windows) {
     Bytes o;

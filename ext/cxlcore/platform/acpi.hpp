@@ -1,7 +1,8 @@
 // ACPI tables that describe a host's memory to its operating system: SRAT
 // (which proximity domain each CPU and memory range is in), SLIT (relative
 // distances), HMAT (latency and bandwidth between initiators and memories)
-// and CEDT (CXL host bridges and fixed memory windows). Each builder returns
+// and CEDT (CXL host bridges and fixed memory windows), and a Type-3
+// device's CDAT (what its DOE mailbox serves). Each ACPI builder returns
 // the table's body, the bytes after the 36-byte common header; `table` adds
 // the header and checksum. Layouts: ACPI 6.5 sections 5.2.16 (SRAT), 5.2.17
 // (SLIT), 5.2.28 (HMAT); CXL 3.1 section 9.18 (CEDT).
@@ -12,6 +13,8 @@
 #include <vector>
 
 namespace cxlcore {
+struct DeviceParams;
+struct DramParams;
 namespace acpi {
 
 constexpr uint32_t kHeaderBytes = 36;
@@ -56,6 +59,26 @@ struct FixedMemoryWindow {  // CFMWS
 };
 std::vector<uint8_t> cedtBody(const std::vector<HostBridgeStructure>& bridges,
                               const std::vector<FixedMemoryWindow>& windows);
+
+// CDAT (Coherent Device Attribute Table, UEFI CDAT 1.03), as a Type-3 device
+// serves it through its DOE mailbox (CXL 3.1 section 8.1.11): the 16-byte
+// header, then per DPA range a DSMAS, its DSEMTS and DSLBIS entries. The
+// table is whole, checksum included: it has no ACPI header.
+struct CdatRange {
+    uint8_t handle = 0;
+    uint64_t dpaBase = 0, dpaLength = 0;
+    bool nonVolatile = false;
+    double readLatencyNs = 0;  // from the device's port to its memory and back, without the link
+    double readBandwidthGBps = 0, writeBandwidthGBps = 0;
+};
+std::vector<uint8_t> cdat(const std::vector<CdatRange>& ranges, uint32_t sequence = 0);
+// A Type-3 device's own figures, from its parameters as the model uses them:
+// the controller both ways, the media's front end, an activate, the CAS
+// latency, one burst and the back end for an idle read (its rows closed);
+// the media's peak for bandwidth each way. No write latency: a posted
+// write's is the controller's and the queue's, which the model does not report.
+CdatRange deviceCdat(const DeviceParams& device, const DramParams& media, uint64_t dpaLength);
+constexpr uint32_t kCdatHeaderBytes = 16;
 
 // FADT (ACPI 6.5 section 5.2.9, revision 6): enough fixed hardware for an OS
 // to enable ACPI (without it Linux runs with ACPI disabled, and then parses

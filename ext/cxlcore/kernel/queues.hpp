@@ -2,7 +2,6 @@
 #pragma once
 
 #include <algorithm>
-#include <deque>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -103,35 +102,54 @@ class TimedFifo {
 
 // Entries ordered by ready time. Nearly all arrive in order and go to the
 // back in O(1); a rare early one is inserted from the back. Equal times keep
-// arrival order, so results are deterministic.
+// arrival order, so results are deterministic. A ring of a power-of-two
+// size that only grows: a deque allocated and freed a block every few
+// hundred entries and chased a map pointer on every access.
 template <typename T>
 class TimedQueue {
   public:
-    bool empty() const { return q_.empty(); }
-    size_t size() const { return q_.size(); }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
     void name(const std::string& n) { name_ = internName(n); }
     void push(Tick ready, T v) {
         stampQueue(v, name_);
-        if (q_.empty() || q_.back().first <= ready) {
-            q_.emplace_back(ready, v);
-            return;
-        }
-        auto it = q_.end();
-        while (it != q_.begin() && std::prev(it)->first > ready) --it;
-        q_.emplace(it, ready, v);
+        if (size_ == buf_.size()) grow();
+        size_t i = size_;
+        // Later entries move back one place (equal times stay ahead).
+        for (; i && at(i - 1).ready > ready; --i) at(i) = std::move(at(i - 1));
+        at(i) = Slot{ready, std::move(v)};
+        ++size_;
     }
-    Tick headReady() const { return q_.empty() ? kNever : q_.front().first; }
-    Tick readyAt(size_t i) const { return q_[i].first; }
-    T& front() { return q_.front().second; }
+    Tick headReady() const { return size_ ? buf_[head_].ready : kNever; }
+    Tick readyAt(size_t i) const { return at(i).ready; }
+    T& front() { return buf_[head_].v; }
     T pop() {
-        T v = q_.front().second;
-        q_.pop_front();
+        T v = std::move(buf_[head_].v);
+        buf_[head_].v = T();  // holds nothing once taken
+        head_ = (head_ + 1) & (buf_.size() - 1);
+        --size_;
         return v;
     }
-    void clear() { q_.clear(); }
+    void clear() {
+        while (size_) pop();
+        head_ = 0;
+    }
 
   private:
-    std::deque<std::pair<Tick, T>> q_;
+    struct Slot {
+        Tick ready;
+        T v;
+    };
+    Slot& at(size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    const Slot& at(size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    [[gnu::noinline, gnu::cold]] void grow() {
+        std::vector<Slot> b(buf_.empty() ? 8 : buf_.size() * 2);
+        for (size_t k = 0; k < size_; ++k) b[k] = std::move(at(k));
+        buf_.swap(b);
+        head_ = 0;
+    }
+    std::vector<Slot> buf_;
+    size_t head_ = 0, size_ = 0;
     const char* name_ = nullptr;
 };
 

@@ -35,6 +35,82 @@ class ObjectPool {
     std::vector<T*> free_;
 };
 
+// A short FIFO of plain values (pointers) that costs no allocation while it
+// holds at most N: per-line and per-MSHR wait lists, which are made and
+// dropped with every miss and nearly always hold one entry or none. A
+// std::deque allocates a map and a 512-byte block as it is made, and again
+// when it is moved from.
+template <typename T, size_t N = 2>
+class SmallFifo {
+  public:
+    SmallFifo() = default;
+    SmallFifo(const SmallFifo&) = default;
+    SmallFifo& operator=(const SmallFifo&) = default;
+    SmallFifo(SmallFifo&& o) noexcept : head_(o.head_), n_(o.n_), more_(std::move(o.more_)) {
+        std::copy(o.in_, o.in_ + N, in_);
+        o.head_ = o.n_ = 0;
+        o.more_.clear();
+    }
+    SmallFifo& operator=(SmallFifo&& o) noexcept {
+        head_ = o.head_;
+        n_ = o.n_;
+        std::copy(o.in_, o.in_ + N, in_);
+        more_ = std::move(o.more_);
+        o.head_ = o.n_ = 0;
+        o.more_.clear();
+        return *this;
+    }
+    bool empty() const { return head_ == n_; }
+    size_t size() const { return n_ - head_; }
+    void push_back(T v) {
+        if (n_ < N) in_[n_] = v;
+        else more_.push_back(v);
+        ++n_;
+    }
+    T& front() { return at(head_); }
+    const T& front() const { return at(head_); }
+    void pop_front() {
+        if (++head_ == n_) {
+            head_ = n_ = 0;  // emptied: start again in place
+            more_.clear();
+        } else if (head_ >= N + 64 && 2 * head_ >= n_) {
+            compact();  // a list that never empties stays bounded
+        }
+    }
+
+    class const_iterator {
+      public:
+        const_iterator(const SmallFifo* f, size_t i) : f_(f), i_(i) {}
+        const T& operator*() const { return f_->at(i_); }
+        const_iterator& operator++() {
+            ++i_;
+            return *this;
+        }
+        bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+        bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+      private:
+        const SmallFifo* f_;
+        size_t i_;
+    };
+    const_iterator begin() const { return const_iterator(this, head_); }
+    const_iterator end() const { return const_iterator(this, n_); }
+
+  private:
+    [[gnu::noinline, gnu::cold]] void compact() {
+        std::vector<T> rest;
+        for (size_t i = head_; i < n_; ++i) rest.push_back(at(i));
+        head_ = n_ = 0;
+        more_.clear();
+        for (const T& v : rest) push_back(v);
+    }
+    T& at(size_t i) { return i < N ? in_[i] : more_[i - N]; }
+    const T& at(size_t i) const { return i < N ? in_[i] : more_[i - N]; }
+    size_t head_ = 0, n_ = 0;  // entries [head_, n_): the first N in place, the rest in more_
+    T in_[N] = {};
+    std::vector<T> more_;
+};
+
 // A FIFO whose entries become ready at non-decreasing times: models a fixed
 // pipeline latency without an event per stage. Ring buffer, bounded capacity.
 //

@@ -19,6 +19,9 @@ namespace cxlcore {
 // run (the host's DRAM in a run against an expander) do not deepen the tree.
 class EventLoop : public Host {
   public:
+    EventLoop() { clock_ = &now_; }
+    EventLoop(const EventLoop&) = delete;  // components hold a pointer to its clock
+    EventLoop& operator=(const EventLoop&) = delete;
     Tick now() const override { return now_; }
     void wakeAt(Component* c, Tick t) override {
         const size_t s = c->slot;

@@ -100,7 +100,7 @@ class HomeAgent : public Endpoint, public Client {
         MState host = MState::I;
         uint64_t value = 0;    // host copy
         HTxn* active = nullptr;
-        std::deque<HTxn*> wait;
+        SmallFifo<HTxn*> wait;  // no allocation for a line made and dropped with one miss
         std::list<uint64_t>::iterator lru;  // place in the host cache's LRU order, while host != I
     };
     using LineMap = std::unordered_map<uint64_t, HLine>;

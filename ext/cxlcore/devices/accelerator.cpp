@@ -253,8 +253,8 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
 
 void Accelerator::finishMshr(uint64_t line) {
     auto it = mshrs_.find(line);
-    std::deque<Txn*> waiting = std::move(it->second.waiting);
-    std::deque<Txn*> snoops = std::move(it->second.snoops);
+    const SmallFifo<Txn*> waiting = std::move(it->second.waiting);
+    const SmallFifo<Txn*> snoops = std::move(it->second.snoops);
     const bool uncached = it->second.kind == Mshr::Uncached;
     const Opc op = it->second.op;
     const uint64_t value = it->second.value;

@@ -102,13 +102,13 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     struct Mshr {
         enum Kind : uint8_t { Fill, Uncached, Evict, Local } kind = Fill;
         Opc op = Opc::RdShared;
-        std::deque<Txn*> waiting;  // first is the primary
+        SmallFifo<Txn*> waiting;  // first is the primary (no allocation per miss)
         bool gotGo = false, gotData = false, snooped = false;
         MState granted = MState::I, evictState = MState::I;
         uint64_t value = 0;
         CLine* way = nullptr;
         bool biPending = false, hostReacquired = false, biInv = false;
-        std::deque<Txn*> snoops;  // snoops that arrived after GO, answered once the fill lands
+        SmallFifo<Txn*> snoops;  // snoops that arrived after GO, answered once the fill lands
     };
 
     // Work done after a fixed delay, as plain records (no allocation per event).

@@ -66,13 +66,19 @@ bool TagArray::access(uint64_t key) {
     const uint64_t k = key + 1;
     ++clock_;
     // One pass: a hit, or the least recent way (invalid ways have stamp 0).
+    // The oldest stamp so far stays in a register: reloading s[victim] made
+    // each way wait for the comparison of the one before.
     uint32_t victim = 0;
+    uint64_t oldest = s[0];
     for (uint32_t w = 0; w < assoc_; ++w) {
         if (t[w] == k) {
             s[w] = clock_;
             return true;
         }
-        if (s[w] < s[victim]) victim = w;
+        if (s[w] < oldest) {
+            oldest = s[w];
+            victim = w;
+        }
     }
     t[victim] = k;
     s[victim] = clock_;
@@ -171,10 +177,16 @@ bool L2Array::hit(uint64_t key) {
     return false;
 }
 
-bool L2Array::fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReused) {
+void L2Array::prefetch(uint64_t key) const {
     const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
-    uint64_t* t = &tags_[set * assoc_];
-    uint8_t* a = &age_[set * assoc_];
+    const uint64_t* t = &tags_[set * assoc_];
+    __builtin_prefetch(t);
+    __builtin_prefetch(t + assoc_ - 1);  // a set of 16 tags spans two lines
+    __builtin_prefetch(&age_[set * assoc_]);
+}
+
+// The way a fill of `key`'s set takes.
+uint32_t L2Array::fillWay(const uint64_t* t, const uint8_t* a) const {
     uint32_t w = assoc_;
     for (uint32_t v = assoc_; v-- > 0;)  // R2: the last empty way
         if (!t[v]) {
@@ -188,6 +200,23 @@ bool L2Array::fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReus
                 break;
             }
     if (w == assoc_) w = 0;  // U1 leaves a line of age 3 beside the last accessed; unreachable
+    return w;
+}
+
+bool L2Array::peekVictim(uint64_t key, uint64_t& victim) const {
+    const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
+    const uint64_t* t = &tags_[set * assoc_];
+    const uint32_t w = fillWay(t, &age_[set * assoc_]);
+    if (!t[w]) return false;
+    victim = (t[w] >> 1) - 1;
+    return true;
+}
+
+bool L2Array::fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReused) {
+    const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
+    uint64_t* t = &tags_[set * assoc_];
+    uint8_t* a = &age_[set * assoc_];
+    const uint32_t w = fillWay(t, a);
     const bool evicts = t[w] != 0;
     if (evicts) {
         victim = (t[w] >> 1) - 1;

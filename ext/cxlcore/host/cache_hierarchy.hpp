@@ -80,9 +80,15 @@ class L2Array {
     // a valid line was evicted, and which (with its flag).
     bool fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReused);
     void clear();
+    // Hints for the simulator's own caches, which never change a result:
+    // the key's set, and the line a fill of the key would evict now (false
+    // when none would).
+    void prefetch(uint64_t key) const;
+    bool peekVictim(uint64_t key, uint64_t& victim) const;
 
   private:
     void age(uint8_t* a, uint32_t keep) const;
+    uint32_t fillWay(const uint64_t* t, const uint8_t* a) const;
     uint64_t sets_;
     uint32_t assoc_;
     bool pow2_;
@@ -108,6 +114,19 @@ class CacheHierarchy {
     enum Level : int { kL1 = 0, kL2 = 1, kLLC = 2, kMem = 3 };
     Level access(uint64_t addr);
     void prefetch(uint64_t addr) const { llc_.prefetch(addr / kLineBytes); }
+    // Hints for a load some steps ahead (they never change a result): its
+    // L2 and LLC sets, and, a few steps later, the LLC set its L2 victim
+    // will go to in a non-inclusive LLC. Without them nearly every step of a
+    // working set larger than the simulator's own caches waits for memory
+    // three times: the L2 set, the LLC set, and the victim's LLC set.
+    void prefetchSets(uint64_t addr) const {
+        l2_.prefetch(addr / kLineBytes);
+        llc_.prefetch(addr / kLineBytes);
+    }
+    void prefetchVictim(uint64_t addr) const {
+        uint64_t v;
+        if (!inclusive_ && l2_.peekVictim(addr / kLineBytes, v)) llc_.prefetch(v);
+    }
     // 0: DTLB hit, 1: STLB hit, 2: page walk needed.
     int translate(uint64_t vaddr);
     static uint64_t pteAddr(uint64_t vaddr, uint64_t pageBytes) {

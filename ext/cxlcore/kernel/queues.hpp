@@ -2,7 +2,6 @@
 #pragma once
 
 #include <algorithm>
-#include <deque>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -34,6 +33,82 @@ class ObjectPool {
   private:
     std::vector<std::unique_ptr<T>> store_;
     std::vector<T*> free_;
+};
+
+// A short FIFO of plain values (pointers) that costs no allocation while it
+// holds at most N: per-line and per-MSHR wait lists, which are made and
+// dropped with every miss and nearly always hold one entry or none. A
+// std::deque allocates a map and a 512-byte block as it is made, and again
+// when it is moved from.
+template <typename T, size_t N = 2>
+class SmallFifo {
+  public:
+    SmallFifo() = default;
+    SmallFifo(const SmallFifo&) = default;
+    SmallFifo& operator=(const SmallFifo&) = default;
+    SmallFifo(SmallFifo&& o) noexcept : head_(o.head_), n_(o.n_), more_(std::move(o.more_)) {
+        std::copy(o.in_, o.in_ + N, in_);
+        o.head_ = o.n_ = 0;
+        o.more_.clear();
+    }
+    SmallFifo& operator=(SmallFifo&& o) noexcept {
+        head_ = o.head_;
+        n_ = o.n_;
+        std::copy(o.in_, o.in_ + N, in_);
+        more_ = std::move(o.more_);
+        o.head_ = o.n_ = 0;
+        o.more_.clear();
+        return *this;
+    }
+    bool empty() const { return head_ == n_; }
+    size_t size() const { return n_ - head_; }
+    void push_back(T v) {
+        if (n_ < N) in_[n_] = v;
+        else more_.push_back(v);
+        ++n_;
+    }
+    T& front() { return at(head_); }
+    const T& front() const { return at(head_); }
+    void pop_front() {
+        if (++head_ == n_) {
+            head_ = n_ = 0;  // emptied: start again in place
+            more_.clear();
+        } else if (head_ >= N + 64 && 2 * head_ >= n_) {
+            compact();  // a list that never empties stays bounded
+        }
+    }
+
+    class const_iterator {
+      public:
+        const_iterator(const SmallFifo* f, size_t i) : f_(f), i_(i) {}
+        const T& operator*() const { return f_->at(i_); }
+        const_iterator& operator++() {
+            ++i_;
+            return *this;
+        }
+        bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+        bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+      private:
+        const SmallFifo* f_;
+        size_t i_;
+    };
+    const_iterator begin() const { return const_iterator(this, head_); }
+    const_iterator end() const { return const_iterator(this, n_); }
+
+  private:
+    [[gnu::noinline, gnu::cold]] void compact() {
+        std::vector<T> rest;
+        for (size_t i = head_; i < n_; ++i) rest.push_back(at(i));
+        head_ = n_ = 0;
+        more_.clear();
+        for (const T& v : rest) push_back(v);
+    }
+    T& at(size_t i) { return i < N ? in_[i] : more_[i - N]; }
+    const T& at(size_t i) const { return i < N ? in_[i] : more_[i - N]; }
+    size_t head_ = 0, n_ = 0;  // entries [head_, n_): the first N in place, the rest in more_
+    T in_[N] = {};
+    std::vector<T> more_;
 };
 
 // A FIFO whose entries become ready at non-decreasing times: models a fixed
@@ -103,35 +178,54 @@ class TimedFifo {
 
 // Entries ordered by ready time. Nearly all arrive in order and go to the
 // back in O(1); a rare early one is inserted from the back. Equal times keep
-// arrival order, so results are deterministic.
+// arrival order, so results are deterministic. A ring of a power-of-two
+// size that only grows: a deque allocated and freed a block every few
+// hundred entries and chased a map pointer on every access.
 template <typename T>
 class TimedQueue {
   public:
-    bool empty() const { return q_.empty(); }
-    size_t size() const { return q_.size(); }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
     void name(const std::string& n) { name_ = internName(n); }
     void push(Tick ready, T v) {
         stampQueue(v, name_);
-        if (q_.empty() || q_.back().first <= ready) {
-            q_.emplace_back(ready, v);
-            return;
-        }
-        auto it = q_.end();
-        while (it != q_.begin() && std::prev(it)->first > ready) --it;
-        q_.emplace(it, ready, v);
+        if (size_ == buf_.size()) grow();
+        size_t i = size_;
+        // Later entries move back one place (equal times stay ahead).
+        for (; i && at(i - 1).ready > ready; --i) at(i) = std::move(at(i - 1));
+        at(i) = Slot{ready, std::move(v)};
+        ++size_;
     }
-    Tick headReady() const { return q_.empty() ? kNever : q_.front().first; }
-    Tick readyAt(size_t i) const { return q_[i].first; }
-    T& front() { return q_.front().second; }
+    Tick headReady() const { return size_ ? buf_[head_].ready : kNever; }
+    Tick readyAt(size_t i) const { return at(i).ready; }
+    T& front() { return buf_[head_].v; }
     T pop() {
-        T v = q_.front().second;
-        q_.pop_front();
+        T v = std::move(buf_[head_].v);
+        buf_[head_].v = T();  // holds nothing once taken
+        head_ = (head_ + 1) & (buf_.size() - 1);
+        --size_;
         return v;
     }
-    void clear() { q_.clear(); }
+    void clear() {
+        while (size_) pop();
+        head_ = 0;
+    }
 
   private:
-    std::deque<std::pair<Tick, T>> q_;
+    struct Slot {
+        Tick ready;
+        T v;
+    };
+    Slot& at(size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    const Slot& at(size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    [[gnu::noinline, gnu::cold]] void grow() {
+        std::vector<Slot> b(buf_.empty() ? 8 : buf_.size() * 2);
+        for (size_t k = 0; k < size_; ++k) b[k] = std::move(at(k));
+        buf_.swap(b);
+        head_ = 0;
+    }
+    std::vector<Slot> buf_;
+    size_t head_ = 0, size_ = 0;
     const char* name_ = nullptr;
 };
 

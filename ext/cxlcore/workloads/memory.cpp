@@ -134,6 +134,7 @@ class ChaseWalk {
                 words_[i] = r;
             }
         }
+        for (uint64_t k = 0; k < kAhead; ++k) ahead_[k] = aheadOf(k);
     }
     uint64_t addrOf(uint64_t k) const {
         if (paged_) {
@@ -152,8 +153,8 @@ class ChaseWalk {
     // at a random frame, and within it a run of consecutive frames ends at
     // each page with probability 1 / frame_run_pages (the blocks a zone's
     // free lists hold are of several orders when it is fragmented).
-    uint64_t physOf(uint64_t k) const {
-        const uint64_t va = addrOf(k);
+    uint64_t physOf(uint64_t k) const { return physOf(k, addrOf(k)); }
+    uint64_t physOf(uint64_t k, uint64_t va) const {
         const uint64_t touch = paged_ ? (k % n_) % npages_ : va / page_;
         const uint64_t batch = touch / kBatch, off = touch % kBatch;
         Runs& c = runs_[batch & 1];
@@ -170,14 +171,23 @@ class ChaseWalk {
         return frame * page_ + va % page_;
     }
     ChaseLoad step() {
-        // The order is known ahead: fetch the LLC set of a later load while
-        // this one is looked up (the LLC's tags are larger than the host's caches).
-        h_.prefetch(physOf(k_ + 8));
+        // The order is known ahead: each load's addresses are computed kAhead
+        // loads early, and the cache sets a later load will touch are
+        // fetched while this one is looked up (the simulated caches' tags are
+        // larger than the simulator's own caches).
+        const Ahead cur = ahead_[k_ % kAhead];
+        const Ahead& next = ahead_[k_ % kAhead] = aheadOf(k_ + kAhead);
+        h_.prefetchSets(next.pa);
+        h_.prefetchSets(CacheHierarchy::pteAddr(next.va, page_));
+        const Ahead& mid = ahead_[(k_ + kAhead / 2) % kAhead];  // its sets are here by now
+        h_.prefetchVictim(mid.pa);
+        h_.prefetchVictim(CacheHierarchy::pteAddr(mid.va, page_));
+        ++k_;
         ChaseLoad o;
-        o.addr = addrOf(k_);
+        o.addr = cur.va;
         o.translate = uint8_t(h_.translate(o.addr));
         o.pte = o.translate == 2 ? uint8_t(h_.access(CacheHierarchy::pteAddr(o.addr, page_))) : 0;
-        o.data = uint8_t(h_.access(physOf(k_++)));
+        o.data = uint8_t(h_.access(cur.pa));
         return o;
     }
     void warm(uint64_t count) {
@@ -213,6 +223,16 @@ class ChaseWalk {
     };
     mutable Runs runs_[2];  // the run starts of the last two batches looked up
     std::vector<uint64_t> words_;
+    // The virtual and physical addresses of loads k_ to k_ + kAhead - 1, load k at k % kAhead.
+    struct Ahead {
+        uint64_t va, pa;
+    };
+    static constexpr uint64_t kAhead = 32;
+    Ahead aheadOf(uint64_t k) const {
+        const uint64_t va = addrOf(k);
+        return Ahead{va, physOf(k, va)};
+    }
+    Ahead ahead_[kAhead];
 };
 
 class ChaseDriver : public Driver {

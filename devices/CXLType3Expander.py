@@ -103,6 +103,9 @@ class CXLType3Expander(SimObject):
     media_max_writes_per_switch = Param.Unsigned(
         0, "writes per burst after which waiting reads take the bus back, however full the write queue (0: "
         "only the low watermark ends a burst) (0 to 4096)")
+    media_page_policy = Param.Unsigned(
+        0, "0: open page, a row stays open until another or a refresh closes it; 1: closed adaptive, a row "
+        "closes after an access no queued request hits (one of 0, 1)")
     media_frontend_latency_ns = Param.Float(5.0, "controller front end (request to queue) (ns, 0 to 1000)")
     media_backend_latency_ns = Param.Float(5.0, "controller back end (data to response) (ns, 0 to 1000)")
     # END GENERATED PARAMS

@@ -242,6 +242,8 @@ class DramParams(ParamGroup):
     min_writes_per_switch: int = param(16, 1, 4096, "", "writes per burst before turning back to reads")
     max_writes_per_switch: int = param(0, 0, 4096, "", "writes per burst after which waiting reads take the bus "
                                        "back, however full the write queue (0: only the low watermark ends a burst)")
+    page_policy: int = param(0, 0, 1, "", "0: open page, a row stays open until another or a refresh closes it; "
+                             "1: closed adaptive, a row closes after an access no queued request hits", (0, 1))
     frontend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller front end (request to queue)")
     backend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller back end (data to response)")
 
@@ -515,20 +517,9 @@ class NicParams(ParamGroup):
 
 
 #: Name in the C++ schema of each group, for the sync test and the bindings.
-GROUPS: Dict[str, type] = {
-    "HostParams": HostParams,
-    "DramParams": DramParams,
-    "InterSocketParams": InterSocketParams,
-    "BridgeParams": BridgeParams,
-    "SwitchParams": SwitchParams,
-    "LinkParams": LinkParams,
-    "DeviceParams": DeviceParams,
-    "DCacheParams": DCacheParams,
-    "HomeParams": HomeParams,
-    "AccelParams": AccelParams,
-    "DmaParams": DmaParams,
-    "NicParams": NicParams,
-}
+GROUPS: Dict[str, type] = {c.__name__: c for c in (
+    HostParams, DramParams, InterSocketParams, BridgeParams, SwitchParams, LinkParams,
+    DeviceParams, DCacheParams, HomeParams, AccelParams, DmaParams, NicParams)}
 
 
 @dataclass

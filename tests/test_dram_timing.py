@@ -251,3 +251,30 @@ def test_row_hit_reads_at_random_times_queue_for_the_data_bus_as_md1_says(rho):
     wait = sum(dn - a for dn, (a, _, _) in zip(done, reqs)) / n - (
         d.frontend_latency_ns + d.tCL_ns + s + d.backend_latency_ns)
     assert wait == pytest.approx(rho * s / (2 * (1 - rho)), rel=0.06)
+
+
+@pytest.mark.parametrize("policy", [0, 1])
+def test_page_policy_decides_whether_a_later_access_pays_the_precharge(policy):
+    # Bank 0 of group 2: a read of row 0, and one of row 1 long after. Open page keeps row 0 open,
+    # so the second pays tRP before its activate; closed adaptive precharged the bank once no
+    # queued request wanted row 0, so it pays only tRCD. Each by hand:
+    #   front + [tRP] + tRCD + tCL + burst + back after its arrival.
+    d = dram(page_policy=policy)
+    r = replay(d, [(0.0, "R", address(d, 0, 2, row=0)), (T0, "R", address(d, 0, 2, row=1))])
+    miss = d.frontend_latency_ns + d.tRCD_ns + d.tCL_ns + burst(d) + d.backend_latency_ns
+    assert r["done_ns"][0] == pytest.approx(miss, abs=0.005)
+    assert r["done_ns"][1] == pytest.approx(T0 + miss + (d.tRP_ns if policy == 0 else 0), abs=0.005)
+    assert (r["row_conflicts"], r["row_misses"]) == ((1, 1) if policy == 0 else (0, 2))
+
+
+def test_closed_adaptive_keeps_a_row_open_for_a_queued_hit():
+    # Two reads of one row queued together: the first leaves the row open for the second (a row
+    # hit), which follows a burst later (tCCD_L = 5 ns within the bank group: the column command,
+    # not the burst, spaces them); a third, of another row, arriving later finds the bank closed.
+    d = dram(page_policy=1)
+    r = replay(d, [(0.0, "R", address(d, 0, 2, row=0)), (0.0, "R", address(d, 0, 2, row=0, skip=1)),
+                   (T0, "R", address(d, 0, 2, row=1))])
+    miss = d.frontend_latency_ns + d.tRCD_ns + d.tCL_ns + burst(d) + d.backend_latency_ns
+    assert r["row_hits"] == 1 and r["row_conflicts"] == 0
+    assert r["done_ns"][1] - r["done_ns"][0] == pytest.approx(max(d.tCCD_L_ns, burst(d)), abs=0.005)
+    assert r["done_ns"][2] == pytest.approx(T0 + miss, abs=0.005)

@@ -335,6 +335,12 @@ bool DramChannel::pickMode() {
     return writeMode_;
 }
 
+bool DramChannel::pendingHit(const Req& r, const std::vector<Req>& q) {
+    for (const Req& o : q)
+        if (o.row == r.row && o.bank == r.bank && o.rank == r.rank) return true;
+    return false;
+}
+
 void DramChannel::schedule(Tick t) {
     const DramController& c = c_;
     // Refreshes due start first, so the choice below sees their banks busy.
@@ -420,6 +426,12 @@ void DramChannel::schedule(Tick t) {
         b.preAllowed = std::max(b.preAllowed, end + c.tWR_);
     } else {
         b.preAllowed = std::max(b.preAllowed, col + c.tRTP_);
+    }
+    // Closed adaptive: with no queued request for this row, the bank precharges
+    // as soon as it may, so the next access to it pays no precharge.
+    if (c.p_.page_policy && !pendingHit(r, readQ_) && !pendingHit(r, writeQ_)) {
+        b.openRow = ~0ull;
+        b.actAllowed = std::max(b.actAllowed, b.preAllowed + c.tRP_);
     }
     rk.lastUse = end;
     --rk.queued;

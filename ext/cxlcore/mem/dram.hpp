@@ -123,6 +123,8 @@ class DramChannel : public Component {
     };
 
     void schedule(Tick t);
+    // Whether a queued request is for the same row as r (closed-adaptive page policy).
+    static bool pendingHit(const Req& r, const std::vector<Req>& q);
     void wakeForDecision();
     bool pickMode();
     void refreshRank(Rank& r, Tick t);

@@ -864,7 +864,7 @@ PYBIND11_MODULE(_core, m) {
         bp.interleave_bytes = gran;
         bp.validate("cxl.bridge");
         const uint64_t unit = uint64_t(ways) * gran, rest = base < HdmDecoder::kMaxWindow ? HdmDecoder::kMaxWindow - base : 0;
-        HdmDecoder h(base, size ? size : rest / unit * unit, ways, gran);
+        HdmDecoder h("cxl.bridge", base, size ? size : rest / unit * unit, ways, gran);
         py::list out;
         for (uint64_t a : hpas) {
             auto t = h.decode(a);

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..files import read_text
-from ..params import PHYS_SPACE, ParamError, shown
+from ..params import PHYS_SPACE, BridgeParams, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
 
 
@@ -476,8 +476,8 @@ _LEADS = {("host", "mem"): ("dram", "remote_socket", "host_bridge"), ("host", "l
           ("host", "home"): ("home_agent",), ("remote_socket", "down"): ("dram",),
           ("host_bridge", "root_port"): ("link",), ("home_agent", "root_port"): ("link",),
           ("link", "down"): ("type3", "accelerator", "nic", "switch"), ("switch", "dsp"): ("link",)}
-#: How many downstream ports a switch's decoder interleaves over (the ways CXL's HDM decoders allow).
-SWITCH_WAYS = (1, 2, 3, 4, 6, 8, 12, 16)
+#: How many downstream ports a switch's decoder interleaves over: the way counts the schema allows a decoder.
+SWITCH_WAYS = next(f for f in fields(BridgeParams) if f.name == "interleave_ways").metadata["choices"]
 
 
 def _check_paths(t: Topology, host: Component) -> None:

@@ -93,14 +93,8 @@ void Type3Device::process() {
         x->devLoad = devLoad();
         ++stats_.devLoad[x->devLoad];
         ++(x->isRead() ? stats_.reads : stats_.writes);
-        x->leave(kStageDevice, t, name_);
         x->opc = rsp;
-        const Tick arr = link_.send(t, *x);
-        if (x->trace) {
-            x->note("credit", t, link_.name());
-            x->note("flit", t, link_.name(), link_.units(*x));
-        }
-        x->leave(kStageLinkUp, arr, link_.name());
+        const Tick arr = link_.carry(*x, t, kStageDevice, name_);
         --outstanding_;
         if (x->isWrite()) --writes_;
         port_->receive(x, arr);

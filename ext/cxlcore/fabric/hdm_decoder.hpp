@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace cxlcore {
 
@@ -16,7 +17,11 @@ class HdmDecoder {
     // The whole physical address space a 52-bit host can address: the
     // standalone engine's window, where nothing else shares the map.
     static constexpr uint64_t kMaxWindow = 1ull << 52;
-    HdmDecoder(uint64_t base, uint64_t size, uint32_t ways, uint32_t granularity);
+    // The way counts CXL's decoders allow (1, 2, 4, 8, 16 and 3, 6, 12), as words for messages.
+    static bool waysAllowed(uint64_t ways) { return ways && ways <= 16 && (0x1115Eull >> ways & 1); }
+    static constexpr const char* kWaysAllowed = "1, 2, 3, 4, 6, 8, 12 or 16";
+    // `where`: the bridge or switch it decodes for, as its errors name it.
+    HdmDecoder(const std::string& where, uint64_t base, uint64_t size, uint32_t ways, uint32_t granularity);
     struct Target {
         uint32_t port;
         uint64_t dpa;

@@ -8,7 +8,7 @@ namespace cxlcore {
 HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& where, uint64_t windowBase,
                        uint64_t windowSize)
     : Component(host), p_((p.validate(where), p)),
-      hdm_(windowBase, windowSize, p.interleave_ways, p.interleave_bytes), where_(where),
+      hdm_(where, windowBase, windowSize, p.interleave_ways, p.interleave_bytes), where_(where),
       name_(internName(where)) {
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);

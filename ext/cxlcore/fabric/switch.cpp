@@ -32,13 +32,8 @@ void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
 }
 
 void CxlSwitch::finish() {
-    const uint32_t ways = uint32_t(ports_.size());
-    static const uint32_t allowed[] = {1, 2, 3, 4, 6, 8, 12, 16};
-    if (std::find(std::begin(allowed), std::end(allowed), ways) == std::end(allowed))
-        throw ConfigError(where_ + ".dsp: " + std::to_string(ways) +
-                          " downstream ports is not allowed; the upstream port's decoder interleaves over all of "
-                          "them: allowed 1, 2, 3, 4, 6, 8, 12 or 16");
-    hdm_ = std::make_unique<HdmDecoder>(0, window_, ways, p_.interleave_bytes);
+    // Over all of its downstream ports: a count the decoder refuses names them.
+    hdm_ = std::make_unique<HdmDecoder>(where_ + ".dsp", 0, window_, uint32_t(ports_.size()), p_.interleave_bytes);
     grants_ = ports_[0]->weight;
 }
 

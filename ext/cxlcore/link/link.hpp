@@ -302,7 +302,7 @@ class CxlLink {
     }
     // Puts x on the wire at `at` (its credit taken by the caller): closes the
     // sender's stage `from` then, and the link's stage when x is fully
-    // received, which it returns.
+    // received, which it returns. Root ports, switches and devices send so.
     Tick carry(Txn& x, Tick at, Stage from, const char* who) {
         x.leave(from, at, who);
         const Tick arr = send(at, x);

@@ -1,5 +1,7 @@
 #include "cxlcore/system/graph.hpp"
 
+#include "cxlcore/fabric/hdm_decoder.hpp"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -148,6 +150,8 @@ std::vector<const Connection*> Graph::leaving(const std::string& comp, const std
 
 const Node& Graph::below(const Connection& c) const { return *find(c.to.comp); }
 
+const Node& Graph::pastLink(const Connection& port) const { return below(*leaving(below(port).name, "down").at(0)); }
+
 void Graph::check() const {
     std::set<std::string> names;
     const Node* host = nullptr;
@@ -209,7 +213,7 @@ void Graph::check() const {
     for (const Connection& k : connections) {
         if (k.from.port != "root_port" && k.from.port != "dsp") continue;
         const Node& link = below(k);
-        const Node& dev = below(*leaving(link.name, "down").at(0));
+        const Node& dev = pastLink(k);
         const std::string& proto = findType(find(k.from.comp)->type)->port(k.from.port)->protocols.at(0);
         const std::vector<std::string>& speaks = findType(dev.type)->port("up")->protocols;
         need(std::find(speaks.begin(), speaks.end(), proto) != speaks.end(),
@@ -230,10 +234,9 @@ void Graph::check() const {
     for (const Node& c : components) {
         if (c.type != "switch") continue;
         const size_t n = leaving(c.name, "dsp").size();
-        static const size_t ways[] = {1, 2, 3, 4, 6, 8, 12, 16};
-        need(std::find(std::begin(ways), std::end(ways), n) != std::end(ways),
-             c.name + ".dsp: " + std::to_string(n) + " downstream ports is not allowed; its decoder interleaves over "
-             "all of them: allowed 1, 2, 3, 4, 6, 8, 12 or 16");
+        need(HdmDecoder::waysAllowed(n), c.name + ".dsp: " + std::to_string(n) +
+                                             " downstream ports is not allowed; its decoder interleaves over all of "
+                                             "them: allowed " + HdmDecoder::kWaysAllowed);
     }
     auto mem = leaving(host->name, "mem");
     if (mem.size() > 1)
@@ -312,7 +315,7 @@ SystemParams Graph::system() const {
         p.home = home.params.HomeParams_;
         for (const Connection* k : leaving(home.name, "root_port")) {
             const Node& link = below(*k);
-            const Node& dev = below(*leaving(link.name, "down").at(0));
+            const Node& dev = pastLink(*k);
             AccelDeviceParams d;
             d.name = dev.name;
             d.link = link.params.LinkParams_;

@@ -94,6 +94,8 @@ struct Graph {
     const Node* find(const std::string& name) const;
     std::vector<const Connection*> leaving(const std::string& comp, const std::string& port) const;
     const Node& below(const Connection& c) const;
+    // What a root port or downstream port reaches through its link (checked graphs only).
+    const Node& pastLink(const Connection& port) const;
 };
 
 }  // namespace cxlcore

@@ -17,12 +17,12 @@ class CxlBuilder {
         : loop_(loop), g_(g), w_(w), seed_(seed), stopAfter_(stopAfter) {}
 
     // `port`: the connection leaving the port; `name`: what reports call the
-    // device there (a switch keeps its component's name); `window`: the
-    // addresses the port sends, [0, window). Returns the link it built.
-    CxlLink* build(const Connection& port, const std::string& name, uint64_t seed, uint64_t window,
-                   MemEndpoint*& below) {
+    // device there ("": its component's name; a switch always keeps its own);
+    // `window`: the addresses the port sends, [0, window). Returns the link it built.
+    CxlLink* build(const Connection& port, std::string name, uint64_t seed, uint64_t window, MemEndpoint*& below) {
         const Node& link = g_.below(port);
-        const Node& dev = g_.below(*g_.leaving(link.name, "down").at(0));
+        const Node& dev = g_.pastLink(port);
+        if (name.empty()) name = dev.name;
         if (dev.type == "switch") {
             w_.switchLinks.push_back(
                 std::make_unique<CxlLink>(link.params.LinkParams_, dev.name + ".link", seed));
@@ -35,8 +35,7 @@ class CxlBuilder {
             const uint64_t share = shareOf(window, dsps.size(), gran);
             for (const Connection* k : dsps) {
                 MemEndpoint* child = nullptr;
-                const std::string childName = g_.below(*g_.leaving(g_.below(*k).name, "down").at(0)).name;
-                CxlLink* l = build(*k, childName, seed_ + 7919 * ++deeper_, share, child);
+                CxlLink* l = build(*k, "", seed_ + 7919 * ++deeper_, share, child);
                 sw.addPort(l, child);
             }
             sw.finish();

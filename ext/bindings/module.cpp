@@ -4,10 +4,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include "cxlcore/kernel/stats.hpp"
 #include "cxlcore/workloads/accelerator.hpp"
@@ -307,7 +309,7 @@ py::list bridgeBehindBlockedHost(const py::dict& sys, uint32_t reads, double unb
     up.loop = &s.loop;
     up.pool = &s.pool;
     up.unblock = nsToTicks(unblockNs);
-    HostBridge& bridge = *s.windows[0].bridge;
+    HostBridge& bridge = *s.host().windows[0].bridge;
     bridge.setRequester(&up);
     Unblocker unblocker(s.loop, bridge);
     unblocker.requestWake(up.unblock);
@@ -560,6 +562,49 @@ PYBIND11_MODULE(_core, m) {
           py::arg("target") = py::none(), py::arg("stores") = "non-temporal", py::arg("ops") = "",
           py::arg("arrivals") = "periodic");
 
+    m.def("run_hosts",
+          [](py::dict sys, py::list runs, py::object cb) {
+              SystemParams p = readSystem(sys);
+              std::vector<HostTraffic> v;
+              const char* keys[] = {"host", "threads", "read_fraction", "pattern", "footprint_bytes", "requests",
+                                    "rate_gbps", "inject_delay_ns", "probe", "target", "stores", "ops", "arrivals"};
+              for (py::handle h : runs) {
+                  py::dict d = py::cast<py::dict>(h);
+                  for (auto kv : d) {
+                      const std::string k = py::str(kv.first);
+                      if (std::find(std::begin(keys), std::end(keys), k) == std::end(keys))
+                          throw ConfigError("hosts[" + std::to_string(v.size()) + "]." + k +
+                                            " is not a traffic setting; allowed: host, threads, read_fraction, "
+                                            "pattern, footprint_bytes, requests, rate_gbps, inject_delay_ns, probe, "
+                                            "target, stores, ops, arrivals");
+                  }
+                  HostTraffic t;
+                  t.host = d["host"].cast<std::string>();
+                  TrafficConfig& c = t.cfg;
+                  auto get = [&d](const char* k, auto& field) {
+                      if (d.contains(k)) field = d[k].cast<std::decay_t<decltype(field)>>();
+                  };
+                  get("threads", c.threads);
+                  get("read_fraction", c.read_fraction);
+                  get("pattern", c.pattern);
+                  get("footprint_bytes", c.footprint_bytes);
+                  get("requests", c.requests);
+                  get("rate_gbps", c.rate_gbps);
+                  get("inject_delay_ns", c.inject_delay_ns);
+                  get("probe", c.probe);
+                  get("stores", c.stores);
+                  get("ops", c.ops);
+                  get("arrivals", c.arrivals);
+                  if (d.contains("target")) c.target = readTarget(d["target"]);
+                  v.push_back(t);
+              }
+              Progress pr = wrap(cb);
+              return runReleased([&] { return runHosts(p, v, pr); });
+          },
+          py::arg("system"), py::arg("runs"), py::arg("progress") = py::none(),
+          "Traffic on several hosts at once: one dict per host (host, and any traffic setting); the first paces "
+          "the measurement window, the others run throughout it.");
+
     m.def("run_trace",
           [](py::dict sys, std::string path, uint32_t maxOutstanding, py::object cb, py::object target) {
               SystemParams p = readSystem(sys);
@@ -798,6 +843,7 @@ PYBIND11_MODULE(_core, m) {
         m.attr("STAGES") = py::tuple(stages);
     }
     m.attr("TXN_POOL_CHUNK") = py::int_(TxnPool::kChunk);
+    m.attr("MAX_HOSTS") = py::int_(kMaxHosts);
     m.def("tlp_units", &tlpUnits, py::arg("overhead_bytes"), py::arg("payload_bytes"),
           "Half-slots a CXL.io TLP takes on a link.");
 

@@ -180,7 +180,7 @@ void NicParams::validate(const std::string& where) const {
                                             " is not allowed; allowed: 1 to ring_entries (" + fmtNum(ring_entries) + ")");
 }
 
-std::vector<WindowParams> SystemParams::addressMap() const {
+std::vector<WindowParams> HostDesc::addressMap() const {
     if (!windows.empty()) return windows;
     WindowParams w;
     static_cast<MemoryParams&>(w) = *this;
@@ -288,9 +288,14 @@ void SystemParams::validateAccelerators() const {
 }
 
 void SystemParams::validate() const {
-    host.validate("host");
-    local_dram.validate(local_dram_name);
+    HostDesc::validate();
     if (!accelerators.empty()) validateAccelerators();
+    for (const HostDesc& h : peers) h.validate();
+}
+
+void HostDesc::validate() const {
+    host.validate(name);
+    local_dram.validate(local_dram_name);
     if (windows.empty()) {
         validateWindow(addressMap()[0]);
         return;

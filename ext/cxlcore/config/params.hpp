@@ -59,6 +59,8 @@ struct WindowParams : MemoryParams {
 
 // The largest physical address space a host decodes (52 bits, as CXL's HDM decoders).
 constexpr uint64_t kPhysAddrBits = 52;
+// Hosts one system may hold (Txn::host numbers them).
+constexpr uint32_t kMaxHosts = 16;
 // Where Type-2 device memory is placed by default: above all host memory.
 constexpr uint64_t kDevMemBase = 1ull << 44;
 
@@ -77,18 +79,33 @@ struct AccelDeviceParams {
     std::string instance(uint32_t k, uint32_t index) const;
 };
 
-// A host, its memories and its devices: the windows of the host physical
-// address map (without `windows`, the one memory of `kind` in the inherited
-// groups: a single-memory system), and the CXL.cache accelerators beside them,
-// coherent through the host's home agent.
-struct SystemParams : MemoryParams {
+// One host: its cores and caches, its DRAM and the windows of its host
+// physical address map (without `windows`, the one memory of `kind` in the
+// inherited groups: a single-memory system).
+struct HostDesc : MemoryParams {
+    std::string name = "host";  // its graph component
     MemoryKind kind = MemoryKind::LocalDram;
     HostParams host;
     DramParams local_dram;
     // How messages name the local DRAM's group (an accelerator preset calls it host_dram).
     std::string local_dram_name = "local_dram";
+    // The host physical address map. Empty: one window, of `kind` and the groups
+    // above, named and reported as a single-memory system always was.
+    std::vector<WindowParams> windows;
+    // The map the host is built from: `windows`, or that one window.
+    std::vector<WindowParams> addressMap() const;
+    void validate() const;
+};
+
+// A system: its first host (this description itself), with the CXL.cache
+// accelerators beside its memories, coherent through its home agent, and
+// any further hosts sharing the fabric (switches, multi-logical devices).
+struct SystemParams : HostDesc {
     HomeParams home;
     std::vector<AccelDeviceParams> accelerators;
+    // The hosts after the first, in the graph's order: each its own cores,
+    // caches, DRAM and address map, reaching the devices they share through switches.
+    std::vector<HostDesc> peers;
     uint64_t seed = 1;
     // Fault injection for the watchdog's tests, never set by a preset: the
     // Type-3 device sends no response after this many (0: off).
@@ -96,11 +113,6 @@ struct SystemParams : MemoryParams {
     // The graph this description was read from: the builder walks the CXL
     // part of each window (root ports, links, switches, devices) in it.
     std::shared_ptr<const Graph> graph;
-    // The host physical address map. Empty: one window, of `kind` and the groups
-    // above, named and reported as a single-memory system always was.
-    std::vector<WindowParams> windows;
-    // The map the system is built from: `windows`, or that one window.
-    std::vector<WindowParams> addressMap() const;
     // Accelerators in all (accel.devices summed over the descriptions).
     uint32_t accelInstances() const;
     // Where each Type-2 description's memory lies, [base, base + memory_bytes

@@ -150,7 +150,8 @@
     X(uint32_t, write_tracker, 0, 0, 65536)        \
     X(double, devload_optimal, 0.25, 0.0, 1.0)     \
     X(double, devload_moderate, 0.75, 0.0, 1.0)    \
-    X(double, devload_severe, 0.95, 0.0, 1.0)
+    X(double, devload_severe, 0.95, 0.0, 1.0)      \
+    X(uint32_t, logical_devices, 1, 1, 16)
 #define CXL_DEVICE_CHOICES(X)
 
 // DCacheParams: An accelerator's coherent cache and its CXL.cache channel credits.

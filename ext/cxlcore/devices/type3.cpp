@@ -10,7 +10,7 @@ namespace cxlcore {
 Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& media, CxlLink& link,
                          const std::string& where)
     : Component(host), Requester(), p_(p), link_(link), media_(host, media, where + ".media"),
-      name_(internName(where + ".device")) {
+      name_(internName(where + ".device")), where_(where) {
     p_.validate(where + ".device");
     rx_[0].reset(link.params().credits_req);
     rx_[1].reset(link.params().credits_rwd);
@@ -46,7 +46,25 @@ void Type3Device::name(const std::string& n) {
     media_.name(n + ".media");
 }
 
+void Type3Device::bind(uint8_t host, uint64_t window) {
+    if (host >= kMaxHosts)
+        throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
+                          std::to_string(kMaxHosts - 1));
+    if (!(bound_ >> host & 1)) {
+        if (nextLd_ >= p_.logical_devices)
+            throw ConfigError(where_ + ".device.logical_devices = " + std::to_string(p_.logical_devices) +
+                              " is too few: more hosts reach it; allowed: at least one logical device per host");
+        bound_ |= 1u << host;
+        ldOf_[host] = uint8_t(nextLd_);
+        ldBase_[host] = nextLd_++ * kLdSpan;
+    }
+    if (p_.logical_devices > 1 && window > kLdSpan)
+        throw ConfigError(where_ + ": a host sends it " + fmtNum(double(window)) +
+                          " bytes; allowed: at most 17592186044416 (16 TiB) per logical device");
+}
+
 void Type3Device::receive(Txn* t, Tick arrival) {
+    t->addr += ldBase_[t->host];
     rx_[t->isWrite()].push(arrival, t);
     requestWake(arrival);
 }
@@ -93,6 +111,8 @@ void Type3Device::process() {
         x->devLoad = devLoad();
         ++stats_.devLoad[x->devLoad];
         ++(x->isRead() ? stats_.reads : stats_.writes);
+        ++(x->isRead() ? stats_.ldReads : stats_.ldWrites)[ldOf_[x->host]];
+        x->addr -= ldBase_[x->host];
         x->opc = rsp;
         const Tick arr = link_.carry(*x, t, kStageDevice, name_);
         --outstanding_;

@@ -10,9 +10,13 @@ namespace cxlcore {
 
 class HostBridge;
 
+// Logical devices one Type-3 device may hold (an MLD, CXL 2.0: up to 16).
+constexpr uint32_t kMaxLds = 16;
+
 struct DeviceStats {
     uint64_t reads = 0, writes = 0, mediaRetries = 0;
     uint64_t devLoad[4] = {0, 0, 0, 0};
+    uint64_t ldReads[kMaxLds] = {}, ldWrites[kMaxLds] = {};  // responses sent, per logical device
 };
 
 class Type3Device final : public Component, public Requester, public MemEndpoint {
@@ -24,6 +28,14 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     void stopAfter(uint64_t n) { stopAfter_ = n; }
     // The port at the link's host end (root port or switch port), which its responses go to.
     void attach(LinkReceiver* port) override { port_ = port; }
+    // The next logical device goes to `host` (an SLD has one, for one host).
+    void bind(uint8_t host, uint64_t window) override;
+    // Where each logical device's DPA range begins: far enough apart that no
+    // window a host may decode reaches the next one, so LDs never share a line.
+    static constexpr uint64_t kLdSpan = 1ull << 44;
+    uint32_t boundLds() const { return nextLd_; }
+    uint32_t ldOf(uint8_t host) const { return ldOf_[host]; }
+    const std::string& where() const { return where_; }
     // The unloaded time from the root port's send to the response's arrival
     // back at it (request flit out, response header and data flits back, the
     // controller both ways, a media row hit), ns: gem5's atomic mode.
@@ -35,6 +47,7 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     void retryReq() override;
 
     DramController& media() { return media_; }
+    const DramController& media() const { return media_; }
     const DeviceStats& stats() const { return stats_; }
     void resetStats(Tick now) {
         stats_ = DeviceStats();
@@ -75,6 +88,13 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     Occupancy occ_;
     uint64_t stopAfter_ = 0, sent_ = 0;
     const char* name_;  // its controller's name (<device>.device): trace spans carry it
+    std::string where_;
+    // Each host's logical device and where its DPA range begins (requests
+    // arrive with offsets into it, and leave with them).
+    // Unbound hosts (a device built without a graph) use LD 0.
+    uint8_t ldOf_[kMaxHosts] = {};
+    uint64_t ldBase_[kMaxHosts] = {};
+    uint32_t nextLd_ = 0, bound_ = 0;  // bound_: bit h, host h has its LD
 };
 
 }  // namespace cxlcore

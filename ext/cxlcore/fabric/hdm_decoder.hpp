@@ -20,6 +20,10 @@ class HdmDecoder {
     // The way counts CXL's decoders allow (1, 2, 4, 8, 16 and 3, 6, 12), as words for messages.
     static bool waysAllowed(uint64_t ways) { return ways && ways <= 16 && (0x1115Eull >> ways & 1); }
     static constexpr const char* kWaysAllowed = "1, 2, 3, 4, 6, 8, 12 or 16";
+    // What each of `ways` ports receives of [0, window) interleaved at `gran`.
+    static uint64_t share(uint64_t window, uint64_t ways, uint64_t gran) {
+        return (window / (ways * gran) + (window % (ways * gran) != 0)) * gran;
+    }
     // `where`: the bridge or switch it decodes for, as its errors name it.
     HdmDecoder(const std::string& where, uint64_t base, uint64_t size, uint32_t ways, uint32_t granularity);
     struct Target {

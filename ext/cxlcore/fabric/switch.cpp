@@ -4,16 +4,13 @@
 
 namespace cxlcore {
 
-CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where, CxlLink& up, uint64_t window)
-    : Component(host), p_((p.validate(where), p)), where_(where), name_(internName(where)), up_(up),
-      window_(window), lat_(nsToTicks(p.latency_ns)) {
-    // The upstream port's receive buffers are what the link's M2S credits count.
-    usIn_[0].reset(up.params().credits_req);
-    usIn_[1].reset(up.params().credits_rwd);
-    usIn_[0].name(where + ".up.rx (M2S Req receive buffer)");
-    usIn_[1].name(where + ".up.rx (M2S RwD receive buffer)");
-    usOut_.reset(p_.port_queue);
-    usOut_.name(where + ".up.tx (S2M responses waiting for the upstream link's credits)");
+namespace {
+constexpr uint8_t kUnbound = 0xff;
+}
+
+CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where)
+    : Component(host), p_((p.validate(where), p)), where_(where), name_(internName(where)), lat_(nsToTicks(p.latency_ns)) {
+    std::fill(std::begin(hostUsp_), std::end(hostUsp_), kUnbound);
 }
 
 void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
@@ -28,33 +25,64 @@ void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
     port->weight = p_.weighted_arbitration ? link->params().lanes : 1;
     link->respBuffer_.init(p_.port_queue, link->creditReturn());
     below->attach(port.get());
+    if (ports_.empty()) grants_ = port->weight;
     ports_.push_back(std::move(port));
 }
 
-void CxlSwitch::finish() {
-    // Over all of its downstream ports: a count the decoder refuses names them.
-    hdm_ = std::make_unique<HdmDecoder>(where_ + ".dsp", 0, window_, uint32_t(ports_.size()), p_.interleave_bytes);
-    grants_ = ports_[0]->weight;
+MemEndpoint& CxlSwitch::addUpstream(CxlLink& link, const std::string& name) {
+    if (usps_.size() >= 32) throw ConfigError(where_ + ".up: more than 32 upstream ports; allowed: 1 to 32");
+    auto u = std::make_unique<Usp>(*this, uint32_t(usps_.size()), link);
+    u->name = name;
+    // The upstream port's receive buffers are what the link's M2S credits count.
+    u->in[0].reset(link.params().credits_req);
+    u->in[1].reset(link.params().credits_rwd);
+    u->in[0].name(name + ".rx (M2S Req receive buffer)");
+    u->in[1].name(name + ".rx (M2S RwD receive buffer)");
+    u->out.reset(p_.port_queue);
+    u->out.name(name + ".tx (S2M responses waiting for the upstream link's credits)");
+    u->weight = p_.weighted_arbitration ? link.params().lanes : 1;
+    if (usps_.empty()) ugrants_ = u->weight;
+    usps_.push_back(std::move(u));
+    return *usps_.back();
 }
 
-void CxlSwitch::receive(Txn* t, Tick arrival) {
+void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window) {
+    if (host >= kMaxHosts)
+        throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
+                          std::to_string(kMaxHosts - 1));
+    if (hostUsp_[host] != kUnbound && hostUsp_[host] != u.index)
+        throw ConfigError(where_ + ": one host reaches it through " + usps_[hostUsp_[host]]->name + " and " + u.name +
+                          "; allowed: one upstream port per host");
+    hostUsp_[host] = uint8_t(u.index);
+    if (!u.hdm || window > u.window) {
+        u.window = window;
+        // Over all of its downstream ports: a count the decoder refuses names them.
+        u.hdm = std::make_unique<HdmDecoder>(where_ + ".dsp", 0, window, ports(), p_.interleave_bytes);
+    }
+    const uint64_t share = HdmDecoder::share(u.window, ports_.size(), p_.interleave_bytes);
+    for (auto& p : ports_) p->below->bind(host, share);
+}
+
+void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
     const Tick ready = arrival + lat_;
     const int k = t->isWrite();
-    // With nothing queued in either class and the port's egress empty, the
-    // request leaves at `ready` when a credit has landed by then, with no
-    // event: the upstream link delivers in order, so each port's sends stay in order.
-    if (usIn_[0].empty() && usIn_[1].empty() && !egressBlocked_[0] && !egressBlocked_[1]) {
-        const HdmDecoder::Target tg = hdm_->decode(t->addr);
+    // With nothing queued at any upstream port and the port's egress empty,
+    // the request leaves at `ready` when a credit has landed by then, with no
+    // event: every earlier request has left already, at an earlier time.
+    if (!usBusy_) {
+        const HdmDecoder::Target tg = u.hdm->decode(t->addr);
         Port& p = *ports_[tg.port];
         const Channel c = t->channel();
         if (p.egress.empty() && p.link->credits_[c].available(ready)) {
             t->addr = tg.dpa;
+            ++u.stats.requests;
             sendDown(p, t, ready);
-            up_.credits_[c].give(ready);
+            u.link.credits_[c].give(ready);
             return;
         }
     }
-    usIn_[k].push(ready, t);
+    u.in[k].push(ready, t);
+    usBusy_ |= 1u << u.index;
     requestWake(ready);
 }
 
@@ -77,37 +105,68 @@ bool CxlSwitch::sendDown(Port& p, Txn* x, Tick t) {
     return true;
 }
 
-bool CxlSwitch::sendUp(Txn* x, Tick t) {
+bool CxlSwitch::sendUp(Usp& u, Txn* x, Tick t) {
     const Channel c = x->channel();
-    if (!up_.respBuffer_.available(t) || !up_.credits_[c].available(t)) {
-        x->note("credit_wait", t, up_.name());
+    if (!u.link.respBuffer_.available(t) || !u.link.credits_[c].available(t)) {
+        x->note("credit_wait", t, u.link.name());
         return false;
     }
-    up_.respBuffer_.take(t);
-    up_.credits_[c].take(t);
+    u.link.respBuffer_.take(t);
+    u.link.credits_[c].take(t);
     ++stats_.responses;
-    upPort_->receive(x, up_.carry(*x, t, kStageSwitch, name_));
+    ++u.stats.responses;
+    u.port->receive(x, u.link.carry(*x, t, kStageSwitch, name_));
     return true;
 }
 
-void CxlSwitch::route(Tick t) {
-    for (int k = 0; k < 2; ++k) {
-        while (!egressBlocked_[k] && usIn_[k].headReady() <= t) {
-            Txn* x = usIn_[k].front();
-            const HdmDecoder::Target tg = hdm_->decode(x->addr);
-            Port& p = *ports_[tg.port];
-            if (p.egress.full()) {
-                // Head-of-line: the class waits, holding its buffer and credit, until the port drains.
-                egressBlocked_[k] = true;
-                ++stats_.egressFull;
-                break;
-            }
-            usIn_[k].pop();
-            up_.credits_[x->channel()].give(t);
-            x->addr = tg.dpa;
-            if (p.egress.empty() && sendDown(p, x, t)) continue;
+bool CxlSwitch::moveOne(Usp& u, Tick t) {
+    // The class whose head is ready first, of those not waiting for an egress queue.
+    for (;;) {
+        const Tick r = u.blocked[0] ? kNever : u.in[0].headReady();
+        const Tick w = u.blocked[1] ? kNever : u.in[1].headReady();
+        if (std::min(r, w) > t) return false;
+        const int k = w < r;
+        Txn* x = u.in[k].front();
+        const HdmDecoder::Target tg = u.hdm->decode(x->addr);
+        Port& p = *ports_[tg.port];
+        if (p.egress.full()) {
+            // Head-of-line: the class waits, holding its buffer and credit, until an egress queue drains.
+            u.blocked[k] = true;
+            ++stats_.egressFull;
+            continue;
+        }
+        u.in[k].pop();
+        if (u.in[0].empty() && u.in[1].empty()) usBusy_ &= ~(1u << u.index);
+        u.link.credits_[x->channel()].give(t);
+        x->addr = tg.dpa;
+        ++u.stats.requests;
+        if (!(p.egress.empty() && sendDown(p, x, t))) {
             p.egress.push(t, x);
             egBusy_ |= 1u << p.index;
+        }
+        return true;
+    }
+}
+
+void CxlSwitch::route(Tick t) {
+    // A round-robin arbiter over the upstream ports: each move goes to the
+    // first port at or after the one whose turn it is that can make one, and
+    // a port's turn lasts its weight in moves. A port that cannot move does
+    // not lose its turn, so ports blocked at a full egress queue share its
+    // freed entries in turn.
+    const uint32_t n = uint32_t(usps_.size());
+    while (usBusy_) {
+        uint32_t i = urr_, j = 0;
+        for (; j < n; ++j, i = i + 1 == n ? 0 : i + 1)
+            if ((usBusy_ >> i & 1) && moveOne(*usps_[i], t)) break;
+        if (j == n) return;
+        if (i != urr_) {
+            urr_ = i;
+            ugrants_ = usps_[i]->weight;
+        }
+        if (--ugrants_ == 0) {
+            urr_ = i + 1 == n ? 0 : i + 1;
+            ugrants_ = usps_[urr_]->weight;
         }
     }
 }
@@ -121,27 +180,35 @@ uint32_t CxlSwitch::next(uint32_t mask, uint32_t from) const {
 void CxlSwitch::arbitrate(Tick t) {
     // In turns over the downstream ports holding responses: a port sends up
     // to its weight in its turn (one, or its link's lanes), then the next.
+    // A response whose upstream port is full or waits for its link's credits
+    // stays, and the turn passes on.
     uint32_t ready = 0;  // ports whose head response is ready by t
     for (uint32_t m = inBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
         if (ports_[i]->in.headReady() <= t) ready |= 1u << i;
     }
     const uint32_t n = uint32_t(ports_.size());
-    while (ready && !usOut_.full()) {
+    while (ready) {
         if (!(ready >> rr_ & 1)) {  // the port whose turn it is has nothing: the turn passes on
             rr_ = next(ready, rr_);
             grants_ = ports_[rr_]->weight;
         }
         Port& p = *ports_[rr_];
+        Txn* x = p.in.front();
+        Usp& u = *usps_[hostUsp_[x->host]];
+        if (u.out.full() || (usWaiting_ >> u.index & 1)) {
+            ready &= ~(1u << rr_);
+            continue;
+        }
         p.stats.responseWait += t - p.in.headReady();
         ++p.stats.responses;
-        Txn* x = p.in.pop();
+        p.in.pop();
         if (p.in.empty()) inBusy_ &= ~(1u << rr_);
         if (p.in.headReady() > t) ready &= ~(1u << rr_);
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
-        x->addr = hdm_->encode(p.index, x->addr);
-        if (!(usOut_.empty() && sendUp(x, t))) usOut_.push(t, x);
+        x->addr = u.hdm->encode(p.index, x->addr);
+        if (!(u.out.empty() && sendUp(u, x, t))) u.out.push(t, x);
         if (--grants_ == 0) {
             rr_ = rr_ + 1 == n ? 0 : rr_ + 1;
             grants_ = ports_[rr_]->weight;
@@ -149,28 +216,31 @@ void CxlSwitch::arbitrate(Tick t) {
     }
 }
 
-bool CxlSwitch::flushUp(Tick t) {
-    while (usOut_.headReady() <= t) {
-        if (!sendUp(usOut_.front(), t)) {
-            ++stats_.creditWaits;
-            if (!up_.respBuffer_.available(t)) up_.respBuffer_.wait(this);
-            else up_.credits_[usOut_.front()->channel()].wait(this);
-            return true;
+void CxlSwitch::flushUp(Tick t) {
+    for (auto& up : usps_) {
+        Usp& u = *up;
+        if (usWaiting_ >> u.index & 1) continue;
+        while (u.out.headReady() <= t) {
+            if (!sendUp(u, u.out.front(), t)) {
+                ++stats_.creditWaits;
+                if (!u.link.respBuffer_.available(t)) u.link.respBuffer_.wait(this);
+                else u.link.credits_[u.out.front()->channel()].wait(this);
+                usWaiting_ |= 1u << u.index;
+                break;
+            }
+            u.out.pop();
         }
-        usOut_.pop();
     }
-    return false;
 }
 
 void CxlSwitch::process() {
     const Tick t = now();
     // Upstream first: each response sent frees an entry the arbiter may fill;
-    // what the arbiter could not send at once waits for the link's credits.
-    bool upWait = flushUp(t);
-    if (!upWait) {
-        arbitrate(t);
-        upWait = flushUp(t);
-    }
+    // what the arbiter could not send at once waits for the links' credits.
+    usWaiting_ = 0;
+    flushUp(t);
+    arbitrate(t);
+    flushUp(t);
     // Downstream egress: a request sent frees an entry a blocked class may take.
     for (uint32_t m = egBusy_; m; m &= m - 1) {
         Port& p = *ports_[__builtin_ctz(m)];
@@ -182,15 +252,21 @@ void CxlSwitch::process() {
                 break;
             }
             p.egress.pop();
-            egressBlocked_[0] = egressBlocked_[1] = false;
+            for (auto& u : usps_) u->blocked[0] = u->blocked[1] = false;
         }
         if (p.egress.empty()) egBusy_ &= ~(1u << p.index);
     }
     route(t);
-    Tick w = upWait ? kNever : due(usOut_.headReady(), t);
-    for (int k = 0; k < 2; ++k)
-        if (!egressBlocked_[k]) w = std::min(w, due(usIn_[k].headReady(), t));
-    if (!usOut_.full())
+    Tick w = kNever;
+    for (auto& up : usps_) {
+        const Usp& u = *up;
+        if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));
+        for (int k = 0; k < 2; ++k)
+            if (!u.blocked[k]) w = std::min(w, due(u.in[k].headReady(), t));
+    }
+    bool room = false;  // an upstream port a response may move to
+    for (auto& u : usps_) room |= !u->out.full();
+    if (room)
         for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->in.headReady(), t));
     for (uint32_t m = egBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->egress.headReady(), t));
     if (w != kNever) requestWake(w);

@@ -1,13 +1,18 @@
-// A CXL switch on the CXL.mem path: one upstream port (one virtual CXL
-// switch bound to one host) and its downstream ports, each with a link to a
-// Type-3 device or to a further switch. Requests are routed by the upstream
-// port's HDM decoder (CXL 2.0 hierarchy-based routing), which interleaves the
-// addresses it receives over the downstream ports.
+// A CXL switch on the CXL.mem path: upstream ports, each one virtual CXL
+// switch bound to the hosts that reach the switch through it, and downstream
+// ports, each with a link to a Type-3 device or to a further switch. Every
+// upstream port's virtual switch binds every downstream port (a multi-logical
+// device below one gives each host a logical device of its own). Requests are
+// routed by the upstream port's HDM decoder (CXL 2.0 hierarchy-based routing),
+// which interleaves the addresses it receives over the downstream ports;
+// responses go back up the port their host came by.
 //
 // Every port has bounded queues and the links' credits, so a full egress
 // queue holds requests in the upstream receive buffers (and their credits),
-// and the upstream port, which every response crosses, is shared by all the
-// devices below: its link is the narrowest point a flow through it sees.
+// and an upstream port, which every response to its hosts crosses, is shared
+// by all the devices below: its link is the narrowest point a flow through it
+// sees. Upstream ports take turns at a full downstream egress queue, and
+// downstream ports at the upstream ones (round-robin, or weighted by lanes).
 #pragma once
 
 #include <memory>
@@ -32,30 +37,29 @@ struct SwitchStats {
     uint64_t creditWaits = 0;  // times a port had a message ready but no credit of its link
 };
 
-class CxlSwitch final : public Component, public MemEndpoint {
+class CxlSwitch final : public Component {
   public:
-    // `up`: the link above the switch, whose M2S messages arrive here. The
-    // switch decodes [0, window) of the addresses that arrive (the share of
-    // the window the port above sends it).
-    CxlSwitch(Host& host, const SwitchParams& p, const std::string& where, CxlLink& up, uint64_t window);
+    CxlSwitch(Host& host, const SwitchParams& p, const std::string& where);
     // One downstream port with its link and what sits below it; the switch
     // does not own them. Its S2M receive buffer (port_queue entries) is a
     // credit the device takes per response, as at a root port.
     void addPort(CxlLink* link, MemEndpoint* below);
-    // The decoder interleaves over the ports added so far: call once all are.
-    void finish();
-
-    void attach(LinkReceiver* up) override { upPort_ = up; }
-    // An M2S request from the upstream link, fully received at `arrival`.
-    void receive(Txn* t, Tick arrival) override;
+    // An upstream port with the link above it, whose M2S messages arrive
+    // there; `name` is what its queues are called. Add every downstream port first.
+    MemEndpoint& addUpstream(CxlLink& link, const std::string& name);
 
     const std::string& where() const { return where_; }
     const SwitchStats& stats() const { return stats_; }
     uint32_t ports() const { return uint32_t(ports_.size()); }
+    uint32_t upstreamPorts() const { return uint32_t(usps_.size()); }
     const PortStats& portStats(uint32_t i) const { return ports_[i]->stats; }
+    const PortStats& upstreamStats(uint32_t i) const { return usps_[i]->stats; }
+    const std::string& upstreamName(uint32_t i) const { return usps_[i]->name; }
+    const CxlLink& upstreamLink(uint32_t i) const { return usps_[i]->link; }
     void resetStats() {
         stats_ = SwitchStats();
         for (auto& p : ports_) p->stats = PortStats();
+        for (auto& u : usps_) u->stats = PortStats();
     }
 
   protected:
@@ -70,37 +74,56 @@ class CxlSwitch final : public Component, public MemEndpoint {
         CxlLink* link = nullptr;
         MemEndpoint* below = nullptr;
         TimedFifo<Txn*> egress;  // M2S requests routed to this port, waiting for its link's credits
-        TimedFifo<Txn*> in;      // S2M responses received, crossing the switch toward the upstream port
+        TimedFifo<Txn*> in;      // S2M responses received, crossing the switch toward an upstream port
         uint32_t weight = 1;     // responses it may send in one turn of the arbiter
         PortStats stats;
     };
+    struct Usp final : MemEndpoint {
+        Usp(CxlSwitch& s, uint32_t i, CxlLink& l) : sw(s), index(i), link(l) {}
+        void attach(LinkReceiver* up) override { port = up; }
+        void receive(Txn* t, Tick arrival) override { sw.fromAbove(*this, t, arrival); }
+        void bind(uint8_t host, uint64_t window) override { sw.bind(*this, host, window); }
+        CxlSwitch& sw;
+        uint32_t index;
+        CxlLink& link;
+        LinkReceiver* port = nullptr;
+        std::string name;
+        uint64_t window = 0;
+        std::unique_ptr<HdmDecoder> hdm;
+        TimedFifo<Txn*> in[2];  // M2S receive buffers (Req, RwD), sized by the link's credits
+        TimedFifo<Txn*> out;    // S2M responses waiting for the link
+        bool blocked[2] = {false, false};  // the class's head waits for a full egress queue
+        uint32_t weight = 1;    // requests it may move in one turn at a downstream port
+        PortStats stats;        // requests it routed down, responses it sent up
+    };
+    void bind(Usp& u, uint8_t host, uint64_t window);
+    void fromAbove(Usp& u, Txn* t, Tick arrival);
     void fromBelow(Port& p, Txn* t, Tick arrival);
     bool sendDown(Port& p, Txn* x, Tick t);
-    bool sendUp(Txn* x, Tick t);
-    // Sends what waits for the upstream link; true when it is left waiting for a credit.
-    bool flushUp(Tick t);
-    // Upstream receive buffers -> each port's egress, in arrival order per class.
+    bool sendUp(Usp& u, Txn* x, Tick t);
+    // Sends what waits for each upstream link; sets `waiting` for those left waiting for a credit.
+    void flushUp(Tick t);
+    // Upstream receive buffers -> the downstream egress queues, the upstream ports in turns.
     void route(Tick t);
-    // Responses from the downstream ports onto the upstream egress queue, in turns.
+    bool moveOne(Usp& u, Tick t);
+    // Responses from the downstream ports onto the upstream egress queues, in turns.
     void arbitrate(Tick t);
     uint32_t next(uint32_t mask, uint32_t from) const;
 
     SwitchParams p_;
     std::string where_;
     const char* name_;
-    CxlLink& up_;
-    LinkReceiver* upPort_ = nullptr;
-    uint64_t window_;
-    std::unique_ptr<HdmDecoder> hdm_;
     std::vector<std::unique_ptr<Port>> ports_;
-    TimedFifo<Txn*> usIn_[2];  // M2S receive buffers of the upstream port (Req, RwD), sized by its credits
-    TimedFifo<Txn*> usOut_;    // S2M responses waiting for the upstream link
+    std::vector<std::unique_ptr<Usp>> usps_;
+    uint8_t hostUsp_[kMaxHosts];  // the upstream port each host's responses go back by
     Tick lat_;
-    uint32_t rr_ = 0, grants_ = 0;  // the downstream port whose turn it is, and what is left of its turn
+    uint32_t rr_ = 0, grants_ = 0;    // the downstream port whose turn it is, and what is left of its turn
+    uint32_t urr_ = 0, ugrants_ = 0;  // the same for the upstream ports at the egress queues
     // Ports whose `in` (bit i: port i) or egress queue holds something: each
     // wake-up visits only these, so idle ports cost nothing.
     uint32_t inBusy_ = 0, egBusy_ = 0;
-    bool egressBlocked_[2] = {false, false};
+    // Upstream ports whose receive buffers hold something, and those waiting for a credit of their link.
+    uint32_t usBusy_ = 0, usWaiting_ = 0;
     SwitchStats stats_;
 };
 

@@ -59,6 +59,7 @@ bool Uncore::tryReq(Txn* t) { return accept(t, 0, reqLat_); }
 
 bool Uncore::accept(Txn* t, uint8_t input, Tick reqLat) {
     t->route = input;
+    t->host = host_;
     uint32_t route;
     if (t->addr & kPageTableFlag) {
         t->addr &= ~kPageTableFlag;

@@ -40,6 +40,8 @@ class Uncore : public Component, public Target, public Requester {
     // full tracker is the host port's).
     void addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end, Target* target,
                    bool rebase, Stage full);
+    // The host it belongs to: every request leaving it carries the number (Txn::host).
+    void setHost(uint8_t h) { host_ = h; }
     // Where page-table reads go (after the windows: a target of its own is the last route).
     void setPageTables(Target* target);
     bool tryReq(Txn* t) override;  // t->birth: when the miss leaves the core (>= now)
@@ -89,6 +91,7 @@ class Uncore : public Component, public Target, public Requester {
     std::vector<Window> windows_;
     std::vector<WindowStats> stats_;
     uint32_t ptRoute_ = 0;
+    uint8_t host_ = 0;
     Tick reqLat_, respLat_;
     std::vector<std::unique_ptr<Input>> inputs_;  // 1, 2, ...: input 0 is the cores' (this)
 };

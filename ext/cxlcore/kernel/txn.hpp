@@ -99,6 +99,7 @@ struct Txn {
     uint8_t devLoad = 0;   // CXL DevLoad field of the response (0..3)
     uint8_t tag = 0;       // private to whoever made it (a workload's access, a component's message)
     uint8_t route = 0;     // the input of the uncore it entered by, where its response goes back
+    uint8_t host = 0;      // the host whose uncore it left: switches route its response by it, an MLD its LD
     bool own = false;      // a read for ownership (a store's write-allocate)
     bool internal = false; // made by a component for itself (never reaches a core)
     bool live = false;     // handed out by a TxnPool and not yet returned

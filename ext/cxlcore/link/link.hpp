@@ -260,6 +260,10 @@ class LinkReceiver {
 class MemEndpoint : public LinkReceiver {
   public:
     virtual void attach(LinkReceiver* up) = 0;
+    // Host `host` (< kMaxHosts) reaches it, sending addresses [0, window): a
+    // switch routes that host's responses back up the port it came by, and
+    // an MLD gives it a logical device.
+    virtual void bind(uint8_t host, uint64_t window) = 0;
 
   protected:
     ~MemEndpoint() = default;

@@ -38,10 +38,12 @@ std::vector<TypeSpec> makeTypes() {
                  {{"root_ports", "the number of its root_port connections"},
                   {"interleave_ways", "the number of its root_port connections"}}});
     t.push_back({"switch",
-                 "a CXL switch: one virtual CXL switch whose upstream port's HDM decoder interleaves what "
-                 "arrives over its downstream ports (hierarchy-based routing), with per-port queues and credits",
+                 "a CXL switch: a virtual CXL switch per upstream port, each bound to the hosts that reach it "
+                 "there, whose HDM decoder interleaves what arrives over the downstream ports (hierarchy-based "
+                 "routing), with per-port queues, credits and arbitration",
                  {{"", "SwitchParams"}},
-                 {{"up", PortChannel::Cxl, kMem, false, false, true, ""},
+                 {{"up", PortChannel::Cxl, kMem, false, true, true,
+                   "upstream ports (up to 32), one link each: one for each host (or switch above) that reaches it"},
                   {"dsp", PortChannel::Cxl, kMem, true, true, true,
                    "downstream ports (1, 2, 3, 4, 6, 8, 12 or 16), one link each, in index order"}},
                  {}});
@@ -54,7 +56,9 @@ std::vector<TypeSpec> makeTypes() {
                  {{"", "LinkParams"}},
                  {{"up", PortChannel::Cxl, kAny, false, false, true, ""}, {"down", PortChannel::Cxl, kAny, true, false, true, ""}},
                  {}});
-    t.push_back({"type3", "a Type-3 memory expander: controller and media",
+    t.push_back({"type3",
+                 "a Type-3 memory expander: controller and media; with device.logical_devices > 1 a "
+                 "multi-logical device (MLD) whose LDs go one to each host reaching it through a switch",
                  {{"device", "DeviceParams"}, {"media", "DramParams"}},
                  {{"up", PortChannel::Cxl, kMem, false, false, true, ""}}, {}});
     t.push_back({"accelerator", "a Type-1 or Type-2 device: coherent cache, DMA engine, (Type-2) device memory",
@@ -152,19 +156,34 @@ const Node& Graph::below(const Connection& c) const { return *find(c.to.comp); }
 
 const Node& Graph::pastLink(const Connection& port) const { return below(*leaving(below(port).name, "down").at(0)); }
 
+std::vector<const Node*> Graph::hosts() const {
+    std::vector<const Node*> out;
+    for (const Node& c : components)
+        if (c.type == "host") out.push_back(&c);
+    return out;
+}
+
+std::set<std::string> Graph::reachedFrom(const std::string& comp) const {
+    std::set<std::string> reached{comp};
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (const Connection& k : connections)
+            if (reached.count(k.from.comp) && reached.insert(k.to.comp).second) grew = true;
+    }
+    return reached;
+}
+
 void Graph::check() const {
     std::set<std::string> names;
-    const Node* host = nullptr;
     for (const Node& c : components) {
         need(!c.name.empty(), "a component has an empty name");
         need(names.insert(c.name).second, c.name + ": two components of that name");
         typeOf(c.name, c.type);
-        if (c.type == "host") {
-            need(!host, c.name + ": a second host; one system has one host (" + (host ? host->name : "") + ")");
-            host = &c;
-        }
     }
-    need(host != nullptr, "system " + name + ": no component of type host");
+    const std::vector<const Node*> hs = hosts();
+    need(!hs.empty(), "system " + name + ": no component of type host");
+    need(hs.size() <= kMaxHosts, hs[std::min<size_t>(hs.size(), kMaxHosts + 1) - 1]->name + ": " +
+                                     std::to_string(hs.size()) + " hosts; allowed: 1 to " + std::to_string(kMaxHosts));
     // (component.port) -> the index of each connection on it (-1: none given).
     std::map<std::string, std::vector<int>> used;
     auto end = [&](const PortRef& r, bool down) -> const PortSpec& {
@@ -180,8 +199,10 @@ void Graph::check() const {
         need(p->down == down, r.str() + (down ? " is where requests arrive; a connection goes from a port they leave by"
                                               : " is a port requests leave by; a connection goes to a port they arrive at"));
         std::vector<int>& u = used[r.comp + "." + r.port];
-        need(p->multi || u.empty(), r.str() + ": two things on one port");
-        need(r.index < 0 || std::find(u.begin(), u.end(), r.index) == u.end(), r.str() + ": two things on one port");
+        need(p->multi || u.empty(), r.str() + ": two things on one port; allowed: one connection (only switches "
+                                              "share devices between hosts)");
+        need(r.index < 0 || std::find(u.begin(), u.end(), r.index) == u.end(),
+             r.str() + ": two things on one port; allowed: one connection on each index");
         need(u.empty() || (u[0] < 0) == (r.index < 0),
              r.comp + "." + r.port + ": give every connection an index or none");
         u.push_back(r.index);
@@ -221,16 +242,40 @@ void Graph::check() const {
                  (k.from.port == "dsp" ? " downstream port, a " : " root port, a ") + dev.type + " speaks " +
                  speaks.at(0) + ")");
     }
-    // Everything hangs below the host: a component no path reaches would never be built.
-    std::set<std::string> reached{host->name};
-    for (bool grew = true; grew;) {
-        grew = false;
-        for (const Connection& k : connections)
-            if (reached.count(k.from.comp) && reached.insert(k.to.comp).second) grew = true;
+    // Everything hangs below a host: a component no path reaches would never
+    // be built. A Type-3 device that several hosts reach gives each a
+    // logical device; a host reaches a switch by one upstream port.
+    std::map<std::string, std::vector<std::string>> reachedBy;
+    for (const Node* h : hs)
+        for (const std::string& c : reachedFrom(h->name)) reachedBy[c].push_back(h->name);
+    std::string hostNames;
+    for (const Node* h : hs) hostNames += (hostNames.empty() ? "" : ", ") + h->name;
+    for (const Node& c : components) {
+        const auto by = reachedBy.find(c.name);
+        need(by != reachedBy.end(), c.name + ": not reached from " + (hs.size() > 1 ? "any host (" + hostNames + ")" : "host " + hostNames) +
+                                        "; every component hangs below a host");
+        const std::vector<std::string>& h = by->second;
+        if (c.type == "type3" && h.size() > c.params.DeviceParams_.logical_devices) {
+            std::string list;
+            for (const std::string& n : h) list += (list.empty() ? "" : ", ") + n;
+            need(false, c.name + ".device.logical_devices = " + std::to_string(c.params.DeviceParams_.logical_devices) +
+                            ": " + std::to_string(h.size()) + " hosts reach it (" + list +
+                            "); allowed: a logical device for each host (an MLD), at most 16");
+        }
+        if (h.size() > 1 && c.type != "switch" && c.type != "type3" && c.type != "link")
+            need(false, c.name + ": hosts " + h[0] + " and " + h[1] + " both reach it; allowed: only switches and "
+                                                                       "the links and Type-3 devices below them are shared");
     }
-    for (const Node& c : components)
-        need(reached.count(c.name) > 0, c.name + ": not reached from host " + host->name +
-                                            "; every component hangs below the host");
+    for (const Node* h : hs) {
+        const std::set<std::string> r = reachedFrom(h->name);
+        for (const Node& c : components) {
+            if (c.type != "switch") continue;
+            int ups = 0;
+            for (const Connection& k : connections) ups += k.to.comp == c.name && r.count(k.from.comp);
+            need(ups <= 1, c.name + ".up: host " + h->name + " reaches it through " + std::to_string(ups) +
+                               " upstream ports; allowed: one per host");
+        }
+    }
     for (const Node& c : components) {
         if (c.type != "switch") continue;
         const size_t n = leaving(c.name, "dsp").size();
@@ -238,11 +283,15 @@ void Graph::check() const {
                                              " downstream ports is not allowed; its decoder interleaves over all of "
                                              "them: allowed " + HdmDecoder::kWaysAllowed);
     }
-    auto mem = leaving(host->name, "mem");
-    if (mem.size() > 1)
-        for (const Connection* k : mem)
-            need(k->window, k->from.str() + " -> " + k->to.str() +
-                                ": with several windows each host.mem connection gives base and size");
+    for (const Node* h : hs) {
+        auto mem = leaving(h->name, "mem");
+        if (mem.size() > 1)
+            for (const Connection* k : mem)
+                need(k->window, k->from.str() + " -> " + k->to.str() +
+                                    ": with several windows each host.mem connection gives base and size");
+        need(h == hs[0] || leaving(h->name, "home").empty(),
+             h->name + ".home: CXL.cache devices hang below the first host (" + hs[0]->name + ") only so far");
+    }
 }
 
 namespace {
@@ -265,25 +314,18 @@ MemoryKind kindOf(const Node& c) {
 
 }  // namespace
 
-SystemParams Graph::system() const {
-    check();
-    SystemParams p;
-    p.graph = std::make_shared<const Graph>(*this);
-    p.seed = seed;
-    p.fault_device_stops_after = fault_device_stops_after;
-    const Node* host = nullptr;
-    for (const Node& c : components)
-        if (c.type == "host") host = &c;
-    p.host = host->params.HostParams_;
-    const auto ws = leaving(host->name, "mem");
+void Graph::fillHost(const Node& host, HostDesc& p) const {
+    p.name = host.name;
+    p.host = host.params.HostParams_;
+    const auto ws = leaving(host.name, "mem");
     // The host's DRAM: the one a window maps, else the one on its local port (it holds the page tables).
     const Node* local = nullptr;
     for (const Connection* k : ws)
         if (!local && below(*k).type == "dram") local = &below(*k);
     if (!local) {
-        const auto l = leaving(host->name, "local");
-        need(!l.empty(), host->name + ".local: port left open; a host whose windows map no dram needs one here "
-                                      "(it holds the page tables)");
+        const auto l = leaving(host.name, "local");
+        need(!l.empty(), host.name + ".local: port left open; a host whose windows map no dram needs one here "
+                                     "(it holds the page tables)");
         local = &below(*l[0]);
     }
     p.local_dram = local->params.DramParams_;
@@ -295,21 +337,35 @@ SystemParams Graph::system() const {
         if (p.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, p);
         if (p.kind == MemoryKind::CxlType3) fillBridge(*this, t, p);
         p.node = t.name;
-    } else {
-        for (const Connection* k : ws) {
-            const Node& t = below(*k);
-            WindowParams w;
-            w.name = t.name;
-            w.kind = kindOf(t);
-            w.base = k->base;
-            w.size = k->size;
-            if (w.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, w);
-            if (w.kind == MemoryKind::CxlType3) fillBridge(*this, t, w);
-            w.node = t.name;
-            p.windows.push_back(w);
-        }
+        return;
     }
-    const auto homes = leaving(host->name, "home");
+    for (const Connection* k : ws) {
+        const Node& t = below(*k);
+        WindowParams w;
+        w.name = t.name;
+        w.kind = kindOf(t);
+        w.base = k->base;
+        w.size = k->size;
+        if (w.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, w);
+        if (w.kind == MemoryKind::CxlType3) fillBridge(*this, t, w);
+        w.node = t.name;
+        p.windows.push_back(w);
+    }
+}
+
+SystemParams Graph::system() const {
+    check();
+    SystemParams p;
+    p.graph = std::make_shared<const Graph>(*this);
+    p.seed = seed;
+    p.fault_device_stops_after = fault_device_stops_after;
+    const std::vector<const Node*> hs = hosts();
+    fillHost(*hs[0], p);
+    for (size_t i = 1; i < hs.size(); ++i) {
+        p.peers.emplace_back();
+        fillHost(*hs[i], p.peers.back());
+    }
+    const auto homes = leaving(hs[0]->name, "home");
     if (!homes.empty()) {
         const Node& home = below(*homes[0]);
         p.home = home.params.HomeParams_;

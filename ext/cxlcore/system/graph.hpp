@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,10 +89,16 @@ struct Graph {
     void check() const;
     // The engine's description of the checked graph (parameters validated).
     SystemParams system() const;
+    // One host's part of the description: its parameters, DRAM and windows.
+    void fillHost(const Node& host, HostDesc& p) const;
     // The one nic's parameters, validated; throws when the graph has none or several.
     NicParams nic() const;
 
     const Node* find(const std::string& name) const;
+    // The hosts, in the order of the components: the first holds the CXL.cache devices.
+    std::vector<const Node*> hosts() const;
+    // Every component a path from `comp` reaches, itself included.
+    std::set<std::string> reachedFrom(const std::string& comp) const;
     std::vector<const Connection*> leaving(const std::string& comp, const std::string& port) const;
     const Node& below(const Connection& c) const;
     // What a root port or downstream port reaches through its link (checked graphs only).

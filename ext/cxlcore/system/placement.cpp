@@ -4,7 +4,7 @@
 
 namespace cxlcore {
 
-PagePlacement::PagePlacement(const System& s, const MemTarget& t, const std::string& workload) : workload_(workload) {
+PagePlacement::PagePlacement(const HostPart& s, const MemTarget& t, const std::string& workload) : workload_(workload) {
     std::vector<std::string> names = t.windows;
     if (names.empty()) names.push_back(s.windows.front().p.name);
     if (!t.weights.empty() && t.weights.size() != names.size())
@@ -12,7 +12,7 @@ PagePlacement::PagePlacement(const System& s, const MemTarget& t, const std::str
                           std::to_string(names.size()) + " windows; allowed: one weight per window");
     std::string allowed;
     for (const MemoryWindow& w : s.windows) allowed += (allowed.empty() ? "" : ", ") + w.p.name;
-    const uint64_t page = s.params().host.page_bytes;
+    const uint64_t page = s.p.host.page_bytes;
     while ((1ull << shift_) < page) ++shift_;
     mask_ = page - 1;
     uint32_t total = 0;

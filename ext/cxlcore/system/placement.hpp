@@ -26,7 +26,8 @@ class PagePlacement {
   public:
     // Identity: a trace's host physical addresses.
     PagePlacement() = default;
-    PagePlacement(const System& s, const MemTarget& t, const std::string& workload);
+    // Over the windows of host `s`'s address map.
+    PagePlacement(const HostPart& s, const MemTarget& t, const std::string& workload);
 
     uint64_t operator()(uint64_t va) const {
         if (ways_ == 0) return va;
@@ -40,7 +41,7 @@ class PagePlacement {
         if (off >= limit_[j]) overflow(va, j);
         return base_[j] + off;
     }
-    // Indices into System::windows of the windows used.
+    // Indices into HostPart::windows of the windows used.
     const std::vector<uint32_t>& windows() const { return index_; }
     // "name" or "name:w,name:w" (what the target was).
     std::string describe() const;

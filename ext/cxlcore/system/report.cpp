@@ -44,57 +44,75 @@ void channelReport(Report& r, const std::string& k, const FlitChannel& c, double
 }  // namespace
 
 void System::reportMemory(Report& r, Tick s, Tick e) const {
-    dramReport(r, localName_, *localDram, s, e);
-    for (const MemoryWindow& w : windows) {
-        if (w.remote) {
-            const std::string k = w.p.name;
-            dramReport(r, k + ".dram", w.remote->dram(), s, e);
-            channelReport(r, k + ".link.out", w.remote->out_, w.remote->bytesPerSec(), s, e);
-            channelReport(r, k + ".link.back", w.remote->back_, w.remote->bytesPerSec(), s, e);
-        }
-        for (size_t i = 0; i < w.devices.size(); ++i) {
-            const std::string& k = w.deviceNames[i];
-            const CxlLink& l = *w.links[i];
-            channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
-            channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
-            dramReport(r, k + ".media", w.devices[i]->media(), s, e);
-            const DeviceStats& ds = w.devices[i]->stats();
-            r.emplace_back(k + ".device.mean_occupancy", w.devices[i]->meanOccupancy(s, e));
-            const char* names[4] = {"light", "optimal", "moderate", "severe"};
-            for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + names[j], double(ds.devLoad[j]));
-            r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
-        }
-        for (size_t i = 0; i < w.switches.size(); ++i) {
-            const CxlSwitch& sw = *w.switches[i];
-            const CxlLink& l = *w.switchLinks[i];
-            const std::string& k = sw.where();
-            channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
-            channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
-            const SwitchStats& st = sw.stats();
-            r.emplace_back(k + ".switch.requests", double(st.requests));
-            r.emplace_back(k + ".switch.responses", double(st.responses));
-            r.emplace_back(k + ".switch.egress_full", double(st.egressFull));
-            r.emplace_back(k + ".switch.credit_waits", double(st.creditWaits));
-            for (uint32_t j = 0; j < sw.ports(); ++j) {
-                const PortStats& ps = sw.portStats(j);
-                const std::string d = k + ".switch.dsp" + std::to_string(j);
-                r.emplace_back(d + ".requests", double(ps.requests));
-                r.emplace_back(d + ".responses", double(ps.responses));
-                r.emplace_back(d + ".response_wait_ns",
-                               ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
-            }
-        }
-        if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
-    }
-    if (!mapped_) return;
-    // What the address map sent to each window: data requests, not page walks.
+    const char* loads[4] = {"light", "optimal", "moderate", "severe"};
     const double secs = double(e - s) * 1e-12;
-    for (size_t i = 0; i < windows.size(); ++i) {
-        const WindowStats& st = uncore_->windowStats()[i];
-        const std::string k = "window." + windows[i].p.name;
-        r.emplace_back(k + ".read_gbps", secs > 0 ? st.reads * double(kLineBytes) / secs / 1e9 : 0);
-        r.emplace_back(k + ".write_gbps", secs > 0 ? st.writes * double(kLineBytes) / secs / 1e9 : 0);
-        r.emplace_back(k + ".requests", double(st.reads + st.writes));
+    auto gbps = [secs](uint64_t lines) { return secs > 0 ? lines * double(kLineBytes) / secs / 1e9 : 0; };
+    for (const auto& hp : hosts_) {
+        const HostPart& h = *hp;
+        dramReport(r, h.localName, *h.localDram, s, e);
+        for (const MemoryWindow& w : h.windows) {
+            if (w.remote) {
+                const std::string k = w.p.name;
+                dramReport(r, k + ".dram", w.remote->dram(), s, e);
+                channelReport(r, k + ".link.out", w.remote->out_, w.remote->bytesPerSec(), s, e);
+                channelReport(r, k + ".link.back", w.remote->back_, w.remote->bytesPerSec(), s, e);
+            }
+            for (size_t i = 0; i < w.devices.size(); ++i) {
+                const std::string& k = w.deviceNames[i];
+                const CxlLink& l = *w.links[i];
+                const Type3Device& d = *w.devices[i];
+                channelReport(r, k + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
+                channelReport(r, k + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
+                dramReport(r, k + ".media", d.media(), s, e);
+                const DeviceStats& ds = d.stats();
+                r.emplace_back(k + ".device.mean_occupancy", d.meanOccupancy(s, e));
+                for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + loads[j], double(ds.devLoad[j]));
+                r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
+                // An MLD: what each logical device moved (LD i went to the i-th host to reach it).
+                for (uint32_t j = 0; d.boundLds() > 1 && j < d.boundLds(); ++j) {
+                    const std::string ld = k + ".device.ld" + std::to_string(j);
+                    r.emplace_back(ld + ".read_gbps", gbps(ds.ldReads[j]));
+                    r.emplace_back(ld + ".write_gbps", gbps(ds.ldWrites[j]));
+                }
+            }
+            for (const CxlSwitch* sw : w.switches) {
+                const std::string& k = sw->where();
+                for (uint32_t u = 0; u < sw->upstreamPorts(); ++u) {
+                    const CxlLink& l = sw->upstreamLink(u);
+                    const std::string up = u ? k + ".up" + std::to_string(u) : k;
+                    channelReport(r, up + ".link.m2s", l.m2s_, l.rawBytesPerSec(), s, e);
+                    channelReport(r, up + ".link.s2m", l.s2m_, l.rawBytesPerSec(), s, e);
+                }
+                const SwitchStats& st = sw->stats();
+                r.emplace_back(k + ".switch.requests", double(st.requests));
+                r.emplace_back(k + ".switch.responses", double(st.responses));
+                r.emplace_back(k + ".switch.egress_full", double(st.egressFull));
+                r.emplace_back(k + ".switch.credit_waits", double(st.creditWaits));
+                for (uint32_t j = 0; j < sw->ports(); ++j) {
+                    const PortStats& ps = sw->portStats(j);
+                    const std::string d = k + ".switch.dsp" + std::to_string(j);
+                    r.emplace_back(d + ".requests", double(ps.requests));
+                    r.emplace_back(d + ".responses", double(ps.responses));
+                    r.emplace_back(d + ".response_wait_ns",
+                                   ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
+                }
+                for (uint32_t u = 0; sw->upstreamPorts() > 1 && u < sw->upstreamPorts(); ++u) {
+                    const std::string d = k + ".switch.up" + std::to_string(u);
+                    r.emplace_back(d + ".requests", double(sw->upstreamStats(u).requests));
+                    r.emplace_back(d + ".responses", double(sw->upstreamStats(u).responses));
+                }
+            }
+            if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
+        }
+        if (!h.mapped) continue;
+        // What the address map sent to each window: data requests, not page walks.
+        for (size_t i = 0; i < h.windows.size(); ++i) {
+            const WindowStats& st = h.uncore->windowStats()[i];
+            const std::string k = "window." + h.windows[i].p.name;
+            r.emplace_back(k + ".read_gbps", gbps(st.reads));
+            r.emplace_back(k + ".write_gbps", gbps(st.writes));
+            r.emplace_back(k + ".requests", double(st.reads + st.writes));
+        }
     }
 }
 
@@ -170,8 +188,8 @@ void System::reportCoherent(Report& r, Tick end) const {
     r.emplace_back("host_cache_dirtied", double(h.hostDirtied));
     r.emplace_back("host_cache_evictions", double(h.hostEvictions));
     r.emplace_back("host_cache_writebacks", double(h.hostWritebacks));
-    r.emplace_back("host_dram_reads", double(localDram->stats().reads));
-    r.emplace_back("host_dram_writes", double(localDram->stats().writes));
+    r.emplace_back("host_dram_reads", double(host().localDram->stats().reads));
+    r.emplace_back("host_dram_writes", double(host().localDram->stats().writes));
     r.emplace_back("bias_flip_host_lines_flushed", double(h.flushedLines));
     r.emplace_back("bias_flip_device_lines_flushed", double(sum.flushedLines));
     r.emplace_back("quiet_at_end", quiet() ? 1.0 : 0.0);

@@ -10,55 +10,79 @@ namespace cxlcore {
 namespace {
 
 // Below a root port or a switch's downstream port: a link, then a Type-3
-// device or a switch with its own ports, as the graph joins them.
+// device or a switch with its own ports, as the graph joins them. A switch
+// that another host's path built already gains an upstream port instead.
 class CxlBuilder {
   public:
-    CxlBuilder(EventLoop& loop, const Graph& g, MemoryWindow& w, uint64_t seed, uint64_t stopAfter)
-        : loop_(loop), g_(g), w_(w), seed_(seed), stopAfter_(stopAfter) {}
+    struct Fabric {
+        std::vector<std::unique_ptr<CxlLink>>& links;
+        std::vector<std::unique_ptr<Type3Device>>& devices;
+        std::vector<std::unique_ptr<CxlSwitch>>& switches;
+        std::vector<CxlLink*>& switchLinks;
+    };
+    CxlBuilder(EventLoop& loop, const Graph& g, Fabric f, MemoryWindow& w, uint64_t seed, uint64_t stopAfter)
+        : loop_(loop), g_(g), f_(f), w_(w), seed_(seed), stopAfter_(stopAfter) {}
 
     // `port`: the connection leaving the port; `name`: what reports call the
-    // device there ("": its component's name; a switch always keeps its own);
-    // `window`: the addresses the port sends, [0, window). Returns the link it built.
-    CxlLink* build(const Connection& port, std::string name, uint64_t seed, uint64_t window, MemEndpoint*& below) {
+    // device there ("": its component's name; a switch always keeps its own).
+    // Returns the link it built and, in `below`, what sits below it.
+    CxlLink* build(const Connection& port, std::string name, uint64_t seed, MemEndpoint*& below) {
         const Node& link = g_.below(port);
         const Node& dev = g_.pastLink(port);
         if (name.empty()) name = dev.name;
         if (dev.type == "switch") {
-            w_.switchLinks.push_back(
-                std::make_unique<CxlLink>(link.params.LinkParams_, dev.name + ".link", seed));
-            CxlLink* up = w_.switchLinks.back().get();
-            w_.switches.push_back(
-                std::make_unique<CxlSwitch>(loop_, dev.params.SwitchParams_, dev.name, *up, window));
-            CxlSwitch& sw = *w_.switches.back();
-            const auto dsps = g_.leaving(dev.name, "dsp");
-            const uint64_t gran = dev.params.SwitchParams_.interleave_bytes;
-            const uint64_t share = shareOf(window, dsps.size(), gran);
-            for (const Connection* k : dsps) {
-                MemEndpoint* child = nullptr;
-                CxlLink* l = build(*k, "", seed_ + 7919 * ++deeper_, share, child);
-                sw.addPort(l, child);
+            CxlSwitch* sw = find(dev.name);
+            const bool fresh = !sw;
+            if (fresh) {
+                f_.switches.push_back(std::make_unique<CxlSwitch>(loop_, dev.params.SwitchParams_, dev.name));
+                sw = f_.switches.back().get();
+                w_.switches.push_back(sw);
+                for (const Connection* k : g_.leaving(dev.name, "dsp")) {
+                    MemEndpoint* child = nullptr;
+                    CxlLink* l = build(*k, "", seed_ + 7919 * ++deeper_, child);
+                    sw->addPort(l, child);
+                }
+            } else {
+                reachBelow(dev.name);
             }
-            sw.finish();
-            below = &sw;
-            return up;
+            // The first upstream port keeps the names a one-host switch has.
+            const uint32_t u = sw->upstreamPorts();
+            const std::string at = u ? dev.name + ".up" + std::to_string(u) : dev.name;
+            f_.links.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, at + ".link", seed));
+            f_.switchLinks.push_back(f_.links.back().get());
+            below = &sw->addUpstream(*f_.links.back(), u ? at : dev.name + ".up");
+            return f_.links.back().get();
         }
         w_.deviceNames.push_back(name);
-        w_.links.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, name + ".link", seed));
-        w_.devices.push_back(std::make_unique<Type3Device>(loop_, dev.params.DeviceParams_, dev.params.DramParams_,
-                                                           *w_.links.back(), name));
-        w_.devices.back()->stopAfter(stopAfter_);
-        below = w_.devices.back().get();
-        return w_.links.back().get();
-    }
-
-    // What each of `ways` ports receives of [0, window) interleaved at `gran`.
-    static uint64_t shareOf(uint64_t window, uint64_t ways, uint64_t gran) {
-        return (window / (ways * gran) + (window % (ways * gran) != 0)) * gran;
+        f_.links.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, name + ".link", seed));
+        w_.links.push_back(f_.links.back().get());
+        f_.devices.push_back(std::make_unique<Type3Device>(loop_, dev.params.DeviceParams_, dev.params.DramParams_,
+                                                           *f_.links.back(), name));
+        w_.devices.push_back(f_.devices.back().get());
+        w_.reach.push_back(f_.devices.back().get());
+        f_.devices.back()->stopAfter(stopAfter_);
+        below = f_.devices.back().get();
+        return f_.links.back().get();
     }
 
   private:
+    // The devices below a switch built already, for the window's media limit.
+    void reachBelow(const std::string& sw) {
+        for (const Connection* k : g_.leaving(sw, "dsp")) {
+            const Node& n = g_.pastLink(*k);
+            if (n.type == "switch") reachBelow(n.name);
+            for (auto& d : f_.devices)
+                if (d->where() == n.name) w_.reach.push_back(d.get());
+        }
+    }
+    CxlSwitch* find(const std::string& name) const {
+        for (auto& s : f_.switches)
+            if (s->where() == name) return s.get();
+        return nullptr;
+    }
     EventLoop& loop_;
     const Graph& g_;
+    Fabric f_;
     MemoryWindow& w_;
     uint64_t seed_, stopAfter_;
     uint64_t deeper_ = 0;  // links below switches built so far: each its own seed
@@ -66,7 +90,7 @@ class CxlBuilder {
 
 }  // namespace
 
-void System::buildCxl(MemoryWindow& w, uint32_t cxlWindows) {
+void System::buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows) {
     if (!p_.graph) throw ConfigError(w.p.name + ": no graph to build the window's CXL devices from");
     const Graph& g = *p_.graph;
     const std::string& n = w.p.name;
@@ -76,62 +100,85 @@ void System::buildCxl(MemoryWindow& w, uint32_t cxlWindows) {
                         : std::make_unique<HostBridge>(loop, w.p.bridge, n + ".bridge");
     const auto ports = g.leaving(w.p.node, "root_port");
     const uint64_t share =
-        CxlBuilder::shareOf(w.p.size ? w.p.size : HdmDecoder::kMaxWindow, ports.size(), w.p.bridge.interleave_bytes);
+        HdmDecoder::share(w.p.size ? w.p.size : HdmDecoder::kMaxWindow, ports.size(), w.p.bridge.interleave_bytes);
     // The first CXL window keeps the seeds a single-memory system has.
     const uint64_t base = p_.seed + 1000003ull * cxlWindows;
-    CxlBuilder b(loop, g, w, base + 17 * ports.size(), p_.fault_device_stops_after);
+    CxlBuilder b(loop, g, {links_, devices_, switches_, switchLinks_}, w, base + 17 * ports.size(),
+                 p_.fault_device_stops_after);
     for (uint32_t i = 0; i < ports.size(); ++i) {
         // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...); each
         // root port's link is named after its device, so traces and messages tell the ports apart.
-        const std::string name = ports.size() == 1 ? n : mapped_ ? n + ".dev" + std::to_string(i) : n + std::to_string(i);
+        const std::string name =
+            ports.size() == 1 ? n : h.mapped ? n + ".dev" + std::to_string(i) : n + std::to_string(i);
         MemEndpoint* below = nullptr;
-        CxlLink* l = b.build(*ports[i], name, base + 17 * i, share, below);
+        CxlLink* l = b.build(*ports[i], name, base + 17 * i, below);
         w.bridge->addPort(l, below);
+        below->bind(h.index, share);
     }
     w.target = w.bridge.get();
 }
 
-System::System(const SystemParams& p, bool check) : p_(p), mapped_(!p.windows.empty()) {
-    p_.validate();
-    const std::vector<WindowParams> map = p_.addressMap();
+void System::buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows) {
+    h.p = d;
+    h.mapped = !d.windows.empty();
+    const std::vector<WindowParams> map = d.addressMap();
     // The host's DRAM is named after the window that maps it, if any.
-    localName_ = "local_dram";
-    if (mapped_)
+    h.localName = d.local_dram_name == "local_dram" || !h.index ? "local_dram" : d.local_dram_name;
+    if (h.mapped)
         for (const WindowParams& w : map)
-            if (w.kind == MemoryKind::LocalDram) localName_ = w.name;
-    localDram = std::make_unique<DramController>(loop, p_.local_dram, localName_);
-    windows.resize(map.size());
-    uint32_t cxlWindows = 0;
+            if (w.kind == MemoryKind::LocalDram) h.localName = w.name;
+    h.localDram = std::make_unique<DramController>(loop, d.local_dram, h.localName);
+    h.windows.resize(map.size());
     for (size_t k = 0; k < map.size(); ++k) {
-        MemoryWindow& w = windows[k];
+        MemoryWindow& w = h.windows[k];
         w.p = map[k];
         if (w.p.kind == MemoryKind::LocalDram) {
-            w.target = localDram.get();
+            w.target = h.localDram.get();
         } else if (w.p.kind == MemoryKind::RemoteNuma) {
             w.remote = std::make_unique<InterSocket>(loop, w.p.intersocket, w.p.remote_dram);
             w.target = w.remote.get();
         } else {
-            buildCxl(w, cxlWindows++);
+            buildCxl(h, w, cxlWindows++);
         }
     }
-    uncore_ = std::make_unique<Uncore>(loop, p_.host);
-    for (MemoryWindow& w : windows) {
+    h.uncore = std::make_unique<Uncore>(loop, d.host);
+    h.uncore->setHost(h.index);
+    // A further host's queues carry its name in stall reports.
+    const std::string prefix = h.index ? d.name + "." : "";
+    for (MemoryWindow& w : h.windows) {
         // DRAM behind the window sees offsets into it; a host bridge decodes host addresses.
         const bool rebase = w.p.kind != MemoryKind::CxlType3;
         const Stage full = w.p.kind == MemoryKind::LocalDram    ? kStageMediaQueue
                            : w.p.kind == MemoryKind::RemoteNuma ? kStageLinkDown
                                                                  : kStageHostPort;
-        uncore_->addWindow(w.p.name, mapped_ ? w.p.name : "memory", w.p.base, w.p.end(), w.target, rebase, full);
-        w.target->setRequester(uncore_.get());
+        h.uncore->addWindow(w.p.name, prefix + (h.mapped ? w.p.name : "memory"), w.p.base, w.p.end(), w.target,
+                            rebase, full);
+        w.target->setRequester(h.uncore.get());
     }
-    uncore_->setPageTables(localDram.get());
-    localDram->setRequester(uncore_.get());
+    h.uncore->setPageTables(h.localDram.get());
+    h.localDram->setRequester(h.uncore.get());
+}
+
+System::System(const SystemParams& p, bool check) : p_(p) {
+    p_.validate();
+    uint32_t cxlWindows = 0;
+    for (size_t i = 0; i <= p_.peers.size(); ++i) {
+        hosts_.push_back(std::make_unique<HostPart>());
+        hosts_.back()->index = uint8_t(i);
+        buildHost(*hosts_.back(), i ? p_.peers[i - 1] : static_cast<const HostDesc&>(p_), cxlWindows);
+    }
     if (!p_.accelerators.empty()) buildAccelerators(check);
 }
 
-int System::windowIndex(const std::string& name) const {
+int HostPart::windowIndex(const std::string& name) const {
     for (size_t i = 0; i < windows.size(); ++i)
         if (windows[i].p.name == name) return int(i);
+    return -1;
+}
+
+int System::hostIndex(const std::string& name) const {
+    for (size_t i = 0; i < hosts_.size(); ++i)
+        if (hosts_[i]->p.name == name) return int(i);
     return -1;
 }
 
@@ -209,41 +256,40 @@ bool System::quiet() const {
     return true;
 }
 
-double System::mediaPeakBytesPerSec(const std::vector<uint32_t>& which) const {
+double System::mediaPeakBytesPerSec(const std::vector<uint32_t>& which, size_t host) const {
+    const HostPart& h = *hosts_[host];
     double s = 0;
-    for (size_t i = 0; i < windows.size(); ++i) {
+    for (size_t i = 0; i < h.windows.size(); ++i) {
         if (!which.empty() && std::find(which.begin(), which.end(), uint32_t(i)) == which.end()) continue;
-        const MemoryWindow& w = windows[i];
+        const MemoryWindow& w = h.windows[i];
         if (w.remote) s += w.remote->dram().peakBytesPerSec();
         else if (w.bridge)
-            for (auto& d : w.devices) s += d->media().peakBytesPerSec();
-        else s += localDram->peakBytesPerSec();
+            for (const Type3Device* d : w.reach) s += d->media().peakBytesPerSec();
+        else s += h.localDram->peakBytesPerSec();
     }
     return s;
 }
 
 void System::resetStats() {
     const Tick t = loop.now();
-    localDram->resetStats(t);
-    for (MemoryWindow& w : windows) {
-        if (w.remote) {
-            w.remote->dram().resetStats(t);
-            w.remote->out_.resetStats();
-            w.remote->back_.resetStats();
+    for (auto& h : hosts_) {
+        h->localDram->resetStats(t);
+        for (MemoryWindow& w : h->windows) {
+            if (w.remote) {
+                w.remote->dram().resetStats(t);
+                w.remote->out_.resetStats();
+                w.remote->back_.resetStats();
+            }
+            if (w.bridge) w.bridge->resetStats();
         }
-        if (w.bridge) w.bridge->resetStats();
-        for (auto& l : w.links) {
-            l->m2s_.resetStats();
-            l->s2m_.resetStats();
-        }
-        for (auto& d : w.devices) d->resetStats(t);
-        for (auto& l : w.switchLinks) {
-            l->m2s_.resetStats();
-            l->s2m_.resetStats();
-        }
-        for (auto& sw : w.switches) sw->resetStats();
+        h->uncore->resetStats();
     }
-    uncore_->resetStats();
+    for (auto& l : links_) {
+        l->m2s_.resetStats();
+        l->s2m_.resetStats();
+    }
+    for (auto& d : devices_) d->resetStats(t);
+    for (auto& sw : switches_) sw->resetStats();
 }
 
 void System::buildAccelerators(bool check) {
@@ -251,7 +297,7 @@ void System::buildAccelerators(bool check) {
     // The home reaches host memory through the uncore: the address map routes
     // each line to its window (the DRAM, a CXL expander, the remote socket).
     // Its own pipeline (home.latency_ns) is the whole host-side cost.
-    home.reset(new HomeAgent(loop, p_.home, uncore_->addInput(nullptr, 0, 0), pool, checker.get()));
+    home.reset(new HomeAgent(loop, p_.home, host().uncore->addInput(nullptr, 0, 0), pool, checker.get()));
     const std::vector<uint64_t> bases = p_.accelMemoryBases();
     uint32_t i = 0;
     for (uint32_t e = 0; e < p_.accelerators.size(); ++e) {

@@ -1,10 +1,11 @@
 // A whole system wired from one description (SystemParams, read from a
-// graph): a host with its cores' path into the memory (the uncore), the
-// windows of its host physical address map (local DRAM, the remote socket,
-// CXL host bridges whose root ports lead, through links and any switches, to
-// Type-3 expanders), and the CXL.cache accelerators beside them
-// on root ports of their own, coherent through the host's home agent, whose
-// memory traffic goes through the same address map.
+// graph): hosts, each with its cores' path into the memory (the uncore) and
+// the windows of its host physical address map (local DRAM, the remote
+// socket, CXL host bridges whose root ports lead, through links and any
+// switches, to Type-3 expanders, which switches let several hosts share), and
+// the CXL.cache accelerators beside the first host's memories on root ports
+// of their own, coherent through its home agent, whose memory traffic goes
+// through the same address map.
 #pragma once
 
 #include <memory>
@@ -27,20 +28,36 @@ namespace cxlcore {
 // Ordered name -> value pairs: every result the engine returns.
 using Report = std::vector<std::pair<std::string, double>>;
 
-// One window of the address map and the components that serve it. A
-// local-dram window is served by the host's own DRAM (System::localDram).
+// One window of a host's address map and the components that serve it. A
+// local-dram window is served by the host's own DRAM (HostPart::localDram).
 struct MemoryWindow {
     WindowParams p;
     Target* target = nullptr;
     std::unique_ptr<InterSocket> remote;
     std::unique_ptr<HostBridge> bridge;
-    // Every Type-3 device below the bridge, behind switches too, each with the link above it.
-    std::vector<std::unique_ptr<CxlLink>> links;
-    std::vector<std::unique_ptr<Type3Device>> devices;
+    // What reports list under the window: every Type-3 device and switch
+    // below its bridge, behind switches too, each with the link above it. The
+    // System owns them; one that several hosts reach is listed under the
+    // window that reached it first.
+    std::vector<CxlLink*> links;
+    std::vector<Type3Device*> devices;
     std::vector<std::string> deviceNames;  // as reports and stall messages name them
-    // Every switch below the bridge, each with the link above it.
-    std::vector<std::unique_ptr<CxlLink>> switchLinks;
-    std::vector<std::unique_ptr<CxlSwitch>> switches;
+    std::vector<CxlSwitch*> switches;
+    std::vector<Type3Device*> reach;  // every Type-3 device below the bridge, whoever built it
+};
+
+// One host: its DRAM, the windows of its address map and its uncore, the
+// path its cores' misses take into them.
+struct HostPart {
+    HostDesc p;
+    uint8_t index = 0;
+    bool mapped = false;    // built from an explicit map (else the one window of a single-memory system)
+    std::string localName;  // its DRAM, as reports name it
+    std::unique_ptr<DramController> localDram;
+    std::vector<MemoryWindow> windows;  // the address map, in its order
+    std::unique_ptr<Uncore> uncore;
+    // The window of a name, or -1.
+    int windowIndex(const std::string& name) const;
 };
 
 class System {
@@ -53,12 +70,15 @@ class System {
     // The request trace this run records into (TraceSink::Scope), if any.
     TraceSink* const trace = TraceSink::enterRun();
     const SystemParams& params() const { return p_; }
-    Uncore& uncore() { return *uncore_; }
-    // Theoretical limit the results must respect, bytes per second: the
-    // media of the given windows (indices into `windows`; empty: every window).
-    double mediaPeakBytesPerSec(const std::vector<uint32_t>& which = {}) const;
-    // The window of a name, or -1.
-    int windowIndex(const std::string& name) const;
+    // Host i (0: the first, with the accelerators), and how many there are.
+    HostPart& host(size_t i = 0) { return *hosts_[i]; }
+    const HostPart& host(size_t i = 0) const { return *hosts_[i]; }
+    size_t hosts() const { return hosts_.size(); }
+    // The host of a component name, or -1.
+    int hostIndex(const std::string& name) const;
+    // Theoretical limit the results must respect, bytes per second: the media
+    // of the given windows of a host (indices into its `windows`; empty: every window).
+    double mediaPeakBytesPerSec(const std::vector<uint32_t>& which = {}, size_t host = 0) const;
 
     // Runs the event loop until no work is left, under watchdogs: a run that
     // stops making progress throws StallError naming where its oldest request is.
@@ -67,9 +87,6 @@ class System {
     void resetStats();
     // Statistics over [start, end]: the memories, and the coherent part's counters.
     void report(Report& r, Tick start, Tick end) const;
-
-    std::unique_ptr<DramController> localDram;
-    std::vector<MemoryWindow> windows;  // the address map, in its order
 
     // CXL.cache (when the description has accelerators): the checker, the
     // home agent, and every copy of every accelerator description with its link.
@@ -85,16 +102,21 @@ class System {
     bool quiet() const;
 
   private:
-    void buildCxl(MemoryWindow& w, uint32_t cxlWindows);
+    void buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows);
+    void buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows);
     void buildAccelerators(bool check);
     void runCoherent();
     void reportMemory(Report& r, Tick s, Tick e) const;
     void reportCoherent(Report& r, Tick end) const;
     void reportAccelerators(Report& r, Tick end) const;
     SystemParams p_;
-    bool mapped_;  // built from an explicit map (else the one window of a single-memory system)
-    std::string localName_;
-    std::unique_ptr<Uncore> uncore_;
+    std::vector<std::unique_ptr<HostPart>> hosts_;
+    // The fabric below the host bridges: every link, Type-3 device and
+    // switch, each built once however many hosts reach it.
+    std::vector<std::unique_ptr<CxlLink>> links_;
+    std::vector<std::unique_ptr<Type3Device>> devices_;
+    std::vector<std::unique_ptr<CxlSwitch>> switches_;
+    std::vector<CxlLink*> switchLinks_;  // above each switch's upstream ports, in the order they were built
     Watchdog watchdog_{pool};
 };
 

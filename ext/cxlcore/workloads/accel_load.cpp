@@ -18,7 +18,7 @@ AccelLoad::AccelLoad(System& s, const std::vector<DeviceStream>& streams) : s_(s
                                                       " streams; allowed: one per device (" +
                                                       std::to_string(p.accelerators.size()) + ")");
     std::string windows;
-    for (const MemoryWindow& w : s.windows) windows += (windows.empty() ? "" : ", ") + w.p.name;
+    for (const MemoryWindow& w : s.host().windows) windows += (windows.empty() ? "" : ", ") + w.p.name;
     for (size_t e = 0; e < streams.size(); ++e) {
         const DeviceStream& d = streams[e];
         const AccelDeviceParams& a = p.accelerators[e];
@@ -34,7 +34,7 @@ AccelLoad::AccelLoad(System& s, const std::vector<DeviceStream>& streams) : s_(s
         pl.depth = d.depth;
         pl.target = d.target;
         uint64_t room = 0;
-        if (d.target == "device" || s.windowIndex(d.target) < 0) {
+        if (d.target == "device" || s.host().windowIndex(d.target) < 0) {
             // Device memory: its own, or a Type-2 description's by name.
             int owner = d.target == "device" ? int(e) : -1;
             for (size_t k = 0; k < p.accelerators.size() && owner < 0; ++k)
@@ -46,7 +46,7 @@ AccelLoad::AccelLoad(System& s, const std::vector<DeviceStream>& streams) : s_(s
                                   "accel.type = 1 has no device memory; allowed: a window (" + windows + ")");
             room = m.memory_bytes;
         } else {
-            const WindowParams& w = s.windows[size_t(s.windowIndex(d.target))].p;
+            const WindowParams& w = s.host().windows[size_t(s.host().windowIndex(d.target))].p;
             room = w.size ? w.size / 2 : 1ull << 40;
         }
         need(d.footprint_bytes >= kLineBytes && d.footprint_bytes <= room,
@@ -72,9 +72,9 @@ AccelLoad::AccelLoad(System& s, const std::vector<DeviceStream>& streams) : s_(s
 }
 
 uint64_t AccelLoad::baseOf(uint32_t accel, const Plan& p) const {
-    const int w = s_.windowIndex(p.target);
+    const int w = s_.host().windowIndex(p.target);
     if (w >= 0) {
-        const WindowParams& wp = s_.windows[size_t(w)].p;
+        const WindowParams& wp = s_.host().windows[size_t(w)].p;
         return wp.base + (wp.size ? wp.size / 2 : 1ull << 40);
     }
     if (p.target == "device") return s_.accels[accel]->memBase();

@@ -30,9 +30,10 @@ void reportLatency(Report& r, const LatencyStats& st, const std::string& k) {
 // is part of that path for every core.
 class Driver : public Component, public Requester {
   public:
-    explicit Driver(System& s) : Component(s.loop), sys_(s) {
-        s.uncore().setRequester(this);
-        llcLat_ = nsToTicks(s.params().host.llc_latency_ns);
+    // On the cores of host `host`.
+    explicit Driver(System& s, size_t host = 0) : Component(s.loop), sys_(s), host_(s.host(host)) {
+        host_.uncore->setRequester(this);
+        llcLat_ = nsToTicks(host_.p.host.llc_latency_ns);
     }
     void retryReq() override {}  // the uncore never refuses
     // x->mark: when the response reaches the core (it may be later than now).
@@ -54,11 +55,12 @@ class Driver : public Component, public Requester {
         x->tag = tag;
         x->birth = x->mark = at;
         if (sys_.trace) x->trace = sys_.trace->admit(*x);
-        sys_.uncore().tryReq(x);
+        host_.uncore->tryReq(x);
         return x;
     }
     virtual void complete(Txn* x, Tick done) = 0;
     System& sys_;
+    HostPart& host_;
     Tick llcLat_;
 
   public:
@@ -238,7 +240,7 @@ class ChaseWalk {
 class ChaseDriver : public Driver {
   public:
     ChaseDriver(System& s, const std::vector<ChaseLoad>& loads, uint64_t pageBytes) : Driver(s), loads_(loads) {
-        const HostParams& hp = s.params().host;
+        const HostParams& hp = host_.p.host;
         lat_[0] = nsToTicks(hp.l1_latency_ns);
         lat_[1] = nsToTicks(hp.l2_latency_ns);
         lat_[2] = nsToTicks(hp.llc_latency_ns);
@@ -325,9 +327,11 @@ class TrafficDriver : public Driver {
         bool store;
     };
 
-    TrafficDriver(System& s, uint32_t threads, uint64_t total, const Progress& progress)
-        : Driver(s), threads_(threads), total_(total), progress_(progress) {
-        const HostParams& hp = s.params().host;
+    // On the cores of host `host`; `total`: the requests to complete (0: issue
+    // until the run stops, measured over another driver's window: follow()).
+    TrafficDriver(System& s, uint32_t threads, uint64_t total, const Progress& progress, size_t host = 0)
+        : Driver(s, host), threads_(threads), total_(total ? total : ~0ull), progress_(progress) {
+        const HostParams& hp = host_.p.host;
         mshrs_ = hp.mshrs_per_core;
         wbSlots_ = hp.writeback_buffer;
         cores_.resize(threads + 1);
@@ -358,7 +362,7 @@ class TrafficDriver : public Driver {
         // already push out the last pass's lines. At most half an array back:
         // the arrays simulated here are short, and the write-back stays far from
         // the rows being read, as it is in arrays larger than the caches.
-        const uint64_t lag = std::min<uint64_t>(lines / 2, sys_.params().host.l2_bytes / kLineBytes / ops_.size());
+        const uint64_t lag = std::min<uint64_t>(lines / 2, host_.p.host.l2_bytes / kLineBytes / ops_.size());
         for (Core& k : cores_) k.evict = (lines - lag) % lines;
         const uint64_t slice = lines * kLineBytes;
         firstTouch_ = placement == "first-touch";
@@ -385,7 +389,7 @@ class TrafficDriver : public Driver {
         sequential_ = c.pattern == "sequential";
         footprint_ = std::max<uint64_t>(c.footprint_bytes / kLineBytes / threads_, 1);
         // A sequential store stream evicts the dirty line an L2's worth behind it.
-        victimLag_ = std::min<uint64_t>(footprint_ / 2, sys_.params().host.l2_bytes / kLineBytes);
+        victimLag_ = std::min<uint64_t>(footprint_ / 2, host_.p.host.l2_bytes / kLineBytes);
         delay_ = nsToTicks(c.inject_delay_ns);
         if (c.rate_gbps > 0) interval_ = nsToTicks(kLineBytes * threads_ / c.rate_gbps);
         poisson_ = c.arrivals == "poisson";
@@ -394,7 +398,7 @@ class TrafficDriver : public Driver {
 
     void start() {
         for (uint32_t c = 0; c < threads_; ++c) {
-            cores_[c].rng = Rng(sys_.params().seed * 1000003 + c);
+            cores_[c].rng = Rng(seed() * 1000003 + c);
             // Independent threads walk their buffers out of phase: started in
             // step at aligned offsets, every stream would sit in the same
             // banks at once, a lockstep no real set of threads keeps.
@@ -405,13 +409,16 @@ class TrafficDriver : public Driver {
             pump(c, now());
         }
         if (probe_) {
-            cores_[threads_].rng = Rng(sys_.params().seed * 7 + 99);
+            cores_[threads_].rng = Rng(seed() * 7 + 99);
             issueProbe(now());
         }
     }
 
     // Results over the measurement window (10% to 90% of the requests completed).
     bool windowDone() const { return windowEnd_ != 0; }
+    // Another driver's measurement window opens or closes (a driver without a total of its own).
+    void open(Tick t) { windowStart_ = t; }
+    void close(Tick t) { windowEnd_ = t; }
     Tick windowStart_ = 0, windowEnd_ = 0;
     uint64_t wLoads_ = 0, wStores_ = 0, wReadBytes_ = 0, wWriteBytes_ = 0;
     LatencyStats reads_, probeLat_;
@@ -487,6 +494,8 @@ class TrafficDriver : public Driver {
         Rng rng;
     };
     bool measuring() const { return windowStart_ != 0 && windowEnd_ == 0; }
+    // Each host's cores draw their own numbers; the first host's are the one-host system's.
+    uint64_t seed() const { return sys_.params().seed + 104729ull * host_.index; }
 
     // A response reaches the core at t, which may be later than now. A core
     // that reacts at once issues at t itself; a paced one wakes on its own
@@ -614,15 +623,22 @@ void requireWindow(const char* workload, const TrafficDriver& d) {
                          ": the run ended before 90 % of its requests completed; no measurement window");
 }
 
+// What one host's workload moved over a window of `span`, under `k`, beside
+// the most its windows' media could.
+void rates(Report& r, const std::string& k, const System& s, const PagePlacement& place, size_t host, Tick span,
+           uint64_t readBytes, uint64_t writeBytes) {
+    const double secs = double(span) * 1e-12;
+    r.emplace_back(k + "read_gbps", secs > 0 ? readBytes / secs / 1e9 : 0);
+    r.emplace_back(k + "write_gbps", secs > 0 ? writeBytes / secs / 1e9 : 0);
+    r.emplace_back(k + "total_gbps", secs > 0 ? (readBytes + writeBytes) / secs / 1e9 : 0);
+    r.emplace_back(k + "media_peak_gbps", s.mediaPeakBytesPerSec(place.windows(), host) / 1e9);
+}
+
 void commonReport(Report& r, System& s, const PagePlacement& place, Tick start, Tick end, uint64_t readBytes,
                   uint64_t writeBytes) {
     if (end < start) throw std::logic_error("internal error: measurement window ends before it starts");
-    const double secs = double(end - start) * 1e-12;
     r.emplace_back("window_ns", ticksToNs(end - start));
-    r.emplace_back("read_gbps", secs > 0 ? readBytes / secs / 1e9 : 0);
-    r.emplace_back("write_gbps", secs > 0 ? writeBytes / secs / 1e9 : 0);
-    r.emplace_back("total_gbps", secs > 0 ? (readBytes + writeBytes) / secs / 1e9 : 0);
-    r.emplace_back("media_peak_gbps", s.mediaPeakBytesPerSec(place.windows()) / 1e9);
+    rates(r, "", s, place, 0, end - start, readBytes, writeBytes);
     s.report(r, start, end);
     r.emplace_back("txn_pool_size", double(s.pool.allocated()));
     r.emplace_back("txn_pool_peak", double(s.pool.peak()));
@@ -691,7 +707,7 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
         if (cache) cache->put(key, loads);
     }
     ChaseDriver d(s, *loads, sp.host.page_bytes);
-    d.place_ = PagePlacement(s, cfg.target, "lmbench");
+    d.place_ = PagePlacement(s.host(), cfg.target, "lmbench");
     s.resetStats();
     d.start();
     s.run();
@@ -708,10 +724,10 @@ Report runChase(const SystemParams& sp, const ChaseConfig& cfg, uint64_t wsIndex
     return r;
 }
 
-static void checkThreads(const char* workload, uint32_t threads, const SystemParams& sp) {
-    if (threads < 1 || threads > sp.host.cores)
-        throw ConfigError(std::string(workload) + ".threads = " + fmtNum(threads) +
-                          " is out of range; allowed: 1 to host.cores (" + fmtNum(sp.host.cores) + ")");
+static void checkThreads(const std::string& workload, uint32_t threads, const HostDesc& h) {
+    if (threads < 1 || threads > h.host.cores)
+        throw ConfigError(workload + ".threads = " + fmtNum(threads) + " is out of range; allowed: 1 to host.cores (" +
+                          fmtNum(h.host.cores) + ")");
 }
 
 Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress& progress) {
@@ -723,7 +739,7 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     const uint64_t opsPerLine = (cfg.kernel == "add" || cfg.kernel == "triad") ? 3 : 2;
     TrafficDriver d(s, cfg.threads, cfg.threads * cfg.lines_per_thread * opsPerLine, progress);
     d.setStream(cfg.kernel, cfg.lines_per_thread, cfg.placement, cfg.stores, sp.host.page_bytes);
-    d.place_ = PagePlacement(s, cfg.target, "stream");
+    d.place_ = PagePlacement(s.host(), cfg.target, "stream");
     if (d.place_.windows().size() > 1) d.interleaved();
     d.start();
     s.run();
@@ -738,38 +754,46 @@ Report runStream(const SystemParams& sp, const StreamConfig& cfg, const Progress
     return r;
 }
 
-Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progress& progress) {
-    checkThreads("traffic", cfg.threads, sp);
+namespace {
+// Refuses what no traffic run can do, naming the parameter (a further
+// host's under its name).
+void checkTraffic(const TrafficConfig& cfg, const HostDesc& h, const std::string& k) {
+    checkThreads(k + "traffic", cfg.threads, h);
     if (!(cfg.read_fraction >= 0 && cfg.read_fraction <= 1))
-        throw ConfigError("traffic.read_fraction = " + fmtNum(cfg.read_fraction) + " is out of range; allowed: 0 to 1");
+        throw ConfigError(k + "traffic.read_fraction = " + fmtNum(cfg.read_fraction) + " is out of range; allowed: 0 to 1");
     if (cfg.stores != "non-temporal" && cfg.stores != "write-allocate")
-        throw ConfigError("traffic.stores = '" + cfg.stores +
+        throw ConfigError(k + "traffic.stores = '" + cfg.stores +
                           "' is not allowed; allowed values: non-temporal, write-allocate");
     if (cfg.ops.find_first_not_of("LS") != std::string::npos || cfg.ops.size() > 64)
-        throw ConfigError("traffic.ops = '" + cfg.ops +
+        throw ConfigError(k + "traffic.ops = '" + cfg.ops +
                           "' is not allowed; allowed: up to 64 letters L (load) and S (store), or empty");
     if (cfg.stores == "write-allocate" && cfg.ops.empty() && cfg.read_fraction < 0.5)
-        throw ConfigError("traffic.read_fraction = " + fmtNum(cfg.read_fraction) +
+        throw ConfigError(k + "traffic.read_fraction = " + fmtNum(cfg.read_fraction) +
                           " is out of range with write-allocate stores; allowed: 0.5 to 1 (each store reads its line)");
     if (cfg.pattern != "random" && cfg.pattern != "sequential")
-        throw ConfigError("traffic.pattern = '" + cfg.pattern + "' is not allowed; allowed values: random, sequential");
+        throw ConfigError(k + "traffic.pattern = '" + cfg.pattern + "' is not allowed; allowed values: random, sequential");
     if (cfg.requests < 100 || cfg.requests > (1ull << 40))
-        throw ConfigError("traffic.requests = " + fmtNum(double(cfg.requests)) +
+        throw ConfigError(k + "traffic.requests = " + fmtNum(double(cfg.requests)) +
                           " is out of range; allowed: 100 to 1099511627776");
     if (!(cfg.rate_gbps >= 0 && cfg.rate_gbps <= 10000))
-        throw ConfigError("traffic.rate_gbps = " + fmtNum(cfg.rate_gbps) + " is out of range; allowed: 0 to 10000");
+        throw ConfigError(k + "traffic.rate_gbps = " + fmtNum(cfg.rate_gbps) + " is out of range; allowed: 0 to 10000");
     if (cfg.arrivals != "periodic" && cfg.arrivals != "poisson")
-        throw ConfigError("traffic.arrivals = '" + cfg.arrivals + "' is not allowed; allowed values: periodic, poisson");
+        throw ConfigError(k + "traffic.arrivals = '" + cfg.arrivals + "' is not allowed; allowed values: periodic, poisson");
     if (!(cfg.inject_delay_ns >= 0 && cfg.inject_delay_ns <= 1e6))
-        throw ConfigError("traffic.inject_delay_ns = " + fmtNum(cfg.inject_delay_ns) +
+        throw ConfigError(k + "traffic.inject_delay_ns = " + fmtNum(cfg.inject_delay_ns) +
                           " is out of range; allowed: 0 to 1000000");
     if (cfg.footprint_bytes < uint64_t(kLineBytes) * cfg.threads || cfg.footprint_bytes > (1ull << 44))
-        throw ConfigError("traffic.footprint_bytes = " + fmtNum(double(cfg.footprint_bytes)) +
+        throw ConfigError(k + "traffic.footprint_bytes = " + fmtNum(double(cfg.footprint_bytes)) +
                           " is out of range; allowed: 64 x threads to 17592186044416");
+}
+}  // namespace
+
+Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progress& progress) {
+    checkTraffic(cfg, sp, "");
     System s(sp);
     TrafficDriver d(s, cfg.threads, cfg.requests, progress);
     d.setTraffic(cfg);
-    d.place_ = PagePlacement(s, cfg.target, "traffic");
+    d.place_ = PagePlacement(s.host(), cfg.target, "traffic");
     d.start();
     s.run();
     requireWindow("traffic", d);
@@ -780,6 +804,56 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
     commonReport(r, s, d.place_, d.windowStart_, d.windowEnd_, d.wReadBytes_, d.wWriteBytes_);
     reportLatency(r, d.reads_, "read");
     if (cfg.probe) reportLatency(r, d.probeLat_, "probe");
+    return r;
+}
+
+// ---------------------------------------------------------------- several hosts at once
+
+Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, const Progress& progress) {
+    if (runs.empty()) throw ConfigError("hosts: no host runs traffic; allowed: one or more hosts of the system");
+    System s(sp);
+    std::vector<std::unique_ptr<TrafficDriver>> d;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const HostTraffic& h = runs[i];
+        const int k = s.hostIndex(h.host);
+        if (k < 0) {
+            std::string names;
+            for (size_t j = 0; j < s.hosts(); ++j) names += (j ? ", " : "") + s.host(j).p.name;
+            throw ConfigError("hosts[" + std::to_string(i) + "].host = '" + h.host +
+                              "' is not a host of the system; allowed: " + names);
+        }
+        for (size_t j : at)
+            if (j == size_t(k))
+                throw ConfigError("hosts[" + std::to_string(i) + "].host = '" + h.host +
+                                  "' runs twice; allowed: each host once");
+        at.push_back(size_t(k));
+        checkTraffic(h.cfg, s.host(size_t(k)).p, h.host + ".");
+        // The first host paces the measurement; the others issue until it closes.
+        d.emplace_back(new TrafficDriver(s, h.cfg.threads, i ? 0 : h.cfg.requests, i ? Progress() : progress,
+                                         size_t(k)));
+        d.back()->setTraffic(h.cfg);
+        d.back()->place_ = PagePlacement(s.host(size_t(k)), h.cfg.target, h.host + ".traffic");
+    }
+    d[0]->onWindow = [&d](bool open, Tick t) {
+        for (size_t i = 1; i < d.size(); ++i) open ? d[i]->open(t) : d[i]->close(t);
+    };
+    for (auto& x : d) x->start();
+    s.run();
+    requireWindow("hosts", *d[0]);
+    const Tick start = d[0]->windowStart_, end = d[0]->windowEnd_;
+    Report r;
+    r.emplace_back("window_ns", ticksToNs(end - start));
+    for (size_t i = 0; i < d.size(); ++i) {
+        const std::string k = runs[i].host + ".";
+        r.emplace_back(k + "threads", runs[i].cfg.threads);
+        rates(r, k, s, d[i]->place_, at[i], end - start, d[i]->wReadBytes_, d[i]->wWriteBytes_);
+        reportLatency(r, d[i]->reads_, k + "read");
+        if (runs[i].cfg.probe) reportLatency(r, d[i]->probeLat_, k + "probe");
+    }
+    s.report(r, start, end);
+    r.emplace_back("txn_pool_peak", double(s.pool.peak()));
+    r.emplace_back("events", double(s.loop.events()));
     return r;
 }
 
@@ -809,7 +883,7 @@ Report runMixed(const SystemParams& sp, const MixedConfig& cfg, const Progress& 
         const uint64_t opsPerLine = (st.kernel == "add" || st.kernel == "triad") ? 3 : 2;
         d.reset(new TrafficDriver(s, st.threads, st.threads * st.lines_per_thread * opsPerLine, progress));
         d->setStream(st.kernel, st.lines_per_thread, st.placement, st.stores, sp.host.page_bytes);
-        d->place_ = PagePlacement(s, st.target, "stream");
+        d->place_ = PagePlacement(s.host(), st.target, "stream");
         if (d->place_.windows().size() > 1) d->interleaved();
         if (acc) d->onWindow = [&acc](bool open, Tick t) { open ? acc->open(t) : acc->close(t); };
         d->start();
@@ -974,7 +1048,7 @@ Report runTrace(const SystemParams& sp, const TraceConfig& cfg, const Progress& 
                           " is out of range; allowed: 1 to 65536");
     System s(sp);
     TraceDriver d(s, cfg, progress);
-    if (!cfg.target.windows.empty()) d.place_ = PagePlacement(s, cfg.target, "trace");
+    if (!cfg.target.windows.empty()) d.place_ = PagePlacement(s.host(), cfg.target, "trace");
     d.start();
     s.run();
     Report r;

@@ -120,4 +120,15 @@ Report runStream(const SystemParams& sys, const StreamConfig& cfg, const Progres
 Report runTraffic(const SystemParams& sys, const TrafficConfig& cfg, const Progress& progress);
 Report runTrace(const SystemParams& sys, const TraceConfig& cfg, const Progress& progress);
 
+// One host's part of a run on several hosts at once.
+struct HostTraffic {
+    std::string host;  // its component name
+    TrafficConfig cfg;
+};
+// Traffic on several hosts of one system at once. The first host listed
+// paces the measurement window (10 % to 90 % of its requests); the others
+// issue throughout it, whatever their `requests`. Each host's bandwidth and
+// latency under its name, every component's counters once.
+Report runHosts(const SystemParams& sys, const std::vector<HostTraffic>& runs, const Progress& progress);
+
 }  // namespace cxlcore

@@ -50,6 +50,8 @@ class CXLType3Expander(SimObject):
     device_devload_optimal = Param.Float(0.25, "queue fill at which DevLoad reports Optimal (0 to 1)")
     device_devload_moderate = Param.Float(0.75, "queue fill for Moderate overload (0 to 1)")
     device_devload_severe = Param.Float(0.95, "queue fill for Severe overload (0 to 1)")
+    device_logical_devices = Param.Unsigned(
+        1, "1: an SLD; N: an MLD, an LD (1/N of its DPA) per host reaching it (1 to 16)")
     # media_*: DramParams. A DRAM controller and its devices. A channel is an independent data bus (DDR5:
     # one 32-bit sub-channel; DDR4: one 64-bit channel).
     media_channels = Param.Unsigned(2, "independent channels (DDR5: 2 per DIMM channel) (1 to 64)")

@@ -14,7 +14,7 @@ from .presets import names as preset_names
 # The engine's functions load on first use: they need the compiled core (and
 # pandas), which a source checkout lacks; `python -m simcxl.schema_gen` runs
 # there, before any build, and imports this package first.
-_ENGINE = ("bench", "breakdown", "lmbench", "loaded_latency", "stream", "trace", "traffic")
+_ENGINE = ("bench", "breakdown", "host_names", "hosts", "lmbench", "loaded_latency", "stream", "trace", "traffic")
 
 
 def __getattr__(name):
@@ -26,4 +26,4 @@ def __getattr__(name):
 
 __all__ = ["BridgeParams", "CxlMemory", "DeviceParams", "DramParams", "HostParams", "InterSocketParams",
            "LinkParams", "ParamError", "RemoteMemory", "System", "load_preset", "preset_names", "bench",
-           "breakdown", "lmbench", "loaded_latency", "stream", "trace", "traffic"]
+           "breakdown", "host_names", "hosts", "lmbench", "loaded_latency", "stream", "trace", "traffic"]

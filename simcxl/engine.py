@@ -23,6 +23,7 @@ from .presets import load
 from .topology.convert import core_graph
 
 Memory = Union[str, Path, System]
+
 Progress = Optional[Callable[[float], object]]
 
 #: Where a request's latency goes, in the order of its path: the core's one stage list (kernel/txn.hpp).
@@ -221,6 +222,85 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
                   rate_gbps=rate_gbps, arrivals=arrivals, inject_delay_ns=inject_delay_ns, requests=requests,
                   stores=stores, ops=ops,
                   **_target_cfg(system, pairs))
+
+
+#: What each host of a run on several hosts may set: ``traffic``'s own settings.
+HOST_SETTINGS = ("threads", "read_fraction", "pattern", "footprint_bytes", "requests", "rate_gbps", "inject_delay_ns",
+                 "probe", "target", "stores", "ops", "arrivals")
+
+
+class _HostMap:
+    """One host's windows, as ``parse_target`` asks for them."""
+
+    def __init__(self, graph, host: str):
+        self._names = [k.b.comp for k in graph.down(host, "mem")]
+
+    def window_names(self):
+        return self._names
+
+
+def host_names(memory: Memory) -> list:
+    """The hosts of a system, in the order of its components (a preset has one, ``host``)."""
+    system = load(memory)
+    graph = getattr(system, "graph", None)
+    return [c.name for c in graph.of_type("host")] if graph is not None else ["host"]
+
+
+def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None, **common) -> pd.DataFrame:
+    """Traffic on several hosts of one system at once: a topology whose hosts share switches and
+    multi-logical devices. ``runs`` maps host names to their own settings, over ``common`` ones (any of
+    ``HOST_SETTINGS``, as ``traffic`` takes them); None: every host with ``common``. The first host listed
+    paces the measurement window (10 % to 90 % of its ``requests``); the others issue throughout it. One row
+    per host: its bandwidth and read (and probe) latency over that window; ``df.attrs["components"]``: every
+    component's counters over it (switch ports, MLD logical devices, links, media)."""
+    system = load(memory)
+    names = host_names(system)
+    if runs is None:
+        runs = {n: {} for n in names}
+    if not isinstance(runs, dict) or not runs:
+        raise ParamError(f"runs = {runs!r} is not allowed; allowed: a dict of host name -> settings (hosts: "
+                         f"{', '.join(names)})")
+    specs = []
+    for name, own in runs.items():
+        if name not in names:
+            raise ParamError(f"runs: {name!r} is not a host of {system.name}; allowed: {', '.join(names)}")
+        cfg = {**common, **(own or {})}
+        bad = sorted(set(cfg) - set(HOST_SETTINGS))
+        if bad:
+            raise ParamError(f"{name}.{bad[0]} is not a traffic setting; allowed: {', '.join(HOST_SETTINGS)}")
+        spec = {"host": name}
+        for k, lo, hi in (("threads", 1, 1024), ("requests", 100, 1 << 40)):
+            if k in cfg:
+                spec[k] = _check_int(f"{name}.{k}", cfg[k], lo, hi)
+        for k, lo, hi in (("read_fraction", 0, 1), ("rate_gbps", 0, 10000), ("inject_delay_ns", 0, 1e6)):
+            if k in cfg:
+                spec[k] = _check_float(f"{name}.{k}", cfg[k], lo, hi)
+        for k, allowed in (("pattern", PATTERNS), ("stores", STORES), ("arrivals", ARRIVALS), ("probe", (True, False))):
+            if k in cfg:
+                if cfg[k] not in allowed or (k == "probe" and not isinstance(cfg[k], bool)):
+                    raise ParamError(f"{name}.{k} = {cfg[k]!r} is not allowed; allowed values: "
+                                     f"{', '.join(map(str, allowed))}")
+                spec[k] = cfg[k]
+        if "footprint_bytes" in cfg:
+            spec["footprint_bytes"] = parse_size(cfg["footprint_bytes"], f"{name}.footprint_bytes")
+        if "ops" in cfg:
+            spec["ops"] = str(cfg["ops"])
+        if cfg.get("target") is not None:
+            graph = getattr(system, "graph", None)
+            spec["target"] = parse_target(cfg["target"], _HostMap(graph, name) if graph is not None else system,
+                                          f"{name}.target")
+        specs.append(spec)
+    r = _core.run_hosts(core_graph(system), specs, progress)
+    rows = []
+    for name in runs:
+        pre = name + "."
+        rows.append({"host": name, **{k[len(pre):]: v for k, v in r.items() if k.startswith(pre)}})
+    df = pd.DataFrame(rows)
+    df.insert(0, "memory", system.name)
+    df["window_ns"] = r["window_ns"]
+    df.attrs["components"] = {k: v for k, v in r.items()
+                              if k != "window_ns" and not any(k.startswith(n + ".") for n in runs)}
+    return _attrs(df, system, "hosts", runs={n: {**common, **(o or {})} for n, o in runs.items()})
 
 
 def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), read_fractions: Iterable[float] = (1.0,),

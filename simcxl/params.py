@@ -38,8 +38,7 @@ def _fmt(v: Any) -> str:
 
 
 def shown(key: Any) -> str:
-    """A key as a message shows it: quoted when it holds a line break or
-    another character that would not print as itself."""
+    """A key as a message shows it: quoted when a character of it (a line break) would not print as itself."""
     return key if isinstance(key, str) and key.isprintable() else repr(key)
 
 
@@ -367,6 +366,7 @@ class DeviceParams(ParamGroup):
     devload_optimal: float = param(0.25, 0, 1, "", "queue fill at which DevLoad reports Optimal")
     devload_moderate: float = param(0.75, 0, 1, "", "queue fill for Moderate overload")
     devload_severe: float = param(0.95, 0, 1, "", "queue fill for Severe overload")
+    logical_devices: int = param(1, 1, 16, "", "1: an SLD; N: an MLD, an LD (1/N of its DPA) per host reaching it")
 
     def _check(self, where: str) -> None:
         if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:

@@ -169,8 +169,8 @@ BAD = {
     "unknown port": (lambda d: d["connections"].__setitem__(3, ["l0.side", "x0.up"]), ["l0", "has no port side"]),
     "derived parameter": (lambda d: d["components"]["hb"].update(root_ports=2), ["hb.root_ports", "root_port"]),
     "out of range": (lambda d: d["components"]["l0"].update(lanes=3), ["l0.lanes = 3", "allowed values"]),
-    "second host": (lambda d: d["components"].update(h2={"type": "host", "from": "defaults"}),
-                    ["h2", "second host"]),
+    "too many hosts": (lambda d: d["components"].update({f"h{i}": {"type": "host", "from": "defaults"}
+                                                         for i in range(1, 17)}), ["h16", "17 hosts", "1 to 16"]),
     "two links in a row": (
         lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"}),
                    d["connections"].__setitem__(3, ["l0.down", "l1.up"]),

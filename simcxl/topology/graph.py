@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from .. import _core
 from ..files import read_text
 from ..params import PHYS_SPACE, BridgeParams, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
@@ -400,14 +401,15 @@ def check(t: Topology) -> None:
     hosts = t.of_type("host")
     if not hosts:
         raise TopologyError("the topology has no host; allowed: one component of type host")
-    if len(hosts) > 1:
-        raise TopologyError(f"{hosts[1].name}: a second host; the engine simulates one host per topology so far "
-                            f"(hosts: {', '.join(h.name for h in hosts)})")
+    if len(hosts) > MAX_HOSTS:
+        raise TopologyError(f"{hosts[MAX_HOSTS].name}: {len(hosts)} hosts; allowed: 1 to {MAX_HOSTS}")
     _check_ports(t)
     _check_cycles(t)
-    _check_reach(t, hosts[0])
-    _check_paths(t, hosts[0])
-    _check_windows(t, hosts[0])
+    _check_reach(t, hosts)
+    _check_paths(t)
+    for h in hosts:
+        _check_host(t, h, first=h is hosts[0])
+        _check_windows(t, h)
 
 
 def _check_ports(t: Topology) -> None:
@@ -457,18 +459,43 @@ def _check_cycles(t: Topology) -> None:
             visit(n, [n])
 
 
-def _check_reach(t: Topology, host: Component) -> None:
-    seen = {host.name}
-    todo = [host.name]
+def reached_from(t: Topology, comp: str) -> set:
+    """Every component a path from ``comp`` reaches, itself included."""
+    seen = {comp}
+    todo = [comp]
     while todo:
         n = todo.pop()
         for k in t.connections:
             if k.a.comp == n and k.b.comp not in seen:
                 seen.add(k.b.comp)
                 todo.append(k.b.comp)
+    return seen
+
+
+def _check_reach(t: Topology, hosts: List[Component]) -> None:
+    """Everything hangs below a host; only switches, the links and Type-3 devices below them are shared, a
+    device by as many hosts as it has logical devices, and a host reaches a switch by one upstream port."""
+    reach = {h.name: reached_from(t, h.name) for h in hosts}
+    names = ", ".join(h.name for h in hosts)
     for c in t.components.values():
-        if c.name not in seen:
-            raise TopologyError(f"{c.name}: not reached from host {host.name}; every component hangs below the host")
+        by = [h for h in reach if c.name in reach[h]]
+        if not by:
+            where = f"host {names}" if len(hosts) == 1 else f"any host ({names})"
+            raise TopologyError(f"{c.name}: not reached from {where}; every component hangs below a host")
+        lds = c.group("device").logical_devices if c.type == "type3" else 0
+        if c.type == "type3" and len(by) > lds:
+            raise TopologyError(f"{c.name}.device.logical_devices = {lds}: "
+                                f"{len(by)} hosts reach it ({', '.join(by)}); allowed: a logical device for each "
+                                "host (an MLD), at most 16")
+        if len(by) > 1 and c.type not in ("switch", "type3", "link"):
+            raise TopologyError(f"{c.name}: hosts {by[0]} and {by[1]} both reach it; allowed: only switches and "
+                                "the links and Type-3 devices below them are shared")
+    for h, seen in reach.items():
+        for sw in t.of_type("switch"):
+            ups = [k for k in t.connections if k.b.comp == sw.name and k.a.comp in seen]
+            if len(ups) > 1:
+                raise TopologyError(f"{sw.name}.up: host {h} reaches it through {len(ups)} upstream ports "
+                                    f"({ups[0].b} and {ups[1].b}); allowed: one per host")
 
 
 # What each down-facing port may lead to.
@@ -476,11 +503,13 @@ _LEADS = {("host", "mem"): ("dram", "remote_socket", "host_bridge"), ("host", "l
           ("host", "home"): ("home_agent",), ("remote_socket", "down"): ("dram",),
           ("host_bridge", "root_port"): ("link",), ("home_agent", "root_port"): ("link",),
           ("link", "down"): ("type3", "accelerator", "nic", "switch"), ("switch", "dsp"): ("link",)}
+#: Hosts one system may hold (the core numbers them in each request).
+MAX_HOSTS = _core.MAX_HOSTS
 #: How many downstream ports a switch's decoder interleaves over: the way counts the schema allows a decoder.
 SWITCH_WAYS = next(f for f in fields(BridgeParams) if f.name == "interleave_ways").metadata["choices"]
 
 
-def _check_paths(t: Topology, host: Component) -> None:
+def _check_paths(t: Topology) -> None:
     for k in t.connections:
         a, b = t.components[k.a.comp], t.components[k.b.comp]
         ok = _LEADS.get((a.type, k.a.port), ())
@@ -505,6 +534,9 @@ def _check_paths(t: Topology, host: Component) -> None:
         if n not in SWITCH_WAYS:
             raise TopologyError(f"{sw.name}.dsp: {n} downstream ports is not allowed; its decoder interleaves over "
                                 f"all of them: allowed {', '.join(map(str, SWITCH_WAYS))}")
+
+
+def _check_host(t: Topology, host: Component, first: bool) -> None:
     locals_ = t.below(host.name, "local")
     direct = [c for c in t.below(host.name, "mem") if c.type == "dram"]
     if len(direct) > 1:
@@ -517,6 +549,9 @@ def _check_paths(t: Topology, host: Component) -> None:
         raise TopologyError(f"{host.name}.local: port left open; with no DRAM window the host's own DRAM (its page "
                             "tables) joins host.local")
     homes = t.below(host.name, "home")
+    if homes and not first:
+        raise TopologyError(f"{host.name}.home: CXL.cache devices hang below the first host "
+                            f"({t.of_type('host')[0].name}) only so far")
     if homes and len(t.down(homes[0].name, "root_port")) > 16:
         raise TopologyError(f"{homes[0].name}.root_port: more than 16 accelerators; allowed: up to 16 per host")
 

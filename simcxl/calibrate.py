@@ -772,20 +772,20 @@ def _keep(done, results: Dict[str, FitResult], out: Path, tb: Testbed, date: str
 
 def _taken(tb: Testbed, name: str, start: System, results: Dict[str, FitResult]):
     """A memory's start and (fitted, notes) when it takes the values fitted on another
-    memory (knobs_from): each of its knobs set to what the other's knob of the same role
-    fitted."""
+    memory (knobs_from): each of its knobs set to what the other's knob of the same role and
+    meaning fitted (a switch's latency goes to switches only)."""
     mem = tb.memories[name]
     src = results.get(mem.knobs_from)
     if src is None:
         raise ParamError(f"--memories: {name} takes its values from {mem.knobs_from} (knobs_from); calibrate "
                          f"{mem.knobs_from} too")
-    by_role = {k.role: src.fitted[k.params[0]] for k in knobs_of(tb.memories[src.memory], src.system)
-               if k.params[0] in src.fitted}
+    taken = {(k.role, k.why): src.fitted[k.params[0]] for k in knobs_of(tb.memories[src.memory], src.system)
+             if k.params[0] in src.fitted}
     fitted: Dict[str, float] = {}
     for k in knobs_of(mem, start):
-        if k.role in by_role:
-            start = set_knob(start, k, by_role[k.role])
-            fitted.update({p: by_role[k.role] for p in k.params})
+        if (k.role, k.why) in taken:
+            start = set_knob(start, k, taken[(k.role, k.why)])
+            fitted.update({p: taken[(k.role, k.why)] for p in k.params})
     note = (f"{name}: takes {', '.join(f'`{p}` = {v}' for p, v in fitted.items()) or 'nothing'} fitted on "
             f"{src.memory}; fits none of its own")
     return start, (fitted, [note])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from simcxl import calibrate, engine, testbed, topology
+from simcxl.params import ParamError
 
 from conftest import REPO
 
@@ -133,3 +134,19 @@ def test_idle_latency_is_the_probe_on_an_idle_memory():
                         inject_delay_ns=calibrate.IDLE_PAUSE_NS, probe=True)
     assert df["total_gbps"].iloc[0] < 1.0
     assert calibrate.StandaloneEngine().idle_latency(s) == pytest.approx(float(df["probe_latency_ns_mean"].iloc[0]))
+
+
+def test_gem5_refuses_switched_memories_before_any_work():
+    tb = testbed.load(SWITCHED)
+    with pytest.raises(ParamError, match="run in the standalone engine only"):
+        calibrate.check_gem5(tb, ["pool", "pool-x8"])
+
+
+def test_a_preset_memory_takes_no_switch_latency(tmp_path):
+    folder = _synthetic(tmp_path / "tb", 500.0)
+    (folder / "testbed.toml").write_text(
+        '[memories.a]\nkind = "cxl-type3"\ntopology = "one.toml"\nfit = { idle_latency = "mlc" }\n'
+        '[memories.b]\nkind = "cxl-type3"\nknobs_from = "a"\n')
+    summary = calibrate.run(folder, tmp_path / "out", log=lambda m: None, workers=1)
+    assert summary["memories"]["b"]["fitted"] == {}
+    assert "takes nothing fitted on a" in summary["memories"]["b"]["notes"][0]

@@ -48,6 +48,11 @@ def pct(v: float) -> str:
     return f"{v:+.1f}\u00a0%"  # a no-break space: "(-1.6 %)" stays on one line in a narrow cell
 
 
+def mae(v: Optional[float]) -> str:
+    """A mean absolute error, or "-" where there are no points (a memory that fits none)."""
+    return "-" if v is None else f"{v:.2f} %"
+
+
 def num(v: float) -> str:
     return f"{v:,.2f}" if abs(v) < 1000 else f"{v:,.0f}"
 
@@ -105,12 +110,10 @@ def testbed_section(name: str, summary: dict, tb: dict, cite: str, plots: List[s
                            for k, v in summary["memories"][m].get("fitted", {}).items())
         rows.append([m, desc.get("kind", ""), desc.get("description", ""), fitted or "-"])
     out += table(["memory", "kind", "what it is", "fitted"], rows) + [""]
-    rows = [[m, f"{s['fit_mae_pct']:.2f} %", f"{s['validation_llc_and_beyond_mae_pct']:.2f} %",
-             f"{s['validation_mae_pct']:.2f} %"] for m, s in summary["memories"].items()]
-    o = summary["overall"]
+    keys = ("fit_mae_pct", "validation_llc_and_beyond_mae_pct", "validation_mae_pct")
+    rows = [[m, *(mae(s[k]) for k in keys)] for m, s in summary["memories"].items()]
     if len(mems) > 1:
-        rows.append(["all", f"{o['fit_mae_pct']:.2f} %", f"{o['validation_llc_and_beyond_mae_pct']:.2f} %",
-                     f"{o['validation_mae_pct']:.2f} %"])
+        rows.append(["all", *(mae(summary["overall"][k]) for k in keys)])
     out += ["Mean absolute errors:", ""]
     out += table(["memory", "fitted points", "validation: at/after the LLC, other kernels, loaded points",
                   "validation: all points"], rows) + [""]
@@ -132,6 +135,10 @@ def testbed_section(name: str, summary: dict, tb: dict, cite: str, plots: List[s
         out += table(["kernel", *mems], [[k.split("|")[0] + (f" ({k.split('|')[1]} stores)" if k.split("|")[1]
                                                              not in ("", "write-allocate") else ""),
                                           *(cell(by["stream"][k].get(m)) for m in mems)] for k in keys]) + [""]
+    if "idle_latency" in by:
+        out += ["### Idle latency (ns, one dependent load at a time; by the tool that measured it)", ""]
+        out += table(["tool", *mems], [[k.split("|")[0], *(cell(by["idle_latency"][k].get(m)) for m in mems)]
+                                       for k in sorted(by["idle_latency"])]) + [""]
     for exp, title in (("loaded_bandwidth", "Loaded bandwidth (GB/s, all traffic)"),
                        ("loaded_latency", "Loaded latency (ns, the probe's mean)")):
         if exp not in by:

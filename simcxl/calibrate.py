@@ -84,6 +84,18 @@ KNOBS: Dict[str, Tuple[Knob, ...]] = {
 
 DEFAULT_BASE = {"local-dram": "ddr-local", "remote-numa": "ddr-remote", "cxl-type3": "cxl-asic"}
 
+# A memory given as a topology file fits one value, the latency of every switch in it: the one
+# thing an idle latency through a switched path pins once the rest of the path is given.
+SWITCH_KNOB = (0.0, 1000.0, "port-to-port traversal of a switch, each way: tens to a few hundred ns (the schema's "
+               "100 ns is CXL-DMSim's fit to XConn XC50256 data); with no measurement of the same host without the "
+               "switch it also takes up what the testbed's host, links and devices add or save against the "
+               "topology's presets")
+
+# MLC's idle latency, simulated: the dependent-load probe beside one thread that pauses this long
+# between its loads, so that the memory is all but idle (well under 1 GB/s), over this many loads.
+IDLE_PAUSE_NS = 10000.0
+IDLE_REQUESTS = 2000
+
 
 class Gem5Missing(ParamError):
     pass
@@ -119,6 +131,12 @@ class StandaloneEngine:
                                        stores=stores, pattern=pattern)
         return float(df["latency_ns"].iloc[0]), float(df["bandwidth_gbps"].iloc[0])
 
+    def idle_latency(self, system: System) -> float:
+        """MLC's idle latency: the probe's mean latency (ns) on an all but idle memory."""
+        df = standalone.traffic(system, threads=1, read_fraction=1.0, requests=IDLE_REQUESTS,
+                                inject_delay_ns=IDLE_PAUSE_NS, probe=True)
+        return float(df["probe_latency_ns_mean"].iloc[0])
+
 
 def get_engine(name: str, cache=None, region: Optional[int] = None, runs: Optional[Path] = None):
     if name == "standalone":
@@ -141,6 +159,11 @@ def check_gem5(tb: Testbed, names: Sequence[str]) -> None:
     only (SimCXL's SimObjects are the CXL memory; the host is gem5's board)."""
     from . import gem5_engine
 
+    graphs = [n for n in names if tb.memories[n].topology is not None or tb.points_of(n, "idle_latency")]
+    if graphs:
+        raise ParamError(f"--engine gem5: {', '.join(graphs)} {'is' if len(graphs) == 1 else 'are'} a topology file or "
+                         "has idle_latency points; switches and idle latency run in the standalone engine only "
+                         "(docs/topology.md); choose --memories without them")
     other = [n for n in names if tb.memories[n].kind != "cxl-type3"]
     if other:
         raise ParamError(f"--engine gem5 calibrates cxl-type3 memories, the ones SimCXL's SimObjects model; "
@@ -157,7 +180,16 @@ def check_gem5(tb: Testbed, names: Sequence[str]) -> None:
 
 def base_system(mem: Memory) -> System:
     """The preset a memory starts from: its own `base`, a preset of the same
-    name and kind, or the default preset of its kind; then the testbed's link."""
+    name and kind, or the default preset of its kind; then the testbed's link.
+    A memory given as a topology file is that file's system, with its params."""
+    if mem.topology is not None:
+        from . import topology
+        t = topology.load(mem.topology)
+        s = topology.memory_system(t.replace(**mem.params) if mem.params else t)
+        if s.kind != mem.kind:
+            raise ParamError(f"memory {mem.name}: topology {mem.topology.name} is a {s.kind} system, not a {mem.kind}")
+        s.name = mem.name
+        return s
     name = mem.base
     if name is None and mem.name in presets.names() and presets.load(mem.name).kind == mem.kind:
         name = mem.name
@@ -174,22 +206,52 @@ def base_system(mem: Memory) -> System:
 
 def set_knob(s: System, knob: Knob, value: float) -> System:
     v = int(round(value)) if knob.integer else float(value)
-    return s.replace(**{p: v for p in knob.params})
+    return _replace(s, {p: v for p in knob.params})
+
+
+def _replace(s: System, over: Dict[str, float]) -> System:
+    """The system with dotted parameters changed: a preset's names, or a topology's
+    (``sw0.latency_ns``) for a system built from one."""
+    if s.graph is None:
+        return s.replace(**over)
+    from . import topology
+    new = topology.memory_system(s.graph.replace(**over))
+    new.name = s.name
+    return new
+
+
+def _get(s: System, path: str) -> float:
+    return float((s.graph if s.graph is not None else s).get(path))
+
+
+def knobs_of(mem: Memory, system: System) -> Tuple[Knob, ...]:
+    """A memory's free parameters: its kind's (KNOBS), or for a topology file every switch's
+    latency, one value (SWITCH_KNOB)."""
+    if mem.topology is None:
+        return KNOBS[mem.kind]
+    lat = tuple(f"{c.name}.latency_ns" for c in system.graph.of_type("switch"))
+    return (Knob("latency", lat, SWITCH_KNOB[0], SWITCH_KNOB[1], False, SWITCH_KNOB[2]),) if lat else ()
 
 
 def fit_points(tb: Testbed, memory: str) -> List[Point]:
     """The points a memory's knobs fit: those its testbed declares (`fit`),
     per role; for a role it leaves out, the default: the largest lat_mem_rd
-    working set, STREAM copy, and with neither of those, the loaded-latency
-    point with the fewest threads."""
+    working set (else the first idle latency), STREAM copy, and with neither
+    of those, the loaded-latency point with the fewest threads. A memory that
+    takes another's values (knobs_from) fits none."""
     declared = tb.memories[memory].fit
+    if tb.memories[memory].knobs_from is not None:
+        return []
     out = []
-    if "lat_mem_rd" in declared or "loaded_latency" in declared:
-        out += [p for p in (declared.get("lat_mem_rd"), declared.get("loaded_latency")) if p is not None]
+    latency = ("lat_mem_rd", "loaded_latency", "idle_latency")
+    if any(k in declared for k in latency):
+        out += [p for p in (declared.get(k) for k in latency) if p is not None]
     else:
         lat = tb.points_of(memory, "lat_mem_rd")
         if lat:
             out.append(max(lat, key=lambda p: p.x))
+        elif tb.points_of(memory, "idle_latency"):
+            out.append(tb.points_of(memory, "idle_latency")[0])
     if "stream" in declared or "loaded_bandwidth" in declared:
         out += [p for p in (declared.get("stream"), declared.get("loaded_bandwidth")) if p is not None]
     else:
@@ -206,6 +268,10 @@ def fit_points(tb: Testbed, memory: str) -> List[Point]:
 def simulate(eng, system: System, points: Sequence[Point]) -> List[float]:
     """The simulated value of each point, batching what one run can share."""
     out: Dict[int, float] = {}
+    idle = [i for i, p in enumerate(points) if p.experiment == "idle_latency"]
+    if idle:  # every tool's idle latency is the same run
+        v = eng.idle_latency(system)
+        out.update((i, v) for i in idle)
     lat = [(i, p) for i, p in enumerate(points) if p.experiment == "lat_mem_rd"]
     if lat:
         for (i, _), v in zip(lat, eng.lmbench(system, [p.x for _, p in lat])):
@@ -257,7 +323,7 @@ def fit_memory(eng, tb: Testbed, mem: Memory, start: System, log: Callable[[str]
     if not pts:
         notes.append(f"{mem.name}: no point to fit; parameters kept from the base preset")
         return s, fitted, notes
-    knobs = KNOBS[mem.kind]
+    knobs = knobs_of(mem, start)
     if mem.kind == "local-dram" and not fit_host:
         return s, fitted, notes
     plain = [k for k in knobs if not k.fallback]
@@ -315,7 +381,7 @@ def _fit_knobs(eng, s: System, knobs: Sequence[Knob], pts: Sequence[Point], log:
         if not want:
             continue
         target = want[0]
-        value, err = _fit_knob(eng, s, knob, target, log, name, float(base.get(knob.params[0])))
+        value, err = _fit_knob(eng, s, knob, target, log, name, _get(base, knob.params[0]))
         s = set_knob(s, knob, value)
         for p in knob.params:
             fitted[p] = value
@@ -645,29 +711,19 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
             if host_source is not None and n != local:
                 starts[n].host = copy.deepcopy(host_source.host)
                 starts[n].local_dram = copy.deepcopy(host_source.local_dram)
-        rest = [n for n in names if n != local]
+        rest = [n for n in names if n != local and tb.memories[n].knobs_from is None]
         jobs += [(tb, n, starts[n], engine_name, False, None, warm, runs) for n in rest]
-        workers = min(workers, len(jobs)) or 1
         if rest:
-            log(f"{tb.name}: fitting {', '.join(rest)} ({workers} worker{'s' if workers > 1 else ''})")
-        if workers > 1 and len(jobs) > 1:
-            with cf.ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
-                futs = {pool.submit(_fit_and_validate, j): j[1] for j in jobs}
-                for fut in cf.as_completed(futs):
-                    r = fut.result()
-                    results[r.memory] = r
-                    _write_preset(out, r, tb, date, engine_name)  # finished work is kept at once
-                    for line in r.notes:
-                        log(line)
-                    log(f"  {r.memory}: done")
-        else:
-            for j in jobs:
-                r = _fit_and_validate(j)
-                results[r.memory] = r
-                _write_preset(out, r, tb, date, engine_name)
-                for line in r.notes:
-                    log(line)
-                log(f"  {r.memory}: done")
+            log(f"{tb.name}: fitting {', '.join(rest)} ({min(workers, len(jobs))} worker"
+                f"{'s' if min(workers, len(jobs)) > 1 else ''})")
+        _run_jobs(jobs, workers, results, out, tb, date, engine_name, log)
+        # The memories that take the values fitted on another: validated with them, fitting none.
+        takers = [n for n in names if tb.memories[n].knobs_from is not None]
+        jobs = []
+        for n in takers:
+            start, done = _taken(tb, n, starts[n], results)
+            jobs.append((tb, n, start, engine_name, False, done))
+        _run_jobs(jobs, workers, results, out, tb, date, engine_name, log, warm, runs)
     except KeyboardInterrupt:
         done = sorted(results)
         log(f"{tb.name}: interrupted; " + (f"the presets of {', '.join(done)} are written in {out / 'presets'}"
@@ -686,6 +742,53 @@ def run(testbed_dir, out_dir, memories: Optional[Sequence[str]] = None, engine_n
             _atomic_write(Path(json_path), text)
     _report(out, tb, ordered, summary)
     return summary
+
+
+def _run_jobs(jobs: list, workers: int, results: Dict[str, FitResult], out: Path, tb: Testbed, date: str,
+              engine_name: str, log: Callable[[str], None], *tail) -> None:
+    """Fits and validates each job's memory (on `workers` processes), keeping each result and
+    its preset as it finishes. `tail` ends every job (warm caches, gem5 runs) where jobs
+    do not carry it themselves."""
+    jobs = [j + tail for j in jobs]
+    workers = min(workers, len(jobs)) or 1
+    if workers > 1:
+        with cf.ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
+            futs = [pool.submit(_fit_and_validate, j) for j in jobs]
+            done = (f.result() for f in cf.as_completed(futs))
+            _keep(done, results, out, tb, date, engine_name, log)
+    else:
+        _keep((_fit_and_validate(j) for j in jobs), results, out, tb, date, engine_name, log)
+
+
+def _keep(done, results: Dict[str, FitResult], out: Path, tb: Testbed, date: str, engine_name: str,
+          log: Callable[[str], None]) -> None:
+    for r in done:
+        results[r.memory] = r
+        _write_preset(out, r, tb, date, engine_name)  # finished work is kept at once
+        for line in r.notes:
+            log(line)
+        log(f"  {r.memory}: done")
+
+
+def _taken(tb: Testbed, name: str, start: System, results: Dict[str, FitResult]):
+    """A memory's start and (fitted, notes) when it takes the values fitted on another
+    memory (knobs_from): each of its knobs set to what the other's knob of the same role and
+    meaning fitted (a switch's latency goes to switches only)."""
+    mem = tb.memories[name]
+    src = results.get(mem.knobs_from)
+    if src is None:
+        raise ParamError(f"--memories: {name} takes its values from {mem.knobs_from} (knobs_from); calibrate "
+                         f"{mem.knobs_from} too")
+    taken = {(k.role, k.why): src.fitted[k.params[0]] for k in knobs_of(tb.memories[src.memory], src.system)
+             if k.params[0] in src.fitted}
+    fitted: Dict[str, float] = {}
+    for k in knobs_of(mem, start):
+        if (k.role, k.why) in taken:
+            start = set_knob(start, k, taken[(k.role, k.why)])
+            fitted.update({p: taken[(k.role, k.why)] for p in k.params})
+    note = (f"{name}: takes {', '.join(f'`{p}` = {v}' for p, v in fitted.items()) or 'nothing'} fitted on "
+            f"{src.memory}; fits none of its own")
+    return start, (fitted, [note])
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -711,7 +814,14 @@ def _write_preset(out: Path, r: FitResult, tb: Testbed, date: str, engine_name: 
                        for x in fit_rows],
         "fit_mae_pct": _mae(fit_rows), "validation_mae_pct": _mae([x for x in r.points if x["role"] != "fit"]),
     }
-    presets.save(s, out / "presets" / f"{r.memory}.json")
+    if s.graph is None:
+        presets.save(s, out / "presets" / f"{r.memory}.json")
+        return
+    # A topology file: the fitted graph, its provenance in the comment lines above it.
+    from . import topology
+    s.graph.source = s.source
+    head = "".join(f"# {line}\n" for line in ["simcxl calibrate provenance (JSON):", json.dumps(s.provenance)])
+    _atomic_write(out / "presets" / f"{r.memory}.toml", head + topology.to_toml(s.graph))
 
 
 def _target_rows(tb: Testbed, r: FitResult) -> List[dict]:

@@ -5,12 +5,17 @@ plus optional CSV files: ``lat_mem_rd.csv`` (memory, working_set_bytes,
 latency_ns), ``stream.csv`` (memory, kernel, threads, bandwidth_gbps; STREAM's
 own byte counting; optional ``stores``: write-allocate, the default, or
 non-temporal when the measured binary's stores wrote whole lines without
-reading them) and ``loaded_latency.csv`` (memory, threads, read_fraction or
+reading them), ``loaded_latency.csv`` (memory, threads, read_fraction or
 an MLC ``mode``, bandwidth_gbps and/or latency_ns; optional ``stores`` and
 ``pattern``): each row is a loaded-bandwidth point, a loaded-latency point or
-both. A memory may declare the points its fit uses
-(``fit``, see FIT_KEYS); the others are validation only. Loading checks
-everything and reports every problem with its file, line and column.
+both) and ``idle_latency.csv`` (memory, latency_ns, optional ``tool``: one
+dependent load at a time on an idle memory, as MLC's idle latency).
+A memory may declare the points its fit uses
+(``fit``, see FIT_KEYS); the others are validation only. A cxl-type3 memory
+may be a topology file in the testbed's folder (``topology``, switches and
+all) instead of a preset, and may take the values fitted on another memory
+(``knobs_from``) instead of fitting its own. Loading checks everything and
+reports every problem with its file, line and column.
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ FILES = {
                                               "threads": (True, int), "bandwidth_gbps": (False, float),
                                               "latency_ns": (False, float), "mode": (False, str),
                                               "stores": (False, str), "pattern": (False, str)}),
+    "idle_latency": ("idle_latency.csv", {"memory": (True, str), "tool": (False, str), "latency_ns": (True, float)}),
 }
+IDLE_TOOL = "idle"  # an idle_latency row's tool when it names none
 # A loaded_latency.csv row gives a point of each experiment whose column it fills.
 LOADED = {"loaded_latency": "latency_ns", "loaded_bandwidth": "bandwidth_gbps"}
 # Loaded traffic's stores when a row names neither a mode nor stores: the engine's default.
@@ -57,16 +64,17 @@ PATTERNS = ("random", "sequential")
 
 
 # What a memory's `fit` table may name, per experiment: the one point its knobs
-# of that role fit, or false for none. lat_mem_rd and loaded_latency both fit
-# the latency knobs, stream and loaded_bandwidth the bandwidth knobs, so a
-# memory names at most one of each pair.
+# of that role fit, or false for none. lat_mem_rd, loaded_latency and
+# idle_latency all fit the latency knobs, stream and loaded_bandwidth the
+# bandwidth knobs, so a memory names at most one of each group.
 FIT_KEYS = {
     "lat_mem_rd": "a measured working_set_bytes",
     "stream": 'a kernel ("copy"), or a table { kernel = "copy", threads = 16, stores = "non-temporal" }',
     "loaded_latency": "a table { threads = 4, read_fraction = 1.0 } (and stores, pattern or mode to name one)",
     "loaded_bandwidth": "a table { threads = 16, read_fraction = 0.75 } (and stores, pattern or mode to name one)",
+    "idle_latency": 'a tool of idle_latency.csv ("mlc")',
 }
-EXCLUSIVE = (("lat_mem_rd", "loaded_latency", "latency"), ("stream", "loaded_bandwidth", "bandwidth"))
+EXCLUSIVE = ((("lat_mem_rd", "loaded_latency", "idle_latency"), "latency"), (("stream", "loaded_bandwidth"), "bandwidth"))
 
 
 class TestbedError(ParamError):
@@ -83,6 +91,8 @@ class Memory:
     link: Dict[str, Any] = field(default_factory=dict)
     params: Dict[str, Any] = field(default_factory=dict)  # dotted overrides
     fit: Dict[str, Optional["Point"]] = field(default_factory=dict)  # declared fit points (None: none)
+    topology: Optional[Path] = None     # a topology file instead of a preset (cxl-type3)
+    knobs_from: Optional[str] = None    # the memory whose fitted values it takes, fitting none
 
 
 @dataclass
@@ -179,7 +189,11 @@ def load(folder) -> Testbed:
         if not isinstance(params, dict):
             problems.append(f"{loc}: memories.{shown(name)}.params must be a table of dotted parameter names")
             params = {}
-        memories[name] = Memory(name, kind, str(m.get("description", "")), m.get("base"), dict(link), dict(params))
+        topo = _topology_of(folder, name, m, kind, loc, problems)
+        memories[name] = Memory(name, kind, str(m.get("description", "")), m.get("base"), dict(link), dict(params),
+                                topology=topo)
+        if "knobs_from" in m:
+            memories[name].knobs_from = m["knobs_from"]
         fit = m.get("fit", {})
         if not isinstance(fit, dict):
             problems.append(f"{loc}: memories.{shown(name)}.fit must be a table; keys: {', '.join(FIT_KEYS)}")
@@ -200,7 +214,8 @@ def load(folder) -> Testbed:
         if path.exists():
             points += _read_csv(path, key, cols, memories, problems)
     if not problems and not points:
-        problems.append(f"{folder}: no measurements (lat_mem_rd.csv, stream.csv or loaded_latency.csv)")
+        problems.append(f"{folder}: no measurements ({', '.join(f for f, _ in FILES.values())})")
+    _check_knobs_from(memories, declared_fit, toml_path, text, problems)
     for name, (fit, line) in declared_fit.items():
         memories[name].fit = _resolve_fit(name, fit, [p for p in points if p.memory == name],
                                           f"{toml_path}:{line}", problems)
@@ -208,6 +223,42 @@ def load(folder) -> Testbed:
         raise TestbedError("testbed " + str(folder) + " has problems:\n" + "\n".join(problems))
     return Testbed(str(raw.get("name", folder.name)), folder, str(raw.get("description", "")), memories, points,
                    _citation(text), raw)
+
+
+def _topology_of(folder: Path, name: str, m: Dict[str, Any], kind: str, loc: str,
+                 problems: List[str]) -> Optional[Path]:
+    """A memory's topology file (in the testbed's folder), or None; its problems noted."""
+    if "topology" not in m:
+        return None
+    where = f"{loc}: memories.{shown(name)}.topology = {m['topology']!r}"
+    if kind != "cxl-type3":
+        problems.append(f"{where} is not allowed for a {kind} memory; allowed: cxl-type3 memories only")
+    elif not isinstance(m["topology"], str) or not (folder / m["topology"]).is_file():
+        problems.append(f"{where} is not a file of the testbed's folder; allowed: a topology file's name")
+    elif set(m) & {"base", "link"}:
+        problems.append(f"{where} is not allowed with {' or '.join(sorted(set(m) & {'base', 'link'}))}: the topology "
+                        "file gives the whole system; set its parameters there or in params")
+    else:
+        return folder / m["topology"]
+    return None
+
+
+def _check_knobs_from(memories: Dict[str, Memory], declared_fit: Dict[str, Tuple[Dict[str, Any], int]],
+                      toml_path: Path, text: str, problems: List[str]) -> None:
+    """A memory's knobs_from names another memory of the testbed, which fits its own, and it
+    declares no fit of its own."""
+    for name, mem in memories.items():
+        src = mem.knobs_from
+        if src is None:
+            continue
+        line = _line_of(text, "knobs_from", after=_line_of(text, f"[memories.{name}]"))
+        where = f"{toml_path}:{line}: memories.{shown(name)}.knobs_from = {src!r}"
+        others = [n for n, m in memories.items() if n != name and m.knobs_from is None and m.kind == mem.kind]
+        if src not in others:
+            problems.append(f"{where} is not allowed; allowed: a {mem.kind} memory of this testbed that fits its own "
+                            f"({', '.join(others) or 'none'})")
+        elif declared_fit.get(name, ({}, 0))[0]:
+            problems.append(f"{where}: a memory that takes another's values fits nothing itself; remove its fit")
 
 
 def _line_of(text: str, needle: str, after: int = 0) -> int:
@@ -249,8 +300,9 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
             out[key] = None
             continue
         cands = [p for p in points if p.experiment == key]
-        if key == "lat_mem_rd":
-            if isinstance(want, bool) or not isinstance(want, int):
+        if key in ("lat_mem_rd", "idle_latency"):
+            typ = int if key == "lat_mem_rd" else str
+            if isinstance(want, bool) or not isinstance(want, typ):
                 problems.append(f"{where} = {want!r} must be {FIT_KEYS[key]} or false")
                 continue
             match = [p for p in cands if p.x == want]
@@ -276,9 +328,10 @@ def _resolve_fit(name: str, fit: Dict[str, Any], points: List["Point"], loc: str
                              "to name one"))
             continue
         out[key] = match[0]
-    for a, b, role in EXCLUSIVE:
-        if out.get(a) and out.get(b):
-            problems.append(f"{loc}: memories.{shown(name)}.fit names both {a} and {b}; both fit the "
+    for keys, role in EXCLUSIVE:
+        named = [k for k in keys if out.get(k)]
+        if len(named) > 1:
+            problems.append(f"{loc}: memories.{shown(name)}.fit names both {named[0]} and {named[1]}; both fit the "
                             f"{role} knobs, which take one point: set the other to false")
     return out
 
@@ -355,6 +408,9 @@ def _read_csv(path: Path, key: str, cols, memories: Dict[str, Memory], problems:
             continue
         if key == "lat_mem_rd":
             x: Any = rec["working_set_bytes"]
+            measured = rec["latency_ns"]
+        elif key == "idle_latency":
+            x = rec.get("tool") or IDLE_TOOL
             measured = rec["latency_ns"]
         elif key == "stream":
             if rec["kernel"] not in KERNELS:

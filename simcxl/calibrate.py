@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
-from scipy.optimize import brentq
 
 from . import engine as standalone
 from . import presets
+from .consistency import consistency, err_pct
+from .fitsearch import fit_integer, fit_real
 from .params import ParamError, System
 from .testbed import Memory, Point, Testbed, describe
 from .testbed import load as load_testbed
@@ -296,10 +297,6 @@ def simulate(eng, system: System, points: Sequence[Point]) -> List[float]:
     return [out[i] for i in range(len(points))]
 
 
-def _err(sim: float, meas: float) -> float:
-    return (sim - meas) / meas * 100.0
-
-
 # ------------------------------------------------------------------ fitting
 
 @dataclass
@@ -403,174 +400,18 @@ def _fit_knob(eng, s: System, knob: Knob, target: Point, log: Callable[[str], No
         sim = simulate(eng, set_knob(s, knob, v), [target])[0]
         if v not in tried:
             tried.add(v)
-            log(f"    {name}: {knob.params[0]} = {v:g}: {sim:.4g} ({_err(sim, target.measured):+.2f} %)")
+            log(f"    {name}: {knob.params[0]} = {v:g}: {sim:.4g} ({err_pct(sim, target.measured):+.2f} %)")
         return sim - target.measured
 
     tried: set = set()
 
     log(f"  {name}: fitting {knob.params[0]} to {target.experiment} {target.x} = {target.measured:g}")
     if knob.integer:
-        best = _fit_integer(f, int(knob.lo), int(knob.hi), x0)
+        best = fit_integer(f, int(knob.lo), int(knob.hi), x0)
     else:
-        best = _fit_real(f, knob.lo, knob.hi, abs(target.measured) * eng.fit_rtol, x0)
+        best = fit_real(f, knob.lo, knob.hi, abs(target.measured) * eng.fit_rtol, x0)
     value = int(round(best)) if knob.integer else round(float(best), 3)
-    return value, _err(f(value) + target.measured, target.measured)
-
-
-def _fit_real(f: Callable[[float], float], lo: float, hi: float, tol: float, x0: float) -> float:
-    """Root of f within [lo, hi], else the better bound. A latency is close to
-    linear in a latency parameter with a slope of one or two, so secant steps
-    from the start value (the base preset's, usually near the answer) converge
-    in two or three evaluations, each a gem5 run on that engine; the bracket
-    and brentq take over if they do not."""
-    def clip(x: float) -> float:
-        return min(max(x, lo), hi)
-
-    a = clip(x0)
-    fa = f(a)
-    if abs(fa) <= tol:
-        return a
-    b = clip(a - fa)
-    if b != a:
-        fb = f(b)
-        for _ in range(4):
-            if abs(fb) <= tol:
-                return b
-            if fb == fa:
-                break
-            a, fa, b = b, fb, clip(b - fb * (b - a) / (fb - fa))
-            if b == a:
-                break
-            fb = f(b)
-    flo, fhi = f(lo), f(hi)
-    if flo * fhi > 0:
-        return lo if abs(flo) < abs(fhi) else hi
-    return brentq(f, lo, hi, xtol=0.05, rtol=1e-3, maxiter=30)
-
-
-def _fit_integer(f: Callable[[float], float], lo: int, hi: int, x0: float) -> int:
-    """Smallest |f| over the integers of [lo, hi], f rising with the value.
-    From the start value (the base preset's) it steps outwards, each step
-    sized by the secant to the root, until the sign changes; then it narrows
-    the bracket to two neighbours by secant steps, a bisection whenever one
-    end has stayed put, since bandwidth saturates with queue depth. A start
-    near the answer costs four or five evaluations (each a gem5 run on that
-    engine) where a scan of the whole range would cost a dozen."""
-    vals: Dict[int, float] = {}
-
-    def at(v: int) -> float:
-        if v not in vals:
-            vals[v] = f(v)
-        return vals[v]
-
-    def best() -> int:
-        return min(sorted(vals), key=lambda v: abs(vals[v]))
-
-    a = min(max(int(round(x0)), lo), hi)
-    fa = at(a)
-    if fa == 0:
-        return a
-    up = fa < 0
-    step = max(1, a // 8)
-    while True:
-        b = min(max(a + (step if up else -step), lo), hi)
-        if b == a:
-            return best()  # the root lies beyond the range
-        fb = at(b)
-        if (fb < 0) != (fa < 0) or fb == 0:
-            break
-        # A flat stretch (a saturated queue) gives no secant: take the longest step.
-        reach = math.ceil(1.25 * abs(fb * (b - a) / (fb - fa))) if fb != fa else 4 * step
-        step = min(4 * step, max(step, reach))
-        a, fa = b, fb
-    p, q = (a, b) if a < b else (b, a)
-    fp, fq = vals[p], vals[q]
-    last, same = None, 0  # the end that moved last, and how many times in a row
-    while q - p > 1 and fp != 0 and fq != 0:
-        m = (p + q) // 2 if same >= 2 else min(max(int(round(p - fp * (q - p) / (fq - fp))), p + 1), q - 1)
-        fm = at(m)
-        side = "p" if (fm < 0) == (fp < 0) else "q"
-        if side == "p":
-            p, fp = m, fm
-        else:
-            q, fq = m, fm
-        same = same + 1 if side == last else 1
-        last = side
-    return best()
-
-
-# ------------------------------------------------------------------ testbed consistency
-
-# STREAM kernel pairs that move the same bytes per element on one binary: copy
-# and scale read one array and write another; add and triad read two and write
-# a third. A memory model gives each pair about the same traffic, so a measured
-# ratio far from 1 bounds what any fit can reach.
-SAME_TRAFFIC = (("copy", "scale"), ("add", "triad"))
-CONSISTENCY_TOLERANCE = 0.05
-
-# Lines moved per line STREAM counts: a write-allocate store reads its line for
-# ownership too; a non-temporal store writes it alone.
-REAL_PER_COUNTED = {"write-allocate": {"copy": 3 / 2, "scale": 3 / 2, "add": 4 / 3, "triad": 4 / 3},
-                    "non-temporal": {"copy": 1.0, "scale": 1.0, "add": 1.0, "triad": 1.0}}
-
-
-def _real(p: Point) -> float:
-    return p.measured * REAL_PER_COUNTED[p.stores][p.x]
-
-
-def consistency(tb: Testbed, memories: Sequence[str]) -> List[dict]:
-    """Measured STREAM pairs that should agree, per memory: the ratio of the
-    traffic they really move (the same as STREAM's figures when their stores
-    are alike), whether it is within CONSISTENCY_TOLERANCE of 1, and the least
-    error that a model moving the same traffic in both must take on the second
-    while it fits the first within 2 %."""
-    out = []
-    for m in memories:
-        # Pairs are formed at one thread count; a kernel measured both ways pairs with each.
-        groups: Dict[int, Dict[str, List[Point]]] = {}
-        for p in tb.points_of(m, "stream"):
-            groups.setdefault(p.threads or 0, {}).setdefault(p.x, []).append(p)
-        for by_kernel in groups.values():
-            for a, b in SAME_TRAFFIC:
-                for pa in by_kernel.get(a, []):
-                    for pb in by_kernel.get(b, []):
-                        out.append(_pair(m, pa, pb, by_kernel))
-    return out
-
-
-def _pair(memory: str, pa: Point, pb: Point, by_kernel: Dict[str, List[Point]]) -> dict:
-    ratio = _real(pa) / _real(pb)
-    # With real(a) = real(b) and |sim(a) / meas(a) - 1| <= 2 %, the closest sim(b) to meas(b).
-    scale = pb.measured / _real(pb)
-    v = min(max(pb.measured, _real(pa) * 0.98 * scale), _real(pa) * 1.02 * scale)
-    c = {"memory": memory, "kernels": [pa.x, pb.x], "measured": [pa.measured, pb.measured],
-         "stores": [pa.stores, pb.stores], "ratio": ratio, "consistent": abs(ratio - 1) <= CONSISTENCY_TOLERANCE,
-         "least_error_pct_on_second": abs(_err(v, pb.measured)), "where": [pa.where, pb.where]}
-    if not c["consistent"] and all(len(ps) == 1 for ps in by_kernel.values()):
-        c.update(_out_of_line({k: ps[0] for k, ps in by_kernel.items()}))
-    return c
-
-
-def _out_of_line(st: Dict[str, Point]) -> dict:
-    """With all four kernels measured: the traffic each really moves, and the
-    kernel out of line, if the other three agree within CONSISTENCY_TOLERANCE
-    and it is twice that away from them. A memory that bounds bandwidth moves
-    about the same traffic whatever the kernel."""
-    if set(st) != set(REAL_PER_COUNTED["write-allocate"]):
-        return {}
-    real = {k: _real(p) for k, p in st.items()}
-    for k in real:
-        rest = [v for j, v in real.items() if j != k]
-        mean = sum(rest) / len(rest)
-        if max(abs(v / mean - 1) for v in rest) <= CONSISTENCY_TOLERANCE and \
-                abs(real[k] / mean - 1) > 2 * CONSISTENCY_TOLERANCE:
-            # A binary whose copy loop became memcpy writes copy's lines non-temporally, its other kernels
-            # not; such a point is no longer out of line when counted so.
-            nt = st[k].measured * REAL_PER_COUNTED["non-temporal"][k]
-            return {"real_traffic_gbps": real, "out_of_line": k, "where_out_of_line": st[k].where,
-                    "in_line_if_non_temporal": st[k].stores == "write-allocate"
-                    and abs(nt / mean - 1) <= 2 * CONSISTENCY_TOLERANCE}
-    return {"real_traffic_gbps": real, "out_of_line": None}
+    return value, err_pct(f(value) + target.measured, target.measured)
 
 
 # ------------------------------------------------------------------ the whole run
@@ -639,7 +480,7 @@ def _fit_and_validate(args) -> FitResult:
     for p, v in zip(pts, sims):
         x = p.x if not isinstance(p.x, dict) else json.dumps(p.x, sort_keys=True)
         rows.append({"memory": mem_name, "experiment": p.experiment, "x": x, "measured": p.measured,
-                     "simulated": v, "error_pct": _err(v, p.measured),
+                     "simulated": v, "error_pct": err_pct(v, p.measured),
                      "role": "fit" if id(p) in fit_ids else "validation", "source": p.where,
                      **({"stores": p.stores} if p.experiment == "stream" else {}),
                      **({"threads": p.threads} if p.experiment == "stream" and p.threads else {})})

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import simcxl
-from simcxl import calibrate, testbed
+from simcxl import calibrate, fitsearch, testbed
 
 from conftest import CC, REPO, TESTBED
 
@@ -532,11 +532,11 @@ def test_real_fit_starts_from_the_preset_and_needs_few_runs():
         calls.append(v)
         return 2.0 * (v - 97.3)
 
-    x = calibrate._fit_real(f, 5.0, 250.0, 0.1, 90.0)
+    x = fitsearch.fit_real(f, 5.0, 250.0, 0.1, 90.0)
     assert abs(f(x)) <= 0.1 and len(calls) <= 4 and 5.0 not in calls and 250.0 not in calls
     # A root beyond the range gives the nearer bound, and a curved f still converges.
-    assert calibrate._fit_real(lambda v: v - 400.0, 5.0, 250.0, 0.1, 90.0) == 250.0
-    x = calibrate._fit_real(lambda v: (v / 50.0) ** 3 - 2.0, 5.0, 250.0, 1e-4, 240.0)
+    assert fitsearch.fit_real(lambda v: v - 400.0, 5.0, 250.0, 0.1, 90.0) == 250.0
+    x = fitsearch.fit_real(lambda v: (v / 50.0) ** 3 - 2.0, 5.0, 250.0, 1e-4, 240.0)
     assert x == pytest.approx(50.0 * 2 ** (1 / 3), rel=1e-3)
 
 
@@ -553,11 +553,11 @@ def test_integer_fit_starts_from_the_preset_and_finds_the_nearest_value():
             calls.append(v)
             return g(v)
 
-        got = calibrate._fit_integer(f, 8, 512, x0)
+        got = fitsearch.fit_integer(f, 8, 512, x0)
         assert got == min(range(8, 513), key=lambda v: abs(sat(target)(v)))
         assert len(calls) <= most and len(set(calls)) == len(calls), calls
     # Out of reach: the nearer bound, reached without stepping past it.
-    assert calibrate._fit_integer(sat(25.0), 16, 256, 52) == 256
-    assert calibrate._fit_integer(lambda v: v - 3.0, 16, 256, 52) == 16
+    assert fitsearch.fit_integer(sat(25.0), 16, 256, 52) == 256
+    assert fitsearch.fit_integer(lambda v: v - 3.0, 16, 256, 52) == 16
     # A flat stretch (f the same at two values) is stepped over, not divided by.
-    assert calibrate._fit_integer(lambda v: -1.0 if v < 100 else v - 120.4, 8, 512, 20) == 120
+    assert fitsearch.fit_integer(lambda v: -1.0 if v < 100 else v - 120.4, 8, 512, 20) == 120

@@ -25,7 +25,7 @@ LIMIT = 650  # lines
 # never raise a number or add a module.
 LONG = {
     "simcxl/params.py": 1048,
-    "simcxl/calibrate.py": 939,
+    "simcxl/calibrate.py": 890,
 }
 
 Graph = Dict[str, Dict[str, str]]  # module -> {module it imports: "file:line" of the first such import}

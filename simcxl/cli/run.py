@@ -177,6 +177,36 @@ def run_traffic(memories, overrides, threads, rf, pattern, rate, arrivals, reque
     write_outputs(df, None, csv_path, "traffic")
 
 
+@run.command("hosts")
+@memory_opt
+@set_opt
+@click.option("--host", "only", multiple=True,
+              help="A host that runs traffic (repeat; default: every host); the first paces the measurement.")
+@click.option("--threads", default=8, show_default=True, help="Traffic threads on each host.")
+@click.option("--read-fraction", "rf", default=1.0, show_default=True)
+@click.option("--pattern", type=click.Choice(["random", "sequential"]), default="random", show_default=True)
+@click.option("--rate", "rate", default=0.0, show_default=True, help="GB/s per host (open loop); 0 = closed loop.")
+@click.option("--requests", default=200000, show_default=True, help="Requests of the first host's measurement.")
+@click.option("--footprint", default="1g", show_default=True, help="Bytes each host's requests spread over.")
+@json_opt
+@csv_opt
+def run_hosts(memories, overrides, only, threads, rf, pattern, rate, requests, footprint, as_json, csv_path):
+    """Traffic on several hosts of one topology at once: what each host gets of the switches and
+    multi-logical devices they share (see docs/tutorials/hosts.md)."""
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        size = engine.parse_size(footprint)
+        df = run_each(systems, "hosts", lambda s, cb: engine.hosts(
+            s, {h: {} for h in (only or engine.host_names(s))}, cb, threads=threads, read_fraction=rf,
+            pattern=pattern, rate_gbps=rate, requests=requests, footprint_bytes=size))
+    cols = ["memory", "host", "read_gbps", "write_gbps", "read_latency_ns_mean", "read_latency_p99_ns"]
+    if as_json:
+        emit_json(df[cols].to_dict("records"))
+    else:
+        click.echo(table(df, cols))
+    write_outputs(df, None, csv_path, "hosts")
+
+
 @run.command("trace")
 @memory_opt
 @set_opt

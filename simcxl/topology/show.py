@@ -8,9 +8,9 @@ from .graph import Topology
 
 
 def _depths(t: Topology) -> Dict[str, int]:
-    host = t.of_type("host")[0].name
-    depth = {host: 0}
-    todo = [host]
+    hosts = [h.name for h in t.of_type("host")]
+    depth = {h: 0 for h in hosts}
+    todo = list(hosts)
     while todo:
         n = todo.pop(0)
         for k in t.connections:
@@ -25,17 +25,22 @@ def text(t: Topology) -> str:
     lines = [f"topology {t.name} (seed {t.seed})"]
     if t.description:
         lines.append(f"  {t.description}")
-    host = t.of_type("host")[0].name
+    shown = set()
 
     def walk(n: str, indent: str, via: str) -> None:
         c = t.components[n]
+        if n in shown:  # another host's path reached it first: shared
+            lines.append(f"{indent}{via}{n} ({c.type}, shared: see above)")
+            return
+        shown.add(n)
         lines.append(f"{indent}{via}{n} ({c.type})")
         for k in sorted((k for k in t.connections if k.a.comp == n), key=lambda k: (k.a.port, k.a.index or 0)):
             port = k.a.port + (f"[{k.a.index}]" if k.a.index is not None else "")
             win = f" [0x{k.base:x}, 0x{k.base + k.size:x})" if k.base is not None else ""
             walk(k.b.comp, indent + "  ", f"{port}{win} -> ")
 
-    walk(host, "", "")
+    for h in t.of_type("host"):
+        walk(h.name, "", "")
     lines.append("")
     lines.append(f"{'parameter':44s} {'value':>14s}  origin")
     for c in t.components.values():
@@ -55,9 +60,16 @@ def plot(t: Topology, path) -> None:
     pos: Dict[str, Tuple[float, float]] = {}
     nxt = [0.0]
 
+    from .graph import reached_from
+    hosts = [h.name for h in t.of_type("host")]
+    reach = [reached_from(t, h) for h in hosts]
+    # What several hosts reach is drawn once, after every host's own part, below them all.
+    shared = {n for n in t.components if sum(n in r for r in reach) > 1}
+
     def place(n: str) -> float:
         kids = [k.b.comp for k in sorted((k for k in t.connections if k.a.comp == n),
                                          key=lambda k: (k.a.port, k.a.index or 0))]
+        kids = [m for m in kids if m not in pos and (n in shared or m not in shared)]
         if not kids:
             x = nxt[0]
             nxt[0] += 1
@@ -67,7 +79,17 @@ def plot(t: Topology, path) -> None:
         pos[n] = (x + 0.5, -depth[n])
         return x
 
-    place(t.of_type("host")[0].name)
+    for h in hosts:
+        place(h)
+    for n in sorted(shared, key=lambda n: depth[n]):
+        if n not in pos:
+            before = set(pos)
+            place(n)
+            # Centred below the hosts' ports that lead to it.
+            ups = [pos[k.a.comp][0] for k in t.connections if k.b.comp == n and k.a.comp in before]
+            dx = sum(ups) / len(ups) - pos[n][0] if ups else 0.0
+            for m in set(pos) - before:
+                pos[m] = (pos[m][0] + dx, pos[m][1])
     width = max(1.0, nxt[0])
     fig, ax = plt.subplots(figsize=(max(6, 2.0 * width), 1.4 * (rows + 1)))
     colours = {"host": "#c6dbef", "dram": "#fdd0a2", "remote_socket": "#fdae6b", "host_bridge": "#a1d99b",

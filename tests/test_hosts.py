@@ -13,7 +13,7 @@ from simcxl import _core, topology
 from simcxl.params import SwitchParams
 from simcxl.topology import TopologyError
 
-from conftest import assert_one_line_rejection, link_bound_cxl
+from conftest import assert_one_line_rejection, link_bound_cxl, one_credit_everywhere
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "topologies"
 GEN5_X16_READ = 52.72  # GB/s of read data per direction (tests/test_bandwidth.py, by hand)
@@ -112,13 +112,7 @@ def test_one_credit_and_one_entry_everywhere_still_completes(hosts):
     # Every credit and queue at its minimum, reads and writes from every host: slow, but nothing
     # deadlocks (the watchdog would end the run with a StallError).
     d = pool(hosts=hosts, devices=2, port_queue=1)
-    for c in d["components"].values():
-        if c["type"] == "link":
-            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1)
-        if c["type"] == "host_bridge":
-            c.update(req_queue=1, resp_queue=1)
-        if c["type"] == "type3":
-            c["device"].update(req_queue=1, resp_queue=1)
+    one_credit_everywhere(d)
     df = run(d, threads=4, read_fraction=0.5, requests=3000)
     assert (df["read_gbps"] > 0).all() and (df["write_gbps"] > 0).all()
 

@@ -14,7 +14,7 @@ from simcxl import _core, coherent, topology
 from simcxl.params import ParamError, SwitchParams
 from simcxl.topology import TopologyError
 
-from conftest import link_bound_cxl
+from conftest import link_bound_cxl, one_credit_everywhere
 
 POOL = str(Path(__file__).resolve().parents[1] / "examples" / "topologies" / "switch-1level.toml")
 GEN5_X16_READ = 52.72  # GB/s of read data per direction (tests/test_bandwidth.py, by hand)
@@ -260,13 +260,7 @@ def test_one_credit_and_one_entry_everywhere_still_completes(levels):
     # Every credit and queue on the path at its minimum, reads and writes mixed: slow, but every
     # request completes (no deadlock: the watchdog would end the run with a StallError).
     d = graph(devices=2, levels=levels, port_queue=1)
-    for c in d["components"].values():
-        if c["type"] == "link":
-            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1)
-        if c["type"] == "host_bridge":
-            c.update(req_queue=1, resp_queue=1)
-        if c["type"] == "type3":
-            c["device"].update(req_queue=1, resp_queue=1)
+    one_credit_everywhere(d)
     r = run(d, threads=16, read_fraction=0.5, requests=4000)
     assert r["read_gbps"] > 0 and r["write_gbps"] > 0
     assert r["sw.switch.requests"] > 0

@@ -208,7 +208,10 @@ void CxlSwitch::arbitrate(Tick t) {
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
         x->addr = u.hdm->encode(p.index, x->addr);
-        if (!(u.out.empty() && sendUp(u, x, t))) u.out.push(t, x);
+        if (!(u.out.empty() && sendUp(u, x, t))) {
+            u.out.push(t, x);
+            outBusy_ |= 1u << u.index;
+        }
         if (--grants_ == 0) {
             rr_ = rr_ + 1 == n ? 0 : rr_ + 1;
             grants_ = ports_[rr_]->weight;
@@ -217,9 +220,8 @@ void CxlSwitch::arbitrate(Tick t) {
 }
 
 void CxlSwitch::flushUp(Tick t) {
-    for (auto& up : usps_) {
-        Usp& u = *up;
-        if (usWaiting_ >> u.index & 1) continue;
+    for (uint32_t m = outBusy_ & ~usWaiting_; m; m &= m - 1) {
+        Usp& u = *usps_[__builtin_ctz(m)];
         while (u.out.headReady() <= t) {
             if (!sendUp(u, u.out.front(), t)) {
                 ++stats_.creditWaits;
@@ -230,6 +232,7 @@ void CxlSwitch::flushUp(Tick t) {
             }
             u.out.pop();
         }
+        if (u.out.empty()) outBusy_ &= ~(1u << u.index);
     }
 }
 
@@ -252,20 +255,27 @@ void CxlSwitch::process() {
                 break;
             }
             p.egress.pop();
-            for (auto& u : usps_) u->blocked[0] = u->blocked[1] = false;
+            for (uint32_t b = usBusy_; b; b &= b - 1) {  // a blocked class has its head queued: a busy port
+                Usp& u = *usps_[__builtin_ctz(b)];
+                u.blocked[0] = u.blocked[1] = false;
+            }
         }
         if (p.egress.empty()) egBusy_ &= ~(1u << p.index);
     }
     route(t);
+    // Only the upstream ports holding something: idle hosts cost nothing.
     Tick w = kNever;
-    for (auto& up : usps_) {
-        const Usp& u = *up;
+    bool room = outBusy_ != (usps_.size() == 32 ? ~0u : (1u << usps_.size()) - 1);  // a port with an empty out
+    for (uint32_t m = outBusy_; m; m &= m - 1) {
+        const Usp& u = *usps_[__builtin_ctz(m)];
         if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));
+        room |= !u.out.full();
+    }
+    for (uint32_t m = usBusy_; m; m &= m - 1) {
+        const Usp& u = *usps_[__builtin_ctz(m)];
         for (int k = 0; k < 2; ++k)
             if (!u.blocked[k]) w = std::min(w, due(u.in[k].headReady(), t));
     }
-    bool room = false;  // an upstream port a response may move to
-    for (auto& u : usps_) room |= !u->out.full();
     if (room)
         for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->in.headReady(), t));
     for (uint32_t m = egBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->egress.headReady(), t));

@@ -124,6 +124,7 @@ class CxlSwitch final : public Component {
     uint32_t inBusy_ = 0, egBusy_ = 0;
     // Upstream ports whose receive buffers hold something, and those waiting for a credit of their link.
     uint32_t usBusy_ = 0, usWaiting_ = 0;
+    uint32_t outBusy_ = 0;  // upstream ports whose S2M queue holds responses
     SwitchStats stats_;
 };
 

@@ -97,7 +97,7 @@ ComponentRegs::ComponentRegs(ComponentKind kind, uint32_t decoders, uint32_t tar
 uint64_t ComponentRegs::read(uint32_t off, unsigned size) {
     if (!accessOk(off, size, kComponentBytes, 8) || size < 4) {
         ++stats->badMmioAccesses;
-        return ~0ull >> (64 - 8 * std::min(size, 8u));
+        return allOnes(size);
     }
     ++stats->mmioReads;
     return regs_.get(off, size);
@@ -112,7 +112,7 @@ void ComponentRegs::write(uint32_t off, unsigned size, uint64_t value) {
     for (uint32_t o = off; o < off + size; o += 4, value >>= 32) {
         const uint32_t first = kCacheMemOffset + kHdmOffset + 0x10;
         if (decoders_ && o >= first && o < first + 0x20 * decoders_)
-            writeDecoder((o - first) / 0x20, (o - first) % 0x20 + 0x00, 4, uint32_t(value));
+            writeDecoder((o - first) / 0x20, (o - first) % 0x20, 4, uint32_t(value));
         else
             regs_.write(o, 4, uint32_t(value));
     }
@@ -142,6 +142,12 @@ void ComponentRegs::writeDecoder(uint32_t i, uint32_t reg, unsigned size, uint64
     }
     if (committed && (value & kCommit)) {
         if ((value ^ ctrl) & kCtrlRw) ++stats->lockedWrites;
+        return;
+    }
+    // Decoders uncommit last first (as Linux's cxl_decoder_reset insists): a
+    // later decoder's device range starts where this one's ends.
+    if (committed && i + 1 < decoders_ && isCommitted(i + 1)) {
+        ++stats->lockedWrites;
         return;
     }
     regs_.write(ctrlOff, 4, value);

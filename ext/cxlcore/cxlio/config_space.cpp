@@ -98,7 +98,7 @@ uint32_t ConfigSpace::addDoe(const std::vector<uint8_t>& cdat) {
 uint32_t ConfigSpace::read(uint32_t off, unsigned size) {
     if (!accessOk(off, size, kBytes, 4)) {
         ++stats->badConfigAccesses;
-        return size >= 4 ? 0xFFFFFFFFu : (1u << (8 * (size & 3))) - 1;
+        return uint32_t(allOnes(size < 4 ? size : 4));
     }
     ++stats->configReads;
     if (doe_ && off >= doe_ && off < doe_ + kDoeLength) {

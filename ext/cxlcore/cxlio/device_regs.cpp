@@ -62,7 +62,7 @@ void DeviceRegs::setMediaReady(bool ready) { regs_.set(kMemdevOffset, 8, (ready 
 uint64_t DeviceRegs::read(uint32_t off, unsigned size) {
     if (!accessOk(off, size, kDeviceBytes, 8)) {
         ++stats->badMmioAccesses;
-        return ~0ull >> (64 - 8 * std::min(std::max(size, 1u), 8u));
+        return allOnes(size);
     }
     ++stats->mmioReads;
     return regs_.get(off, size);

@@ -62,7 +62,7 @@ void Function::addCxlDvsecs(const std::vector<std::pair<uint8_t, uint64_t>>& blo
 uint64_t Function::mmioRead(uint64_t off, unsigned size) {
     if (off >= kComponentBytes) {
         ++stats_.badMmioAccesses;
-        return ~0ull >> (64 - 8 * (size >= 1 && size <= 8 ? size : 8));
+        return allOnes(size);
     }
     return component_.read(uint32_t(off), size);
 }

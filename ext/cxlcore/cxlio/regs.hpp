@@ -30,6 +30,9 @@ inline bool accessOk(uint64_t off, unsigned size, uint64_t limit, unsigned maxSi
            size <= limit - off;
 }
 
+// What a refused read answers: all ones, as wide as the access (at most 8 bytes).
+inline uint64_t allOnes(unsigned size) { return size == 0 ? 0 : size >= 8 ? ~0ull : (1ull << (8 * size)) - 1; }
+
 class RegBlock {
   public:
     explicit RegBlock(size_t bytes) : data_(bytes), rw_(bytes), w1c_(bytes) {}

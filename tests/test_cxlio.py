@@ -216,6 +216,15 @@ def test_mem_enable_is_rw_until_config_lock_then_read_only(dev):
     assert dev.config_read(d + 0x14, 2) & 1
 
 
+def test_flex_bus_port_reports_the_modes_control_asks_for(dev):
+    fb = find_dvsec(dev, DVSEC_FLEXBUS)
+    io, mem, flit68 = 1 << 1, 1 << 2, 1 << 5
+    assert dev.config_read(fb + 0xA, 2) & (io | mem | flit68) == io | mem | flit68  # capable
+    assert dev.config_read(fb + 0xE, 2) & (io | mem | flit68) == io | mem | flit68  # enabled after training
+    dev.config_write(fb + 0xC, 2, 0)  # CXL.mem and the 68-byte flit off; CXL.io cannot be
+    assert dev.config_read(fb + 0xC, 2) == io and dev.config_read(fb + 0xE, 2) == io
+
+
 def test_read_only_fields_ignore_writes_and_rw_fields_take_them(dev):
     before = snapshot(dev)
     for off in (0x00, 0x08, 0x34, 0x100, 0x104, 0x108):

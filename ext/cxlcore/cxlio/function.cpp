@@ -24,6 +24,8 @@ PortType portType(PortKind k) {
 // PCIe DVSEC for CXL Devices (CXL 3.1 section 8.1.3) register offsets and bits.
 constexpr uint32_t kDvCap = 0x0A, kDvCtrl = 0x0C, kDvStatus = 0x0E, kDvLock = 0x14, kDvRange1 = 0x18;
 constexpr uint32_t kMemEnable = 1u << 2, kConfigLock = 1u << 0;
+// Flex Bus Port DVSEC modes (section 8.1.8): CXL.io, CXL.mem, 68-byte flit and VH.
+constexpr uint32_t kFlexBusModes = 1u << 1 | 1u << 2 | 1u << 5;
 
 uint64_t checkedCapacity(uint64_t capacity) {
     if (capacity == 0 || capacity % kHdmUnit || capacity > (1ull << 52))
@@ -44,19 +46,25 @@ Function::Function(uint16_t vendor, uint16_t device, uint32_t classCode, PortTyp
 void Function::addCxlDvsecs(const std::vector<std::pair<uint8_t, uint64_t>>& blocks) {
     // Flex Bus Port DVSEC (section 8.1.8): CXL.io and CXL.mem capable, 68-byte
     // flit and VH mode; the link trained with all of them (status mirrors control).
-    const uint32_t fb = config_.addDvsec(kDvsecFlexBusPort, 2, 0x20);
-    const uint32_t modes = 1u << 1 | 1u << 2 | 1u << 5;
+    const uint32_t fb = flexBus_ = config_.addDvsec(kDvsecFlexBusPort, 2, 0x20);
     RegBlock& r = config_.regs();
-    r.set(fb + 0x0A, 2, modes);
-    r.set(fb + 0x0C, 2, modes);
+    r.set(fb + 0x0A, 2, kFlexBusModes);
+    r.set(fb + 0x0C, 2, kFlexBusModes);
     r.access(fb + 0x0C, 2, 1u << 2 | 1u << 5);  // CXL.io stays on; CXL.mem and the flit mode may be turned off
-    r.set(fb + 0x0E, 2, modes);
+    r.set(fb + 0x0E, 2, kFlexBusModes);
     // Register Locator DVSEC (section 8.1.9): per block, BAR 0, its ID and its 64 KiB-aligned offset.
     const uint32_t rl = config_.addDvsec(kDvsecRegisterLocator, 0, 0x0C + 8 * uint32_t(blocks.size()));
     for (size_t i = 0; i < blocks.size(); ++i) {
         r.set(rl + 0x0C + 8 * i, 4, 0 | uint32_t(blocks[i].first) << 8 | uint32_t(blocks[i].second & 0xFFFF0000));
         r.set(rl + 0x10 + 8 * i, 4, blocks[i].second >> 32);
     }
+}
+
+void Function::configWrite(uint32_t off, unsigned size, uint32_t value) {
+    config_.write(off, size, value);
+    // The link retrains at once: the Flex Bus status reports what control asks for.
+    RegBlock& r = config_.regs();
+    r.set(flexBus_ + 0x0E, 2, r.get(flexBus_ + 0x0C, 2) & kFlexBusModes);
 }
 
 uint64_t Function::mmioRead(uint64_t off, unsigned size) {
@@ -106,7 +114,7 @@ Type3Function::Type3Function(const DeviceParams& device, const DramParams& media
 }
 
 void Type3Function::configWrite(uint32_t off, unsigned size, uint32_t value) {
-    config_.write(off, size, value);
+    Function::configWrite(off, size, value);
     // CONFIG_LOCK is write-once: the DVSEC's control and range base registers
     // then hold (RWL) until reset, and so does the lock itself.
     RegBlock& r = config_.regs();

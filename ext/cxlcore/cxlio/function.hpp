@@ -25,7 +25,7 @@ class Function {
   public:
     virtual ~Function() = default;
     uint32_t configRead(uint32_t off, unsigned size) { return config_.read(off, size); }
-    virtual void configWrite(uint32_t off, unsigned size, uint32_t value) { config_.write(off, size, value); }
+    virtual void configWrite(uint32_t off, unsigned size, uint32_t value);
     // Accesses at an offset within BAR 0; outside it they are counted and dropped.
     virtual uint64_t mmioRead(uint64_t off, unsigned size);
     virtual void mmioWrite(uint64_t off, unsigned size, uint64_t value);
@@ -44,6 +44,7 @@ class Function {
     IoStats stats_;
     ConfigSpace config_;
     ComponentRegs component_;
+    uint32_t flexBus_ = 0;  // the Flex Bus Port DVSEC's offset
 };
 
 class Type3Function : public Function {

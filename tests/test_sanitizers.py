@@ -14,10 +14,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "build" / "asan"
 # The C++-heavy tests that fit CI's budget under the sanitizers (about 4x slower): the CXL.mem paths and switches,
-# trace parsing, the component probes, the coherence defects' tests and the property-based fuzzing
-# of the core's inputs (its `sanitize` profile: fewer cases). test_coherence.py's long runs take
+# trace parsing, the component probes, CXL.io's registers and mailbox, the coherence defects' tests and
+# the property-based fuzzing of the core's inputs (its `sanitize` profile: fewer cases). test_coherence.py's long runs take
 # 2-3 minutes each here; run them by hand with SIMCXL_SANITIZE_ALL=1.
-SANITIZED = ["test_robustness.py", "test_trace.py", "test_bandwidth.py", "test_latency.py", "test_switch.py"]
+SANITIZED = ["test_robustness.py", "test_trace.py", "test_bandwidth.py", "test_latency.py", "test_switch.py",
+             "test_cxlio.py"]
 SANITIZED += sorted(p.name for p in (REPO / "tests").glob("test_coherence_*.py"))
 SANITIZED += sorted(p.name for p in (REPO / "tests").glob("test_fuzz_*.py"))
 if os.environ.get("SIMCXL_SANITIZE_ALL"):

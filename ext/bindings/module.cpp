@@ -441,6 +441,7 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 }  // namespace
 
 void bindAcpi(py::module_& parent, Graph (*readGraph)(const py::dict&));  // acpi.cpp
+void bindCxlio(py::module_& parent, Graph (*readGraph)(const py::dict&));  // cxlio.cpp
 void bindTrace(py::module_& m);  // trace.cpp
 void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
@@ -739,6 +740,7 @@ PYBIND11_MODULE(_core, m) {
           "Device reads of host buffers by DMA and by CXL.cache: latency alone and bandwidth back to back.");
 
     bindAcpi(m, readGraph);
+    bindCxlio(m, readGraph);
     bindTrace(m);
     bindNic(m, readGraph, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");

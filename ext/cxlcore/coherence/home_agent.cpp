@@ -207,6 +207,7 @@ void HomeAgent::enqueue(HTxn* t) {
         return;
     }
     HLine& l = line(t->line);
+    t->hl = &l;
     if (!l.active && !lockedPages_.empty()) {
         // A line of a page being flipped waits for the flip.
         auto lp = lockedPages_.find(pageOf(t->line, memOwner(t->line)));
@@ -304,7 +305,7 @@ void HomeAgent::start(HTxn* t) {
         flush(t, host);
         return;
     }
-    HLine& l = line(L);
+    HLine& l = line(t, L);
     l.active = t;
     Accelerator* owner = memOwner(L);
     const bool fwd = d >= 0 && owner == ports_[d].dev;  // a Type-2 device's own memory in host bias
@@ -455,7 +456,7 @@ void HomeAgent::finish(HTxn* t) {
         // snapshot is as of the snoop, so later writes do not make it stale.
         if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
     }
-    HLine& l = line(L);
+    HLine& l = line(t, L);
     const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr && op != Opc::IoMemRd;
     // Dirty data handed to a new holder is written back first, so a later
     // clean eviction loses nothing. (A snapshot read leaves the owner dirty.)
@@ -593,7 +594,7 @@ void HomeAgent::handle(Txn* m) {
             up.giveCredit(m->channel(), now());
             HTxn* t = m->htxn;
             if (!t) protocolError("snoop response without a transaction");
-            HLine& l = line(m->addr);
+            HLine& l = line(t, m->addr);
             const uint32_t bit = 1u << dev;
             // What the snooped cache kept, and whether its line follows, are the response's.
             const Command& rsp = m->cmd();
@@ -624,7 +625,7 @@ void HomeAgent::handle(Txn* m) {
             // few D2H Rsp credits a snooped line's data can overtake its response.)
             const bool pulled = !m->htxn;
             if (pulled && (t->opc == Opc::DirtyEvict || t->opc == Opc::ItoMWr || t->opc == Opc::WrInv)) {
-                HLine& l = line(t->line);
+                HLine& l = line(t, t->line);
                 if (t->opc == Opc::DirtyEvict) {
                     if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value);
                 } else {

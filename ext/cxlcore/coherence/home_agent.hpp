@@ -46,6 +46,8 @@ struct IoRead {
     DmaJob* job = nullptr;
 };
 
+struct HomeLine;
+
 // A home transaction: one request being ordered and resolved for one line.
 struct HTxn {
     Opc opc = Opc::RdShared;
@@ -58,6 +60,24 @@ struct HTxn {
     uint64_t value = 0, memValue = 0;
     Tick birth = 0;           // CXL.io reads: when the read reached the home
     struct IoRead* io = nullptr;  // CXL.io reads: the DMA read this line belongs to
+    // The line's state entry, found once as the transaction is queued: it
+    // stays while the transaction is at the line (bias flips: none).
+    HomeLine* hl = nullptr;
+};
+
+// The home's state of one line: its holders, and the transactions at it.
+struct HomeLine {
+    uint64_t x = 0;        // its line address
+    uint32_t sharers = 0;  // devices holding the line (any valid state)
+    int owner = -1;        // device holding it E or M
+    MState host = MState::I;
+    uint64_t value = 0;    // host copy
+    HTxn* active = nullptr;
+    SmallFifo<HTxn*> wait;  // no allocation for a line made and dropped with one miss
+    // Neighbours in the host caches' LRU order, while host != I (a list
+    // through the entries themselves: no node to allocate per host fill).
+    HomeLine* lruPrev = nullptr;
+    HomeLine* lruNext = nullptr;
 };
 
 // The host side: home agent with a snoop filter, the host's own caches as
@@ -94,19 +114,7 @@ class HomeAgent : public Endpoint, public Client {
   private:
     const char* name_ = "home";                // as trace spans name it
     TraceSink* trace_ = TraceSink::current();  // the run's request trace, if any
-    struct HLine {
-        uint64_t x = 0;        // its line address
-        uint32_t sharers = 0;  // devices holding the line (any valid state)
-        int owner = -1;        // device holding it E or M
-        MState host = MState::I;
-        uint64_t value = 0;    // host copy
-        HTxn* active = nullptr;
-        SmallFifo<HTxn*> wait;  // no allocation for a line made and dropped with one miss
-        // Neighbours in the host caches' LRU order, while host != I (a list
-        // through the entries themselves: no node to allocate per host fill).
-        HLine* lruPrev = nullptr;
-        HLine* lruNext = nullptr;
-    };
+    using HLine = HomeLine;
     struct Port {
         Accelerator* dev;
         CxlLink* link;
@@ -125,6 +133,8 @@ class HomeAgent : public Endpoint, public Client {
     void handle(Txn* m);
     // The line's state entry, made (and indexed by page) if it has none.
     HLine& line(uint64_t x);
+    // Line x's entry as transaction t reaches it (its own line: the entry it holds).
+    HLine& line(HTxn* t, uint64_t x) { return t->hl && x == t->line ? *t->hl : line(x); }
     // Drops the entry of a line nothing holds or waits for.
     void forget(uint64_t x);
     // The host caches' LRU order: appends a line (most recent) or takes it out.

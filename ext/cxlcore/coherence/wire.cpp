@@ -63,6 +63,7 @@ void Wire::send(Txn* m) {
 }
 
 void Wire::pump() {
+    if (!busy_) return;  // the owner pumps every wire on every wake-up
     const Tick now = sender_->now();
     size_t total = 0;
     for (uint32_t mask = busy_; mask; mask &= mask - 1) {

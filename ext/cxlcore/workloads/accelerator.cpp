@@ -233,7 +233,7 @@ Report runAccel(const SystemParams& p, const AccelConfig& c, const Progress& pro
         if (sp->dev >= 0) {
             lat.add(*x, x->done);
             const uint32_t e = sys.accelEntry[size_t(sp->dev)];
-            entryLat[e].add(*x, x->done);
+            if (entries > 1) entryLat[e].add(*x, x->done);  // reported only with several descriptions
             ++entryOps[e];
             entryLast[e] = x->done;
             last = x->done;

@@ -430,8 +430,8 @@ void HomeAgent::maybeFinish(HTxn* t) {
     finish(t);
 }
 
-void HomeAgent::release(uint64_t line) {
-    HLine* it = lines_.find(line);
+void HomeAgent::release(uint64_t line, HLine* entry) {
+    HLine* it = entry ? entry : lines_.find(line);
     if (!it) return;
     HLine& l = *it;
     l.active = nullptr;
@@ -562,7 +562,7 @@ void HomeAgent::finish(HTxn* t) {
         std::sort(held.begin(), held.end());
         for (uint64_t x : held) release(x);
     } else {
-        release(L);
+        release(L, &l);  // l is still there: the transaction held it until now
     }
     if (!deferredFlips_.empty()) {
         std::deque<HTxn*> q;

@@ -154,7 +154,7 @@ class HomeAgent : public Endpoint, public Client {
     void finish(HTxn* t);
     void snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line);
     bool pageBusy(HTxn* flip);
-    void release(uint64_t line);
+    void release(uint64_t line, HLine* entry = nullptr);  // entry: the line's, if known
     void memRead(HTxn* t);
     void memWrite(uint64_t line, uint64_t value, HTxn* waiter = nullptr);
     Accelerator* memOwner(uint64_t line) const;

@@ -247,7 +247,7 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
             a->value = ms.value;
             // RdCurr returns a snapshot without joining the coherence domain.
         }
-        finishMshr(line);
+        finishMshr(line, ms);
         return;
     }
     CLine& w = *ms.way;
@@ -258,11 +258,10 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
     MState g = ms.granted == MState::M ? MState::E : ms.granted;
     ++stats_.grants[int(g)];
     setState(w, g);
-    finishMshr(line);
+    finishMshr(line, ms);
 }
 
-void Accelerator::finishMshr(uint64_t line) {
-    Mshr& ms = *mshrs_.find(line);
+void Accelerator::finishMshr(uint64_t line, Mshr& ms) {
     const SmallFifo<Txn*> waiting = std::move(ms.waiting);
     const SmallFifo<Txn*> snoops = std::move(ms.snoops);
     const bool uncached = ms.kind == Mshr::Uncached;
@@ -433,7 +432,7 @@ void Accelerator::handle(Txn* m) {
                     sendUp(d);
                 }
                 if (!ms.snooped && checker_) checker_->state(L, index_, MState::I, now());
-                finishMshr(L);
+                finishMshr(L, ms);
                 break;
             }
             if (m->opc == Opc::GO_WritePull) {
@@ -441,7 +440,7 @@ void Accelerator::handle(Txn* m) {
                 Txn* d = msg(Opc::D2HData, L);
                 d->value = ms.waiting.front()->value;
                 sendUp(d);
-                finishMshr(L);
+                finishMshr(L, ms);
                 break;
             }
             if (m->opc == Opc::GO) {

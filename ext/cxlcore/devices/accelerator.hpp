@@ -133,7 +133,7 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     Mshr& newMshr(uint64_t line);
     void dropMshr(uint64_t line);
     void install(uint64_t line, Mshr& ms);
-    void finishMshr(uint64_t line);
+    void finishMshr(uint64_t line, Mshr& ms);  // ms: line's MSHR, dropped here
     void complete(Txn* a);
     void setState(CLine& l, MState s);
     void snoop(Txn* m);

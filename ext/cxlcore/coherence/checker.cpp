@@ -7,12 +7,6 @@
 
 namespace cxlcore {
 
-CoherenceChecker::L& CoherenceChecker::get(uint64_t line) {
-    L& l = lines_[line];
-    if (l.st.empty()) l.st.assign(agents_, MState::I);
-    return l;
-}
-
 void CoherenceChecker::fail(const std::string& what, Tick now) {
     if (!violations_++) first_ = "at " + fmtNum(ticksToNs(now)) + " ns: " + what;
 }
@@ -32,9 +26,9 @@ void CoherenceChecker::state(uint64_t line, uint32_t agent, MState s, Tick now) 
     l.st[agent] = s;
     ++checks_;
     uint32_t writers = 0, readers = 0;
-    for (MState x : l.st) {
-        writers += x == MState::E || x == MState::M;
-        readers += x == MState::S;
+    for (uint32_t i = 0; i < agents_; ++i) {
+        writers += l.st[i] == MState::E || l.st[i] == MState::M;
+        readers += l.st[i] == MState::S;
     }
     if (writers > 1 || (writers == 1 && readers > 0)) {
         std::string states;

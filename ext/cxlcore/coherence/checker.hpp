@@ -2,10 +2,10 @@
 // invariants, fed by every cache state change, read, write and memory supply.
 #pragma once
 
+#include <stdexcept>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
+#include "cxlcore/coherence/line_table.hpp"
 #include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/config/params.hpp"
 
@@ -14,7 +14,9 @@ namespace cxlcore {
 // Agents are the devices' caches and the host (index = number of devices).
 class CoherenceChecker {
   public:
-    explicit CoherenceChecker(uint32_t agents) : agents_(agents) {}
+    explicit CoherenceChecker(uint32_t agents) : agents_(agents) {
+        if (agents > kMaxAgents) throw std::invalid_argument("coherence checker: more than 33 agents");
+    }
     void state(uint64_t line, uint32_t agent, MState s, Tick now);
     void read(uint64_t line, uint32_t agent, uint64_t value, Tick now);
     void write(uint64_t line, uint32_t agent, uint64_t value, Tick now);
@@ -25,14 +27,18 @@ class CoherenceChecker {
     const std::string& first() const { return first_; }
 
   private:
+    // Every device the home's 32-bit sharer masks can name, and the host.
+    static constexpr uint32_t kMaxAgents = 33;
+    // A line's states in place (MState::I is 0): a checked run allocated a
+    // hash node and a vector for every line it touched.
     struct L {
-        std::vector<MState> st;
+        MState st[kMaxAgents] = {};
         uint64_t value = 0;
     };
-    L& get(uint64_t line);
+    L& get(uint64_t line) { return lines_.get(line); }
     void fail(const std::string& what, Tick now);
     uint32_t agents_;
-    std::unordered_map<uint64_t, L> lines_;
+    LineTable<L> lines_;
     uint64_t violations_ = 0, checks_ = 0;
     std::string first_;
 };

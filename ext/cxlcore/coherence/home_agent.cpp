@@ -15,6 +15,7 @@ HomeAgent::HomeAgent(Host& host, const HomeParams& p, Target& memory, TxnPool& p
 void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp) {
     ports_.push_back(Port{d, link, Wire(), dp});
     numDevs_ = uint32_t(ports_.size());
+    deviceMemory_ = deviceMemory_ || d->memBytes() != 0;
     // Host-to-device traffic leaves in order: a snoop never passes a GO.
     // Every port is (re)wired: the vector may have moved them.
     for (auto& p : ports_) p.down.init(p.link, this, p.dev, true);
@@ -30,22 +31,38 @@ Txn* HomeAgent::msg(Opc op, uint64_t line) {
 void HomeAgent::sendDown(uint16_t dev, Txn* m) { ports_[dev].down.send(m); }
 
 HomeAgent::HLine& HomeAgent::line(uint64_t x) {
-    auto r = lines_.try_emplace(x);
-    if (r.second) {
+    bool made;
+    HLine& l = lines_.get(x, &made);
+    if (made) {
+        l.x = x;
         if (const Accelerator* o = memOwner(x)) pageLines_[pageOf(x, o)].insert(x);
         stats_.maxLineStates = std::max(stats_.maxLineStates, lines_.size());
     }
-    return r.first->second;
+    return l;
 }
 
-void HomeAgent::forget(LineMap::iterator it) {
-    const uint64_t x = it->first;
+void HomeAgent::forget(uint64_t x) {
     if (const Accelerator* o = memOwner(x)) {
         auto p = pageLines_.find(pageOf(x, o));
         p->second.erase(x);
         if (p->second.empty()) pageLines_.erase(p);
     }
-    lines_.erase(it);
+    lines_.erase(x);
+}
+
+void HomeAgent::lruAppend(HLine& l) {
+    l.lruPrev = lruTail_;
+    l.lruNext = nullptr;
+    (lruTail_ ? lruTail_->lruNext : lruHead_) = &l;
+    lruTail_ = &l;
+    ++hostLines_;
+}
+
+void HomeAgent::lruUnlink(HLine& l) {
+    (l.lruPrev ? l.lruPrev->lruNext : lruHead_) = l.lruNext;
+    (l.lruNext ? l.lruNext->lruPrev : lruTail_) = l.lruPrev;
+    l.lruPrev = l.lruNext = nullptr;
+    --hostLines_;
 }
 
 void HomeAgent::finishAccess(Txn* a) {
@@ -59,24 +76,24 @@ void HomeAgent::finishAccess(Txn* a) {
 
 uint64_t HomeAgent::hostDirtyLines() const {
     uint64_t n = 0;
-    for (uint64_t x : hostLru_) n += lines_.at(x).host == MState::M;
+    for (const HLine* l = lruHead_; l; l = l->lruNext) n += l->host == MState::M;
     return n;
 }
 
 void HomeAgent::oldest(Oldest& o) const {
-    for (auto& kv : lines_) {
+    lines_.each([&](uint64_t x, const HLine& l) {
         auto see = [&](const HTxn* t, const char* where) {
             const Tick at = t->parent ? t->parent->birth : t->opc == Opc::IoMemRd ? t->birth : kNever;
             o.see(at, [&] {
-                return std::string("home ") + where + " of line " + hexAddr(kv.first) + " (" + opName(t->opc) + " from " +
+                return std::string("home ") + where + " of line " + hexAddr(x) + " (" + opName(t->opc) + " from " +
                        (t->dev < 0 ? std::string("a host core") : ports_[size_t(t->dev)].dev->name()) + ", " +
                        std::to_string(t->snoopsOut) + " snoop responses and " + std::to_string(t->dataOut) +
                        " data outstanding" + (t->memOut ? ", memory read outstanding)" : ")");
             });
         };
-        if (kv.second.active) see(kv.second.active, "transaction");
-        for (const HTxn* t : kv.second.wait) see(t, "line queue");
-    }
+        if (l.active) see(l.active, "transaction");
+        for (const HTxn* t : l.wait) see(t, "line queue");
+    });
     for (size_t i = 0; i < ports_.size(); ++i)
         ports_[i].down.each([&](const Txn* m) {
             if (m->parent)
@@ -97,14 +114,13 @@ std::string HomeAgent::describe() const {
     std::string s = "home: " + std::to_string(tracker_) + " tracker entries, " +
                      std::to_string(deferredFlips_.size()) + " deferred flips";
     int n = 0;
-    for (auto& kv : lines_) {
-        if (!kv.second.active) continue;
-        if (n++ == 6) break;
-        const HTxn* t = kv.second.active;
-        s += " [" + hexAddr(kv.first) + " " + opName(t->opc) + " dev " + std::to_string(t->dev) + " snoops " +
+    lines_.each([&](uint64_t x, const HLine& l) {
+        if (!l.active || n++ >= 6) return;
+        const HTxn* t = l.active;
+        s += " [" + hexAddr(x) + " " + opName(t->opc) + " dev " + std::to_string(t->dev) + " snoops " +
              std::to_string(t->snoopsOut) + " mem " + std::to_string(t->memOut) + " data " + std::to_string(t->dataOut) +
-             " waiting " + std::to_string(kv.second.wait.size()) + "]";
-    }
+             " waiting " + std::to_string(l.wait.size()) + "]";
+    });
     return s;
 }
 
@@ -114,34 +130,34 @@ void HomeAgent::setHost(HLine& l, uint64_t line, MState s) {
     if (s == MState::M && was != MState::M) ++stats_.hostDirtied;
     if (checker_) checker_->state(line, numDevs_, s, now());
     if (was == MState::I && s != MState::I) {
-        l.lru = hostLru_.insert(hostLru_.end(), line);
-        if (hostLru_.size() > hostCap_) hostEvict();
-        stats_.maxHostLines = std::max(stats_.maxHostLines, hostLru_.size());
+        lruAppend(l);
+        if (hostLines_ > hostCap_) hostEvict();
+        stats_.maxHostLines = std::max(stats_.maxHostLines, hostLines_);
     } else if (was != MState::I && s == MState::I) {
-        hostLru_.erase(l.lru);
+        lruUnlink(l);
     }
 }
 
 void HomeAgent::hostEvict() {
     // The least recently used line no request is at leaves the host's caches;
     // a dirty one is written back through the home.
-    for (auto v = hostLru_.begin(); v != hostLru_.end(); ++v) {
-        auto it = lines_.find(*v);
-        HLine& h = it->second;
+    for (HLine* v = lruHead_; v; v = v->lruNext) {
+        HLine& h = *v;
         if (h.active || !h.wait.empty()) continue;
-        const uint64_t x = *v;
+        const uint64_t x = h.x;
         ++stats_.hostEvictions;
         if (h.host == MState::M) {
             ++stats_.hostWritebacks;
             memWrite(x, h.value);
         }
         setHost(h, x, MState::I);
-        if (!h.sharers && h.owner < 0) forget(it);
+        if (!h.sharers && h.owner < 0) forget(x);
         return;
     }
 }
 
 Accelerator* HomeAgent::memOwner(uint64_t line) const {
+    if (!deviceMemory_) return nullptr;
     for (auto& p : ports_)
         if (p.dev->ownsMemory(line)) return p.dev;
     return nullptr;
@@ -152,12 +168,13 @@ void HomeAgent::hostAccess(Txn* a) {
     a->mark = now();
     a->src = numDevs_;
     if (watch_) ++watch_->outstanding;
-    auto it = lines_.find(a->addr);
-    const MState hs = it == lines_.end() ? MState::I : it->second.host;
+    HLine* it = lines_.find(a->addr);
+    const MState hs = it ? it->host : MState::I;
     const bool write = isWrite(a->kind);
     if ((!write && hs != MState::I) || (write && hs == MState::M)) {
-        HLine& l = it->second;
-        hostLru_.splice(hostLru_.end(), hostLru_, l.lru);
+        HLine& l = *it;
+        lruUnlink(l);
+        lruAppend(l);
         if (write) {
             l.value = a->value;
             if (checker_) checker_->write(a->addr, numDevs_, a->value, now());
@@ -190,6 +207,7 @@ void HomeAgent::enqueue(HTxn* t) {
         return;
     }
     HLine& l = line(t->line);
+    t->hl = &l;
     if (!l.active && !lockedPages_.empty()) {
         // A line of a page being flipped waits for the flip.
         auto lp = lockedPages_.find(pageOf(t->line, memOwner(t->line)));
@@ -208,7 +226,7 @@ bool HomeAgent::pageBusy(HTxn* flip) {
     auto pl = pageLines_.find(flip->line);
     if (pl == pageLines_.end()) return false;
     for (uint64_t x : pl->second) {
-        const HLine& h = lines_.at(x);
+        const HLine& h = *lines_.find(x);
         if (h.active || !h.wait.empty()) return true;
     }
     return false;
@@ -274,7 +292,7 @@ void HomeAgent::start(HTxn* t) {
             std::vector<uint64_t> xs(pl->second.begin(), pl->second.end());
             std::sort(xs.begin(), xs.end());
             for (uint64_t x : xs) {
-                HLine& h = lines_.at(x);
+                HLine& h = *lines_.find(x);
                 h.active = t;
                 if (h.host != MState::I) host.push_back(x);
                 for (uint32_t k = 0; k < numDevs_; ++k)
@@ -287,7 +305,7 @@ void HomeAgent::start(HTxn* t) {
         flush(t, host);
         return;
     }
-    HLine& l = line(L);
+    HLine& l = line(t, L);
     l.active = t;
     Accelerator* owner = memOwner(L);
     const bool fwd = d >= 0 && owner == ports_[d].dev;  // a Type-2 device's own memory in host bias
@@ -379,7 +397,7 @@ void HomeAgent::flush(HTxn* t, const std::vector<uint64_t>& lines) {
     // written back, each acknowledged by the device's Cmp before the flip
     // completes); the home is occupied one host-cache access per line.
     for (uint64_t x : lines) {
-        HLine& h = lines_.at(x);
+        HLine& h = *lines_.find(x);
         if (h.host == MState::M) memWrite(x, h.value, t);
         setHost(h, x, MState::I);
     }
@@ -412,17 +430,17 @@ void HomeAgent::maybeFinish(HTxn* t) {
     finish(t);
 }
 
-void HomeAgent::release(uint64_t line) {
-    auto it = lines_.find(line);
-    if (it == lines_.end()) return;
-    HLine& l = it->second;
+void HomeAgent::release(uint64_t line, HLine* entry) {
+    HLine* it = entry ? entry : lines_.find(line);
+    if (!it) return;
+    HLine& l = *it;
     l.active = nullptr;
     if (!l.wait.empty()) {
         HTxn* n = l.wait.front();
         l.wait.pop_front();
         start(n);
     } else if (l.sharers == 0 && l.owner < 0 && l.host == MState::I) {
-        forget(it);
+        forget(line);
     }
 }
 
@@ -438,7 +456,7 @@ void HomeAgent::finish(HTxn* t) {
         // snapshot is as of the snoop, so later writes do not make it stale.
         if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
     }
-    HLine& l = line(L);
+    HLine& l = line(t, L);
     const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr && op != Opc::IoMemRd;
     // Dirty data handed to a new holder is written back first, so a later
     // clean eviction loses nothing. (A snapshot read leaves the owner dirty.)
@@ -540,11 +558,11 @@ void HomeAgent::finish(HTxn* t) {
         auto pl = pageLines_.find(L);
         if (pl != pageLines_.end())
             for (uint64_t x : pl->second)
-                if (lines_.at(x).active == t) held.push_back(x);
+                if (lines_.find(x)->active == t) held.push_back(x);
         std::sort(held.begin(), held.end());
         for (uint64_t x : held) release(x);
     } else {
-        release(L);
+        release(L, &l);  // l is still there: the transaction held it until now
     }
     if (!deferredFlips_.empty()) {
         std::deque<HTxn*> q;
@@ -576,7 +594,7 @@ void HomeAgent::handle(Txn* m) {
             up.giveCredit(m->channel(), now());
             HTxn* t = m->htxn;
             if (!t) protocolError("snoop response without a transaction");
-            HLine& l = line(m->addr);
+            HLine& l = line(t, m->addr);
             const uint32_t bit = 1u << dev;
             // What the snooped cache kept, and whether its line follows, are the response's.
             const Command& rsp = m->cmd();
@@ -596,8 +614,8 @@ void HomeAgent::handle(Txn* m) {
             HTxn* t = m->htxn;
             if (!t) {
                 // Write data answering a GO_WritePull: the line's active transaction.
-                auto it = lines_.find(m->addr);
-                t = it != lines_.end() ? it->second.active : nullptr;
+                const HLine* it = lines_.find(m->addr);
+                t = it ? it->active : nullptr;
             }
             if (!t) {
                 pool_.put(m);
@@ -607,7 +625,7 @@ void HomeAgent::handle(Txn* m) {
             // few D2H Rsp credits a snooped line's data can overtake its response.)
             const bool pulled = !m->htxn;
             if (pulled && (t->opc == Opc::DirtyEvict || t->opc == Opc::ItoMWr || t->opc == Opc::WrInv)) {
-                HLine& l = line(t->line);
+                HLine& l = line(t, t->line);
                 if (t->opc == Opc::DirtyEvict) {
                     if (!m->bogus && l.owner == int(dev)) memWrite(t->line, m->value);
                 } else {

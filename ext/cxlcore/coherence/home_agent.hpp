@@ -13,13 +13,13 @@
 #pragma once
 
 #include <deque>
-#include <list>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "cxlcore/coherence/checker.hpp"
+#include "cxlcore/coherence/line_table.hpp"
 #include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/coherence/wire.hpp"
 #include "cxlcore/devices/accelerator.hpp"
@@ -46,6 +46,8 @@ struct IoRead {
     DmaJob* job = nullptr;
 };
 
+struct HomeLine;
+
 // A home transaction: one request being ordered and resolved for one line.
 struct HTxn {
     Opc opc = Opc::RdShared;
@@ -58,6 +60,24 @@ struct HTxn {
     uint64_t value = 0, memValue = 0;
     Tick birth = 0;           // CXL.io reads: when the read reached the home
     struct IoRead* io = nullptr;  // CXL.io reads: the DMA read this line belongs to
+    // The line's state entry, found once as the transaction is queued: it
+    // stays while the transaction is at the line (bias flips: none).
+    HomeLine* hl = nullptr;
+};
+
+// The home's state of one line: its holders, and the transactions at it.
+struct HomeLine {
+    uint64_t x = 0;        // its line address
+    uint32_t sharers = 0;  // devices holding the line (any valid state)
+    int owner = -1;        // device holding it E or M
+    MState host = MState::I;
+    uint64_t value = 0;    // host copy
+    HTxn* active = nullptr;
+    SmallFifo<HTxn*> wait;  // no allocation for a line made and dropped with one miss
+    // Neighbours in the host caches' LRU order, while host != I (a list
+    // through the entries themselves: no node to allocate per host fill).
+    HomeLine* lruPrev = nullptr;
+    HomeLine* lruNext = nullptr;
 };
 
 // The host side: home agent with a snoop filter, the host's own caches as
@@ -85,7 +105,7 @@ class HomeAgent : public Endpoint, public Client {
     void setWatch(CoherentProgress* w) { watch_ = w; }
     // Line-state entries held now (lines some cache holds or a request is at).
     size_t lineStates() const { return lines_.size(); }
-    size_t hostLines() const { return hostLru_.size(); }
+    size_t hostLines() const { return hostLines_; }
     uint64_t hostDirtyLines() const;
 
   protected:
@@ -94,16 +114,7 @@ class HomeAgent : public Endpoint, public Client {
   private:
     const char* name_ = "home";                // as trace spans name it
     TraceSink* trace_ = TraceSink::current();  // the run's request trace, if any
-    struct HLine {
-        uint32_t sharers = 0;  // devices holding the line (any valid state)
-        int owner = -1;        // device holding it E or M
-        MState host = MState::I;
-        uint64_t value = 0;    // host copy
-        HTxn* active = nullptr;
-        SmallFifo<HTxn*> wait;  // no allocation for a line made and dropped with one miss
-        std::list<uint64_t>::iterator lru;  // place in the host cache's LRU order, while host != I
-    };
-    using LineMap = std::unordered_map<uint64_t, HLine>;
+    using HLine = HomeLine;
     struct Port {
         Accelerator* dev;
         CxlLink* link;
@@ -122,8 +133,13 @@ class HomeAgent : public Endpoint, public Client {
     void handle(Txn* m);
     // The line's state entry, made (and indexed by page) if it has none.
     HLine& line(uint64_t x);
+    // Line x's entry as transaction t reaches it (its own line: the entry it holds).
+    HLine& line(HTxn* t, uint64_t x) { return t->hl && x == t->line ? *t->hl : line(x); }
     // Drops the entry of a line nothing holds or waits for.
-    void forget(LineMap::iterator it);
+    void forget(uint64_t x);
+    // The host caches' LRU order: appends a line (most recent) or takes it out.
+    void lruAppend(HLine& l);
+    void lruUnlink(HLine& l);
     // The bias page of a device-memory line (pages are the owner's), else the line.
     uint64_t pageOf(uint64_t x, const Accelerator* owner) const {
         return owner ? x & ~(owner->biasPageBytes() - 1) : x;
@@ -138,7 +154,7 @@ class HomeAgent : public Endpoint, public Client {
     void finish(HTxn* t);
     void snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line);
     bool pageBusy(HTxn* flip);
-    void release(uint64_t line);
+    void release(uint64_t line, HLine* entry = nullptr);  // entry: the line's, if known
     void memRead(HTxn* t);
     void memWrite(uint64_t line, uint64_t value, HTxn* waiter = nullptr);
     Accelerator* memOwner(uint64_t line) const;
@@ -161,12 +177,14 @@ class HomeAgent : public Endpoint, public Client {
     CoherenceChecker* checker_;
     MemPort mem_;  // host memory, by the address map
     std::vector<Port> ports_;
-    LineMap lines_;
+    LineTable<HLine> lines_;
     // Device-memory lines with an entry, by bias page: a flip visits only these.
     std::unordered_map<uint64_t, std::unordered_set<uint64_t>> pageLines_;
     std::unordered_map<uint64_t, HTxn*> lockedPages_;  // pages a bias flip holds
-    std::list<uint64_t> hostLru_;  // lines the host caches hold, least recent first
-    size_t hostCap_ = 0;
+    HLine* lruHead_ = nullptr;  // lines the host caches hold, least recent first
+    HLine* lruTail_ = nullptr;
+    size_t hostLines_ = 0, hostCap_ = 0;
+    bool deviceMemory_ = false;  // a device has memory of its own (memOwner can be one)
     CoherentProgress* watch_ = nullptr;
     Values values_;  // host memory's contents
     Tick lat_, hostHit_;

@@ -22,8 +22,8 @@ void HomeAgent::setSharers(HLine& l, uint64_t line, uint32_t sharers) {
         // Drop entries of lines that left the filter since.
         std::deque<uint64_t> keep;
         for (uint64_t x : sfOrder_) {
-            auto it = lines_.find(x);
-            if (it != lines_.end() && it->second.sharers) keep.push_back(x);
+            const HLine* it = lines_.find(x);
+            if (it && it->sharers) keep.push_back(x);
         }
         sfOrder_.swap(keep);
     }
@@ -34,9 +34,9 @@ void HomeAgent::sfMakeRoom(uint64_t except) {
     for (size_t n = sfOrder_.size(); n; --n) {
         const uint64_t v = sfOrder_.front();
         sfOrder_.pop_front();
-        auto it = lines_.find(v);
-        if (it == lines_.end() || !it->second.sharers) continue;
-        if (v == except || it->second.active || !it->second.wait.empty()) {
+        const HLine* it = lines_.find(v);
+        if (!it || !it->sharers) continue;
+        if (v == except || it->active || !it->wait.empty()) {
             sfOrder_.push_back(v);
             continue;
         }

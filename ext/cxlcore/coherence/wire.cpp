@@ -28,38 +28,48 @@ void Wire::init(CxlLink* link, Component* sender, Endpoint* receiver, bool order
     ordered_ = ordered;
 }
 
+bool Wire::transmit(Txn* m, Tick now) {
+    const Channel c = m->channel();
+    CreditPool& credits = link_->credits_[c];
+    // A message carrying a traced request's latency notes its credit and flit there.
+    Txn* traced = m->parent && m->parent->trace ? m->parent : nullptr;
+    if (!credits.take(now)) {
+        if (traced) traced->note("credit_wait", now, link_->name());
+        credits.wait(sender_);
+        return false;
+    }
+    ++sent_[c];
+    if (traced) {
+        traced->note("credit", now, link_->name());
+        traced->note("flit", now, link_->name(), link_->units(*m));
+    }
+    rx_->receive(m, link_->send(now, *m));
+    return true;
+}
+
 void Wire::send(Txn* m) {
     const int qi = ordered_ ? 0 : m->channel();
+    if (!busy_) {
+        // Nothing waits: m alone is what pump would try, so try it without queueing.
+        if (transmit(m, sender_->now())) return;
+        q_[qi].push_back(m);
+        busy_ = 1u << qi;
+        maxQueued_ = std::max<size_t>(maxQueued_, 1);
+        return;
+    }
     q_[qi].push_back(m);
     busy_ |= 1u << qi;
     pump();
 }
 
 void Wire::pump() {
+    if (!busy_) return;  // the owner pumps every wire on every wake-up
     const Tick now = sender_->now();
     size_t total = 0;
     for (uint32_t mask = busy_; mask; mask &= mask - 1) {
         const int qi = __builtin_ctz(mask);
         auto& q = q_[qi];
-        while (!q.empty()) {
-            Txn* m = q.front();
-            const Channel c = m->channel();
-            CreditPool& credits = link_->credits_[c];
-            // A message carrying a traced request's latency notes its credit and flit there.
-            Txn* traced = m->parent && m->parent->trace ? m->parent : nullptr;
-            if (!credits.take(now)) {
-                if (traced) traced->note("credit_wait", now, link_->name());
-                credits.wait(sender_);
-                break;
-            }
-            q.pop_front();
-            ++sent_[c];
-            if (traced) {
-                traced->note("credit", now, link_->name());
-                traced->note("flit", now, link_->name(), link_->units(*m));
-            }
-            rx_->receive(m, link_->send(now, *m));
-        }
+        while (!q.empty() && transmit(q.front(), now)) q.pop_front();
         if (q.empty()) busy_ &= ~(1u << qi);
         total += q.size();
     }

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <array>
-#include <deque>
+#include <vector>
 
 #include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/link/link.hpp"
@@ -12,6 +12,37 @@
 namespace cxlcore {
 
 class Endpoint;
+
+// A FIFO of messages waiting for credits: a power-of-two ring that only
+// grows. A std::deque allocated and freed a block whenever its ends crossed one.
+class MsgRing {
+  public:
+    bool empty() const { return head_ == tail_; }
+    size_t size() const { return tail_ - head_; }
+    void push_back(Txn* m) {
+        if (size() == buf_.size()) grow();
+        buf_[tail_++ & (buf_.size() - 1)] = m;
+    }
+    Txn* front() const { return buf_[head_ & (buf_.size() - 1)]; }
+    void pop_front() {
+        if (++head_ == tail_) head_ = tail_ = 0;
+    }
+    template <typename F>
+    void each(F f) const {
+        for (size_t i = head_; i != tail_; ++i) f(const_cast<const Txn*>(buf_[i & (buf_.size() - 1)]));
+    }
+
+  private:
+    void grow() {
+        std::vector<Txn*> b(buf_.empty() ? 8 : 2 * buf_.size());
+        for (size_t i = head_; i != tail_; ++i) b[i - head_] = buf_[i & (buf_.size() - 1)];
+        tail_ -= head_;
+        head_ = 0;
+        buf_.swap(b);
+    }
+    std::vector<Txn*> buf_;
+    size_t head_ = 0, tail_ = 0;
+};
 
 class Wire {
   public:
@@ -27,16 +58,18 @@ class Wire {
     uint64_t sent(Channel c) const { return sent_[c]; }
     template <typename F>
     void each(F f) const {
-        for (auto& q : q_)
-            for (const Txn* m : q) f(m);
+        for (auto& q : q_) q.each(f);
     }
 
   private:
+    // Takes m's credit and puts it on the link, or (no credit) asks to be
+    // woken when one lands and returns false.
+    bool transmit(Txn* m, Tick now);
     CxlLink* link_ = nullptr;
     Component* sender_ = nullptr;
     Endpoint* rx_ = nullptr;
     bool ordered_ = false;
-    std::array<std::deque<Txn*>, kNumChannels> q_;
+    std::array<MsgRing, kNumChannels> q_;
     std::array<uint64_t, kNumChannels> sent_ = {};
     uint32_t busy_ = 0;  // queues holding messages
     size_t maxQueued_ = 0;

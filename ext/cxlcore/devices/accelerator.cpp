@@ -22,6 +22,7 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
         memBytes_ = ap_.memory_bytes;
         media_.reset(new DramController(host, media, where + ".media"));
         mem_.reset(new MemPort(host, *media_, pool));
+        keepOrder_ = !ap_.hdm_db;
     }
     uint32_t cr[kNumChannels];
     channelCredits(cp_, link.params(), dp_, cr);
@@ -67,6 +68,16 @@ Accelerator::CLine* Accelerator::victim(uint64_t line) {
     return best;  // null: every way waits for a fill
 }
 
+Accelerator::Mshr& Accelerator::newMshr(uint64_t line) {
+    if (keepOrder_) mshrOrder_.insert(line);
+    return mshrs_.get(line);
+}
+
+void Accelerator::dropMshr(uint64_t line) {
+    if (keepOrder_) mshrOrder_.erase(line);
+    mshrs_.erase(line);
+}
+
 void Accelerator::setState(CLine& l, MState s) {
     l.st = s;
     if (checker_) checker_->state(l.line, index_, s, now());
@@ -95,10 +106,9 @@ void Accelerator::complete(Txn* a) {
 void Accelerator::lookup(Txn* a) {
     a->leave(kStageCache, now(), tname_);
     const uint64_t L = a->addr;
-    auto mi = mshrs_.find(L);
-    if (mi != mshrs_.end()) {
+    if (Mshr* mi = mshrs_.find(L)) {
         a->missed = true;
-        mi->second.waiting.push_back(a);
+        mi->waiting.push_back(a);
         return;
     }
     CLine* c = find(L);
@@ -159,7 +169,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
     ++stats_.misses;
     a->missed = true;
     if (evict) {
-        Mshr& e = mshrs_[evict->line];
+        Mshr& e = newMshr(evict->line);
         e.kind = Mshr::Evict;
         e.evictState = evict->st;
         e.value = evict->value;
@@ -177,14 +187,14 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
                 mem_->write(evict->line - memBase_);
             }
             if (checker_) checker_->state(evict->line, index_, MState::I, now());
-            mshrs_.erase(evict->line);
+            dropMshr(evict->line);
         } else {
             Txn* m = msg(e.op, evict->line);
             sendUp(m);
         }
         evict->st = MState::I;
     }
-    Mshr& ms = mshrs_[L];
+    Mshr& ms = newMshr(L);
     maxMshrs_ = std::max(maxMshrs_, mshrs_.size());
     ms.op = op;
     ms.kind = uncached ? Mshr::Uncached : local ? Mshr::Local : Mshr::Fill;
@@ -237,7 +247,7 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
             a->value = ms.value;
             // RdCurr returns a snapshot without joining the coherence domain.
         }
-        finishMshr(line);
+        finishMshr(line, ms);
         return;
     }
     CLine& w = *ms.way;
@@ -248,17 +258,16 @@ void Accelerator::install(uint64_t line, Mshr& ms) {
     MState g = ms.granted == MState::M ? MState::E : ms.granted;
     ++stats_.grants[int(g)];
     setState(w, g);
-    finishMshr(line);
+    finishMshr(line, ms);
 }
 
-void Accelerator::finishMshr(uint64_t line) {
-    auto it = mshrs_.find(line);
-    const SmallFifo<Txn*> waiting = std::move(it->second.waiting);
-    const SmallFifo<Txn*> snoops = std::move(it->second.snoops);
-    const bool uncached = it->second.kind == Mshr::Uncached;
-    const Opc op = it->second.op;
-    const uint64_t value = it->second.value;
-    mshrs_.erase(it);
+void Accelerator::finishMshr(uint64_t line, Mshr& ms) {
+    const SmallFifo<Txn*> waiting = std::move(ms.waiting);
+    const SmallFifo<Txn*> snoops = std::move(ms.snoops);
+    const bool uncached = ms.kind == Mshr::Uncached;
+    const Opc op = ms.op;
+    const uint64_t value = ms.value;
+    dropMshr(line);
     bool first = true;
     for (Txn* a : waiting) {
         if (first && uncached) {
@@ -307,26 +316,26 @@ bool Accelerator::quiet() const {
 std::string Accelerator::describe() const {
     std::string s = "device " + std::to_string(index_) + ": " + std::to_string(mshrs_.size()) + " MSHRs";
     int n = 0;
-    for (auto& kv : mshrs_) {
-        if (n++ == 4) break;
-        s += " [" + hexAddr(kv.first) + " " + opName(kv.second.op) + (kv.second.biPending ? " waiting-bias/BI" : "") +
-             (kv.second.gotGo ? " GO" : "") + (kv.second.gotData ? " data" : "") + "]";
-    }
+    mshrs_.each([&](uint64_t line, const Mshr& m) {
+        if (n++ >= 4) return;
+        s += " [" + hexAddr(line) + " " + opName(m.op) + (m.biPending ? " waiting-bias/BI" : "") +
+             (m.gotGo ? " GO" : "") + (m.gotData ? " data" : "") + "]";
+    });
     s += ", " + std::to_string(stalled_.size()) + " stalled, " + std::to_string(memBlocked_.size()) +
          " host requests blocked;";
     return s;
 }
 
 void Accelerator::oldest(Oldest& o) const {
-    for (auto& kv : mshrs_)
-        for (const Txn* a : kv.second.waiting)
+    mshrs_.each([&](uint64_t line, const Mshr& m) {
+        for (const Txn* a : m.waiting)
             o.see(a->birth, [&] {
-                const Mshr& m = kv.second;
-                return name_ + " MSHR of line " + hexAddr(kv.first) + " (" + opName(m.op) +
+                return name_ + " MSHR of line " + hexAddr(line) + " (" + opName(m.op) +
                        (m.biPending ? ", waiting for a bias flip or BIRsp" : "") +
                        (m.gotGo ? ", GO received" : ", waiting for GO") +
                        (m.gotData ? ", data received)" : ", waiting for data)");
             });
+    });
     for (const Txn* a : stalled_) o.see(a->birth, [&] { return name_ + " queue for an MSHR or cache way"; });
     up_.each([&](const Txn* m) {
         if (m->parent)
@@ -369,10 +378,9 @@ void Accelerator::snoop(Txn* m) {
             data = false;
         }
     } else {
-        auto it = mshrs_.find(L);
-        if (it != mshrs_.end() && it->second.kind == Mshr::Evict && !it->second.snooped &&
-            it->second.evictState != MState::I) {
-            Mshr& e = it->second;
+        Mshr* it = mshrs_.find(L);
+        if (it && it->kind == Mshr::Evict && !it->snooped && it->evictState != MState::I) {
+            Mshr& e = *it;
             value = e.value;
             if (m->opc == Opc::SnpCur) {
                 data = e.evictState == MState::M;
@@ -411,9 +419,9 @@ void Accelerator::handle(Txn* m) {
         case Opc::H2DData:
         case Opc::GO_WritePull: {
             home_.down(index_).giveCredit(m->channel(), now());
-            auto it = mshrs_.find(L);
-            if (it == mshrs_.end()) break;
-            Mshr& ms = it->second;
+            Mshr* it = mshrs_.find(L);
+            if (!it) break;
+            Mshr& ms = *it;
             if (ms.kind == Mshr::Evict) {
                 if (m->opc == Opc::GO_WritePull) {
                     Txn* d = msg(Opc::D2HData, L);
@@ -424,7 +432,7 @@ void Accelerator::handle(Txn* m) {
                     sendUp(d);
                 }
                 if (!ms.snooped && checker_) checker_->state(L, index_, MState::I, now());
-                finishMshr(L);
+                finishMshr(L, ms);
                 break;
             }
             if (m->opc == Opc::GO_WritePull) {
@@ -432,7 +440,7 @@ void Accelerator::handle(Txn* m) {
                 Txn* d = msg(Opc::D2HData, L);
                 d->value = ms.waiting.front()->value;
                 sendUp(d);
-                finishMshr(L);
+                finishMshr(L, ms);
                 break;
             }
             if (m->opc == Opc::GO) {
@@ -487,10 +495,10 @@ void Accelerator::process() {
             snoopQ_.push(now + std::max<Tick>(snoopLat_, 1000), m);
             continue;
         }
-        auto it = mshrs_.find(m->addr);
-        if (it != mshrs_.end() && it->second.gotGo && it->second.kind != Mshr::Evict) {
+        Mshr* it = mshrs_.find(m->addr);
+        if (it && it->gotGo && it->kind != Mshr::Evict) {
             // The host already ordered our request first: answer after the fill.
-            it->second.snoops.push_back(m);
+            it->snoops.push_back(m);
             continue;
         }
         home_.down(index_).giveCredit(m->channel(), now);

@@ -11,9 +11,11 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cxlcore/coherence/checker.hpp"
+#include "cxlcore/coherence/line_table.hpp"
 #include "cxlcore/coherence/protocol.hpp"
 #include "cxlcore/coherence/wire.hpp"
 #include "cxlcore/devices/dma_engine.hpp"
@@ -127,8 +129,11 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     bool startMiss(Txn* a, CLine* hitLine);
     CLine* find(uint64_t line);
     CLine* victim(uint64_t line);
+    // MSHRs are made and dropped here only (the order kept for Type-2 memory).
+    Mshr& newMshr(uint64_t line);
+    void dropMshr(uint64_t line);
     void install(uint64_t line, Mshr& ms);
-    void finishMshr(uint64_t line);
+    void finishMshr(uint64_t line, Mshr& ms);  // ms: line's MSHR, dropped here
     void complete(Txn* a);
     void setState(CLine& l, MState s);
     void snoop(Txn* m);
@@ -165,7 +170,12 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     uint32_t sets_;
     std::vector<CLine> ways_;
     uint64_t lruClock_ = 0;
-    std::unordered_map<uint64_t, Mshr> mshrs_;
+    LineTable<Mshr> mshrs_;
+    // Type-2 memory in host/device bias: the lines with an MSHR, in the order
+    // a std::unordered_map of the MSHRs iterated, which picks the local fill
+    // a host read waits behind (hostMemAccess); kept so results stay as they were.
+    std::unordered_set<uint64_t> mshrOrder_;
+    bool keepOrder_ = false;
     size_t maxMshrs_ = 0;
     TimedQueue<Txn*> pipe_;
     std::deque<Txn*> stalled_;

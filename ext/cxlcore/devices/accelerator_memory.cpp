@@ -35,9 +35,9 @@ void Accelerator::done(Txn* r) {
     }
     Txn* a = static_cast<Txn*>(r->ctx);
     const uint64_t line = a->addr;
-    auto it = mshrs_.find(line);
-    if (it == mshrs_.end()) protocolError("device memory fill without an MSHR");
-    Mshr& m = it->second;
+    Mshr* it = mshrs_.find(line);
+    if (!it) protocolError("device memory fill without an MSHR");
+    Mshr& m = *it;
     a->absorb(*r, kStageDevice, now(), tname_);
     m.value = valueOf(memVals_, line);
     bool fromMemory = true;  // the value is memory's, for the checker
@@ -94,27 +94,30 @@ void Accelerator::hostMemAccess(Txn* m) {
     const uint64_t page = L / ap_.bias_page_bytes;
     Tick extra = 0;
     if (m->opc == Opc::MemRd || m->opc == Opc::MemRdFwd) {
-        auto ms = mshrs_.find(L);
-        if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && !ms->second.biPending) {
+        Mshr* ms = mshrs_.find(L);
+        if (ms && ms->kind == Mshr::Local && !ms->biPending) {
             memBlocked_[L].push_back(m);  // a local fill is reading the line: serve after it
             return;
         }
         if (!ap_.hdm_db && deviceBias(L)) {
             // Device bias: wait for local fills of the page, then flip it to host bias.
-            for (auto& kv : mshrs_)
-                if (kv.second.kind == Mshr::Local && kv.first / ap_.bias_page_bytes == page && !kv.second.biPending) {
-                    memBlocked_[kv.first].push_back(m);
+            // The first such fill in mshrOrder_ (see there).
+            for (uint64_t x : mshrOrder_) {
+                const Mshr& o = *mshrs_.find(x);
+                if (o.kind == Mshr::Local && x / ap_.bias_page_bytes == page && !o.biPending) {
+                    memBlocked_[x].push_back(m);
                     return;
                 }
+            }
             extra = flipToHostBias(page, m->parent);
         }
-        if (ms != mshrs_.end() && ms->second.kind == Mshr::Local && ms->second.biPending) ms->second.hostReacquired = true;
+        if (ms && ms->kind == Mshr::Local && ms->biPending) ms->hostReacquired = true;
     }
     if (m->opc == Opc::MemRdFwd) {
         // Host bias: the host resolved coherence; read locally and fill.
-        auto it = mshrs_.find(L);
-        if (it == mshrs_.end() || it->second.waiting.empty()) protocolError("MemRdFwd without a pending request");
-        Mshr& ms = it->second;
+        Mshr* it = mshrs_.find(L);
+        if (!it || it->waiting.empty()) protocolError("MemRdFwd without a pending request");
+        Mshr& ms = *it;
         ms.gotGo = true;
         Txn* a = ms.waiting.front();
         const MState g = m->state;
@@ -154,12 +157,12 @@ void Accelerator::biasFlipDone(Txn* m) {
     flipping_.erase(page);
     // Fills of this page that waited for the flip read locally now.
     std::vector<uint64_t> ready;
-    for (auto& kv : mshrs_)
-        if (kv.second.kind == Mshr::Local && kv.second.biPending && kv.first / ap_.bias_page_bytes == page)
-            ready.push_back(kv.first);
+    mshrs_.each([&](uint64_t x, const Mshr& m) {
+        if (m.kind == Mshr::Local && m.biPending && x / ap_.bias_page_bytes == page) ready.push_back(x);
+    });
     std::sort(ready.begin(), ready.end());
     for (uint64_t l : ready) {
-        Mshr& ms = mshrs_[l];
+        Mshr& ms = *mshrs_.find(l);
         if (ms.waiting.empty()) protocolError("bias flip completion without a waiting access");
         Txn* a = ms.waiting.front();
         a->leave(kStageBiasFlip, now(), tname_);
@@ -170,13 +173,13 @@ void Accelerator::biasFlipDone(Txn* m) {
 void Accelerator::backInvalidateResponse(Txn* m) {
     const uint64_t L = m->addr;
     home_.down(index_).giveCredit(m->channel(), now());
-    auto it = mshrs_.find(L);
+    Mshr* it = mshrs_.find(L);
     if (m->opc == Opc::BIRspI)
         hostCopy_.erase(L);
     else
         hostCopy_[L] = MState::S;
-    if (it == mshrs_.end()) return;
-    Mshr& ms = it->second;
+    if (!it) return;
+    Mshr& ms = *it;
     if (ms.waiting.empty()) protocolError("BIRsp without a waiting access");
     Txn* a = ms.waiting.front();
     a->leave(kStageBackInv, now(), tname_);

@@ -204,15 +204,36 @@ Report runAccel(const SystemParams& p, const AccelConfig& c, const Progress& pro
     uint64_t remaining = total, completed = 0, storeSeq = 0;
     Tick last = 0;
     bool stop = false;
-    std::function<void(Stream&)> issue;
-    auto finished = makeClient([&](Txn* x) {
+    // `issue` runs on every completion: a plain lambda, not a std::function;
+    // it names the client below through `finished`.
+    Client* finished = nullptr;
+    auto issue = [&](Stream& s) {
+        const StreamPlan& sp = *s.plan;
+        while (!stop && s.inflight < (s.dev < 0 ? 1u : sp.depth) && s.issued < s.target) {
+            Txn* a = sys.pool.get();
+            const uint64_t idx = sp.pattern == 0 ? 0 : sp.pattern == 1 ? (s.seq++ % sp.lines) : s.rng.below(sp.lines);
+            a->addr = s.base + idx * kLineBytes;
+            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Txn::Store : Txn::Load) : sp.kind;
+            if (isWrite(a->kind)) a->value = ++storeSeq;
+            a->birth = sys.loop.now();
+            ++s.issued;
+            ++s.inflight;
+            a->client = finished;
+            a->ctx = &s;
+            if (s.dev < 0)
+                sys.home->hostAccess(a);
+            else
+                sys.accels[size_t(s.dev)]->access(a);
+        }
+    };
+    auto onDone = makeClient([&](Txn* x) {
         Stream* sp = static_cast<Stream*>(x->ctx);
         --sp->inflight;
         ++sp->done;
         if (sp->dev >= 0) {
             lat.add(*x, x->done);
             const uint32_t e = sys.accelEntry[size_t(sp->dev)];
-            entryLat[e].add(*x, x->done);
+            if (entries > 1) entryLat[e].add(*x, x->done);  // reported only with several descriptions
             ++entryOps[e];
             entryLast[e] = x->done;
             last = x->done;
@@ -224,25 +245,7 @@ Report runAccel(const SystemParams& p, const AccelConfig& c, const Progress& pro
         sys.pool.put(x);
         issue(*sp);
     });
-    issue = [&](Stream& s) {
-        const StreamPlan& sp = *s.plan;
-        while (!stop && s.inflight < (s.dev < 0 ? 1u : sp.depth) && s.issued < s.target) {
-            Txn* a = sys.pool.get();
-            const uint64_t idx = sp.pattern == 0 ? 0 : sp.pattern == 1 ? (s.seq++ % sp.lines) : s.rng.below(sp.lines);
-            a->addr = s.base + idx * kLineBytes;
-            a->kind = s.dev < 0 ? (s.rng.uniform() < c.host_store_fraction ? Txn::Store : Txn::Load) : sp.kind;
-            if (isWrite(a->kind)) a->value = ++storeSeq;
-            a->birth = sys.loop.now();
-            ++s.issued;
-            ++s.inflight;
-            a->client = &finished;
-            a->ctx = &s;
-            if (s.dev < 0)
-                sys.home->hostAccess(a);
-            else
-                sys.accels[size_t(s.dev)]->access(a);
-        }
-    };
+    finished = &onDone;
     for (auto& s : streams) issue(s);
     sys.run();
     need(remaining == 0, "internal: the accelerator run stopped with " + std::to_string(remaining) +

@@ -168,3 +168,13 @@ def test_unknown_hosts_and_settings_are_named():
         simcxl.hosts(sys, {"h0": {}, "h1": {"threads": 0}})
     with pytest.raises(simcxl.ParamError, match=r"h0\.speed is not a traffic setting"):
         simcxl.hosts(sys, {"h0": {"speed": 1}})
+
+
+def test_an_mld_behind_a_whole_address_space_window_says_to_size_it():
+    # A host whose one window is the whole 52-bit space sends the MLD more than an LD's 16 TiB.
+    d = pool(hosts=2)
+    for k in d["connections"]:
+        if k["from"] == "h0.mem":
+            k.pop("base"), k.pop("size")
+    with pytest.raises(_core.ConfigError, match=r"d0: a host sends it .* at most 17592186044416 .*base and size"):
+        run(d, requests=1000)

@@ -60,7 +60,8 @@ void Type3Device::bind(uint8_t host, uint64_t window) {
     }
     if (p_.logical_devices > 1 && window > kLdSpan)
         throw ConfigError(where_ + ": a host sends it " + fmtNum(double(window)) +
-                          " bytes; allowed: at most 17592186044416 (16 TiB) per logical device");
+                          " bytes; allowed: at most 17592186044416 (16 TiB) per logical device (give the host's "
+                          "window a size: base and size on its host.mem connection)");
 }
 
 void Type3Device::receive(Txn* t, Tick arrival) {

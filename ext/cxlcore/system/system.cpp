@@ -122,8 +122,10 @@ void System::buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows) {
     h.p = d;
     h.mapped = !d.windows.empty();
     const std::vector<WindowParams> map = d.addressMap();
-    // The host's DRAM is named after the window that maps it, if any.
-    h.localName = d.local_dram_name == "local_dram" || !h.index ? "local_dram" : d.local_dram_name;
+    // The host's DRAM is named after the window that maps it, if any; with
+    // several hosts, after its component (one host keeps the name it always had).
+    const bool several = !p_.peers.empty();
+    h.localName = several ? d.local_dram_name : "local_dram";
     if (h.mapped)
         for (const WindowParams& w : map)
             if (w.kind == MemoryKind::LocalDram) h.localName = w.name;
@@ -143,8 +145,8 @@ void System::buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows) {
     }
     h.uncore = std::make_unique<Uncore>(loop, d.host);
     h.uncore->setHost(h.index);
-    // A further host's queues carry its name in stall reports.
-    const std::string prefix = h.index ? d.name + "." : "";
+    // With several hosts, each host's queues carry its name in stall reports.
+    const std::string prefix = several ? d.name + "." : "";
     for (MemoryWindow& w : h.windows) {
         // DRAM behind the window sees offsets into it; a host bridge decodes host addresses.
         const bool rebase = w.p.kind != MemoryKind::CxlType3;

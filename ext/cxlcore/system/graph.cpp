@@ -245,15 +245,18 @@ void Graph::check() const {
     // Everything hangs below a host: a component no path reaches would never
     // be built. A Type-3 device that several hosts reach gives each a
     // logical device; a host reaches a switch by one upstream port.
+    std::vector<std::set<std::string>> reach;
     std::map<std::string, std::vector<std::string>> reachedBy;
-    for (const Node* h : hs)
-        for (const std::string& c : reachedFrom(h->name)) reachedBy[c].push_back(h->name);
     std::string hostNames;
-    for (const Node* h : hs) hostNames += (hostNames.empty() ? "" : ", ") + h->name;
+    for (const Node* h : hs) {
+        reach.push_back(reachedFrom(h->name));
+        for (const std::string& c : reach.back()) reachedBy[c].push_back(h->name);
+        hostNames += (hostNames.empty() ? "" : ", ") + h->name;
+    }
+    const std::string from = hs.size() > 1 ? "any host (" + hostNames + ")" : "host " + hostNames;
     for (const Node& c : components) {
         const auto by = reachedBy.find(c.name);
-        need(by != reachedBy.end(), c.name + ": not reached from " + (hs.size() > 1 ? "any host (" + hostNames + ")" : "host " + hostNames) +
-                                        "; every component hangs below a host");
+        need(by != reachedBy.end(), c.name + ": not reached from " + from + "; every component hangs below a host");
         const std::vector<std::string>& h = by->second;
         if (c.type == "type3" && h.size() > c.params.DeviceParams_.logical_devices) {
             std::string list;
@@ -266,16 +269,14 @@ void Graph::check() const {
             need(false, c.name + ": hosts " + h[0] + " and " + h[1] + " both reach it; allowed: only switches and "
                                                                        "the links and Type-3 devices below them are shared");
     }
-    for (const Node* h : hs) {
-        const std::set<std::string> r = reachedFrom(h->name);
+    for (size_t i = 0; i < hs.size(); ++i)
         for (const Node& c : components) {
             if (c.type != "switch") continue;
             int ups = 0;
-            for (const Connection& k : connections) ups += k.to.comp == c.name && r.count(k.from.comp);
-            need(ups <= 1, c.name + ".up: host " + h->name + " reaches it through " + std::to_string(ups) +
+            for (const Connection& k : connections) ups += k.to.comp == c.name && reach[i].count(k.from.comp);
+            need(ups <= 1, c.name + ".up: host " + hs[i]->name + " reaches it through " + std::to_string(ups) +
                                " upstream ports; allowed: one per host");
         }
-    }
     for (const Node& c : components) {
         if (c.type != "switch") continue;
         const size_t n = leaving(c.name, "dsp").size();

@@ -177,6 +177,35 @@ def stream(memory: Memory, kernels: Sequence[str] = KERNELS, threads: Optional[i
                   stores=stores, **_target_cfg(system, pairs))
 
 
+def _traffic_settings(pre: str, cores: int, threads=8, read_fraction=1.0, pattern="random", footprint_bytes=1 << 30,
+                      requests=200000, rate_gbps=0.0, inject_delay_ns=0.0, probe=False, stores="non-temporal", ops="",
+                      arrivals="periodic") -> dict:
+    """Traffic's settings checked (on a host of ``cores`` cores), by name: each error names the
+    setting after ``pre`` (a host's name and a dot, on several hosts)."""
+    threads = _check_int(pre + "threads", threads, 1, cores)
+    if pattern not in PATTERNS:
+        raise ParamError(f"{pre}pattern = {pattern!r} is not allowed; allowed values: {', '.join(PATTERNS)}")
+    footprint = parse_size(footprint_bytes, pre + "footprint_bytes")
+    if not 64 * threads <= footprint <= 1 << 44:
+        raise ParamError(f"{pre}footprint_bytes = {footprint} is out of range; allowed: 64 x threads "
+                         f"({64 * threads}) to 17592186044416")
+    if not isinstance(probe, bool):
+        raise ParamError(f"{pre}probe = {probe!r} is not allowed; allowed values: True, False")
+    if stores not in STORES:
+        raise ParamError(f"{pre}stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
+    if not isinstance(ops, str) or len(ops) > 64 or set(ops) - set("LS"):
+        raise ParamError(f"{pre}ops = {ops!r} is not allowed; allowed: up to 64 letters L (load) and S (store)")
+    if arrivals not in ARRIVALS:
+        raise ParamError(f"{pre}arrivals = {arrivals!r} is not allowed; allowed values: {', '.join(ARRIVALS)}")
+    return {"threads": threads, "pattern": pattern, "footprint_bytes": footprint, "probe": probe, "stores": stores,
+            "ops": ops, "arrivals": arrivals,
+            "read_fraction": _check_float(pre + "read_fraction", read_fraction,
+                                          0.5 if stores == "write-allocate" and not ops else 0, 1),
+            "requests": _check_int(pre + "requests", requests, 100, 1 << 40),
+            "rate_gbps": _check_float(pre + "rate_gbps", rate_gbps, 0, 10000),
+            "inject_delay_ns": _check_float(pre + "inject_delay_ns", inject_delay_ns, 0, 1e6)}
+
+
 def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, pattern: str = "random",
             footprint_bytes: Union[int, str] = 1 << 30, requests: int = 200000, rate_gbps: float = 0.0,
             inject_delay_ns: float = 0.0, probe: bool = False, progress: Progress = None,
@@ -194,27 +223,11 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
     all threads together are a Poisson stream. ``target``: see ``stream``."""
     system = load(memory)
     pairs = parse_target(target, system)
-    threads = _check_int("threads", threads, 1, system.host.cores)
-    if pattern not in PATTERNS:
-        raise ParamError(f"pattern = {pattern!r} is not allowed; allowed values: {', '.join(PATTERNS)}")
-    footprint = parse_size(footprint_bytes, "footprint_bytes")
-    if not 64 * threads <= footprint <= 1 << 44:
-        raise ParamError(f"footprint_bytes = {footprint} is out of range; allowed: 64 x threads ({64 * threads}) "
-                         "to 17592186044416")
-    if not isinstance(probe, bool):
-        raise ParamError(f"probe = {probe!r} is not allowed; allowed values: True, False")
-    if stores not in STORES:
-        raise ParamError(f"stores = {stores!r} is not allowed; allowed values: {', '.join(STORES)}")
-    if not isinstance(ops, str) or len(ops) > 64 or set(ops) - set("LS"):
-        raise ParamError(f"ops = {ops!r} is not allowed; allowed: up to 64 letters L (load) and S (store)")
-    if arrivals not in ARRIVALS:
-        raise ParamError(f"arrivals = {arrivals!r} is not allowed; allowed values: {', '.join(ARRIVALS)}")
-    rf = _check_float("read_fraction", read_fraction, 0.5 if stores == "write-allocate" and not ops else 0, 1)
-    r = _core.run_traffic(core_graph(system), threads, rf, pattern,
-                          footprint, _check_int("requests", requests, 100, 1 << 40),
-                          _check_float("rate_gbps", rate_gbps, 0, 10000),
-                          _check_float("inject_delay_ns", inject_delay_ns, 0, 1e6), probe, progress, pairs,
-                          stores, ops, arrivals)
+    c = _traffic_settings("", system.host.cores, threads, read_fraction, pattern, footprint_bytes, requests,
+                          rate_gbps, inject_delay_ns, probe, stores, ops, arrivals)
+    r = _core.run_traffic(core_graph(system), c["threads"], c["read_fraction"], pattern, c["footprint_bytes"],
+                          c["requests"], c["rate_gbps"], c["inject_delay_ns"], probe, progress, pairs, stores, ops,
+                          arrivals)
     df = pd.DataFrame([r])
     df.insert(0, "memory", system.name)
     _targeted(df, system, pairs)
@@ -268,26 +281,12 @@ def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None
         bad = sorted(set(cfg) - set(HOST_SETTINGS))
         if bad:
             raise ParamError(f"{name}.{bad[0]} is not a traffic setting; allowed: {', '.join(HOST_SETTINGS)}")
-        spec = {"host": name}
-        for k, lo, hi in (("threads", 1, 1024), ("requests", 100, 1 << 40)):
-            if k in cfg:
-                spec[k] = _check_int(f"{name}.{k}", cfg[k], lo, hi)
-        for k, lo, hi in (("read_fraction", 0, 1), ("rate_gbps", 0, 10000), ("inject_delay_ns", 0, 1e6)):
-            if k in cfg:
-                spec[k] = _check_float(f"{name}.{k}", cfg[k], lo, hi)
-        for k, allowed in (("pattern", PATTERNS), ("stores", STORES), ("arrivals", ARRIVALS), ("probe", (True, False))):
-            if k in cfg:
-                if cfg[k] not in allowed or (k == "probe" and not isinstance(cfg[k], bool)):
-                    raise ParamError(f"{name}.{k} = {cfg[k]!r} is not allowed; allowed values: "
-                                     f"{', '.join(map(str, allowed))}")
-                spec[k] = cfg[k]
-        if "footprint_bytes" in cfg:
-            spec["footprint_bytes"] = parse_size(cfg["footprint_bytes"], f"{name}.footprint_bytes")
-        if "ops" in cfg:
-            spec["ops"] = str(cfg["ops"])
-        if cfg.get("target") is not None:
-            graph = getattr(system, "graph", None)
-            spec["target"] = parse_target(cfg["target"], _HostMap(graph, name) if graph is not None else system,
+        graph = getattr(system, "graph", None)
+        cores = graph.components[name].group("").cores if graph is not None else system.host.cores
+        target = cfg.pop("target", None)
+        spec = {"host": name, **_traffic_settings(name + ".", cores, **cfg)}
+        if target is not None:
+            spec["target"] = parse_target(target, _HostMap(graph, name) if graph is not None else system,
                                           f"{name}.target")
         specs.append(spec)
     r = _core.run_hosts(core_graph(system), specs, progress)

@@ -13,7 +13,7 @@ namespace {
 py::bytes asBytes(const std::vector<uint8_t>& v) { return py::bytes(reinterpret_cast<const char*>(v.data()), v.size()); }
 }  // namespace
 
-void bindAcpi(py::module_& parent, Graph (*readGraph)(const py::dict&)) {
+void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&)) {
     py::module_ m = parent.def_submodule("acpi", "ACPI SRAT, SLIT, HMAT and CEDT bodies (bytes after the 36-byte header).");
     m.attr("HEADER_BYTES") = acpi::kHeaderBytes;
     m.attr("REVISIONS") = py::dict(py::arg("SRAT") = acpi::kSratRevision, py::arg("SLIT") = acpi::kSlitRevision,
@@ -79,8 +79,8 @@ void bindAcpi(py::module_& parent, Graph (*readGraph)(const py::dict&)) {
     }, py::arg("ranges"), py::arg("sequence") = 0,
        "The whole CDAT (header and checksum): per range (dicts of handle, dpa_base, dpa_length, non_volatile, "
        "read_latency_ns, read/write_bandwidth_gbps) a DSMAS, a DSEMTS and DSLBIS entries.");
-    m.def("device_cdat", [readGraph](py::dict system, const std::string& component, uint64_t dpaLength) {
-        const Graph g = readGraph(system);
+    m.def("device_cdat", [graphOf](py::dict system, const std::string& component, uint64_t dpaLength) {
+        const Graph g = graphOf(system);
         g.check();
         const Node* n = g.find(component);
         if (!n || n->type != "type3")

@@ -30,10 +30,7 @@ uint64_t ranged(py::handle v, const char* name, uint64_t lo, uint64_t hi) {
 
 // An access's offset and width as the hardware sees them: anything that does
 // not fit is passed on as a malformed access (counted, never raised).
-uint64_t offsetOf(py::handle v) {
-    const uint64_t off = ranged(v, "offset", 0, ~0ull >> 1);
-    return off;
-}
+uint64_t offsetOf(py::handle v) { return ranged(v, "offset", 0, ~0ull >> 1); }
 unsigned sizeOf(py::handle v) { return unsigned(ranged(v, "size", 0, 64)); }
 
 // The node `component` of type `type` in a system, checked.
@@ -128,7 +125,7 @@ void bindFunction(C& c) {
 
 }  // namespace
 
-void bindCxlio(py::module_& parent, ReadGraph readGraph) {
+void bindCxlio(py::module_& parent, ReadGraph graphOf) {
     py::module_ m = parent.def_submodule(
         "cxlio", "CXL.io: configuration space, component and device registers, mailbox and committed HDM decoders.");
     m.attr("COMPONENT_OFFSET") = 0;
@@ -139,14 +136,14 @@ void bindCxlio(py::module_& parent, ReadGraph readGraph) {
     py::class_<Type3Function> t3(m, "Type3",
         "A Type-3 memory device's PCIe function: its parameters (and so its CDAT) from a system's type3 "
         "component and the link above it, or the defaults.");
-    t3.def(py::init([readGraph](py::handle capacity, py::object system, py::object component, py::handle lsa,
+    t3.def(py::init([graphOf](py::handle capacity, py::object system, py::object component, py::handle lsa,
                                 py::handle decoders) {
               const uint64_t cap = ranged(capacity, "capacity_bytes", 1, 1ull << 52);
               const uint32_t lsaBytes = uint32_t(ranged(lsa, "lsa_bytes", 0, 1u << 20));
               const uint32_t n = uint32_t(ranged(decoders, "hdm_decoders", 1, 10));
               if (system.is_none()) return new Type3Function(DeviceParams{}, DramParams{}, LinkParams{}, cap, lsaBytes, n);
               if (component.is_none()) throw ConfigError("component: name the type3 component of the system");
-              const Graph g = readGraph(system.cast<py::dict>());
+              const Graph g = graphOf(system.cast<py::dict>());
               g.check();
               const std::string name = component.cast<std::string>();
               const Node& node = nodeOf(g, name, "type3");
@@ -165,7 +162,7 @@ void bindCxlio(py::module_& parent, ReadGraph readGraph) {
     py::class_<PortFunction> port(m, "Port",
         "A CXL root port or switch port's PCIe function (type 1 header); a switch upstream port has HDM decoders "
         "over its downstream ports.");
-    port.def(py::init([readGraph](const std::string& kind, py::handle number, py::handle decoders, py::handle targets,
+    port.def(py::init([graphOf](const std::string& kind, py::handle number, py::handle decoders, py::handle targets,
                                   py::object system, py::object link) {
                  static const std::pair<const char*, PortKind> kinds[] = {{"root", PortKind::Root},
                                                                           {"switch_upstream", PortKind::SwitchUpstream},
@@ -176,7 +173,7 @@ void bindCxlio(py::module_& parent, ReadGraph readGraph) {
                  if (!k) throw ConfigError("kind = '" + kind + "' is not allowed; allowed: root, switch_upstream, switch_downstream");
                  LinkParams lp;
                  if (!system.is_none()) {
-                     const Graph g = readGraph(system.cast<py::dict>());
+                     const Graph g = graphOf(system.cast<py::dict>());
                      g.check();
                      lp = nodeOf(g, link.cast<std::string>(), "link").params.LinkParams_;
                  }

@@ -440,10 +440,10 @@ py::dict eventLoopScript(uint32_t components, const std::vector<std::pair<uint32
 
 }  // namespace
 
-void bindAcpi(py::module_& parent, Graph (*readGraph)(const py::dict&));  // acpi.cpp
-void bindCxlio(py::module_& parent, Graph (*readGraph)(const py::dict&));  // cxlio.cpp
+void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&));  // acpi.cpp
+void bindCxlio(py::module_& parent, Graph (*graphOf)(const py::dict&));  // cxlio.cpp
 void bindTrace(py::module_& m);  // trace.cpp
-void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
+void bindNic(py::module_& m, Graph (*graphOf)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
 
 PYBIND11_MODULE(_core, m) {

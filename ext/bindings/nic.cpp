@@ -45,13 +45,13 @@ RaoConfig readRao(const std::string& kernel, const std::string& op, const std::s
 
 }  // namespace
 
-void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*progress)(py::handle),
+void bindNic(py::module_& m, Graph (*graphOf)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&)) {
     m.def("run_rao",
           [=](py::dict sys, std::string kernel, std::string op, std::string mechanism, uint32_t threads,
               uint64_t iters, uint64_t elements, uint64_t stride, uint32_t noise, bool check, bool record,
               py::object cb) {
-              const Graph g = readGraph(sys);
+              const Graph g = graphOf(sys);
               const SystemParams p = g.system();
               const NicParams n = g.nic();
               RaoConfig c = readRao(kernel, op, mechanism, threads, iters, elements, stride, noise, check, record);
@@ -83,7 +83,7 @@ void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*pro
     m.def("run_rpc",
           [=](py::dict sys, std::string shape, std::string direction, std::string mechanism,
               bool check) {
-              const Graph g = readGraph(sys);
+              const Graph g = graphOf(sys);
               const SystemParams p = g.system();
               const NicParams n = g.nic();
               RpcConfig c{shape, direction, mechanism, check};
@@ -134,7 +134,7 @@ void bindNic(py::module_& m, Graph (*readGraph)(const py::dict&), Progress (*pro
     m.def("rao_stream",
           [=](py::dict sys, std::string kernel, std::string op, uint32_t threads, uint64_t iters, uint64_t elements,
               uint64_t stride) {
-              const SystemParams p = readGraph(sys).system();
+              const SystemParams p = graphOf(sys).system();
               RaoConfig c = readRao(kernel, op, "host", threads, iters, elements, stride, 0, false, false);
               checkRao(p, NicParams(), c);
               RaoKernel k(c, p.seed);

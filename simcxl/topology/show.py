@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from .graph import Topology
+from .graph import Topology, reached_from
 
 
 def _depths(t: Topology) -> Dict[str, int]:
@@ -60,7 +60,6 @@ def plot(t: Topology, path) -> None:
     pos: Dict[str, Tuple[float, float]] = {}
     nxt = [0.0]
 
-    from .graph import reached_from
     hosts = [h.name for h in t.of_type("host")]
     reach = [reached_from(t, h) for h in hosts]
     # What several hosts reach is drawn once, after every host's own part, below them all.

@@ -41,4 +41,7 @@ class CXLHostBridge(AbstractMemory):
     bridge_interleave_ways = Param.Unsigned(1, "HDM interleave ways (one of 1, 2, 3, 4, 6, 8, 12, 16)")
     bridge_interleave_bytes = Param.Unsigned(
         4096, "HDM interleave granularity (B, one of 256, 512, 1024, 2048, 4096, 8192, 16384)")
+    bridge_devload_throttle = Param.Unsigned(
+        0, "1: each root port bounds its requests in flight by its responses' DevLoad, per round trip: light "
+        "+1, optimal holds, moderate -1/16 of it, severe -1/4 (one of 0, 1)")
     # END GENERATED PARAMS

@@ -299,6 +299,8 @@ class BridgeParams(ParamGroup):
     interleave_ways: int = param(1, 1, 16, "", "HDM interleave ways", (1, 2, 3, 4, 6, 8, 12, 16))
     interleave_bytes: int = param(4096, 256, 16384, "B", "HDM interleave granularity",
                                   (256, 512, 1024, 2048, 4096, 8192, 16384))
+    devload_throttle: int = param(0, 0, 1, "", "1: each root port bounds its requests in flight by its responses' "
+        "DevLoad, per round trip: light +1, optimal holds, moderate -1/16 of it, severe -1/4", (0, 1))
 
     def _check(self, where: str) -> None:
         # The window interleaves over every root port: fewer ways would idle ports.
@@ -357,16 +359,14 @@ class DeviceParams(ParamGroup):
     resp_latency_ns: float = param(20.0, 0, 10000, "ns", "egress pipeline: media to link")
     req_queue: int = param(64, 1, 65536, "", "transactions the controller holds at once")
     resp_queue: int = param(64, 1, 65536, "", "responses waiting for the link")
-    write_tracker: int = param(
-        0, 0, 65536, "",
-        "writes the controller holds at once (its write data buffer; req_queue bounds them too); an entry frees when the "
-        "write's completion leaves, which with media.posted_writes = 0 is once the media has written the line, "
-        "and a write that finds none free waits in the link's receive buffer, holding its RwD credit (reads "
-        "pass it). 0: writes share req_queue alone")
+    write_tracker: int = param(0, 0, 65536, "", "writes the controller holds at once (its write buffer, within "
+        "req_queue); an entry frees when the write's completion leaves (with media.posted_writes = 0, once the media has "
+        "written the line); a write finding none free waits in the link's receive buffer, holding its RwD credit. 0: none")
     devload_optimal: float = param(0.25, 0, 1, "", "queue fill at which DevLoad reports Optimal")
     devload_moderate: float = param(0.75, 0, 1, "", "queue fill for Moderate overload")
     devload_severe: float = param(0.95, 0, 1, "", "queue fill for Severe overload")
     logical_devices: int = param(1, 1, 16, "", "1: an SLD; N: an MLD, an LD (1/N of its DPA) per host reaching it")
+    qos_interval_ns: float = param(1000.0, 10, 1e6, "ns", "QoS telemetry: each LD's completions are counted over it")
 
     def _check(self, where: str) -> None:
         if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:

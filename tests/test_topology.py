@@ -99,7 +99,8 @@ def test_the_types_carry_the_schema_groups():
     assert names == {f"device.{f.name}" for f in fields(DeviceParams)} | {f"media.{f.name}" for f in fields(DramParams)}
     assert {p["name"] for p in types["host"]["parameters"]} == {f.name for f in fields(HostParams)}
     assert {p["name"] for p in types["host_bridge"]["parameters"]} == {"req_latency_ns", "resp_latency_ns",
-                                                                        "req_queue", "resp_queue", "interleave_bytes"}
+                                                                        "req_queue", "resp_queue", "interleave_bytes",
+                                                                        "devload_throttle"}
     assert [p["name"] for p in types["link"]["ports"]] == ["up", "down"]
 
 

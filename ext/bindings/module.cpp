@@ -179,7 +179,7 @@ Graph readGraph(const py::dict& d) {
         const std::string at = "connections[" + std::to_string(i++) + "]";
         if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table {from, to}");
         py::dict k = item.cast<py::dict>();
-        onlyKeys(k, {"from", "to", "base", "size"}, at, "connection key");
+        onlyKeys(k, {"from", "to", "base", "size", "qos_limit", "qos_allocation"}, at, "connection key");
         if (!k.contains("from") || !k.contains("to")) throw ConfigError(at + ": from and to are both needed");
         Connection c;
         c.from = readPortRef(k["from"], at + ".from");
@@ -190,6 +190,11 @@ Graph readGraph(const py::dict& d) {
             c.window = true;
             c.base = field<uint64_t>(k["base"], at, "base", 0, space);
             c.size = field<uint64_t>(k["size"], at, "size", 64, space);
+        }
+        for (const char* q : {"qos_limit", "qos_allocation"}) {
+            if (!k.contains(q) || k[q].is_none()) continue;
+            c.hasQos = true;
+            (q[4] == 'l' ? c.qos.limit : c.qos.allocation) = field<double>(k[q], at, q, 0.0, 1.0);
         }
         g.connections.push_back(c);
     }

@@ -53,7 +53,9 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _REF = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)\.([a-z_]+)(?:\[(\d+)\])?")
 _TOP_KEYS = ("name", "description", "source", "seed", "components", "connections")
 _COMP_KEYS = ("type", "from", "description")
-_CONN_KEYS = ("from", "to", "base", "size")
+_CONN_KEYS = ("from", "to", "base", "size", "qos_limit", "qos_allocation")
+#: A host's LD on CXL memory (CXL 2.0 QoS telemetry), as fractions of a device's peak completions.
+_QOS_KEYS = ("qos_limit", "qos_allocation")
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Connection:
     b: PortRef  # the up-facing end
     base: Optional[int] = None
     size: Optional[int] = None
+    qos: Dict[str, float] = field(default_factory=dict)  # qos_limit, qos_allocation (host.mem only)
 
     def __str__(self) -> str:
         return f"{self.a} -> {self.b}"
@@ -168,7 +171,7 @@ class Topology:
             e: Dict[str, Any] = {"from": str(k.a), "to": str(k.b)}
             if k.base is not None:
                 e["base"], e["size"] = k.base, k.size
-            conns.append(e)
+            conns.append({**e, **k.qos})
         return {"name": self.name, "description": self.description, "source": self.source, "seed": self.seed,
                 "components": comps, "connections": conns}
 
@@ -348,6 +351,7 @@ def _take_from(c: Component, spec: Any, fragments: Fragments) -> None:
 def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
     where = f"connections[{i}]"
     base = size = None
+    qos: Dict[str, float] = {}
     if isinstance(x, (list, tuple)):
         if len(x) != 2:
             raise TopologyError(f"{where} must join two ports, e.g. [\"host.mem\", \"ddr.up\"]")
@@ -366,6 +370,16 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
                 raise TopologyError(f"{where} ({x['from']} -> {x['to']}): size is missing; a window gives base and size")
             base = _size(x.get("base", 0), f"{where}.base", 0) if x.get("base", 0) != 0 else 0
             size = _size(x["size"], f"{where}.size", 64)
+        for q in _QOS_KEYS:
+            if q in x:
+                v = x[q]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                    raise TopologyError(f"{where}.{q} = {v!r} is out of range; allowed: a fraction from 0 to 1")
+                qos[q] = float(v)
+        if qos and not (0 < qos.get("qos_limit", 1.0) and qos.get("qos_allocation", 0.0) <= qos.get("qos_limit", 1.0)):
+            raise TopologyError(f"{where}: qos_limit = {qos.get('qos_limit', 1.0):g}, qos_allocation = "
+                                f"{qos.get('qos_allocation', 0.0):g} is not allowed; allowed: 0 < qos_limit <= 1 and "
+                                "0 <= qos_allocation <= qos_limit")
     else:
         raise TopologyError(f"{where} must be a pair of ports or a table (from, to, base, size)")
     (ra, pa), (rb, pb) = (_ref(e, where, comps) for e in ends)
@@ -378,7 +392,10 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
         raise TopologyError(f"{where}: channel type mismatch: {ra} is a {pa.channel} port, {rb} a {pb.channel} port")
     if base is not None and not (comps[ra.comp].type == "host" and ra.port == "mem"):
         raise TopologyError(f"{where}: base and size are given on {ra} -> {rb}; only a window (host.mem) has them")
-    return Connection(ra, rb, base, size)
+    if qos and not (comps[ra.comp].type == "host" and ra.port == "mem" and comps[rb.comp].type == "host_bridge"):
+        raise TopologyError(f"{where}: qos_limit and qos_allocation are given on {ra} -> {rb}; only a host.mem "
+                            "connection onto a host_bridge has them (a host's logical devices on CXL memory)")
+    return Connection(ra, rb, base, size, qos)
 
 
 # -- checks ----------------------------------------------------------------------------

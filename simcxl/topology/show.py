@@ -37,6 +37,7 @@ def text(t: Topology) -> str:
         for k in sorted((k for k in t.connections if k.a.comp == n), key=lambda k: (k.a.port, k.a.index or 0)):
             port = k.a.port + (f"[{k.a.index}]" if k.a.index is not None else "")
             win = f" [0x{k.base:x}, 0x{k.base + k.size:x})" if k.base is not None else ""
+            win += "".join(f" {q} {v:g}" for q, v in k.qos.items())
             walk(k.b.comp, indent + "  ", f"{port}{win} -> ")
 
     for h in t.of_type("host"):

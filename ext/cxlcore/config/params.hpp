@@ -43,11 +43,22 @@ enum class MemoryKind : uint8_t { LocalDram = 0, RemoteNuma = 1, CxlType3 = 2 };
 // Type-3 devices the builder walks in the graph, from the component `node`.
 // size 0 is the window of a description without a map: the rest of the address
 // space, checked by the memory itself as before.
+// What the fabric manager gives a host's logical device on each MLD its
+// window reaches (CXL 2.0 QoS telemetry: the QoS Limit and Allocation
+// Fractions), as fractions of the device's peak completions: above its limit
+// an LD's responses report at least Moderate overload; below its allocation,
+// at most Optimal, whatever the device's own load.
+struct LdQos {
+    double limit = 1.0, allocation = 0.0;
+    bool active() const { return limit < 1.0 || allocation > 0.0; }
+};
+
 struct MemoryParams {
     InterSocketParams intersocket;
     DramParams remote_dram;
     BridgeParams bridge;
     std::string node;  // the graph component behind the window (host_bridge, remote_socket or dram)
+    LdQos qos;         // its host.mem connection's qos_limit and qos_allocation
 };
 
 struct WindowParams : MemoryParams {

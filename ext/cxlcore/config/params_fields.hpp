@@ -106,10 +106,12 @@
     X(uint32_t, resp_queue, 128, 1, 65536)          \
     X(uint32_t, root_ports, 1, 1, 64)               \
     X(uint32_t, interleave_ways, 1, 1, 16)          \
-    X(uint32_t, interleave_bytes, 4096, 256, 16384)
+    X(uint32_t, interleave_bytes, 4096, 256, 16384) \
+    X(uint32_t, devload_throttle, 0, 0, 1)
 #define CXL_BRIDGE_CHOICES(X)                                    \
     X(interleave_ways, 1, 2, 3, 4, 6, 8, 12, 16)                 \
-    X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384)
+    X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384) \
+    X(devload_throttle, 0, 1)
 
 // SwitchParams: A CXL switch (one virtual CXL switch): an upstream port and its downstream ports,
 // routed by the upstream port's HDM decoder (CXL 2.0 hierarchy-based routing).
@@ -142,16 +144,17 @@
     X(latency_optimized, 0, 1)
 
 // DeviceParams: A CXL Type-3 device controller in front of its media.
-#define CXL_DEVICE_FIELDS(X)                       \
-    X(double, req_latency_ns, 30.0, 0.0, 10000.0)  \
-    X(double, resp_latency_ns, 20.0, 0.0, 10000.0) \
-    X(uint32_t, req_queue, 64, 1, 65536)           \
-    X(uint32_t, resp_queue, 64, 1, 65536)          \
-    X(uint32_t, write_tracker, 0, 0, 65536)        \
-    X(double, devload_optimal, 0.25, 0.0, 1.0)     \
-    X(double, devload_moderate, 0.75, 0.0, 1.0)    \
-    X(double, devload_severe, 0.95, 0.0, 1.0)      \
-    X(uint32_t, logical_devices, 1, 1, 16)
+#define CXL_DEVICE_FIELDS(X)                            \
+    X(double, req_latency_ns, 30.0, 0.0, 10000.0)       \
+    X(double, resp_latency_ns, 20.0, 0.0, 10000.0)      \
+    X(uint32_t, req_queue, 64, 1, 65536)                \
+    X(uint32_t, resp_queue, 64, 1, 65536)               \
+    X(uint32_t, write_tracker, 0, 0, 65536)             \
+    X(double, devload_optimal, 0.25, 0.0, 1.0)          \
+    X(double, devload_moderate, 0.75, 0.0, 1.0)         \
+    X(double, devload_severe, 0.95, 0.0, 1.0)           \
+    X(uint32_t, logical_devices, 1, 1, 16)              \
+    X(double, qos_interval_ns, 1000.0, 10.0, 1000000.0)
 #define CXL_DEVICE_CHOICES(X)
 
 // DCacheParams: An accelerator's coherent cache and its CXL.cache channel credits.

@@ -25,6 +25,8 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
         loadAt_[i] = uint32_t(std::ceil(f * p_.req_queue));
     }
     media_.setRequester(this);
+    qosInterval_ = nsToTicks(p_.qos_interval_ns);
+    qosBasis_ = p_.qos_interval_ns * 1e-9 * media_.peakBytesPerSec() / kLineBytes;
     name(where);
 }
 
@@ -46,7 +48,7 @@ void Type3Device::name(const std::string& n) {
     media_.name(n + ".media");
 }
 
-void Type3Device::bind(uint8_t host, uint64_t window) {
+void Type3Device::bind(uint8_t host, uint64_t window, const LdQos& qos) {
     if (host >= kMaxHosts)
         throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
                           std::to_string(kMaxHosts - 1));
@@ -55,6 +57,8 @@ void Type3Device::bind(uint8_t host, uint64_t window) {
             throw ConfigError(where_ + ".device.logical_devices = " + std::to_string(p_.logical_devices) +
                               " is too few: more hosts reach it; allowed: at least one logical device per host");
         bound_ |= 1u << host;
+        qos_[nextLd_] = qos;
+        qosOn_ |= qos.active();
         ldOf_[host] = uint8_t(nextLd_);
         ldBase_[host] = nextLd_++ * kLdSpan;
     }
@@ -70,8 +74,28 @@ void Type3Device::receive(Txn* t, Tick arrival) {
     requestWake(arrival);
 }
 
-uint8_t Type3Device::devLoad() const {
-    return outstanding_ >= loadAt_[2] ? 3 : outstanding_ >= loadAt_[1] ? 2 : outstanding_ >= loadAt_[0] ? 1 : 0;
+uint8_t Type3Device::devLoad(uint32_t ld, Tick t) {
+    if (t >= qosStart_ + qosInterval_) {
+        const double occ = qosOcc_.mean(qosStart_, t), per = double(qosInterval_) / double(t - qosStart_);
+        load_ = occ >= loadAt_[2] ? 3 : occ >= loadAt_[1] ? 2 : occ >= loadAt_[0] ? 1 : 0;
+        for (uint32_t i = 0; i < nextLd_; ++i) {
+            qosLast_[i] = uint64_t(std::lround(double(qosCount_[i]) * per));
+            qosCount_[i] = 0;
+        }
+        qosOcc_.reset(t);
+        qosStart_ = t;
+    }
+    ++qosCount_[ld];
+    uint8_t d = load_;
+    if (qosOn_) {
+        const double used = double(qosLast_[ld]);
+        // Below its allocation an LD is not what overloads the device: one
+        // level lighter than the device's load, at most Optimal, so it grows
+        // into its share while the others hold or yield.
+        if (used < qos_[ld].allocation * qosBasis_) d = d >= 2 ? 1 : 0;
+        if (used >= qos_[ld].limit * qosBasis_) d = std::max<uint8_t>(d, 2);
+    }
+    return d;
 }
 
 bool Type3Device::tryResp(Txn* t) {
@@ -109,10 +133,12 @@ void Type3Device::process() {
         link_.respBuffer_.take(t);
         tx_.pop();
         ++sent_;
-        x->devLoad = devLoad();
+        const uint32_t ld = ldOf_[x->host];
+        x->devLoad = devLoad(ld, t);
         ++stats_.devLoad[x->devLoad];
+        ++stats_.ldDevLoad[ld][x->devLoad];
         ++(x->isRead() ? stats_.reads : stats_.writes);
-        ++(x->isRead() ? stats_.ldReads : stats_.ldWrites)[ldOf_[x->host]];
+        ++(x->isRead() ? stats_.ldReads : stats_.ldWrites)[ld];
         x->addr -= ldBase_[x->host];
         x->opc = rsp;
         const Tick arr = link_.carry(*x, t, kStageDevice, name_);
@@ -148,6 +174,7 @@ void Type3Device::process() {
         ctrl_[k].push(at, x);
     }
     occ_.set(t, outstanding_);
+    qosOcc_.set(t, outstanding_);
     Tick w = std::min(due(tx_.headReady(), t), due(rx_[0].headReady(), t));
     if (writes_ < writeCap_) w = std::min(w, due(rx_[1].headReady(), t));
     for (int k = 0; k < 2; ++k) {

@@ -17,6 +17,7 @@ struct DeviceStats {
     uint64_t reads = 0, writes = 0, mediaRetries = 0;
     uint64_t devLoad[4] = {0, 0, 0, 0};
     uint64_t ldReads[kMaxLds] = {}, ldWrites[kMaxLds] = {};  // responses sent, per logical device
+    uint64_t ldDevLoad[kMaxLds][4] = {};                       // the DevLoad each LD's responses carried
 };
 
 class Type3Device final : public Component, public Requester, public MemEndpoint {
@@ -28,8 +29,8 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     void stopAfter(uint64_t n) { stopAfter_ = n; }
     // The port at the link's host end (root port or switch port), which its responses go to.
     void attach(LinkReceiver* port) override { port_ = port; }
-    // The next logical device goes to `host` (an SLD has one, for one host).
-    void bind(uint8_t host, uint64_t window) override;
+    // The next logical device goes to `host` (an SLD has one, for one host), with `qos`.
+    void bind(uint8_t host, uint64_t window, const LdQos& qos) override;
     // Where each logical device's DPA range begins: far enough apart that no
     // window a host may decode reaches the next one, so LDs never share a line.
     static constexpr uint64_t kLdSpan = 1ull << 44;
@@ -61,6 +62,12 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
         v(n + ".mediaBlocked", mediaBlocked_[0]);
         v(n + ".mediaBlockedWrite", mediaBlocked_[1]);
         v(n + ".respRefused", respRefused_);
+        v(n + ".qosStart", qosStart_);
+        v(n + ".loadNow", load_);
+        for (uint32_t i = 0; i < nextLd_; ++i) {
+            v(n + ".qosCount" + std::to_string(i), qosCount_[i]);
+            v(n + ".qosLast" + std::to_string(i), qosLast_[i]);
+        }
         media_.checkpoint(v, n + ".media");
     }
 
@@ -68,7 +75,8 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     void process() override;
 
   private:
-    uint8_t devLoad() const;
+    // The DevLoad of a response of logical device `ld` sent at t, which it counts.
+    uint8_t devLoad(uint32_t ld, Tick t);
 
     DeviceParams p_;
     CxlLink& link_;
@@ -95,6 +103,19 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     uint8_t ldOf_[kMaxHosts] = {};
     uint64_t ldBase_[kMaxHosts] = {};
     uint32_t nextLd_ = 0, bound_ = 0;  // bound_: bit h, host h has its LD
+    // QoS telemetry (CXL 2.0), measured over intervals of qos_interval_ns,
+    // each closed by the first response after its end: the device's load is
+    // its mean occupancy over the last one (a refresh's burst of queueing
+    // does not read as overload), and each LD's completions in it, per
+    // interval, are held against its limit and allocation of qosBasis_, the
+    // completions the media could make in an interval at its peak.
+    LdQos qos_[kMaxLds];
+    bool qosOn_ = false;
+    Tick qosInterval_, qosStart_ = 0;
+    uint8_t load_ = 0;
+    Occupancy qosOcc_;
+    uint64_t qosCount_[kMaxLds] = {}, qosLast_[kMaxLds] = {};  // the last: per qosInterval_
+    double qosBasis_;
 };
 
 }  // namespace cxlcore

@@ -13,6 +13,7 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
     tracker_.init(p_.req_queue, 0);
+    throttle_ = p_.devload_throttle != 0;
 }
 
 void HostBridge::addPort(CxlLink* link, MemEndpoint* dev) {
@@ -24,6 +25,7 @@ void HostBridge::addPort(CxlLink* link, MemEndpoint* dev) {
     port->out.reset(p_.req_queue);
     port->in.reset(p_.resp_queue);
     port->targetPortIndex = uint32_t(ports_.size());
+    port->capMilli = uint64_t(p_.req_queue) * 1000;
     const std::string n = where_ + ".port" + std::to_string(port->targetPortIndex);
     port->out.name(n + ".out (requests waiting for M2S credits)");
     port->in.name(n + ".in (responses the host has not taken)");
@@ -47,7 +49,8 @@ bool HostBridge::tryReq(Txn* t) {
     const Tick at = now() + reqLat_;
     // With nothing queued ahead and a credit landed by then, the flit's send
     // time is already known: the port is this link's only sender.
-    if (p.out.empty() && send(p, t, at)) return true;
+    if (!room(p)) ++stats_.throttled;
+    if (p.out.empty() && room(p) && send(p, t, at)) return true;
     p.out.push(at, t);
     busy_ |= uint64_t(1) << tg.port;
     requestWake(at);
@@ -60,8 +63,28 @@ bool HostBridge::send(Port& p, Txn* x, Tick at) {
         x->note("credit_wait", at, p.link->name());
         return false;
     }
+    ++p.inflight;
     p.dev->receive(x, p.link->carry(*x, at, kStageHostPort, name_));
     return true;
+}
+
+void HostBridge::throttle(Port& p, uint8_t devLoad) {
+    // Per response, so a cap's worth of responses per round trip: light load
+    // adds one request a round trip while the cap binds, optimal holds,
+    // moderate overload takes a sixteenth a round trip, severe overload a
+    // quarter at once, once a round trip (the responses to requests already
+    // sent tell of the same overload); never below one request.
+    const uint64_t cap = p.capMilli, max = uint64_t(p_.req_queue) * 1000;
+    ++p.sinceCut;
+    if (devLoad == 0 && (!p.out.empty() || uint64_t(p.inflight + 1) * 1000 >= cap)) {
+        p.capMilli = std::min(max, cap + 1000000 / cap);
+    } else if (devLoad == 2) {
+        p.capMilli = std::max<uint64_t>(1000, cap - 1000 / 16);
+    } else if (devLoad == 3 && p.sinceCut >= p.guard) {
+        p.capMilli = std::max<uint64_t>(1000, cap - cap / 4);
+        p.guard = p.inflight + 1;
+        p.sinceCut = 0;
+    }
 }
 
 void HostBridge::deliverResp(Port& p, Txn* t, Tick arrival) {
@@ -69,6 +92,15 @@ void HostBridge::deliverResp(Port& p, Txn* t, Tick arrival) {
     // entry are free from then on. A requester that takes responses at once
     // gets it directly, stamped with that time; no event is needed.
     const Tick ready = arrival + respLat_;
+    // The request is done for the throttle once its response is on its way.
+    --p.inflight;
+    if (throttle_) {
+        throttle(p, t->devLoad);
+        if (room(p) && !p.out.empty()) {
+            busy_ |= uint64_t(1) << p.targetPortIndex;
+            requestWake(std::max(now(), p.out.headReady()));
+        }
+    }
     if (p.in.empty() && !respBlocked_ && respond(p, t, ready)) return;
     p.in.push(ready, t);
     busy_ |= uint64_t(1) << p.targetPortIndex;
@@ -110,7 +142,7 @@ void HostBridge::process() {
     // a response taken above may queue a request on a later port.
     for (uint32_t i = nextBusy(0); i < 64; i = nextBusy(i + 1)) {
         Port& p = *ports_[i];
-        while (p.out.headReady() <= t) {
+        while (p.out.headReady() <= t && room(p)) {
             Txn* x = p.out.front();
             if (!send(p, x, t)) {
                 p.link->credits_[x->channel()].wait(this);
@@ -125,7 +157,7 @@ void HostBridge::process() {
             }
             p.in.pop();
         }
-        w = std::min({w, due(p.out.headReady(), t), respBlocked_ ? kNever : due(p.in.headReady(), t)});
+        w = std::min({w, room(p) ? due(p.out.headReady(), t) : kNever, respBlocked_ ? kNever : due(p.in.headReady(), t)});
         if (p.out.empty() && p.in.empty()) busy_ &= ~(uint64_t(1) << i);
     }
     if (w != kNever) requestWake(w);

@@ -13,6 +13,7 @@ namespace cxlcore {
 
 struct BridgeStats {
     uint64_t reads = 0, writes = 0, refused = 0;
+    uint64_t throttled = 0;  // requests that waited for their port's DevLoad throttle
 };
 
 class HostBridge : public Component, public Target {
@@ -37,6 +38,13 @@ class HostBridge : public Component, public Target {
         tracker_.checkpoint(v, n + ".tracker");
         v(n + ".needRetry", needRetry_);
         v(n + ".respBlocked", respBlocked_);
+        for (size_t i = 0; throttle_ && i < ports_.size(); ++i) {
+            const std::string k = n + ".port" + std::to_string(i);
+            v(k + ".inflight", ports_[i]->inflight);
+            v(k + ".capMilli", ports_[i]->capMilli);
+            v(k + ".sinceCut", ports_[i]->sinceCut);
+            v(k + ".guard", ports_[i]->guard);
+        }
     }
 
   protected:
@@ -52,7 +60,15 @@ class HostBridge : public Component, public Target {
         MemEndpoint* dev = nullptr;
         TimedFifo<Txn*> out, in;
         uint32_t targetPortIndex = 0;
+        // DevLoad throttling: requests sent and not yet answered, and how many
+        // may be, in thousandths (it moves by fractions of a request).
+        uint32_t inflight = 0;
+        uint32_t sinceCut = 0, guard = 0;  // responses since the last severe cut, and the requests then in flight
+        uint64_t capMilli = 0;
     };
+    bool room(const Port& p) const { return !throttle_ || uint64_t(p.inflight) * 1000 < p.capMilli; }
+    // The host's reaction to a response's DevLoad (CXL 2.0 QoS telemetry).
+    void throttle(Port& p, uint8_t devLoad);
     // A response from port p, fully received at `arrival`.
     void deliverResp(Port& p, Txn* t, Tick arrival);
     bool respond(Port& p, Txn* x, Tick ready);
@@ -67,7 +83,7 @@ class HostBridge : public Component, public Target {
     const char* name_;  // where_, interned: the name its trace spans carry
     Tick reqLat_, respLat_;
     CreditPool tracker_;  // requests outstanding to CXL
-    bool needRetry_ = false, respBlocked_ = false;
+    bool needRetry_ = false, respBlocked_ = false, throttle_ = false;
     // Ports whose out or in queue is not empty (bit i: port i): process()
     // visits only these, so its cost does not grow with idle ports.
     uint64_t busy_ = 0;

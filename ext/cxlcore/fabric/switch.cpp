@@ -46,7 +46,7 @@ MemEndpoint& CxlSwitch::addUpstream(CxlLink& link, const std::string& name) {
     return *usps_.back();
 }
 
-void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window) {
+void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
     if (host >= kMaxHosts)
         throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
                           std::to_string(kMaxHosts - 1));
@@ -60,7 +60,7 @@ void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window) {
         u.hdm = std::make_unique<HdmDecoder>(where_ + ".dsp", 0, window, ports(), p_.interleave_bytes);
     }
     const uint64_t share = HdmDecoder::share(u.window, ports_.size(), p_.interleave_bytes);
-    for (auto& p : ports_) p->below->bind(host, share);
+    for (auto& p : ports_) p->below->bind(host, share, qos);
 }
 
 void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {

@@ -82,7 +82,7 @@ class CxlSwitch final : public Component {
         Usp(CxlSwitch& s, uint32_t i, CxlLink& l) : sw(s), index(i), link(l) {}
         void attach(LinkReceiver* up) override { port = up; }
         void receive(Txn* t, Tick arrival) override { sw.fromAbove(*this, t, arrival); }
-        void bind(uint8_t host, uint64_t window) override { sw.bind(*this, host, window); }
+        void bind(uint8_t host, uint64_t window, const LdQos& qos) override { sw.bind(*this, host, window, qos); }
         CxlSwitch& sw;
         uint32_t index;
         CxlLink& link;
@@ -96,7 +96,7 @@ class CxlSwitch final : public Component {
         uint32_t weight = 1;    // requests it may move in one turn at a downstream port
         PortStats stats;        // requests it routed down, responses it sent up
     };
-    void bind(Usp& u, uint8_t host, uint64_t window);
+    void bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos);
     void fromAbove(Usp& u, Txn* t, Tick arrival);
     void fromBelow(Port& p, Txn* t, Tick arrival);
     bool sendDown(Port& p, Txn* x, Tick t);

@@ -262,8 +262,8 @@ class MemEndpoint : public LinkReceiver {
     virtual void attach(LinkReceiver* up) = 0;
     // Host `host` (< kMaxHosts) reaches it, sending addresses [0, window): a
     // switch routes that host's responses back up the port it came by, and
-    // an MLD gives it a logical device.
-    virtual void bind(uint8_t host, uint64_t window) = 0;
+    // an MLD gives it a logical device with `qos`.
+    virtual void bind(uint8_t host, uint64_t window, const LdQos& qos) = 0;
 
   protected:
     ~MemEndpoint() = default;

@@ -219,6 +219,13 @@ void Graph::check() const {
         auto ok = allowedBelow().find(ft + "." + k.from.port);
         need(ok != allowedBelow().end() && ok->second.count(tt),
              k.from.str() + " -> " + k.to.str() + ": a " + tt + " cannot sit below " + ft + "." + k.from.port);
+        need(!k.hasQos || (ft == "host" && k.from.port == "mem" && tt == "host_bridge"),
+             k.from.str() + " -> " + k.to.str() + ": qos_limit and qos_allocation belong to host.mem connections "
+                                                  "onto a host_bridge (a host's logical devices on CXL memory)");
+        need(!k.hasQos || (k.qos.limit > 0 && k.qos.allocation <= k.qos.limit),
+             k.from.str() + " -> " + k.to.str() + ": qos_limit = " + fmtNum(k.qos.limit) + ", qos_allocation = " +
+                 fmtNum(k.qos.allocation) + " is not allowed; allowed: 0 < qos_limit <= 1 and "
+                                            "0 <= qos_allocation <= qos_limit");
         need(!k.window || (ft == "host" && k.from.port == "mem"),
              k.from.str() + " -> " + k.to.str() + ": base and size belong to host.mem connections only");
     }
@@ -338,6 +345,7 @@ void Graph::fillHost(const Node& host, HostDesc& p) const {
         if (p.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, p);
         if (p.kind == MemoryKind::CxlType3) fillBridge(*this, t, p);
         p.node = t.name;
+        p.qos = ws[0]->qos;
         return;
     }
     for (const Connection* k : ws) {
@@ -350,6 +358,7 @@ void Graph::fillHost(const Node& host, HostDesc& p) const {
         if (w.kind == MemoryKind::RemoteNuma) fillRemote(*this, t, w);
         if (w.kind == MemoryKind::CxlType3) fillBridge(*this, t, w);
         w.node = t.name;
+        w.qos = k->qos;
         p.windows.push_back(w);
     }
 }

@@ -70,6 +70,8 @@ struct Connection {
     PortRef from, to;  // from a down-facing port to an up-facing one
     bool window = false;  // a host.mem connection with base and size
     uint64_t base = 0, size = 0;
+    bool hasQos = false;  // qos_limit or qos_allocation given (host.mem connections only)
+    LdQos qos;
 };
 
 struct Graph {

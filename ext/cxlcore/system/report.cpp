@@ -73,6 +73,7 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                     const std::string ld = k + ".device.ld" + std::to_string(j);
                     r.emplace_back(ld + ".read_gbps", gbps(ds.ldReads[j]));
                     r.emplace_back(ld + ".write_gbps", gbps(ds.ldWrites[j]));
+                    for (int q = 0; q < 4; ++q) r.emplace_back(ld + ".devload_" + loads[q], double(ds.ldDevLoad[j][q]));
                 }
             }
             for (const CxlSwitch* sw : w.switches) {
@@ -103,6 +104,8 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                 }
             }
             if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
+            if (w.bridge && w.p.bridge.devload_throttle)
+                r.emplace_back(w.p.name + ".bridge.throttled", double(w.bridge->stats().throttled));
         }
         if (!h.mapped) continue;
         // What the address map sent to each window: data requests, not page walks.

@@ -113,7 +113,7 @@ void System::buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows) {
         MemEndpoint* below = nullptr;
         CxlLink* l = b.build(*ports[i], name, base + 17 * i, below);
         w.bridge->addPort(l, below);
-        below->bind(h.index, share);
+        below->bind(h.index, share, w.p.qos);
     }
     w.target = w.bridge.get();
 }

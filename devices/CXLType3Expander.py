@@ -47,13 +47,15 @@ class CXLType3Expander(SimObject):
         "write's completion leaves (with media.posted_writes = 0, once the media has written the line); a "
         "write finding none free waits in the link's receive buffer, holding its RwD credit. 0: none (0 to "
         "65536)")
-    device_devload_optimal = Param.Float(0.25, "queue fill at which DevLoad reports Optimal (0 to 1)")
-    device_devload_moderate = Param.Float(0.75, "queue fill for Moderate overload (0 to 1)")
-    device_devload_severe = Param.Float(0.95, "queue fill for Severe overload (0 to 1)")
+    device_devload_optimal = Param.Float(0.25, "mean queue fill over a qos interval for DevLoad Optimal (0 to 1)")
+    device_devload_moderate = Param.Float(0.75, "mean queue fill for Moderate overload (0 to 1)")
+    device_devload_severe = Param.Float(0.95, "mean queue fill for Severe overload (0 to 1)")
     device_logical_devices = Param.Unsigned(
         1, "1: an SLD; N: an MLD, an LD (1/N of its DPA) per host reaching it (1 to 16)")
     device_qos_interval_ns = Param.Float(
         1000.0, "QoS telemetry: each LD's completions are counted over it (ns, 10 to 1000000)")
+    device_dynamic_capacity = Param.Unsigned(
+        0, "1: a DCD, each LD backed only where the fabric manager added extents (one of 0, 1)")
     # media_*: DramParams. A DRAM controller and its devices. A channel is an independent data bus (DDR5:
     # one 32-bit sub-channel; DDR4: one 64-bit channel).
     media_channels = Param.Unsigned(2, "independent channels (DDR5: 2 per DIMM channel) (1 to 64)")

@@ -259,13 +259,15 @@ def host_names(memory: Memory) -> list:
     return [c.name for c in graph.of_type("host")] if graph is not None else ["host"]
 
 
-def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None, **common) -> pd.DataFrame:
+def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None, fm=None, **common) -> pd.DataFrame:
     """Traffic on several hosts of one system at once: a topology whose hosts share switches and
     multi-logical devices. ``runs`` maps host names to their own settings, over ``common`` ones (any of
     ``HOST_SETTINGS``, as ``traffic`` takes them); None: every host with ``common``. The first host listed
     paces the measurement window (10 % to 90 % of its ``requests``); the others issue throughout it. One row
     per host: its bandwidth and read (and probe) latency over that window; ``df.attrs["components"]``: every
-    component's counters over it (switch ports, MLD logical devices, links, media)."""
+    component's counters over it (switch ports, MLD logical devices, links, media). ``fm``: a
+    :class:`simcxl.fabric.FabricManager` whose dynamic-capacity commands run during it
+    (``df.attrs["fm_events"]``: each step's time)."""
     system = load(memory)
     names = host_names(system)
     if runs is None:
@@ -289,16 +291,18 @@ def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None
             spec["target"] = parse_target(target, _HostMap(graph, name) if graph is not None else system,
                                           f"{name}.target")
         specs.append(spec)
-    r = _core.run_hosts(core_graph(system), specs, progress)
+    r = _core.run_hosts(core_graph(system), specs, progress, fm.commands(system) if fm is not None else [])
     rows = []
     for name in runs:
         pre = name + "."
         rows.append({"host": name, **{k[len(pre):]: v for k, v in r.items() if k.startswith(pre)}})
     df = pd.DataFrame(rows)
     df.insert(0, "memory", system.name)
-    df["window_ns"] = r["window_ns"]
+    df["window_ns"], df["window_start_ns"] = r["window_ns"], r["window_start_ns"]
     df.attrs["components"] = {k: v for k, v in r.items()
-                              if k != "window_ns" and not any(k.startswith(n + ".") for n in runs)}
+                              if k not in ("window_ns", "window_start_ns") and not any(k.startswith(n + ".") for n in runs)}
+    if fm is not None:
+        df.attrs["fm_events"] = fm.events()
     return _attrs(df, system, "hosts", runs={n: {**common, **(o or {})} for n, o in runs.items()})
 
 

@@ -316,8 +316,7 @@ class SwitchParams(ParamGroup):
     the upstream port's HDM decoder (CXL 2.0 hierarchy-based routing)."""
     latency_ns: float = param(100.0, 0, 10000, "ns", "port-to-port traversal, each direction (CXL-DMSim's "
                               "switch latency fitted to XConn XC50256 data, TCAD 2025 Table III; not fitted here)")
-    port_queue: int = param(64, 1, 65536, "", "entries of each port's egress queue, each direction, and of "
-                            "each downstream port's S2M receive buffer")
+    port_queue: int = param(64, 1, 65536, "", "entries of each port's egress queue each way and DSP S2M receive buffer")
     interleave_bytes: int = param(4096, 256, 16384, "B", "granularity at which the upstream port's decoder "
                                   "interleaves over the downstream ports", (256, 512, 1024, 2048, 4096, 8192, 16384))
     weighted_arbitration: int = param(0, 0, 1, "", "responses onto the upstream port: 0 round-robin, one per port "
@@ -362,11 +361,12 @@ class DeviceParams(ParamGroup):
     write_tracker: int = param(0, 0, 65536, "", "writes the controller holds at once (its write buffer, within "
         "req_queue); an entry frees when the write's completion leaves (with media.posted_writes = 0, once the media has "
         "written the line); a write finding none free waits in the link's receive buffer, holding its RwD credit. 0: none")
-    devload_optimal: float = param(0.25, 0, 1, "", "queue fill at which DevLoad reports Optimal")
-    devload_moderate: float = param(0.75, 0, 1, "", "queue fill for Moderate overload")
-    devload_severe: float = param(0.95, 0, 1, "", "queue fill for Severe overload")
+    devload_optimal: float = param(0.25, 0, 1, "", "mean queue fill over a qos interval for DevLoad Optimal")
+    devload_moderate: float = param(0.75, 0, 1, "", "mean queue fill for Moderate overload")
+    devload_severe: float = param(0.95, 0, 1, "", "mean queue fill for Severe overload")
     logical_devices: int = param(1, 1, 16, "", "1: an SLD; N: an MLD, an LD (1/N of its DPA) per host reaching it")
     qos_interval_ns: float = param(1000.0, 10, 1e6, "ns", "QoS telemetry: each LD's completions are counted over it")
+    dynamic_capacity: int = param(0, 0, 1, "", "1: a DCD, each LD backed only where the fabric manager added extents", (0, 1))
 
     def _check(self, where: str) -> None:
         if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:

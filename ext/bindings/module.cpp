@@ -569,8 +569,25 @@ PYBIND11_MODULE(_core, m) {
           py::arg("arrivals") = "periodic");
 
     m.def("run_hosts",
-          [](py::dict sys, py::list runs, py::object cb) {
+          [](py::dict sys, py::list runs, py::object cb, py::list fm) {
               SystemParams p = readSystem(sys);
+              std::vector<DcRequest> cmds;
+              for (py::handle h : fm) {
+                  py::dict d = py::cast<py::dict>(h);
+                  const std::string at = "fm[" + std::to_string(cmds.size()) + "]";
+                  onlyKeys(d, {"at_ns", "op", "device", "host", "start", "bytes"}, at, "fabric manager key");
+                  DcRequest q;
+                  q.at_ns = field<double>(d["at_ns"], at, "at_ns", 0, 1e15);
+                  const std::string op = py::str(d["op"]);
+                  if (op != "add" && op != "release")
+                      throw ConfigError(at + ".op = '" + op + "' is not allowed; allowed: add, release");
+                  q.add = op == "add";
+                  q.device = py::str(d["device"]);
+                  q.host = py::str(d["host"]);
+                  q.start = field<uint64_t>(d["start"], at, "start", 0, double(1ull << kPhysAddrBits));
+                  q.bytes = field<uint64_t>(d["bytes"], at, "bytes", 64, double(1ull << kPhysAddrBits));
+                  cmds.push_back(q);
+              }
               std::vector<HostTraffic> v;
               const char* keys[] = {"host", "threads", "read_fraction", "pattern", "footprint_bytes", "requests",
                                     "rate_gbps", "inject_delay_ns", "probe", "target", "stores", "ops", "arrivals"};
@@ -605,9 +622,9 @@ PYBIND11_MODULE(_core, m) {
                   v.push_back(t);
               }
               Progress pr = wrap(cb);
-              return runReleased([&] { return runHosts(p, v, pr); });
+              return runReleased([&] { return runHosts(p, v, pr, cmds); });
           },
-          py::arg("system"), py::arg("runs"), py::arg("progress") = py::none(),
+          py::arg("system"), py::arg("runs"), py::arg("progress") = py::none(), py::arg("fm") = py::list(),
           "Traffic on several hosts at once: one dict per host (host, and any traffic setting); the first paces "
           "the measurement window, the others run throughout it.");
 

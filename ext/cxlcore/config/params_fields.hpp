@@ -154,8 +154,10 @@
     X(double, devload_moderate, 0.75, 0.0, 1.0)         \
     X(double, devload_severe, 0.95, 0.0, 1.0)           \
     X(uint32_t, logical_devices, 1, 1, 16)              \
-    X(double, qos_interval_ns, 1000.0, 10.0, 1000000.0)
-#define CXL_DEVICE_CHOICES(X)
+    X(double, qos_interval_ns, 1000.0, 10.0, 1000000.0) \
+    X(uint32_t, dynamic_capacity, 0, 0, 1)
+#define CXL_DEVICE_CHOICES(X) \
+    X(dynamic_capacity, 0, 1)
 
 // DCacheParams: An accelerator's coherent cache and its CXL.cache channel credits.
 #define CXL_DCACHE_FIELDS(X)                       \

@@ -68,7 +68,53 @@ void Type3Device::bind(uint8_t host, uint64_t window, const LdQos& qos) {
                           "window a size: base and size on its host.mem connection)");
 }
 
+bool Type3Device::backed(uint32_t ld, uint64_t dpa) const {
+    const auto& v = dc_[ld];
+    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(dpa, ~uint64_t(0)));
+    return it != v.begin() && dpa < std::prev(it)->second;
+}
+
+uint32_t Type3Device::ldOfHost(uint8_t host, const char* what) const {
+    if (!p_.dynamic_capacity)
+        throw ConfigError(where_ + ": " + what + " dynamic capacity, but it has none; allowed: devices with "
+                          "device.dynamic_capacity = 1");
+    if (host >= kMaxHosts || !(bound_ >> host & 1))
+        throw ConfigError(where_ + ": " + what + " dynamic capacity for host " + std::to_string(host) +
+                          ", which has no logical device on it; allowed: a host whose window reaches it");
+    return ldOf_[host];
+}
+
+void Type3Device::addExtent(uint8_t host, uint64_t start, uint64_t bytes) {
+    auto& v = dc_[ldOfHost(host, "adds")];
+    const uint64_t end = start + bytes;
+    if (bytes == 0 || start % kLineBytes || bytes % kLineBytes || end > kLdSpan || end < start)
+        throw ConfigError(where_ + ": extent at " + fmtNum(double(start)) + " of " + fmtNum(double(bytes)) +
+                          " bytes is not allowed; allowed: whole 64-byte lines within its 16 TiB of DPA");
+    for (const auto& e : v)
+        if (start < e.second && e.first < end)
+            throw ConfigError(where_ + ": extent [" + fmtNum(double(start)) + ", " + fmtNum(double(end)) +
+                              ") overlaps one it holds, [" + fmtNum(double(e.first)) + ", " + fmtNum(double(e.second)) +
+                              "); allowed: capacity not yet added");
+    v.insert(std::upper_bound(v.begin(), v.end(), std::make_pair(start, end)), {start, end});
+}
+
+void Type3Device::releaseExtent(uint8_t host, uint64_t start, uint64_t bytes) {
+    auto& v = dc_[ldOfHost(host, "releases")];
+    const uint64_t end = start + bytes;
+    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(start, ~uint64_t(0)));
+    if (bytes == 0 || it == v.begin() || std::prev(it)->second < end)
+        throw ConfigError(where_ + ": releases [" + fmtNum(double(start)) + ", " + fmtNum(double(end)) +
+                          "), which is not all within one extent it holds; allowed: capacity added before");
+    --it;
+    const std::pair<uint64_t, uint64_t> e = *it, after{end, e.second};
+    it = v.erase(it);
+    if (after.first < after.second) it = v.insert(it, after);
+    if (e.first < start) v.insert(it, {e.first, start});
+}
+
 void Type3Device::receive(Txn* t, Tick arrival) {
+    if (p_.dynamic_capacity && !backed(ldOf_[t->host], t->addr))
+        ++(t->isRead() ? stats_.dcPoison : stats_.dcDropped)[ldOf_[t->host]];
     t->addr += ldBase_[t->host];
     rx_[t->isWrite()].push(arrival, t);
     requestWake(arrival);

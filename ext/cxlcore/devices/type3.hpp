@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cxlcore/link/link.hpp"
 #include "cxlcore/mem/dram.hpp"
@@ -18,6 +20,7 @@ struct DeviceStats {
     uint64_t devLoad[4] = {0, 0, 0, 0};
     uint64_t ldReads[kMaxLds] = {}, ldWrites[kMaxLds] = {};  // responses sent, per logical device
     uint64_t ldDevLoad[kMaxLds][4] = {};                       // the DevLoad each LD's responses carried
+    uint64_t dcPoison[kMaxLds] = {}, dcDropped[kMaxLds] = {};  // reads and writes outside every extent
 };
 
 class Type3Device final : public Component, public Requester, public MemEndpoint {
@@ -35,7 +38,14 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     // window a host may decode reaches the next one, so LDs never share a line.
     static constexpr uint64_t kLdSpan = 1ull << 44;
     uint32_t boundLds() const { return nextLd_; }
+    // Dynamic capacity (device.dynamic_capacity): host `host`'s LD gains or
+    // loses the extent [start, start + bytes) of its DPA, as its host accepted
+    // it; a ConfigError for an extent that overlaps one held, or a release of
+    // what was not added.
+    void addExtent(uint8_t host, uint64_t start, uint64_t bytes);
+    void releaseExtent(uint8_t host, uint64_t start, uint64_t bytes);
     uint32_t ldOf(uint8_t host) const { return ldOf_[host]; }
+    bool dynamicCapacity() const { return p_.dynamic_capacity != 0; }
     const std::string& where() const { return where_; }
     // The unloaded time from the root port's send to the response's arrival
     // back at it (request flit out, response header and data flits back, the
@@ -116,6 +126,12 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     Occupancy qosOcc_;
     uint64_t qosCount_[kMaxLds] = {}, qosLast_[kMaxLds] = {};  // the last: per qosInterval_
     double qosBasis_;
+    // Each LD's extents, sorted and disjoint [start, end) of its own DPA.
+    // Outside them a read returns poison and a write is dropped; neither ever
+    // reaches another LD's lines.
+    std::vector<std::pair<uint64_t, uint64_t>> dc_[kMaxLds];
+    bool backed(uint32_t ld, uint64_t dpa) const;
+    uint32_t ldOfHost(uint8_t host, const char* what) const;
 };
 
 }  // namespace cxlcore

@@ -68,6 +68,12 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                 r.emplace_back(k + ".device.mean_occupancy", d.meanOccupancy(s, e));
                 for (int j = 0; j < 4; ++j) r.emplace_back(k + ".device.devload_" + loads[j], double(ds.devLoad[j]));
                 r.emplace_back(k + ".device.media_retries", double(ds.mediaRetries));
+                // A DCD: accesses outside the extents each LD was given (poisoned reads, dropped writes).
+                for (uint32_t j = 0; d.dynamicCapacity() && j < d.boundLds(); ++j) {
+                    const std::string ld = k + ".device.ld" + std::to_string(j);
+                    r.emplace_back(ld + ".dc_poison_reads", double(ds.dcPoison[j]));
+                    r.emplace_back(ld + ".dc_dropped_writes", double(ds.dcDropped[j]));
+                }
                 // An MLD: what each logical device moved (LD i went to the i-th host to reach it).
                 for (uint32_t j = 0; d.boundLds() > 1 && j < d.boundLds(); ++j) {
                     const std::string ld = k + ".device.ld" + std::to_string(j);

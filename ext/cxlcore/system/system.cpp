@@ -178,6 +178,15 @@ int HostPart::windowIndex(const std::string& name) const {
     return -1;
 }
 
+Type3Device& System::device(const std::string& name) const {
+    std::string all;
+    for (const auto& d : devices_) {
+        if (d->where() == name) return *d;
+        all += (all.empty() ? "" : ", ") + d->where();
+    }
+    throw ConfigError("device '" + name + "' is not a Type-3 device of the system; allowed: " + all);
+}
+
 int System::hostIndex(const std::string& name) const {
     for (size_t i = 0; i < hosts_.size(); ++i)
         if (hosts_[i]->p.name == name) return int(i);

@@ -76,6 +76,8 @@ class System {
     size_t hosts() const { return hosts_.size(); }
     // The host of a component name, or -1.
     int hostIndex(const std::string& name) const;
+    // The Type-3 device of that name (as the report names it), or a ConfigError listing them.
+    Type3Device& device(const std::string& name) const;
     // Theoretical limit the results must respect, bytes per second: the media
     // of the given windows of a host (indices into its `windows`; empty: every window).
     double mediaPeakBytesPerSec(const std::vector<uint32_t>& which = {}, size_t host = 0) const;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cxlcore/kernel/stats.hpp"
+#include "cxlcore/system/fabric_manager.hpp"
 #include "cxlcore/workloads/accel_load.hpp"
 #include "cxlcore/workloads/mixed.hpp"
 
@@ -809,9 +810,19 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
 
 // ---------------------------------------------------------------- several hosts at once
 
-Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, const Progress& progress) {
+Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, const Progress& progress,
+                const std::vector<DcRequest>& fm) {
     if (runs.empty()) throw ConfigError("hosts: no host runs traffic; allowed: one or more hosts of the system");
     System s(sp);
+    std::vector<DcCommand> cmds;
+    for (size_t i = 0; i < fm.size(); ++i) {
+        const DcRequest& q = fm[i];
+        const int h = s.hostIndex(q.host);
+        if (h < 0) throw ConfigError("fm[" + std::to_string(i) + "].host = '" + q.host + "' is not a host of the system");
+        if (!(q.at_ns >= 0)) throw ConfigError("fm[" + std::to_string(i) + "].at_ns must be 0 or more");
+        cmds.push_back({nsToTicks(q.at_ns), q.add, &s.device(q.device), uint8_t(h), q.start, q.bytes});
+    }
+    DcSchedule dcd(s.loop, std::move(cmds));
     std::vector<std::unique_ptr<TrafficDriver>> d;
     std::vector<size_t> at;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -844,6 +855,7 @@ Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, co
     const Tick start = d[0]->windowStart_, end = d[0]->windowEnd_;
     Report r;
     r.emplace_back("window_ns", ticksToNs(end - start));
+    r.emplace_back("window_start_ns", ticksToNs(start));
     for (size_t i = 0; i < d.size(); ++i) {
         const std::string k = runs[i].host + ".";
         r.emplace_back(k + "threads", runs[i].cfg.threads);

@@ -129,6 +129,14 @@ struct HostTraffic {
 // paces the measurement window (10 % to 90 % of its requests); the others
 // issue throughout it, whatever their `requests`. Each host's bandwidth and
 // latency under its name, every component's counters once.
-Report runHosts(const SystemParams& sys, const std::vector<HostTraffic>& runs, const Progress& progress);
+// A fabric manager's dynamic-capacity command, by names (applied at at_ns).
+struct DcRequest {
+    double at_ns = 0;
+    bool add = true;
+    std::string device, host;
+    uint64_t start = 0, bytes = 0;
+};
+Report runHosts(const SystemParams& sys, const std::vector<HostTraffic>& runs, const Progress& progress,
+                const std::vector<DcRequest>& fm = {});
 
 }  // namespace cxlcore

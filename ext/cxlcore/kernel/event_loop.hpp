@@ -1,6 +1,7 @@
 // The standalone engine's host: a tournament tree over the components' wake-ups.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <vector>
@@ -33,7 +34,7 @@ class EventLoop : public Host {
         size_t leaf = leaf_[s];
         if (leaf == kNoLeaf) leaf = addLeaf(s);
         // Components only ever ask for an earlier wake-up than they hold.
-        if (t < time_[cap_ + leaf]) lower(leaf, s, t);
+        if (t < timeOf(key_[cap_ + leaf])) lower(leaf, s, t);
         else settle(leaf, s, t);
     }
     void attach(Component* c) override {
@@ -50,9 +51,9 @@ class EventLoop : public Host {
     void run(Tick until = kNever) {
         stopped_ = false;
         while (!stopped_) {
-            const Tick t = time_[1];
+            const Tick t = timeOf(key_[1]);
             if (t == kNever || t > until) break;
-            const size_t slot = slot_[1];
+            const size_t slot = slotOf(key_[1]);
             now_ = t;
             ++events_;
             firing_ = slot;
@@ -69,50 +70,48 @@ class EventLoop : public Host {
     void stop() { stopped_ = true; }
     bool stopped() const { return stopped_; }
     void watch(Watch* w) { watch_ = w; }
-    bool idle() const { return time_[1] == kNever && (firing_ == kNoSlot || firingNext_ == kNever); }
+    bool idle() const { return timeOf(key_[1]) == kNever && (firing_ == kNoSlot || firingNext_ == kNever); }
     uint64_t events() const { return events_; }
 
   private:
     static constexpr uint64_t kWatchEvery = 1 << 14;
     static constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
     static constexpr size_t kNoLeaf = std::numeric_limits<size_t>::max();
-    // The tree as two arrays: node i holds the earliest wake-up time_[i] in
-    // its subtree and slot_[i], the component's slot, the lowest among equal
-    // times. Plain 64-bit loads and selects, where a {time, slot} pair went
-    // through vector registers.
-    //
+    // Node i of the tree holds the earliest wake-up in its subtree as one
+    // 128-bit key, time above slot: (time, slot) pairs order as the keys do,
+    // ties to the lowest slot, so a level is one two-word compare and two
+    // conditional moves (a compare of time, then of slot, took three times
+    // the instructions).
+    using Key = unsigned __int128;
+    static Key key(Tick t, size_t slot) { return Key(t) << 64 | slot; }
+    static Tick timeOf(Key k) { return Tick(k >> 64); }
+    static size_t slotOf(Key k) { return size_t(uint64_t(k)); }
     // Leaf `leaf` (component `slot`) moves earlier to t: every ancestor
     // holding a later (time, slot) takes it, up to the first that holds an
     // earlier one.
     void lower(size_t leaf, size_t slot, Tick t) {
+        const Key k = key(t, slot);
         size_t i = cap_ + leaf;
-        time_[i] = t;
+        key_[i] = k;
         for (i >>= 1; i; i >>= 1) {
-            if (time_[i] < t || (time_[i] == t && slot_[i] < slot)) return;
-            time_[i] = t;
-            slot_[i] = slot;
+            if (key_[i] < k) return;
+            key_[i] = k;
         }
     }
     // Leaf `leaf` is now at t, either way: each ancestor, up to the root, is
-    // the earlier (time, slot) of its two children. The path is known from
-    // the leaf, so every sibling's load is independent of the comparisons,
-    // and the winner is picked with a mask, not a branch: which child wins is
-    // as good as random, and a branch would mispredict about once a level.
+    // the earlier key of its two children. The path is known from the leaf,
+    // so every sibling's load is independent of the comparisons, and the
+    // winner is picked without a branch: which child wins is as good as
+    // random, and a branch would mispredict about once a level.
     void settle(size_t leaf, size_t slot, Tick t) {
-        Tick* time = time_.data();
-        size_t* slots = slot_.data();
+        Key* keys = key_.data();
         size_t i = cap_ + leaf;
-        time[i] = t;
-        size_t s = slot;
+        Key k = key(t, slot);
+        keys[i] = k;
         for (; i > 1; i >>= 1) {
-            const Tick st = time[i ^ 1];
-            const size_t ss = slots[i ^ 1];
-            const uint64_t take = uint64_t(st < t) | (uint64_t(st == t) & uint64_t(ss < s));
-            const uint64_t m = uint64_t(0) - take;  // all ones when the sibling wins
-            t ^= (t ^ st) & m;
-            s ^= (s ^ ss) & m;
-            time[i >> 1] = t;
-            slots[i >> 1] = s;
+            const Key sk = keys[i ^ 1];
+            k = sk < k ? sk : k;
+            keys[i >> 1] = k;
         }
     }
     // The next free leaf for component `slot`; doubles the leaves and
@@ -122,32 +121,20 @@ class EventLoop : public Host {
         leaf_[slot] = leaf;
         if (leaves_ > cap_) {
             const size_t cap = cap_ * 2;
-            std::vector<Tick> time(2 * cap, kNever);
-            std::vector<size_t> slots(2 * cap, kNoSlot);
-            for (size_t l = 0; l < cap_; ++l) {
-                time[cap + l] = time_[cap_ + l];
-                slots[cap + l] = slot_[cap_ + l];
-            }
-            for (size_t i = cap - 1; i; --i) {
-                const size_t l = 2 * i, r = 2 * i + 1;
-                const bool right = time[r] < time[l] || (time[r] == time[l] && slots[r] < slots[l]);
-                time[i] = time[right ? r : l];
-                slots[i] = slots[right ? r : l];
-            }
-            time_.swap(time);
-            slot_.swap(slots);
+            std::vector<Key> keys(2 * cap, key(kNever, kNoSlot));
+            for (size_t l = 0; l < cap_; ++l) keys[cap + l] = key_[cap_ + l];
+            for (size_t i = cap - 1; i; --i) keys[i] = std::min(keys[2 * i], keys[2 * i + 1]);
+            key_.swap(keys);
             cap_ = cap;
         }
-        time_[cap_ + leaf] = kNever;
-        slot_[cap_ + leaf] = slot;
+        key_[cap_ + leaf] = key(kNever, slot);
         return leaf;
     }
     std::vector<Component*> comps_;  // by slot
     std::vector<size_t> leaf_;       // by slot: its leaf, kNoLeaf until first woken
     size_t leaves_ = 0;
-    size_t cap_ = 1;                          // leaves, a power of two
-    std::vector<Tick> time_{kNever, kNever};  // root at 1, leaves at [cap_, 2 cap_)
-    std::vector<size_t> slot_{kNoSlot, kNoSlot};
+    size_t cap_ = 1;  // leaves, a power of two
+    std::vector<Key> key_{key(kNever, kNoSlot), key(kNever, kNoSlot)};  // root at 1, leaves at [cap_, 2 cap_)
     size_t firing_ = kNoSlot;
     Tick firingNext_ = kNever;
     Tick now_ = 0;

@@ -138,9 +138,7 @@ class TimedFifo {
     // Callers check full() first: an entry past capacity is a model bug, never
     // a write past the buffer.
     void push(Tick ready, T v) {
-        if (size_ >= cap_)
-            throw std::logic_error(std::string("internal error: FIFO ") + (name_ ? name_ : "(unnamed)") +
-                                   " pushed past its capacity of " + std::to_string(cap_));
+        if (size_ >= cap_) overflow();
         stampQueue(v, name_);
         if (size_ == buf_.size()) grow();
         size_t i = head_ + size_;
@@ -163,6 +161,11 @@ class TimedFifo {
         Tick ready;
         T v;
     };
+    // Out of line, so that push (on every request's path) stays small enough to inline.
+    [[noreturn, gnu::noinline, gnu::cold]] void overflow() const {
+        throw std::logic_error(std::string("internal error: FIFO ") + (name_ ? name_ : "(unnamed)") +
+                               " pushed past its capacity of " + std::to_string(cap_));
+    }
     // Full ring below capacity: twice the slots (at most the capacity), in
     // order from 0. Out of line, so push stays small enough to inline.
     [[gnu::noinline, gnu::cold]] void grow() {

@@ -57,7 +57,8 @@ class FlitChannel {
             units -= take;
         }
         if (units) {
-            uint64_t n = (units + upf_ - 1) / upf_;
+            // Nearly every message fits one flit: no division for those.
+            const uint64_t n = units <= upf_ ? 1 : (units + upf_ - 1) / upf_;
             Fixed start = open_ ? add(openStart_, openFrac_, flit_) : Fixed{now, 0};
             if (start.t < now) start = Fixed{now, 0};  // the wire was idle
             Fixed extra{0, 0};

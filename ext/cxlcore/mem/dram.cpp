@@ -357,23 +357,67 @@ void DramChannel::schedule(Tick t) {
     // time, opening another row would close one in use. Oldest on ties.
     size_t pick = q.size();
     const Tick cas = write ? c.tCWL_ : c.tCL_;
-    const Tick soonest = std::max(t + cas, busFree_);
+    // No request's data can go on the bus before `floor`: the column command
+    // is at t at the earliest, and after a burst the bus also waits for the
+    // smallest gap (the rank on the bus, no turnaround).
+    Tick floor = t + cas;
+    if (busFree_) floor = std::max(floor, busFree_ + busGap(lastRank_, write));
+    // What activateAt, colReady and busGap take from the rank, once per rank
+    // rather than once per candidate (0 where they impose nothing): the
+    // same estimates with a third of the work.
+    struct RankView {
+        const Bank* banks;
+        const Tick *groupAct, *groupCol, *groupRead;
+        Tick act, col, bus;
+    } view[16];  // DramParams allows up to 16 ranks
+    for (size_t k = 0; k < ranks_.size(); ++k) {
+        const Rank& rk = ranks_[k];
+        RankView& v = view[k];
+        v.banks = rk.banks.data();
+        v.groupAct = rk.groupActAllowed.data();
+        v.groupCol = rk.groupColAllowed.data();
+        v.groupRead = rk.groupReadAllowed.data();
+        v.act = rk.lastAct != kNever ? rk.lastAct + c.tRRD_S_ : 0;
+        if (rk.faw[rk.fawHead] != kNever) v.act = std::max(v.act, rk.faw[rk.fawHead] + c.tFAW_);
+        v.col = write ? rk.colAllowed : std::max(rk.colAllowed, rk.readAllowed);
+        v.bus = busFree_ ? busFree_ + busGap(uint32_t(k), write) : 0;
+    }
     Tick best = kNever;
     bool bestHit = false;
     const size_t window = std::min<size_t>(q.size(), 32);
-    for (size_t i = 0; i < window && q[i].ready <= t; ++i) {
+    size_t i = 0;
+    for (; i < window && q[i].ready <= t; ++i) {
         const Req& r = q[i];
-        const Rank& rk = ranks_[r.rank];
-        const Bank& b = rk.banks[r.bank];
+        const RankView& v = view[r.rank];
+        const Bank& b = v.banks[r.bank];
         const bool hit = b.openRow == r.row;
-        Tick est = hit ? t : activateAt(rk, b, r.group, b.openRow != ~0ull ? std::max(t, b.preAllowed) : t) + c.tRCD_;
-        est = std::max(est, colReady(rk, r.group, write)) + cas;
-        if (busFree_) est = std::max(est, busFree_ + busGap(r.rank, write));
+        Tick est = t;
+        if (!hit) {  // activateAt
+            const Tick start = b.openRow != ~0ull ? std::max(t, b.preAllowed) + c.tRP_ : t;
+            est = std::max({start, b.actAllowed, v.groupAct[r.group], v.act}) + c.tRCD_;
+        }
+        Tick col = std::max(v.groupCol[r.group], v.col);  // colReady
+        if (!write) col = std::max(col, v.groupRead[r.group]);
+        est = std::max(std::max(est, col) + cas, v.bus);
         if (est < best || (est == best && hit && !bestHit)) {
             best = est;
             bestHit = hit;
             pick = i;
-            if (hit && est <= soonest) break;  // cannot do better
+            if (est == floor) break;  // nothing later is earlier
+        }
+    }
+    // A miss at the floor loses only to a later row hit at the floor: the rest
+    // of the window needs only the row check, not the whole estimate (the
+    // same pick as estimating every candidate, at a fraction of the cost).
+    if (best == floor && !bestHit) {
+        for (++i; i < window && q[i].ready <= t; ++i) {
+            const Req& r = q[i];
+            if (view[r.rank].banks[r.bank].openRow != r.row) continue;
+            const Tick est = std::max(std::max(t, colReady(ranks_[r.rank], r.group, write)) + cas, view[r.rank].bus);
+            if (est == floor) {
+                pick = i;
+                break;
+            }
         }
     }
     if (pick == q.size()) {  // nothing has cleared the front end yet

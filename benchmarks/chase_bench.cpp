@@ -8,13 +8,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench_system.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 int main(int argc, char** argv) {
     using namespace cxlcore;
-    SystemParams p;
-    p.kind = MemoryKind::CxlType3;
-    HostParams& h = p.host;  // the cxl-asic preset's host (a Sapphire Rapids socket)
+    HostParams h;  // the cxl-asic preset's host (a Sapphire Rapids socket)
     h.l1_bytes = 49152;
     h.l1_assoc = 12;
     h.l2_bytes = 2097152;
@@ -29,6 +28,7 @@ int main(int argc, char** argv) {
     h.stlb_assoc = 16;
     h.page_bytes = 4096;
     h.frame_run_pages = 8;
+    const SystemParams p = bench::cxlSystem(1, [&h](Node& n) { n.params.HostParams_ = h; });
     ChaseConfig c;
     const uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1024;
     c.working_sets = {mib << 20};

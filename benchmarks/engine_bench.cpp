@@ -6,21 +6,22 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench_system.hpp"
 #include "cxlcore/workloads/memory.hpp"
 
 int main(int argc, char** argv) {
     using namespace cxlcore;
-    SystemParams p;
-    p.kind = MemoryKind::CxlType3;
-    p.link.lanes = 8;
-    p.device_dram.channels = 4;
     TrafficConfig c;
     c.threads = argc > 2 ? uint32_t(std::atoi(argv[2])) : 16;
     c.footprint_bytes = 1ull << 34;
     c.requests = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
-    p.host.cores = c.threads;
     // A third argument spreads the window over that many root ports (one expander each).
-    p.bridge.root_ports = p.bridge.interleave_ways = argc > 3 ? uint32_t(std::atoi(argv[3])) : 1;
+    const uint32_t ports = argc > 3 ? uint32_t(std::atoi(argv[3])) : 1;
+    const SystemParams p = bench::cxlSystem(ports, [&c](Node& n) {
+        n.params.HostParams_.cores = c.threads;
+        n.params.LinkParams_.lanes = 8;
+        n.params.DramParams_.channels = 4;
+    });
     auto t0 = std::chrono::steady_clock::now();
     Report r = runTraffic(p, c, nullptr);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

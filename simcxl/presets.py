@@ -8,12 +8,17 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .files import read_text
-from .params import MAP_KIND, WINDOW_STRIDE, CxlMemory, ParamError, RemoteMemory, System, Window, WindowRange
+from dataclasses import fields
+
+from .params import (DEVICE_GROUPS, MAP_KIND, WINDOW_STRIDE, AccelDevice, CxlMemory, HomeParams, ParamError,
+                     RemoteMemory, System, Window, WindowRange)
 
 PRESET_DIR = Path(__file__).with_name("presets")
 #: The accelerator presets (coherent.load reads them). Listed here, below
 #: coherent, so that a preset file's base may name one without a cycle.
 ACCEL_DIR = PRESET_DIR / "accel"
+#: The groups a preset file gives every parameter of (a device list's are checked device by device).
+FILE_GROUPS = ("host", "local_dram", "remote", "cxl", "home") + tuple(g for g, _ in DEVICE_GROUPS)
 
 
 def names() -> List[str]:
@@ -114,9 +119,28 @@ def load_names() -> List[str]:
 def _full_memory(data: Dict[str, Any]) -> Dict[str, Any]:
     kind = data.get("kind")
     if kind == MAP_KIND:  # the windows are checked one by one (_complete_windows)
-        return {k: v for k, v in _full_memory({"kind": "local-dram"}).items() if k != "kind"}
+        return {k: v for k, v in _full_memory({**data, "kind": "local-dram"}).items() if k != "kind"}
+    lone = any(g in data for g, _ in DEVICE_GROUPS)  # an accelerator preset's one device
     return System(name="-", kind=str(kind), remote=RemoteMemory() if "remote" in data or kind == "remote-numa"
-                  else None, cxl=CxlMemory() if "cxl" in data or kind == "cxl-type3" else None).to_dict()
+                  else None, cxl=CxlMemory() if "cxl" in data or kind == "cxl-type3" else None,
+                  home=HomeParams() if lone or "home" in data else None, devices=[AccelDevice()] if lone else None,
+                  lone_device=lone).to_dict()
+
+
+def _complete_devices(data: Any) -> None:
+    """Every device of a file's ``devices`` list gives every parameter of its groups."""
+    if not isinstance(data, dict) or not isinstance(data.get("devices"), list):
+        return
+    for i, x in enumerate(data["devices"]):
+        if not isinstance(x, dict):
+            continue  # System.from_dict says what is wrong
+        for g, t in DEVICE_GROUPS:
+            given = x.get(g, {})
+            missing = [f.name for f in fields(t) if f.name not in given] if isinstance(given, dict) else []
+            if missing:
+                more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+                raise ParamError(f"{x.get('name', f'devices[{i}]')}.{g}.{missing[0]} is missing{more}; a device "
+                                 "gives every parameter, as 'simcxl presets show NAME --json' prints them")
 
 
 def _complete_windows(data: Any) -> None:
@@ -141,13 +165,16 @@ def _complete_windows(data: Any) -> None:
                              "as 'simcxl presets show NAME --json' prints them")
 
 
-def load_file(path: Union[str, Path]) -> System:
+def load_file(path: Union[str, Path], load_base: Optional[Callable[[str], Any]] = None) -> System:
+    """A preset file: memories, accelerators or both. ``load_base`` loads the preset a file's ``base``
+    names (default: :func:`load`)."""
     path = Path(path)
     data = read_json(path)
     try:
         if isinstance(data, dict) and ({"name", "kind"} <= set(data) or "base" in data):
-            data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
+            data = complete(data, path, _full_memory, load_base or load, FILE_GROUPS)
         _complete_windows(data)
+        _complete_devices(data)
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape
         raise ParamError(f"preset file {path}: {e}") from None

@@ -8,7 +8,7 @@ by ``python -m simcxl.schema_gen``; ``tests/test_schema_generated.py`` fails whi
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 import re
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 

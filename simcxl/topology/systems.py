@@ -1,7 +1,8 @@
 """Graphs back into the System the workloads take (memories, accelerators, a
-NIC), from any legal graph, and the shipped presets as graph fragments. Component names follow the engine's names for
-the same parts, so a preset drawn as a graph and built back is the preset
-itself (``tests/test_topology.py`` checks every one).
+NIC), from any legal graph, and the shipped presets as graph fragments.
+Component names follow the engine's names for the same parts, so a preset
+drawn as a graph and built back is the preset itself
+(``tests/test_topology.py`` checks every one).
 """
 
 from __future__ import annotations

@@ -767,8 +767,8 @@ class System:
 
     def _validate_devices(self) -> None:
         if self.devices is None:
-            for k in ("home", "nic"):
-                if getattr(self, k) is not None:
+            for k in ("home", "nic", "lone_device"):
+                if getattr(self, k) not in (None, False):
                     raise ParamError(f"{k} is given without devices; allowed: {k} with one or more devices")
             return
         if self.home is None:
@@ -796,8 +796,10 @@ class System:
 
     def device(self, name: Optional[str] = None) -> AccelDevice:
         """A device by name; without one, the system's only device."""
+        if name is None and len(self.devices or []) != 1:
+            raise ParamError(f"{self.name} has devices {', '.join(self.device_names()) or '(none)'}; name one")
         for d in self.devices or []:
-            if d.name == name or name is None and len(self.devices) == 1:
+            if d.name == name or name is None:
                 return d
         raise ParamError(f"device {name!r} is not a device of {self.name}; devices: {', '.join(self.device_names())}")
 

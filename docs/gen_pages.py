@@ -206,7 +206,7 @@ def render_presets(root: Path) -> str:
         sorted((root / "simcxl" / "presets" / "accel").glob("*.json"))
     for f in files:
         d = json.loads(f.read_text(encoding="utf-8"))
-        kind = d.get("kind", "accelerator" if f.parent.name == "accel" else "")
+        kind = "accelerator" if f.parent.name == "accel" else d.get("kind", "")
         out += [f"## {d['name']}", "", f"`{f.relative_to(root)}`, {kind}: {d.get('description', '')}", "",
                 f"**Source**: {d.get('source', 'not stated')}", ""]
         prov = d.get("provenance") or {}

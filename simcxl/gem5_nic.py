@@ -28,10 +28,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from .coherent import AccelSystem
 from .gem5_engine import Gem5RunError, build_guest, repository
 from .nic import load
-from .params import ParamError
+from .params import ParamError, System
 
 KERNELS = ("rand", "central", "stride1")
 OPS = ("add", "cas")
@@ -46,7 +45,7 @@ DEVICE_PATH_NS = (3 + 4 + 14 + 2) / 3.0 + 1.0
 HOST = {"clock": "3GHz", "clock_ghz": 3.0, "l1d": "32KiB", "l2": "1MiB", "l1_cycles": 4, "l2_cycles": 14}
 
 
-def path_latencies(system: Union[str, AccelSystem]) -> Dict[str, float]:
+def path_latencies(system: Union[str, System]) -> Dict[str, float]:
     """The standalone engine's latencies of the messages a NIC operation
     crosses (ns), from a directed run of the system."""
     from .coherent import script
@@ -66,7 +65,7 @@ def path_latencies(system: Union[str, AccelSystem]) -> Dict[str, float]:
             "host_uncore_ns": float(inv["stage_host_uncore_ns"])}
 
 
-def setup(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def setup(system: Union[str, System], nic: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The gem5 script's setup (--setup) for a NIC system with `nic` overrides."""
     s = load(system, nic)
     n = s.nic
@@ -77,7 +76,7 @@ def setup(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None)
     if n.network:
         raise ParamError("nic.network = 1 is not allowed with the gem5 NIC yet; allowed: 0")
     lat = path_latencies(s)
-    cache = s.cache
+    cache, dma = s.devices[0].cache, s.devices[0].dma
     host = dict(HOST)
     host["uncore_ns"] = round(max(0.0, lat["host_uncore_ns"] - HOST_PATH_CYCLES / host["clock_ghz"]), 3)
     return {"system": s.name,
@@ -91,12 +90,12 @@ def setup(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None)
             # The PCIe NIC: its DMAs cross the same link; the driver's doorbell and the engine's step
             # before each DMA are the DMA engine's parameters.
             "pcie": {"request_ns": round(max(0.0, lat["request_ns"] - DEVICE_PATH_NS), 3),
-                     "response_ns": round(lat["response_ns"], 3), "mmio_ns": s.dma.setup_ns,
-                     "engine_ns": s.dma.engine_latency_ns, "engines": s.dma.engines},
+                     "response_ns": round(lat["response_ns"], 3), "mmio_ns": dma.setup_ns,
+                     "engine_ns": dma.engine_latency_ns, "engines": dma.engines},
             "host": host, "standalone_paths_ns": lat}
 
 
-def run(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
+def run(system: Union[str, System], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
         ops: int = 200, kernel: str = "rand", op: str = "add", host_ops: int = 0, words: int = 4096,
         cpu: str = "timing", mechanism: str = "cxl-nic", gem5: Optional[str] = None, outdir: Optional[Path] = None, timeout: float = 1800) -> Dict[str, Any]:
     """One gem5 run: per-thread mean operation latency, thread 0's check of
@@ -134,7 +133,7 @@ def run(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None, t
     return result
 
 
-def standalone(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
+def standalone(system: Union[str, System], nic: Optional[Dict[str, Any]] = None, threads: int = 1,
                ops: int = 200, kernel: str = "rand", words: int = 4096, mechanism: str = "cxl-nic") -> Dict[str, Any]:
     """The standalone engine's run of the same FETCH_ADD stream shape (the
     kernel's ADD; its host threads poll every nic.host_poll_ns)."""

@@ -29,11 +29,11 @@ STREAM_KEYS = ("op", "pattern", "target", "requesters", "depth", "footprint")
 STREAM_DEFAULTS = {"op": "load", "pattern": "random", "requesters": 8, "depth": 16, "footprint": "1g"}
 
 
-def attach(memory: Memory, accelerators: Union[str, coherent.AccelSystem, Sequence[Tuple[str, Any]]]) -> System:
+def attach(memory: Memory, accelerators: Union[str, System, Sequence[Tuple[str, Any]]]) -> System:
     """``memory`` with CXL.cache accelerators beside its memories: ``"gpu=type1-asic+nic=type1-fpga"``, an
     accelerator system (its devices), or [(name, accelerator preset or system)]. The home agent is the
     first accelerator system's; the host (cores, caches, local DRAM) stays ``memory``'s, so an
-    accelerator preset's ``host_dram`` is not used. Device memory of Type-2 devices lies at 16 TiB and
+    accelerator preset's ``host`` and ``local_dram`` are not used. Device memory of Type-2 devices lies at 16 TiB and
     up, so with an address map of many windows move it (``<dev>.accel.memory_base``) or the windows."""
     base = load(memory)
     if isinstance(accelerators, str):
@@ -48,6 +48,7 @@ def attach(memory: Memory, accelerators: Union[str, coherent.AccelSystem, Sequen
     out = copy.deepcopy(base)
     out.home = copy.deepcopy(acc.home)
     out.devices = (out.devices or []) + devices
+    out.lone_device = False  # beside memories, each device is named
     out.name = f"{base.name}+{'+'.join(d.name for d in devices)}"
     out.description = f"{base.description}; accelerators: {acc.device_kinds()}"
     out.source = "; ".join(x for x in (base.source, acc.source) if x)

@@ -1,9 +1,9 @@
 """The CXL-NIC's remote atomic operations (RAO) and RPC (de)serialisation against their baselines.
 
-A CXL-NIC system is an accelerator system (:class:`simcxl.coherent.AccelSystem`:
-host, home agent, link, the device cache the NIC's atomic engine works in, and
-the DMA engine the PCIe NIC baseline uses) whose ``nic`` holds the NIC's own
-parameters (:class:`simcxl.params.NicParams`). :func:`rao` runs CircusTent-style kernels
+A CXL-NIC system is an accelerator :class:`simcxl.params.System` (host, home
+agent, link, the device cache the NIC's atomic engine works in, and the DMA
+engine the PCIe NIC baseline uses) with one device, whose ``nic`` holds the
+NIC's own parameters (:class:`simcxl.params.NicParams`). :func:`rao` runs CircusTent-style kernels
 by host threads through the CXL-NIC (``cxl-nic``), through a PCIe NIC on the
 DMA engine (``pcie-nic``: MMIO doorbell, descriptor fetch, DMA read and DMA
 write per operation, ``dma.engines`` operations in flight, completion by
@@ -33,9 +33,8 @@ from typing import Any, Dict, Iterable, Optional, Union
 import pandas as pd
 
 from . import _core, coherent
-from .coherent import AccelSystem
 from .engine import Progress, _version
-from .params import NicParams, ParamError
+from .params import NicParams, ParamError, System
 from .topology.convert import core_graph
 
 KERNELS = ("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase")
@@ -50,7 +49,7 @@ PUBLISHED_RPC_SPEEDUP = 1.86
 PUBLISHED_SPEEDUP = (5.5, 40.2)
 
 
-def load(system: Union[str, AccelSystem], nic: Optional[Dict[str, Any]] = None) -> AccelSystem:
+def load(system: Union[str, System], nic: Optional[Dict[str, Any]] = None) -> System:
     """A CXL-NIC system: an accelerator preset (name or file) or system whose one device is the NIC,
     with ``nic`` overrides of its parameters (the schema's defaults where the system has none)."""
     s = coherent.load(system)
@@ -69,7 +68,7 @@ def _names(values: Iterable[str], allowed, what: str, workload: str = "rao"):
     return out
 
 
-def rao(system: Union[str, AccelSystem], kernels: Iterable[str] = KERNELS, ops: Iterable[str] = OPS,
+def rao(system: Union[str, System], kernels: Iterable[str] = KERNELS, ops: Iterable[str] = OPS,
         mechanisms: Iterable[str] = MECHANISMS, threads: int = 4, iters: int = 1000, elements: int = 1 << 16,
         stride: int = 9, noise_threads: int = 0, check: bool = False, progress: Progress = None) -> pd.DataFrame:
     """Every kernel x op x mechanism: one row each, with ``ops_per_second`` (atomic operations completed per
@@ -92,7 +91,7 @@ def rao(system: Union[str, AccelSystem], kernels: Iterable[str] = KERNELS, ops: 
     return df
 
 
-def rpc(system: Union[str, AccelSystem], shapes: Iterable[str] = SHAPES,
+def rpc(system: Union[str, System], shapes: Iterable[str] = SHAPES,
         directions: Iterable[str] = DIRECTIONS, mechanisms: Iterable[str] = MECHANISMS,
         check: bool = False) -> pd.DataFrame:
     """One message of every shape x direction x mechanism: rows of ``shape, direction, bytes, mechanism,

@@ -8,101 +8,17 @@ by ``python -m simcxl.schema_gen``; ``tests/test_schema_generated.py`` fails whi
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 import re
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
+
+from .param_group import ParamError, ParamGroup, fmt, param, set_dotted, shown
 
 GiB = 1 << 30
 
 
 # How a STREAM store reaches memory (engine.stream and a testbed's stream.csv).
 STORES = ("write-allocate", "non-temporal")
-
-
-class ParamError(ValueError):
-    """A parameter is missing, unknown, or outside its allowed values."""
-
-
-def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",
-          choices: Optional[Tuple[Any, ...]] = None, wide: bool = False) -> Any:
-    """A field of a parameter group. ``wide``: an int the C++ core holds in 64 bits (uint64_t; others are
-    uint32_t), for sizes and addresses it multiplies or adds up."""
-    return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices,
-                                            "wide": wide})
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return str(v)
-
-
-def shown(key: Any) -> str:
-    """A key as a message shows it: quoted when a character of it (a line break) would not print as itself."""
-    return key if isinstance(key, str) and key.isprintable() else repr(key)
-
-
-def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str) -> None:
-    """Sets ``group.leaf`` among named parameter groups (whole floats become ints for int fields)."""
-    group, _, leaf = path.rpartition(".")
-    obj = groups.get(group)
-    if obj is None:
-        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
-    names = [f.name for f in fields(obj)]
-    if leaf not in names:
-        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
-    ftype = next(f.type for f in fields(obj) if f.name == leaf)
-    if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    setattr(obj, leaf, value)
-
-
-class ParamGroup:
-    """Base of the flat parameter groups (one per C++ struct)."""
-
-    def validate(self, where: str) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            m = f.metadata
-            name = f"{where}.{f.name}"
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                allowed = (f"allowed values: {', '.join(_fmt(c) for c in m['choices'])}" if m["choices"] is not None
-                           else f"allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
-                raise ParamError(f"{name} = {v!r} is not a number; {allowed}")
-            # No float() of an int: one beyond 1e308 would overflow.
-            if f.type in ("int", int) and isinstance(v, float) and not v.is_integer():
-                raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "
-                                 f"{_fmt(m['lo'])} to {_fmt(m['hi'])}")
-            if v != v or not (m["lo"] <= v <= m["hi"]):  # NaN compares unequal to itself
-                raise ParamError(f"{name} = {_fmt(v)} is out of range; allowed: {_fmt(m['lo'])} to {_fmt(m['hi'])}")
-            if m["choices"] is not None and v not in m["choices"]:
-                allowed = ", ".join(_fmt(c) for c in m["choices"])
-                raise ParamError(f"{name} = {_fmt(v)} is not allowed; allowed values: {allowed}")
-        self._check(where)
-
-    def _check(self, where: str) -> None:
-        """Cross-field constraints; subclasses extend."""
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, d: Dict[str, Any], where: str):
-        if not isinstance(d, dict):
-            raise ParamError(f"{where} must be a table of parameters, not {type(d).__name__}")
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; allowed: {', '.join(sorted(names))}")
-        obj = cls(**d)
-        obj.validate(where)
-        return obj
-
-    @classmethod
-    def describe(cls):
-        """(name, default, unit, lo, hi, doc) of every field, for docs and the CLI."""
-        return [(f.name, f.default, f.metadata["unit"], f.metadata["lo"], f.metadata["hi"], f.metadata["doc"])
-                for f in fields(cls)]
 
 
 @dataclass
@@ -257,16 +173,16 @@ class DramParams(ParamGroup):
             raise ParamError(f"{where}.row_bytes = {self.row_bytes} is not allowed; "
                              "allowed: a power of two, at least interleave_bytes")
         if self.write_low_watermark >= self.write_high_watermark:
-            raise ParamError(f"{where}.write_low_watermark = {_fmt(self.write_low_watermark)} is not allowed; "
-                             f"allowed: below write_high_watermark ({_fmt(self.write_high_watermark)})")
+            raise ParamError(f"{where}.write_low_watermark = {fmt(self.write_low_watermark)} is not allowed; "
+                             f"allowed: below write_high_watermark ({fmt(self.write_high_watermark)})")
         if self.max_writes_per_switch and self.max_writes_per_switch < self.min_writes_per_switch:
             raise ParamError(f"{where}.max_writes_per_switch = {self.max_writes_per_switch} is not allowed; "
                              f"allowed: 0 (no limit) or at least min_writes_per_switch ({self.min_writes_per_switch})")
         if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
-            raise ParamError(f"{where}.tREFI_ns = {_fmt(self.tREFI_ns)} is not allowed; "
+            raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed; "
                              "allowed: 0 (no refresh) or above tRFC_ns")
         if self.refresh_per_bank and self.tREFI_ns and self.tREFI_ns <= self.tRFCsb_ns * self.banks_per_group:
-            raise ParamError(f"{where}.tREFI_ns = {_fmt(self.tREFI_ns)} is not allowed with refresh_per_bank = 1; "
+            raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed with refresh_per_bank = 1; "
                              "allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group")
 
     @property
@@ -626,7 +542,8 @@ DEVICE_MEMORY_BASE = 1 << 44
 ADDRESS_TOP = 1 << 52
 #: Accelerators one host takes in all (copies included).
 MAX_DEVICES = 16
-_DEVICE_RESERVED = {g for g, _ in DEVICE_GROUPS} | {"host_dram", "home", "seed", "devices", "name", "host", "device"}
+_DEVICE_RESERVED = {g for g, _ in DEVICE_GROUPS} | {"local_dram", "home", "seed", "devices", "name", "host", "device",
+                                                      "nic"}
 
 
 def check_device_name(name: Any, where: str) -> None:
@@ -685,9 +602,8 @@ def memory_windows(devices: List[AccelDevice]) -> List[Optional[tuple]]:
     return out
 
 
-def read_device_list(lst: Any, where: str, named: bool = False) -> List[AccelDevice]:
-    """A preset's ``devices``: a list of named accelerators. Their parameters are named after them
-    (``gpu.cache.mshrs``), but for the only device of an accelerator preset (``named`` False)."""
+def read_device_list(lst: Any, where: str) -> List[AccelDevice]:
+    """A preset's ``devices``: a list of named accelerators, their parameters named after them (``gpu.cache.mshrs``)."""
     if not isinstance(lst, list) or not lst:
         raise ParamError(f"{where}: devices must be a list of one or more devices (name, link, cache, accel, "
                          "dma, media)")
@@ -703,7 +619,7 @@ def read_device_list(lst: Any, where: str, named: bool = False) -> List[AccelDev
         if "name" not in x:
             raise ParamError(f"{where}: {at}.name is missing")
         check_device_name(x["name"], f"{at}.name")
-        devs.append(AccelDevice.from_dict(x, x["name"], "" if len(lst) == 1 and not named else x["name"] + "."))
+        devs.append(AccelDevice.from_dict(x, x["name"], x["name"] + "."))
     return devs
 
 
@@ -761,9 +677,14 @@ class System:
     #: kind "address-map": the windows of the host physical address map, in order.
     map: Optional[List[Window]] = None
     #: CXL.cache accelerators beside the memories, each on a root port of its own, coherent through
-    #: the host's home agent (``home``); their parameters are named after them (``gpu.cache.mshrs``).
+    #: the host's home agent (``home``); their parameters are named after them (``gpu.cache.mshrs``)
+    #: but for a lone device (an accelerator preset's one device, given at the top level of its file),
+    #: whose parameters and figures go without its name (``cache.mshrs``).
     home: Optional[HomeParams] = None
     devices: Optional[List[AccelDevice]] = None
+    lone_device: bool = False
+    #: The one device is a CXL-NIC with these parameters (simcxl.nic).
+    nic: Optional[NicParams] = None
     #: The topology this system was built from (simcxl.topology.memory_system): the engine runs
     #: the graph itself, switches and all; the groups above describe it as a preset would.
     graph: Any = field(default=None, repr=False, compare=False)
@@ -846,8 +767,9 @@ class System:
 
     def _validate_devices(self) -> None:
         if self.devices is None:
-            if self.home is not None:
-                raise ParamError("home is given without devices; allowed: home with one or more devices")
+            for k in ("home", "nic", "lone_device"):
+                if getattr(self, k) not in (None, False):
+                    raise ParamError(f"{k} is given without devices; allowed: {k} with one or more devices")
             return
         if self.home is None:
             self.home = HomeParams()
@@ -861,7 +783,28 @@ class System:
                 raise ParamError(f"devices[{i}].name = '{d.name}' is not allowed: it names a window or group; allowed: "
                                  "a name of its own")
         spans = [(w.name, w.range.base, w.end) for w in self.map or []]
-        check_devices(self.devices, lambda d: d.name + ".", spans)
+        check_devices(self.devices, self.prefix, spans)
+        if (self.lone_device or self.nic is not None) and len(self.devices) != 1:
+            raise ParamError(f"{'nic' if self.nic is not None else 'lone_device'}: {self.name} has devices "
+                             f"{', '.join(self.device_names())}; allowed: one device")
+        if self.nic is not None:
+            self.nic.validate("nic")
+
+    def prefix(self, dev: AccelDevice) -> str:
+        """How this system names a device's parameters: by its name, but for a lone device."""
+        return "" if self.lone_device else dev.name + "."
+
+    def device(self, name: Optional[str] = None) -> AccelDevice:
+        """A device by name; without one, the system's only device."""
+        if name is None and len(self.devices or []) != 1:
+            raise ParamError(f"{self.name} has devices {', '.join(self.device_names()) or '(none)'}; name one")
+        for d in self.devices or []:
+            if d.name == name or name is None:
+                return d
+        raise ParamError(f"device {name!r} is not a device of {self.name}; devices: {', '.join(self.device_names())}")
+
+    def device_kinds(self) -> str:
+        return ", ".join(f"{d.name}: {d.kind()}" for d in self.devices or [])
 
     def device_names(self) -> List[str]:
         return [d.name for d in self.devices or []]
@@ -891,7 +834,12 @@ class System:
             d["map"] = [self._window_dict(w) for w in self.map]
         if self.devices is not None:
             d["home"] = (self.home or HomeParams()).to_dict()
-            d["devices"] = [x.to_dict() for x in self.devices]
+            if self.lone_device:  # as an accelerator preset gives it: its groups at the top level
+                d.update({g: getattr(self.devices[0], g).to_dict() for g, _ in DEVICE_GROUPS})
+            else:
+                d["devices"] = [x.to_dict() for x in self.devices]
+        if self.nic is not None:
+            d["nic"] = self.nic.to_dict()
         return d
 
     def _window_dict(self, w: Window) -> Dict[str, Any]:
@@ -955,8 +903,8 @@ class System:
         if not isinstance(d, dict):
             raise ParamError(f"{where}: a preset must be a table")
         allowed = {"name", "kind", "description", "source", "seed", "provenance", "host", "local_dram",
-                   "remote", "cxl", "map", "home", "devices"}
-        unknown = sorted(set(d) - allowed)
+                   "remote", "cxl", "map", "home", "devices", "nic"} | {g for g, _ in DEVICE_GROUPS}
+        unknown = sorted(set(d) - allowed, key=str)
         if unknown:
             raise ParamError(f"{where}: {shown(unknown[0])} is not a preset key; allowed: {', '.join(sorted(allowed))}")
         for req, allowed in (("name", "a string"), ("kind", f"values: {', '.join(KINDS)}")):
@@ -975,9 +923,16 @@ class System:
             kw["map"] = [cls._window_from(w, i) for i, w in enumerate(d["map"])]
         if "home" in d:
             kw["home"] = HomeParams.from_dict(d["home"], "home")
+        top = [g for g, _ in DEVICE_GROUPS if g in d]
+        if top and "devices" in d:
+            raise ParamError(f"{where}: {top[0]} is given beside devices; allowed: a lone device's groups at the "
+                             "top level, or every device in devices")
         if "devices" in d:
-            # Several or one, each device's parameters are named after it beside the memories.
-            kw["devices"] = read_device_list(d["devices"], where, named=True)
+            kw["devices"] = read_device_list(d["devices"], where)
+        elif top:
+            kw.update(devices=[AccelDevice.from_dict(d, "dev0", "")], lone_device=True)
+        if "nic" in d:
+            kw["nic"] = NicParams.from_dict(d["nic"], "nic")
         return cls(**kw).validate()
 
     # -- dotted access, for overrides and sweeps ---------------------------------------
@@ -985,7 +940,7 @@ class System:
     def get(self, path: str) -> Any:
         params = self.parameters()
         if path not in params:
-            raise ParamError(f"{shown(path)} is not a parameter of this {self.kind} system")
+            raise ParamError(f"{shown(path)} is not a parameter of {self._what()}")
         return params[path]
 
     def replace(self, **overrides: Any) -> "System":
@@ -1001,10 +956,21 @@ class System:
             if new.graph is not None:
                 raise ParamError(f"{shown(path)}: {self.name} was built from topology {new.graph.name}; change "
                                  "its parameters by component (e.g. exp0.media.ranks) through simcxl.topology")
-            set_dotted(new._groups(), path, value, f"this {self.kind} system")
+            if not new.lone_device and new.devices and path.rpartition(".")[0] in dict(DEVICE_GROUPS):
+                many = "several devices" if len(new.devices) > 1 else "a named device"
+                raise ParamError(f"{shown(path)} names no device; with {many}, name it: "
+                                 + " or ".join(f"{x.name}.{path}" for x in new.devices))
+            set_dotted(new._groups(named=True), path, value, new._what())
         return new.validate()
 
-    def _groups(self) -> Dict[str, ParamGroup]:
+    def _what(self) -> str:
+        """How messages name this system."""
+        if self.nic is not None or self.devices and self.kind == "local-dram":
+            return "a CXL-NIC system" if self.nic is not None else "an accelerator system"
+        return f"this {self.kind} system"
+
+    def _groups(self, named: bool = False) -> Dict[str, ParamGroup]:
+        """Every group by its dotted name; ``named``: a lone device's under its name too."""
         out: Dict[str, ParamGroup] = {"host": self.host, "local_dram": self.local_dram}
         if self.remote is not None:
             for sub, _ in self._SUBS["remote"]:
@@ -1014,7 +980,11 @@ class System:
         if self.devices is not None:
             out["home"] = self.home or HomeParams()
             for x in self.devices:
-                out.update(x.groups(x.name + "."))
+                out.update(x.groups(self.prefix(x)))
+                if named and self.lone_device:
+                    out.update(x.groups(x.name + "."))
+        if self.nic is not None:
+            out["nic"] = self.nic
         # A window's groups are named after it: cxl0.base, cxl0.media.ranks, far.link.latency_ns.
         for w in self.map or []:
             out[w.name] = w.range
@@ -1027,7 +997,7 @@ class System:
 
     def group(self, name: str) -> ParamGroup:
         """The parameter group of a dotted prefix (``host``, ``cxl.media``, ``cxl0.media``, ``cxl0``)."""
-        groups = self._groups()
+        groups = self._groups(named=True)
         if name not in groups:
             raise ParamError(f"{shown(name)} is not a parameter group of this {self.kind} system; allowed: "
                              f"{', '.join(groups)}")

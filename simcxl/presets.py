@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .files import read_text
-from .params import MAP_KIND, WINDOW_STRIDE, CxlMemory, ParamError, RemoteMemory, System, Window, WindowRange
+from .params import (DEVICE_GROUPS, MAP_KIND, WINDOW_STRIDE, AccelDevice, CxlMemory, HomeParams, ParamError,
+                     RemoteMemory, System, Window, WindowRange)
 
 PRESET_DIR = Path(__file__).with_name("presets")
 #: The accelerator presets (coherent.load reads them). Listed here, below
 #: coherent, so that a preset file's base may name one without a cycle.
 ACCEL_DIR = PRESET_DIR / "accel"
+#: The groups a preset file gives every parameter of (a device list's are checked device by device).
+FILE_GROUPS = ("host", "local_dram", "remote", "cxl", "home") + tuple(g for g, _ in DEVICE_GROUPS)
 
 
 def names() -> List[str]:
@@ -45,6 +48,16 @@ def _leaves(d: Dict[str, Any], prefix: str = "") -> List[str]:
     for k, v in d.items():
         out += _leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else [prefix + k]
     return out
+
+
+def _require(template: Dict[str, Any], given: Dict[str, Any], prefix: str, why: str) -> None:
+    """Every parameter of ``template`` is in ``given``, else one line naming the first missing (after
+    ``prefix``), how many more, and ``why`` a file gives them all."""
+    have = set(_leaves(given))
+    missing = [p for p in _leaves(template) if p not in have]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ParamError(f"{prefix}{missing[0]} is missing{more}; {why}")
 
 
 def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
@@ -95,14 +108,9 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
         if "description" not in own:
             merged["description"] = f"{name} with {', '.join(changed) or 'nothing'} changed ({path.name})"
         return merged
-    template = full(data)
-    given = set(_leaves({k: v for k, v in data.items() if k in groups}))
-    missing = [p for p in _leaves({k: v for k, v in template.items() if k in groups}) if p not in given]
-    if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise ParamError(f"preset file {path}: {missing[0]} is missing{more}; a preset file gives every "
-                         "parameter, as 'simcxl presets show NAME --json' prints them, or names the preset it "
-                         "changes with \"base\": \"NAME\"")
+    _require({k: v for k, v in full(data).items() if k in groups}, {k: v for k, v in data.items() if k in groups},
+             f"preset file {path}: ", "a preset file gives every parameter, as 'simcxl presets show NAME --json' "
+             "prints them, or names the preset it changes with \"base\": \"NAME\"")
     return data
 
 
@@ -114,9 +122,25 @@ def load_names() -> List[str]:
 def _full_memory(data: Dict[str, Any]) -> Dict[str, Any]:
     kind = data.get("kind")
     if kind == MAP_KIND:  # the windows are checked one by one (_complete_windows)
-        return {k: v for k, v in _full_memory({"kind": "local-dram"}).items() if k != "kind"}
+        return {k: v for k, v in _full_memory({**data, "kind": "local-dram"}).items() if k != "kind"}
+    lone = any(g in data for g, _ in DEVICE_GROUPS)  # an accelerator preset's one device
     return System(name="-", kind=str(kind), remote=RemoteMemory() if "remote" in data or kind == "remote-numa"
-                  else None, cxl=CxlMemory() if "cxl" in data or kind == "cxl-type3" else None).to_dict()
+                  else None, cxl=CxlMemory() if "cxl" in data or kind == "cxl-type3" else None,
+                  home=HomeParams() if lone or "home" in data else None, devices=[AccelDevice()] if lone else None,
+                  lone_device=lone).to_dict()
+
+
+def _complete_devices(data: Any) -> None:
+    """Every device of a file's ``devices`` list gives every parameter of its groups."""
+    if not isinstance(data, dict) or not isinstance(data.get("devices"), list):
+        return
+    full = AccelDevice().to_dict()
+    for i, x in enumerate(data["devices"]):
+        if not isinstance(x, dict):
+            continue  # System.from_dict says what is wrong
+        groups = [g for g, _ in DEVICE_GROUPS if isinstance(x.get(g, {}), dict)]
+        _require({g: full[g] for g in groups}, {g: x.get(g, {}) for g in groups}, f"{x.get('name', f'devices[{i}]')}.",
+                 "a device gives every parameter, as 'simcxl presets show NAME --json' prints them")
 
 
 def _complete_windows(data: Any) -> None:
@@ -133,21 +157,20 @@ def _complete_windows(data: Any) -> None:
         key = {"remote-numa": "remote", "cxl-type3": "cxl"}.get(w.get("kind"))
         if key is None or not isinstance(w.get(key), dict):
             continue
-        template = _full_memory({"kind": w["kind"]})[key]
-        missing = [p for p in _leaves(template) if p not in set(_leaves(w[key]))]
-        if missing:
-            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-            raise ParamError(f"{name}.{missing[0]} is missing{more}; a window gives every parameter of its memory, "
-                             "as 'simcxl presets show NAME --json' prints them")
+        _require(_full_memory({"kind": w["kind"]})[key], w[key], f"{name}.",
+                 "a window gives every parameter of its memory, as 'simcxl presets show NAME --json' prints them")
 
 
-def load_file(path: Union[str, Path]) -> System:
+def load_file(path: Union[str, Path], load_base: Optional[Callable[[str], Any]] = None) -> System:
+    """A preset file: memories, accelerators or both. ``load_base`` loads the preset a file's ``base``
+    names (default: :func:`load`)."""
     path = Path(path)
     data = read_json(path)
     try:
         if isinstance(data, dict) and ({"name", "kind"} <= set(data) or "base" in data):
-            data = complete(data, path, _full_memory, load, ("host", "local_dram", "remote", "cxl"))
+            data = complete(data, path, _full_memory, load_base or load, FILE_GROUPS)
         _complete_windows(data)
+        _complete_devices(data)
         return System.from_dict(data, str(path))
     except TypeError as e:  # a field given with the wrong shape
         raise ParamError(f"preset file {path}: {e}") from None

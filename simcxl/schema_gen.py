@@ -16,15 +16,16 @@ Run from the repository root (or give ``--root``). It writes:
   written into the files themselves rather than imported from a helper.
 * ``docs/reference/parameters.md``: the reference of every group.
 
-The schema is read from the repository's ``simcxl/params.py`` file itself,
-not from whichever ``simcxl`` is installed, so the check sees an edit at once.
+The schema is read from the repository's ``simcxl/params.py`` file itself (and
+``simcxl/param_group.py``, the machinery it is written with), not from whichever
+``simcxl`` is installed, so the check sees an edit at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import importlib.util
+import importlib
 import math
 import sys
 import textwrap
@@ -34,6 +35,8 @@ from types import ModuleType
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 SOURCE = "simcxl/params.py"
+#: Every file the schema is read from: params.py and the module below it.
+INPUTS = (SOURCE, "simcxl/param_group.py")
 COMMAND = "python -m simcxl.schema_gen"
 HEADER = "ext/cxlcore/config/params_fields.hpp"
 DOCS = "docs/reference/parameters.md"
@@ -71,16 +74,16 @@ def find_root(start: Optional[Path] = None) -> Path:
 
 
 def load_params(root: Path) -> ModuleType:
-    """The repository's params.py as a module of its own (it imports nothing of simcxl at import time)."""
-    name = "_simcxl_schema_params"
-    spec = importlib.util.spec_from_file_location(name, root / SOURCE)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up while building the classes
+    """The repository's params.py as a module of its own: it imports nothing of simcxl at import time but
+    param_group, so a package of those two (not simcxl's __init__, nor the built core) is enough."""
+    pkg = ModuleType("_simcxl_schema")
+    pkg.__path__ = [str(root / "simcxl")]
+    sys.modules[pkg.__name__] = pkg  # dataclasses look their module up while building the classes
     try:
-        spec.loader.exec_module(mod)
+        return importlib.import_module(f"{pkg.__name__}.params")
     finally:
-        del sys.modules[name]
-    return mod
+        for name in [n for n in sys.modules if n.split(".")[0] == pkg.__name__]:
+            del sys.modules[name]
 
 
 # -- one field ----------------------------------------------------------------------------

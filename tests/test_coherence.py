@@ -82,7 +82,7 @@ def test_sharing_moves_values_between_host_and_device():
     pp = coherent.sharing(s, "pingpong", rounds=300).iloc[0]
     assert pp["handoffs"] == 300 and pp["checker_violations"] == 0
     # A handoff needs at least a snoop round trip over the link.
-    one_way = s.link.phy_latency_ns
+    one_way = s.device().link.phy_latency_ns
     assert pp["handoff_ns"] > 2 * one_way + s.home.latency_ns
     assert pp["snoops_received_SnpInv"] + pp["snoops_received_SnpData"] >= 300
     pc = coherent.sharing(s, "producer-consumer", lines=256).iloc[0]
@@ -119,17 +119,18 @@ def test_message_buffers_stay_bounded_however_long_the_run():
 
 def test_idle_miss_latency_is_the_sum_of_its_stages():
     s = system()
+    dev = s.device()
     r = coherent.accel(s, "load", "sequential", requesters=1, depth=1, footprint="64m", requests=2000).iloc[0]
     stages = sum(r[f"stage_{st}_ns"] for st in coherent.STAGES)
     assert r["latency_mean_ns"] == pytest.approx(stages, rel=1e-6)
     assert r["hit_rate"] == 0
-    assert r["stage_cache_ns"] == pytest.approx(s.cache.latency_ns)
+    assert r["stage_cache_ns"] == pytest.approx(dev.cache.latency_ns)
     assert r["stage_host_uncore_ns"] == pytest.approx(s.home.latency_ns)
-    flit = 68 / s.link.raw_gbps
+    flit = 68 / dev.link.raw_gbps
     for d in ("link_up", "link_down"):
-        assert s.link.phy_latency_ns + flit - 1e-3 <= r[f"stage_{d}_ns"] <= s.link.phy_latency_ns + 3 * flit
+        assert dev.link.phy_latency_ns + flit - 1e-3 <= r[f"stage_{d}_ns"] <= dev.link.phy_latency_ns + 3 * flit
     # Idle DRAM: at least the column access and the burst, all of it service.
-    assert r["stage_media_service_ns"] >= s.host_dram.tCL_ns
+    assert r["stage_media_service_ns"] >= s.local_dram.tCL_ns
 
 
 def test_bandwidth_follows_littles_law_and_respects_the_link():
@@ -141,9 +142,9 @@ def test_bandwidth_follows_littles_law_and_respects_the_link():
     served = r["latency_mean_ns"] - r["stage_queue_ns"]
     assert r["stage_queue_ns"] > served
     assert r["bandwidth_gbps"] <= 32 * 64 / served * 1.05
-    peak = _core.link_info(s.link.to_dict())["read_data_peak_gbps"]
+    peak = _core.link_info(s.device().link.to_dict())["read_data_peak_gbps"]
     wide = system(**{"cache.mshrs": 4096, "cache.credits_d2h_req": 4096, "home.tracker": 4096,
-                     "host_dram.channels": 16, "cache.credits_h2d_data": 4096, "cache.credits_h2d_rsp": 4096})
+                     "local_dram.channels": 16, "cache.credits_h2d_data": 4096, "cache.credits_h2d_rsp": 4096})
     r2 = coherent.accel(wide, "rdcurr", "random", requesters=64, depth=64, footprint="1g", requests=200_000).iloc[0]
     assert r2["bandwidth_gbps"] <= peak * 1.001
     assert r2["bandwidth_gbps"] > 0.8 * peak  # wide open, the host-to-device data direction saturates
@@ -197,25 +198,26 @@ def test_dma_vs_cache_json_and_physics(tmp_path):
     assert by[64, "cxl.cache"]["bandwidth_gbps"] > 5 * by[64, "dma"]["bandwidth_gbps"]
     # Large transfers: DMA's 512 B reads with 32 tags outrun per-line requests bounded by MSHRs.
     assert by[262144, "dma"]["bandwidth_gbps"] > by[262144, "cxl.cache"]["bandwidth_gbps"]
-    peak = _core.link_info(coherent.load("type1-asic").link.to_dict())["raw_gbps"]
+    peak = _core.link_info(coherent.load("type1-asic").device().link.to_dict())["raw_gbps"]
     assert all(r["bandwidth_gbps"] < peak for r in rows)
 
 
 def test_dma_latency_is_its_phases_and_completion_mode_costs_what_it_should():
     s = system()
+    dev = s.device()
     poll = coherent.dma_vs_cache(s, [64]).query("mechanism == 'dma'").iloc[0]
     phases = sum(poll[c] for c in poll.index if str(c).startswith("phase_"))
     assert poll["latency_ns"] == pytest.approx(phases, rel=1e-9)
     # Doorbell: driver setup plus a posted write down the link.
-    assert poll["phase_doorbell_ns"] >= s.dma.setup_ns + s.link.phy_latency_ns
+    assert poll["phase_doorbell_ns"] >= dev.dma.setup_ns + dev.link.phy_latency_ns
     # Polling: the completion record's trip up, the home, then the next poll that hits it.
-    flit = 68 / s.link.raw_gbps
-    trip = s.link.phy_latency_ns + s.home.latency_ns + s.home.host_hit_ns
-    assert trip <= poll["phase_completion_ns"] <= trip + s.dma.poll_interval_ns + 3 * flit
+    flit = 68 / dev.link.raw_gbps
+    trip = dev.link.phy_latency_ns + s.home.latency_ns + s.home.host_hit_ns
+    assert trip <= poll["phase_completion_ns"] <= trip + dev.dma.poll_interval_ns + 3 * flit
     # MSI-X: the interrupt write's trip up, then the interrupt delivery.
     irq = coherent.dma_vs_cache(system(**{"dma.interrupt": 1}), [64]).query("mechanism == 'dma'").iloc[0]
-    assert s.link.phy_latency_ns + s.dma.interrupt_ns <= irq["phase_completion_ns"] <= \
-        s.link.phy_latency_ns + s.dma.interrupt_ns + 3 * flit
+    assert dev.link.phy_latency_ns + dev.dma.interrupt_ns <= irq["phase_completion_ns"] <= \
+        dev.link.phy_latency_ns + dev.dma.interrupt_ns + 3 * flit
     # More descriptors in flight lift small-transfer bandwidth almost in proportion.
     four = coherent.dma_vs_cache(system(**{"dma.engines": 4}), [64]).query("mechanism == 'dma'").iloc[0]
     assert 3.0 < four["bandwidth_gbps"] / poll["bandwidth_gbps"] <= 4.05

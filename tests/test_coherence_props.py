@@ -48,9 +48,9 @@ def test_random_small_systems_complete_coherently(s, lines, stores, op):
     assert r["ops"] == 4000 and r["deadlock"] == 0
     assert r["checker_violations"] == 0, r["detail"]
     assert r["quiet_at_end"] == 1
-    target = "device" if s.accel.type == 2 else "host"
+    target = "device" if s.device().accel.type == 2 else "host"
     a = coherent.accel(s, op, "random", target=target, requesters=2, depth=2, footprint="32k", requests=600,
                        host_threads=1, check=True).iloc[0]
-    assert a["ops"] == 600 * s.accel.devices and a["checker_violations"] == 0
+    assert a["ops"] == 600 * s.device().accel.devices and a["checker_violations"] == 0
     stages = sum(a[f"stage_{x}_ns"] for x in coherent.STAGES)
     assert stages == pytest.approx(a["latency_mean_ns"], rel=1e-9, abs=1e-6)

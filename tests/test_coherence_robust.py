@@ -35,7 +35,7 @@ def one_credit(s):
 def flit_ns(s, n=1):
     """n 68 B flits back to back from a whole picosecond: the link keeps fractions of a picosecond and
     a message arrives at the first whole one after its last flit."""
-    return math.ceil(n * 68 / s.link.raw_gbps * 1000 - 1e-6) / 1000
+    return math.ceil(n * 68 / s.device().link.raw_gbps * 1000 - 1e-6) / 1000
 
 
 # ---------------------------------------------------------------- 1: credits
@@ -54,7 +54,7 @@ def test_hdmdb_with_one_drs_credit_completes():
 def test_every_device_type_completes_at_one_credit_per_class(mode):
     preset, kw = MODES[mode]
     s = one_credit(coherent.load(preset).replace(**{"accel.devices": 2, **kw}))
-    target = "device" if s.accel.type == 2 else "host"
+    target = "device" if s.device().accel.type == 2 else "host"
     for op in ("load", "store", "itomwr", "rdcurr"):
         r = coherent.accel(s, op, "random", target=target, footprint="64k", requests=3000, host_threads=2,
                            check=True).iloc[0]
@@ -99,9 +99,10 @@ def flip(s, host_op, k):
 @pytest.mark.parametrize("host_op", ["load", "store"])
 def test_flip_costs_its_flush_line_by_line(host_op):
     s = coherent.load("type2-bias")
-    f, phy = flit_ns(s), s.link.phy_latency_ns
+    dev = s.device()
+    f, phy = flit_ns(s), dev.link.phy_latency_ns
     # BiasFlipReq up (one flit), the home pipeline, BiasFlipDone down (one flit).
-    handshake = 2 * (f + phy) + s.home.latency_ns + s.accel.bias_flip_ns
+    handshake = 2 * (f + phy) + s.home.latency_ns + dev.accel.bias_flip_ns
     for k in (0, 1, 4, 16):
         row, c = flip(s, host_op, k)
         assert c["bias_flips_to_device"] == 1 and c["bias_flip_host_lines_flushed"] == k
@@ -133,13 +134,14 @@ def test_device_side_flush_costs_a_lookup_per_resident_line():
     # Device bias: the device caches k lines of page 0, then a host read flips
     # the page to host bias, flushing those lines first.
     s = coherent.load("type2-bias").replace(**{"accel.device_bias": 1})
+    dev = s.device()
     for k in (1, 8, 32):
         steps = [dict(agent=0, op="store", target="device", offset=64 * i) for i in range(k)]
         steps.append(dict(agent=-1, op="load", target="device", offset=64 * 63))
         df, c = coherent.script(s, steps)
         r = df.iloc[-1]
         assert c["bias_flip_device_lines_flushed"] == k and c["checker_violations"] == 0
-        assert r["stage_bias_flip_ns"] == pytest.approx(s.accel.bias_flip_ns + k * s.cache.latency_ns, abs=1e-3)
+        assert r["stage_bias_flip_ns"] == pytest.approx(dev.accel.bias_flip_ns + k * dev.cache.latency_ns, abs=1e-3)
         # The flip is one stage of the host's read, not extra time on top of it.
         assert sum(r[f"stage_{st}_ns"] for st in coherent.STAGES) == pytest.approx(r["latency_ns"], abs=1e-3)
 
@@ -149,7 +151,8 @@ def test_device_side_flush_costs_a_lookup_per_resident_line():
 @pytest.mark.parametrize("writer", ["host", "device"])
 def test_dma_read_returns_a_dirty_cached_line_and_pays_for_the_snoop(writer):
     s = coherent.load("type1-asic")
-    f, phy = flit_ns(s), s.link.phy_latency_ns
+    dev = s.device()
+    f, phy = flit_ns(s), dev.link.phy_latency_ns
     store = dict(agent=-1 if writer == "host" else 0, op="store", offset=0)
     clean, _ = coherent.script(s, [dict(agent=0, op="dma", offset=0, bytes=64)])
     dirty, c = coherent.script(s, [store, dict(agent=0, op="dma", offset=0, bytes=64)])
@@ -163,7 +166,7 @@ def test_dma_read_returns_a_dirty_cached_line_and_pays_for_the_snoop(writer):
         expect = ends + s.home.host_hit_ns  # the host's cache supplies the line
     else:
         # SnpCur down (one flit), the device's snoop pipeline, RspVFwdV + data up (two flits).
-        expect = ends + f + phy + s.cache.snoop_latency_ns + flit_ns(s, 2) + phy
+        expect = ends + f + phy + dev.cache.snoop_latency_ns + flit_ns(s, 2) + phy
         assert c["snoops_received_SnpCur"] >= 1
     assert d["phase_data_ns"] == pytest.approx(expect, abs=1e-3)
     assert d["phase_data_ns"] != pytest.approx(clean.iloc[0]["phase_data_ns"], abs=1.0)
@@ -186,7 +189,7 @@ def test_host_cache_evicts_and_conserves_dirty_data():
     s = coherent.load("type1-asic").replace(**{"home.host_cache_bytes": cap * 64})
     runs = [coherent.accel(s, "load", "random", footprint="4m", requests=n, host_threads=4,
                            host_store_fraction=0.5, check=True).iloc[0] for n in (20_000, 200_000)]
-    device_lines = s.cache.bytes // 64
+    device_lines = s.device().cache.bytes // 64
     for r in runs:
         assert r["checker_violations"] == 0  # a lost write-back would read stale data
         assert r["host_cache_lines_max"] == cap

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from simcxl import _core, coherent
 from simcxl.cli import main
-from simcxl.params import DCacheParams, LinkParams, ParamError
+from simcxl.params import DCacheParams, LinkParams, ParamError, System
 from simcxl.topology import core_graph
 
 MODES = coherent.DEVICE_MODES
@@ -55,14 +55,14 @@ def test_devices_are_named_and_addressed_by_name():
     # A preset file of several devices round-trips, and the core reads it.
     d = s.to_dict()
     assert [x["name"] for x in d["devices"]] == ["gpu", "mem"] and "cache" not in d
-    assert coherent.AccelSystem.from_dict(json.loads(json.dumps(d))).parameters() == p
+    assert System.from_dict(json.loads(json.dumps(d))).parameters() == p
     _core.validate(core_graph(s))
 
 
 def test_a_single_device_system_is_the_preset_as_it_always_was():
     s = coherent.load("type2-bias")
     assert len(s.devices) == 1 and "cache.mshrs" in s.parameters()
-    assert s.replace(**{"dev0.cache.mshrs": 8}).cache.mshrs == 8  # its name works too
+    assert s.replace(**{"dev0.cache.mshrs": 8}).device().cache.mshrs == 8  # its name works too
     d = s.to_dict()
     assert "devices" not in d and d["accel"]["type"] == 2
     shipped = json.loads((coherent.PRESET_DIR / "type2-bias.json").read_text())
@@ -141,7 +141,7 @@ def test_device_names_and_lists_are_checked():
     with pytest.raises(ParamError, match="device name 'x' appears twice"):
         coherent.load("x=type1-asic+x=type2-bias")
     with pytest.raises(ParamError, match="cache is given beside devices"):
-        coherent.AccelSystem.from_dict({**pair("type1", "type1").to_dict(), "cache": {}})
+        System.from_dict({**pair("type1", "type1").to_dict(), "cache": {}})
     # A run's streams name devices of the system, and one at least is busy.
     s = pair("type1", "type1")
     with pytest.raises(ParamError, match=r"accel.devices: c is not a device of a\+b; devices: a, b"):
@@ -242,7 +242,7 @@ def test_lmbench_on_device_memory_saves_the_home_round_trip_in_device_bias():
     hb = coherent.lmbench(host_bias, **kw).iloc[0]
     db = coherent.lmbench(dev_bias, **kw).iloc[0]
     assert hb["hit_rate"] < 0.01 and db["hit_rate"] < 0.01
-    link, home = host_bias.link, host_bias.home
+    link, home = host_bias.device().link, host_bias.home
     one_way = link.phy_latency_ns + flit_ns(link)  # a header message on an idle link: D2H Req up, MemRdFwd down
     trip = one_way + home.latency_ns + one_way
     assert hb["stage_link_up_ns"] == pytest.approx(one_way, abs=1e-6)
@@ -253,15 +253,15 @@ def test_lmbench_on_device_memory_saves_the_home_round_trip_in_device_bias():
     # The device's own path is the same in both: its cache lookup, its controller and its media.
     for st in ("device", "media_queue", "media_service"):
         assert hb[f"stage_{st}_ns"] == pytest.approx(db[f"stage_{st}_ns"], abs=1e-6), st
-    assert db["stage_device_ns"] == pytest.approx(dev_bias.accel.memory_latency_ns)
-    assert db["stage_cache_ns"] == pytest.approx(dev_bias.cache.latency_ns)
+    assert db["stage_device_ns"] == pytest.approx(dev_bias.device().accel.memory_latency_ns)
+    assert db["stage_cache_ns"] == pytest.approx(dev_bias.device().cache.latency_ns)
     # With refresh on, the gap is the same round trip within refresh's noise.
     hb2 = coherent.lmbench(mode("type2-host-bias"), **kw).iloc[0]
     db2 = coherent.lmbench(mode("type2-device-bias"), **kw).iloc[0]
     assert hb2["latency_ns"] - db2["latency_ns"] == pytest.approx(trip, rel=0.05)
     # A working set within the device cache hits after the warm-up, in either bias.
     small = coherent.lmbench(host_bias, ["64k"], "dev0", "device", loads=500).iloc[0]
-    assert small["hit_rate"] == 1 and small["latency_ns"] == pytest.approx(host_bias.cache.latency_ns)
+    assert small["hit_rate"] == 1 and small["latency_ns"] == pytest.approx(host_bias.device().cache.latency_ns)
 
 
 def test_lmbench_is_refused_clearly():
@@ -285,13 +285,13 @@ def host_bound(**kw):
     channel: every read opens a row, and the rank opens one row per tRRD."""
     wide = {f"{d}.{k}": 256 for d in "ab" for k in ("cache.mshrs", "cache.credits_d2h_req",
                                                    "cache.credits_h2d_rsp", "cache.credits_h2d_data")}
-    return pair("type1", "type1", **wide, **{"home.tracker": 1024, "host_dram.channels": 1,
-                                             "host_dram.tREFI_ns": 0}, **kw)
+    return pair("type1", "type1", **wide, **{"home.tracker": 1024, "local_dram.channels": 1,
+                                             "local_dram.tREFI_ns": 0}, **kw)
 
 
 def test_devices_share_host_memory_at_its_service_rate_and_the_breakdown_shows_it():
     s = host_bound()
-    dram = s.host_dram
+    dram = s.local_dram
     assert dram.ranks == 1 and dram.tRRD_ns > dram.tFAW_ns / 4 and dram.tRRD_ns > 64 / (dram.data_rate_mts * dram.bus_bytes / 1000)
     rate = 64 / dram.tRRD_ns  # GB/s: one line per activation, one activation per tRRD
     kw = dict(op="rdcurr", pattern="random", requesters=8, depth=16, footprint="1g", requests=100_000)

@@ -24,7 +24,7 @@ LIMIT = 650  # lines
 # then: a ceiling that may only go down. Split one and drop it from here;
 # never raise a number or add a module.
 LONG = {
-    "simcxl/params.py": 1048,
+    "simcxl/params.py": 1018,
     "simcxl/calibrate.py": 890,
 }
 

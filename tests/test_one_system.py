@@ -36,7 +36,7 @@ def stages(row, side):
 
 def test_one_description_holds_windows_and_accelerators(system):
     assert system.window_names() == ["ddr", "cxl0"] and system.device_names() == ["gpu"]
-    assert system.get("gpu.cache.mshrs") == coherent.load("type1-asic").cache.mshrs
+    assert system.get("gpu.cache.mshrs") == coherent.load("type1-asic").device().cache.mshrs
     assert system.get("cxl0.media.ranks") == presets.load("cxl-asic").cxl.media.ranks
     # A preset file of it loads back as the same system, and both engines' checks accept it.
     again = params.System.from_dict(system.to_dict())

@@ -227,33 +227,35 @@ def test_an_operation_on_a_line_the_nic_owns_executes_in_its_cache():
     one = {"ring_entries": 1, "descriptors_per_line": 1, "completions_per_line": 1, "post_batch": 1}
     a = run("central", "add", "cxl-nic", 1, 1, 64, nic_over=one)
     b = run("central", "add", "cxl-nic", 1, 101, 64, nic_over=one)
-    lookup = coherent.load("type1-asic").cache.latency_ns
+    lookup = coherent.load("type1-asic").device().cache.latency_ns
     assert b["nic_operand_hits"] == 100 and a["nic_operand_hits"] == 0
     assert 101 * b["nic_execute_ns_mean"] - a["nic_execute_ns_mean"] == pytest.approx(100 * lookup, abs=1e-6)
     # the first is a miss to host memory: a lookup, the link both ways, the home, at least a DRAM column access
     s = coherent.load("type1-asic")
-    assert a["nic_execute_ns_mean"] >= lookup + 2 * s.link.phy_latency_ns + s.home.latency_ns + s.host_dram.tCL_ns
+    assert a["nic_execute_ns_mean"] >= \
+        lookup + 2 * s.device().link.phy_latency_ns + s.home.latency_ns + s.local_dram.tCL_ns
 
 
 def test_a_pcie_nic_operation_is_its_dma_steps():
     s = coherent.load("type1-asic")
+    dev = s.device()
     one = {"ring_entries": 1, "descriptors_per_line": 1, "completions_per_line": 1, "post_batch": 1}
     r = run("central", "add", "pcie-nic", 1, 20, 64, nic_over=one)
     phases = sum(r[f"phase_{p}_ns"] for p in ("doorbell", "descriptor", "data", "completion"))
     assert r["latency_ns"] == pytest.approx(phases, rel=1e-9)
-    flit = 68 / s.link.raw_gbps
+    flit = 68 / dev.link.raw_gbps
     # the driver's descriptor write and MMIO doorbell, then the posted write down the link
-    assert s.dma.setup_ns + s.link.phy_latency_ns <= r["phase_doorbell_ns"] <= s.dma.setup_ns + s.link.phy_latency_ns + 3 * flit
+    assert dev.dma.setup_ns + dev.link.phy_latency_ns <= r["phase_doorbell_ns"] <= dev.dma.setup_ns + dev.link.phy_latency_ns + 3 * flit
     # descriptor fetch and the operand's DMA read: each a read request up, the home, a completion down
     for p in ("descriptor", "data"):
-        assert r[f"phase_{p}_ns"] >= 2 * s.link.phy_latency_ns + s.home.latency_ns
-    assert r["phase_descriptor_ns"] >= s.dma.engine_latency_ns
+        assert r[f"phase_{p}_ns"] >= 2 * dev.link.phy_latency_ns + s.home.latency_ns
+    assert r["phase_descriptor_ns"] >= dev.dma.engine_latency_ns
     # compute, DMA write and completion record up, the home, then the driver's next poll
-    lo = NIC["alu_ns"] + s.link.phy_latency_ns + s.home.latency_ns + s.home.host_hit_ns
-    assert lo <= r["phase_completion_ns"] <= lo + s.dma.poll_interval_ns + 4 * flit
+    lo = NIC["alu_ns"] + dev.link.phy_latency_ns + s.home.latency_ns + s.home.host_hit_ns
+    assert lo <= r["phase_completion_ns"] <= lo + dev.dma.poll_interval_ns + 4 * flit
     # MSI-X instead of polling: the interrupt's delivery replaces the poll
     irq = run("central", "add", "pcie-nic", 1, 20, 64, nic_over=one, sys_over={"dma": {"interrupt": 1}})
-    assert irq["phase_completion_ns"] >= NIC["alu_ns"] + s.link.phy_latency_ns + s.dma.interrupt_ns
+    assert irq["phase_completion_ns"] >= NIC["alu_ns"] + dev.link.phy_latency_ns + dev.dma.interrupt_ns
 
 
 def test_cli_json_plot_and_one_line_errors(tmp_path):
@@ -296,17 +298,18 @@ def test_one_cxl_nic_operation_crosses_the_rings_and_the_link_as_many_times_as_i
     # operand's line and takes the completion line (each a lookup, the link both ways and the home),
     # then the host's poll misses and snoops the completion out of the NIC.
     s = coherent.load("type1-asic")
+    dev = s.device()
     one = {"ring_entries": 1, "descriptors_per_line": 1, "completions_per_line": 1, "post_batch": 1,
            "poll_ns": 1.0, "host_poll_ns": 1.0}
     r = run("central", "add", "cxl-nic", 1, 1, 64, nic_over=one)
-    link, home, hit = s.link.phy_latency_ns, s.home.latency_ns, s.home.host_hit_ns
-    nic_trip = s.cache.latency_ns + 2 * link + home
-    low = 2 * (hit + home) + 4 * nic_trip + NIC["alu_ns"] + (hit + home + 2 * link + s.cache.snoop_latency_ns)
-    d = s.host_dram
+    link, home, hit = dev.link.phy_latency_ns, s.home.latency_ns, s.home.host_hit_ns
+    nic_trip = dev.cache.latency_ns + 2 * link + home
+    low = 2 * (hit + home) + 4 * nic_trip + NIC["alu_ns"] + (hit + home + 2 * link + dev.cache.snoop_latency_ns)
+    d = s.local_dram
     dram = d.frontend_latency_ns + d.tRP_ns + d.tRCD_ns + d.tCL_ns + 64 / (d.data_rate_mts * d.bus_bytes / 1000) + \
         d.backend_latency_ns
     # at most: DRAM for the cold descriptor, doorbell, operand and completion lines, a snoop of the
     # doorbell copy the NIC polled, a poll period each side, a host hit, and a flit per hop
-    high = low + 4 * dram + (2 * link + s.cache.snoop_latency_ns) + 1.0 + 1.0 + hit + 16 * 68 / s.link.raw_gbps
+    high = low + 4 * dram + (2 * link + dev.cache.snoop_latency_ns) + 1.0 + 1.0 + hit + 16 * 68 / dev.link.raw_gbps
     assert low <= r["latency_ns"] <= high
     assert r["nic_descriptors"] == 1 and r["nic_doorbell_changes"] == 1

@@ -74,7 +74,7 @@ def test_latency_bounded_by_compute_and_the_link(shape):
     fields = sum(len(m) for m in t["messages"])  # a packed repeated field counts once
     nic_compute = fields * NIC.rpc_field_ns + b / NIC.rpc_gbps
     host_compute = fields * NIC.host_field_ns + b / NIC.host_copy_gbps
-    one_way = SYS.link.phy_latency_ns
+    one_way = SYS.device().link.phy_latency_ns
     for d in nic.DIRECTIONS:
         c, p, h = (run(shape, d, m) for m in nic.MECHANISMS)
         for r in (c, p, h):
@@ -83,11 +83,11 @@ def test_latency_bounded_by_compute_and_the_link(shape):
         assert c["latency_ns"] >= max(nic_compute, 2 * one_way + SYS.home.latency_ns)
         assert h["latency_ns"] >= host_compute
         # The PCIe NIC adds the DMA transfer to the host core's work: a doorbell, the data over the link.
-        assert p["latency_ns"] >= host_compute + SYS.dma.setup_ns + b / SYS.link.raw_gbps
+        assert p["latency_ns"] >= host_compute + SYS.device().dma.setup_ns + b / SYS.device().link.raw_gbps
         assert p["latency_ns"] > h["latency_ns"]
     # Deserialising writes the buffer in TLPs of at most max_payload bytes, then the completion record.
     p = run(shape, "deserialize", "pcie-nic")
-    assert p["messages_io_up"] >= math.ceil(b / SYS.dma.max_payload) + 1
+    assert p["messages_io_up"] >= math.ceil(b / SYS.device().dma.max_payload) + 1
 
 
 def test_a_faster_engine_helps_until_memory_bounds_it():

@@ -8,8 +8,7 @@ from dataclasses import fields
 import pytest
 
 from simcxl import _core
-from simcxl.coherent import AccelSystem
-from simcxl.params import GROUPS, CxlMemory, NicParams, ParamError, RemoteMemory, System
+from simcxl.params import GROUPS, AccelDevice, CxlMemory, HomeParams, NicParams, ParamError, RemoteMemory, System
 from simcxl.topology import core_graph
 
 
@@ -26,10 +25,9 @@ DERIVED = {("BridgeParams", "root_ports"), ("BridgeParams", "interleave_ways")}
 
 
 def default_system(kind):
-    if kind == "accel":
-        return AccelSystem(name="t")
-    if kind == "nic":
-        return AccelSystem(name="t", nic=NicParams())
+    if kind in ("accel", "nic"):  # a host with one accelerator (or NIC), as an accelerator preset
+        return System(name="t", kind="local-dram", home=HomeParams(), devices=[AccelDevice()], lone_device=True,
+                      nic=NicParams() if kind == "nic" else None)
     return System(name="t", kind=kind, remote=RemoteMemory() if kind == "remote-numa" else None,
                   cxl=CxlMemory() if kind == "cxl-type3" else None)
 

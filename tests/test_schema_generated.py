@@ -32,7 +32,7 @@ def test_generated_files_are_up_to_date():
 
 def copy_tree(tmp_path):
     """The generator's inputs and outputs in a scratch repository."""
-    for rel in [schema_gen.SOURCE, *schema_gen.SIMOBJECTS, schema_gen.HEADER, schema_gen.DOCS]:
+    for rel in [*schema_gen.INPUTS, *schema_gen.SIMOBJECTS, schema_gen.HEADER, schema_gen.DOCS]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
     return tmp_path

@@ -148,7 +148,7 @@ def load_memories(memories: List[str], overrides: List[str], load=presets.load,
     out = []
     for m in memories:
         if topology.is_file(m):  # --set names the graph's components: exp0.media.ranks=2
-            build = topology.accel_system if load is load_accel else topology.memory_system
+            build = topology.memory_system if load is presets.load else topology.accel_system
             s = topology.GraphSystem(topology.load(m), build).replace(**kv)
         else:
             s = load(m).replace(**kv) if kv else load(m)
@@ -352,8 +352,9 @@ accel_opt = click.option("--accel", "-a", "--system", "systems", multiple=True, 
                               "(gpu=type1-asic+mem=type2-bias); repeat to compare.")
 
 
-def load_accels(names: List[str], overrides: List[str]):
-    return load_memories(names, overrides, load_accel, "accel.type=2")
+def load_accels(names: List[str], overrides: List[str]) -> List[System]:
+    from .. import coherent
+    return load_memories(names, overrides, coherent.load, "accel.type=2")
 
 
 def parse_kv(overrides: List[str], example: str) -> dict:
@@ -379,24 +380,3 @@ def write_outputs(df: pd.DataFrame, plot: Optional[str], csv_path: Optional[str]
         {"lmbench": plots.lmbench, "stream": plots.stream, "loaded-latency": plots.loaded_latency,
          "accel": plots.accel_breakdown, "dma-vs-cache": plots.dma_vs_cache}[kind](df, plot)
         click.echo(f"wrote {plot}", err=True)
-
-
-def load_accel(spec):
-    """An accelerator preset by name, or a preset file (complete, or with a base)."""
-    from .. import coherent
-    if not isinstance(spec, (str, Path)) or str(spec) in coherent.preset_names():
-        return coherent.load(spec)
-    path = Path(spec)
-    if "+" in str(spec) and not path.exists():
-        return coherent.load_joined(str(spec), load_accel)
-    if not path.exists() and path.suffix != ".json":
-        return coherent.load(spec)  # its message lists the presets
-    data = presets.read_json(path)
-    groups = [g for g, _ in coherent._GROUPS]
-    try:
-        if "devices" not in data:
-            data = presets.complete(data, path, lambda d: coherent.AccelSystem(name="-").to_dict(), load_accel, groups)
-        coherent.complete_devices(data, path)
-        return coherent.AccelSystem.from_dict(data, str(path))
-    except (ParamError, TypeError) as e:
-        raise ParamError(presets._in_file(path, str(e))) from None

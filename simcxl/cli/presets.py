@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from .. import presets
-from ..params import ParamError, System
-from .common import Group, emit_json, json_opt, load_accel, user_errors
+from ..params import DEVICE_GROUPS, AccelDevice, HomeParams, NicParams, ParamError, System
+from .common import Group, emit_json, json_opt, user_errors
 
 
 @click.group("presets", cls=Group)
@@ -32,8 +32,8 @@ def _is_accel(spec: str) -> bool:
         data = presets.read_json(spec)
     except ParamError:
         return False
-    return isinstance(data, dict) and "kind" not in data and any(g in data for g, _ in coherent._GROUPS) \
-        or isinstance(data, dict) and isinstance(data.get("devices"), list)
+    return isinstance(data, dict) and (any(g in data for g, _ in DEVICE_GROUPS) or isinstance(data.get("devices"), list)
+                                       or data.get("base") in coherent.preset_names())
 
 
 @presets_group.command("list")
@@ -45,7 +45,7 @@ def presets_list(as_json):
         rows = presets.summary()
         for n in coherent.preset_names():
             s = coherent.load(n)
-            rows.append({"name": n, "kind": ACCEL_KIND[s.accel.type], "description": s.description})
+            rows.append({"name": n, "kind": ACCEL_KIND[s.device().accel.type], "description": s.description})
     if as_json:
         emit_json(rows)
     else:
@@ -56,11 +56,10 @@ def presets_list(as_json):
 def _origins(s) -> dict:
     """Where each parameter's value came from: fitted, set by the preset, or the schema default."""
     fitted = (getattr(s, "provenance", None) or {}).get("fitted", {})
-    if isinstance(s, System):
-        blank = System(name="-", kind=s.kind, remote=type(s.remote)() if s.remote else None,
-                       cxl=type(s.cxl)() if s.cxl else None)
-    else:
-        blank = s.defaults()
+    blank = System(name="-", kind=s.kind, remote=type(s.remote)() if s.remote else None,
+                   cxl=type(s.cxl)() if s.cxl else None, home=HomeParams() if s.devices else None,
+                   devices=[AccelDevice(name=d.name) for d in s.devices] if s.devices else None,
+                   lone_device=s.lone_device, nic=NicParams() if s.nic else None)
     defaults = blank.parameters()
     return {k: "fitted" if k in fitted else ("default" if defaults.get(k) == v else "preset")
             for k, v in s.parameters().items()}
@@ -71,14 +70,15 @@ def _origins(s) -> dict:
 @json_opt
 def presets_show(memory, as_json):
     """Every parameter of a preset (name or file), and where each came from."""
+    from .. import coherent
     with user_errors():
-        s = load_accel(memory) if _is_accel(memory) else presets.load(memory)
+        s = coherent.load(memory) if _is_accel(memory) else presets.load(memory)
     if as_json:
         click.echo(json.dumps(s.to_dict(), indent=2))
         return
     kind = s.kind
-    if s.kind == "accel":
-        kind = ACCEL_KIND[s.accel.type] + " accelerator" if s.single() else s.device_kinds()
+    if s.devices and s.kind == "local-dram":  # an accelerator preset (the host's local DRAM its only memory)
+        kind = ACCEL_KIND[s.device().accel.type] + " accelerator" if s.lone_device else s.device_kinds()
     click.echo(f"{s.name} ({kind}): {s.description}")
     click.echo(f"preset: {s.source}")
     prov = getattr(s, "provenance", None) or {}

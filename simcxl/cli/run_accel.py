@@ -66,7 +66,7 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
         per = [{"system": r["system"], "accel": d.name, "bandwidth_gbps": r[f"{d.name}.bandwidth_gbps"],
                 "latency_mean_ns": r[f"{d.name}.latency_mean_ns"],
                 **{st: r[f"{d.name}.stage_{st}_ns"] for st in coherent.STAGES}}
-               for s, (_, r) in zip(frames_systems, df.iterrows()) if not s.single() for d in s.devices]
+               for s, (_, r) in zip(frames_systems, df.iterrows()) if not s.lone_device for d in s.devices]
         if per:
             pdf = pd.DataFrame(per)
             shown_stages = [st for st in coherent.STAGES if pdf[st].any()]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..params import MAP_KIND, AccelDevice, CxlMemory, HostParams, ParamError, RemoteMemory
+from ..params import MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory
 from .graph import Component, Connection, PortRef, Topology, check
 from .types import TYPES
 
@@ -85,16 +85,9 @@ def _devices(b: _Builder, host: str, home, devices: List[AccelDevice], nic=None)
 
 
 def from_system(s: Any) -> Topology:
-    """A memory System, an accelerator system or a NIC system as a graph."""
+    """A System as a graph: its memories, and its accelerators (or NIC) on the home agent."""
     origin = f"preset {s.name}"
     b = _Builder(origin)
-    if s.kind == "accel":
-        acc, nic = s, s.nic
-        b.add("host", "host", top=HostParams())
-        b.add("host_dram", "dram", top=acc.host_dram)
-        b.join("host.mem", "host_dram.up")
-        _devices(b, "host", acc.home, acc.devices, nic)
-        return Topology(acc.name, b.comps, b.conns, acc.description, acc.source, acc.seed)
     b.add("host", "host", top=s.host)
     if s.kind == MAP_KIND:
         mapped_local = False
@@ -124,7 +117,7 @@ def from_system(s: Any) -> Topology:
         else:
             _cxl_window(b, "cxl", s.cxl, "host")
     if s.devices:
-        _devices(b, "host", s.home, s.devices)
+        _devices(b, "host", s.home, s.devices, s.nic)
     t = Topology(s.name, b.comps, b.conns, s.description, s.source, s.seed)
     check(t)
     return t
@@ -135,7 +128,7 @@ def core_graph(s: Any) -> Dict[str, Any]:
     graph = getattr(s, "graph", None)
     t = s if isinstance(s, Topology) else graph if graph is not None else from_system(s)
     d = t.to_dict()
-    if getattr(s, "kind", None) == "accel" and s.single():
+    if getattr(s, "lone_device", False):
         d["lone_device_unnamed"] = True  # its stats and messages keep the preset's bare names
     return d
 

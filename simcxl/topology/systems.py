@@ -1,8 +1,8 @@
-"""Graphs back into the systems the workloads take: a memory system, an
-accelerator system or a NIC system, from any legal graph, and the shipped
-presets as graph fragments. Component names follow the engine's names for
-the same parts, so a preset drawn as a graph and built back is the preset
-itself (``tests/test_topology.py`` checks every one).
+"""Graphs back into the System the workloads take (memories, accelerators, a
+NIC), from any legal graph, and the shipped presets as graph fragments.
+Component names follow the engine's names for the same parts, so a preset
+drawn as a graph and built back is the preset itself
+(``tests/test_topology.py`` checks every one).
 """
 
 from __future__ import annotations
@@ -79,8 +79,9 @@ def _accel_devices(t: Topology, host: Component, allow_nic: bool) -> Tuple[Optio
     return homes[0], out
 
 
-def memory_system(spec: Union[Topology, Any]) -> System:
-    """The engine's memory system (one memory, or an address map of windows, with any accelerators)."""
+def memory_system(spec: Union[Topology, Any], allow_nic: bool = False, lone_device: bool = False) -> System:
+    """The engine's System of a graph: one memory or an address map of windows, with any accelerators
+    (``allow_nic``: or a NIC; ``lone_device``: a single device named as a preset's, cache.mshrs)."""
     t = load(spec)
     host = _host(t)
     ws = t.down(host.name, "mem")
@@ -108,9 +109,12 @@ def memory_system(spec: Union[Topology, Any]) -> System:
             else:
                 windows.append(Window(tgt.name, "cxl-type3", rng, cxl=_cxl_memory(t, tgt)))
         kw.update(kind=MAP_KIND, map=windows)
-    home, devs = _accel_devices(t, host, allow_nic=False)
+    home, devs = _accel_devices(t, host, allow_nic)
     if home is not None:
-        kw.update(home=home.group(""), devices=devs)
+        kw.update(home=home.group(""), devices=devs, lone_device=lone_device and len(devs) == 1)
+    nics = t.of_type("nic")
+    if nics:
+        kw["nic"] = nics[0].group("nic")
     try:
         return System(graph=t, **kw).validate()
     except TopologyError:
@@ -119,36 +123,27 @@ def memory_system(spec: Union[Topology, Any]) -> System:
         raise TopologyError(f"topology {t.name}: {e}") from None
 
 
-def accel_system(spec: Union[Topology, Any]):
-    """The engine's accelerator system: the host's DRAM, the home agent and its devices."""
-    from ..coherent import AccelSystem  # coherent imports the package: not at load time
+def accel_system(spec: Union[Topology, Any]) -> System:
+    """The System of an accelerator workload: a host whose memory is its one DRAM, and the home agent's
+    devices (a single device named as a preset's)."""
     t = load(spec)
     host = _host(t)
     ws = t.down(host.name, "mem")
     if len(ws) != 1 or ws[0].base is not None or t.components[ws[0].b.comp].type != "dram":
         raise TopologyError(f"{host.name}.mem: accelerator workloads run on a host whose memory is one DRAM "
                             "window (no base or size); with other memories use 'simcxl run mixed'")
-    home, devs = _accel_devices(t, host, allow_nic=True)
-    if home is None:
+    if not t.below(host.name, "home"):
         raise TopologyError(f"{host.name}.home: port left open; accelerator workloads need a home_agent with devices")
-    dram = t.components[ws[0].b.comp]
-    try:
-        return AccelSystem(name=t.name, host_dram=dram.group(""), home=home.group(""), devices=devs,
-                           description=t.description, source=t.source, seed=t.seed).validate()
-    except ParamError as e:
-        raise TopologyError(f"topology {t.name}: {e}") from None
+    return memory_system(t, allow_nic=True, lone_device=True)
 
 
-def nic_system(spec: Union[Topology, Any]):
-    """The engine's CXL-NIC system: an accelerator system whose one device is a nic."""
-    import dataclasses
-    t = load(spec)
-    acc = accel_system(t)
-    nics = t.of_type("nic")
-    if len(nics) != 1 or len(acc.devices) != 1:
-        raise TopologyError(f"topology {t.name}: NIC workloads run on one device of type nic "
-                            f"(here: {', '.join(d.name for d in acc.devices)})")
-    return dataclasses.replace(acc, nic=nics[0].group("nic")).validate()
+def nic_system(spec: Union[Topology, Any]) -> System:
+    """The System of a CXL-NIC workload: an accelerator system whose one device is a nic."""
+    s = accel_system(spec)
+    if len(s.graph.of_type("nic")) != 1 or len(s.devices) != 1:
+        raise TopologyError(f"topology {s.graph.name}: NIC workloads run on one device of type nic "
+                            f"(here: {', '.join(s.device_names())})")
+    return s
 
 
 __all__ = ["GraphSystem", "preset_topology", "load", "memory_system", "accel_system", "nic_system"]

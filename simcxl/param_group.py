@@ -1,0 +1,96 @@
+"""A parameter group: named fields with a unit, a range and a reason, checked and converted.
+
+The schema itself (``params.py``: every group and the System they make up) is written with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, fields
+from typing import Any, Dict, Optional, Tuple
+
+
+class ParamError(ValueError):
+    """A parameter is missing, unknown, or outside its allowed values."""
+
+
+def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",
+          choices: Optional[Tuple[Any, ...]] = None, wide: bool = False) -> Any:
+    """A field of a parameter group. ``wide``: an int the C++ core holds in 64 bits (uint64_t; others are
+    uint32_t), for sizes and addresses it multiplies or adds up."""
+    return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices,
+                                            "wide": wide})
+
+
+def fmt(v: Any) -> str:
+    """A number as messages show it: a whole float without its ".0"."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+
+def shown(key: Any) -> str:
+    """A key as a message shows it: quoted when a character of it (a line break) would not print as itself."""
+    return key if isinstance(key, str) and key.isprintable() else repr(key)
+
+
+def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str) -> None:
+    """Sets ``group.leaf`` among named parameter groups (whole floats become ints for int fields)."""
+    group, _, leaf = path.rpartition(".")
+    obj = groups.get(group)
+    if obj is None:
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
+    names = [f.name for f in fields(obj)]
+    if leaf not in names:
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
+    ftype = next(f.type for f in fields(obj) if f.name == leaf)
+    if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    setattr(obj, leaf, value)
+
+
+class ParamGroup:
+    """Base of the flat parameter groups (one per C++ struct)."""
+
+    def validate(self, where: str) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            m = f.metadata
+            name = f"{where}.{f.name}"
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                allowed = (f"allowed values: {', '.join(fmt(c) for c in m['choices'])}" if m["choices"] is not None
+                           else f"allowed: {fmt(m['lo'])} to {fmt(m['hi'])}")
+                raise ParamError(f"{name} = {v!r} is not a number; {allowed}")
+            # No float() of an int: one beyond 1e308 would overflow.
+            if f.type in ("int", int) and isinstance(v, float) and not v.is_integer():
+                raise ParamError(f"{name} = {v} is not allowed; allowed: a whole number from "
+                                 f"{fmt(m['lo'])} to {fmt(m['hi'])}")
+            if v != v or not (m["lo"] <= v <= m["hi"]):  # NaN compares unequal to itself
+                raise ParamError(f"{name} = {fmt(v)} is out of range; allowed: {fmt(m['lo'])} to {fmt(m['hi'])}")
+            if m["choices"] is not None and v not in m["choices"]:
+                allowed = ", ".join(fmt(c) for c in m["choices"])
+                raise ParamError(f"{name} = {fmt(v)} is not allowed; allowed values: {allowed}")
+        self._check(where)
+
+    def _check(self, where: str) -> None:
+        """Cross-field constraints; subclasses extend."""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any], where: str):
+        if not isinstance(d, dict):
+            raise ParamError(f"{where} must be a table of parameters, not {type(d).__name__}")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; allowed: {', '.join(sorted(names))}")
+        obj = cls(**d)
+        obj.validate(where)
+        return obj
+
+    @classmethod
+    def describe(cls):
+        """(name, default, unit, lo, hi, doc) of every field, for docs and the CLI."""
+        return [(f.name, f.default, f.metadata["unit"], f.metadata["lo"], f.metadata["hi"], f.metadata["doc"])
+                for f in fields(cls)]

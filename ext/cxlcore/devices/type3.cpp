@@ -122,13 +122,14 @@ void Type3Device::receive(Txn* t, Tick arrival) {
 
 uint8_t Type3Device::devLoad(uint32_t ld, Tick t) {
     if (t >= qosStart_ + qosInterval_) {
-        const double occ = qosOcc_.mean(qosStart_, t), per = double(qosInterval_) / double(t - qosStart_);
+        const double area = occ_.area(t), occ = (area - qosArea_) / double(t - qosStart_),
+                     per = double(qosInterval_) / double(t - qosStart_);
         load_ = occ >= loadAt_[2] ? 3 : occ >= loadAt_[1] ? 2 : occ >= loadAt_[0] ? 1 : 0;
         for (uint32_t i = 0; i < nextLd_; ++i) {
             qosLast_[i] = uint64_t(std::lround(double(qosCount_[i]) * per));
             qosCount_[i] = 0;
         }
-        qosOcc_.reset(t);
+        qosArea_ = area;
         qosStart_ = t;
     }
     ++qosCount_[ld];
@@ -220,7 +221,6 @@ void Type3Device::process() {
         ctrl_[k].push(at, x);
     }
     occ_.set(t, outstanding_);
-    qosOcc_.set(t, outstanding_);
     Tick w = std::min(due(tx_.headReady(), t), due(rx_[0].headReady(), t));
     if (writes_ < writeCap_) w = std::min(w, due(rx_[1].headReady(), t));
     for (int k = 0; k < 2; ++k) {

@@ -62,6 +62,7 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     const DeviceStats& stats() const { return stats_; }
     void resetStats(Tick now) {
         stats_ = DeviceStats();
+        qosArea_ -= occ_.area(now);  // the QoS interval's part so far, on the restarted integral
         occ_.reset(now);
         media_.resetStats(now);
     }
@@ -116,14 +117,15 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     // QoS telemetry (CXL 2.0), measured over intervals of qos_interval_ns,
     // each closed by the first response after its end: the device's load is
     // its mean occupancy over the last one (a refresh's burst of queueing
-    // does not read as overload), and each LD's completions in it, per
+    // does not read as overload; occ_'s integral at the interval's start is
+    // qosArea_), and each LD's completions in it, per
     // interval, are held against its limit and allocation of qosBasis_, the
     // completions the media could make in an interval at its peak.
     LdQos qos_[kMaxLds];
     bool qosOn_ = false;
     Tick qosInterval_, qosStart_ = 0;
     uint8_t load_ = 0;
-    Occupancy qosOcc_;
+    double qosArea_ = 0;
     uint64_t qosCount_[kMaxLds] = {}, qosLast_[kMaxLds] = {};  // the last: per qosInterval_
     double qosBasis_;
     // Each LD's extents, sorted and disjoint [start, end) of its own DPA.

@@ -245,9 +245,10 @@ class Occupancy {
         level_ = level;
         if (level > max_) max_ = level;
     }
+    // The level's integral over time since the last reset, up to `now`.
+    double area(Tick now) const { return area_ + static_cast<double>(level_) * static_cast<double>(now - last_); }
     double mean(Tick start, Tick end) const {
-        double a = area_ + static_cast<double>(level_) * static_cast<double>(end - last_);
-        return end > start ? a / static_cast<double>(end - start) : 0.0;
+        return end > start ? area(end) / static_cast<double>(end - start) : 0.0;
     }
     void reset(Tick now) {
         area_ = 0;

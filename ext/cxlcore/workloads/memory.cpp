@@ -819,10 +819,12 @@ Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, co
         const DcRequest& q = fm[i];
         const int h = s.hostIndex(q.host);
         if (h < 0) throw ConfigError("fm[" + std::to_string(i) + "].host = '" + q.host + "' is not a host of the system");
-        if (!(q.at_ns >= 0)) throw ConfigError("fm[" + std::to_string(i) + "].at_ns must be 0 or more");
+        if (!(q.at_ns >= 0))
+            throw ConfigError("fm[" + std::to_string(i) + "].at_ns is not allowed; allowed: 0 ns or later");
         cmds.push_back({nsToTicks(q.at_ns), q.add, &s.device(q.device), uint8_t(h), q.start, q.bytes});
     }
-    DcSchedule dcd(s.loop, std::move(cmds));
+    // Only a run with commands has a schedule among its components.
+    std::unique_ptr<DcSchedule> dcd = cmds.empty() ? nullptr : std::make_unique<DcSchedule>(s.loop, std::move(cmds));
     std::vector<std::unique_ptr<TrafficDriver>> d;
     std::vector<size_t> at;
     for (size_t i = 0; i < runs.size(); ++i) {

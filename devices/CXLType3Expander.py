@@ -35,6 +35,9 @@ class CXLType3Expander(SimObject):
     link_credits_rwd = Param.Unsigned(64, "M2S RwD credits (1 to 65536)")
     link_credits_ndr = Param.Unsigned(64, "S2M NDR credits (host receive buffers) (1 to 65536)")
     link_credits_drs = Param.Unsigned(64, "S2M DRS credits (1 to 65536)")
+    link_credits_bisnp = Param.Unsigned(
+        64, "S2M BISnp credits (back-invalidate snoops of a shared device) (1 to 65536)")
+    link_credits_birsp = Param.Unsigned(64, "M2S BIRsp credits (hosts' answers to them) (1 to 65536)")
     link_bit_error_rate = Param.Float(0.0, "bit-error rate; a bad flit is replayed (0 to 0.001)")
     link_replay_latency_ns = Param.Float(60.0, "NAK round trip before a replay (ns, 0 to 100000)")
     # device_*: DeviceParams. A CXL Type-3 device controller in front of its media.
@@ -56,6 +59,12 @@ class CXLType3Expander(SimObject):
         1000.0, "QoS telemetry: each LD's completions are counted over it (ns, 10 to 1000000)")
     device_dynamic_capacity = Param.Unsigned(
         0, "1: a DCD, each LD backed only where the fabric manager added extents (one of 0, 1)")
+    device_shared = Param.Unsigned(
+        0, "1: one region all hosts reaching it map, coherent by HDM-DB back-invalidate (one of 0, 1)")
+    device_snoop_filter_entries = Param.Unsigned(
+        16384, "lines the snoop filter of a shared device tracks (16 to 16777216)")
+    device_snoop_filter_ways = Param.Unsigned(16, "snoop filter associativity (entries divisible by it) (1 to 64)")
+    device_snoop_filter_victim = Param.Unsigned(0, "snoop filter victim: 0 least recently used, 1 random (one of 0, 1)")
     # media_*: DramParams. A DRAM controller and its devices. A channel is an independent data bus (DDR5:
     # one 32-bit sub-channel; DDR4: one 64-bit channel).
     media_channels = Param.Unsigned(2, "independent channels (DDR5: 2 per DIMM channel) (1 to 64)")

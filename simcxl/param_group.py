@@ -6,6 +6,7 @@ The schema itself (``params.py``: every group and the System they make up) is wr
 from __future__ import annotations
 
 from dataclasses import field, fields
+import re
 from typing import Any, Dict, Optional, Tuple
 
 
@@ -19,6 +20,16 @@ def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",
     uint32_t), for sizes and addresses it multiplies or adds up."""
     return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices,
                                             "wide": wide})
+
+
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def check_name(name: Any, where: str, reserved: Tuple[str, ...] = ()) -> None:
+    """A window's, device's or component's name: a letter, then letters, digits, _ or -; none of ``reserved``."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or name in reserved:
+        raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -"
+                         + (f", not one of {', '.join(reserved)}" if reserved else ""))
 
 
 def fmt(v: Any) -> str:

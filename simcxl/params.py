@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-import re
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
-from .param_group import ParamError, ParamGroup, fmt, param, set_dotted, shown
+from .param_group import ParamError, ParamGroup, check_name, fmt, param, set_dotted, shown
 
 GiB = 1 << 30
 
@@ -251,6 +250,8 @@ class LinkParams(ParamGroup):
     credits_rwd: int = param(64, 1, 65536, "", "M2S RwD credits")
     credits_ndr: int = param(64, 1, 65536, "", "S2M NDR credits (host receive buffers)")
     credits_drs: int = param(64, 1, 65536, "", "S2M DRS credits")
+    credits_bisnp: int = param(64, 1, 65536, "", "S2M BISnp credits (back-invalidate snoops of a shared device)")
+    credits_birsp: int = param(64, 1, 65536, "", "M2S BIRsp credits (hosts' answers to them)")
     bit_error_rate: float = param(0.0, 0, 1e-3, "", "bit-error rate; a bad flit is replayed")
     replay_latency_ns: float = param(60.0, 0, 100000, "ns", "NAK round trip before a replay")
 
@@ -283,11 +284,19 @@ class DeviceParams(ParamGroup):
     logical_devices: int = param(1, 1, 16, "", "1: an SLD; N: an MLD, an LD (1/N of its DPA) per host reaching it")
     qos_interval_ns: float = param(1000.0, 10, 1e6, "ns", "QoS telemetry: each LD's completions are counted over it")
     dynamic_capacity: int = param(0, 0, 1, "", "1: a DCD, each LD backed only where the fabric manager added extents", (0, 1))
+    shared: int = param(0, 0, 1, "", "1: one region all hosts reaching it map, coherent by HDM-DB back-invalidate", (0, 1))
+    snoop_filter_entries: int = param(16384, 16, 1 << 24, "", "lines the snoop filter of a shared device tracks")
+    snoop_filter_ways: int = param(16, 1, 64, "", "snoop filter associativity (entries divisible by it)")
+    snoop_filter_victim: int = param(0, 0, 1, "", "snoop filter victim: 0 least recently used, 1 random", (0, 1))
 
     def _check(self, where: str) -> None:
         if not self.devload_optimal <= self.devload_moderate <= self.devload_severe:
             raise ParamError(f"{where}.devload_* thresholds must satisfy "
                              "devload_optimal <= devload_moderate <= devload_severe")
+        if self.snoop_filter_entries % self.snoop_filter_ways:
+            raise ParamError(f"{where}.snoop_filter_entries = {self.snoop_filter_entries} is not allowed; allowed: a multiple of snoop_filter_ways ({self.snoop_filter_ways})")
+        if self.shared and self.logical_devices > 1:
+            raise ParamError(f"{where}.shared = 1 is not allowed with logical_devices = {self.logical_devices}; allowed values: 0")
 
 
 @dataclass
@@ -535,21 +544,17 @@ class Window:
 
 
 #: Each accelerator's groups.
-DEVICE_GROUPS = (("link", LinkParams), ("cache", DCacheParams), ("accel", AccelParams), ("dma", DmaParams),
-                 ("media", DramParams))
+DEVICE_GROUPS = (("link", LinkParams), ("cache", DCacheParams), ("accel", AccelParams), ("dma", DmaParams), ("media", DramParams))
 #: Where device memory starts by default, above every host address (16 TiB), and the top of the address space.
 DEVICE_MEMORY_BASE = 1 << 44
 ADDRESS_TOP = 1 << 52
 #: Accelerators one host takes in all (copies included).
 MAX_DEVICES = 16
-_DEVICE_RESERVED = {g for g, _ in DEVICE_GROUPS} | {"local_dram", "home", "seed", "devices", "name", "host", "device",
-                                                      "nic"}
+_DEVICE_RESERVED = {g for g, _ in DEVICE_GROUPS} | {"local_dram", "home", "seed", "devices", "name", "host", "device", "nic"}
 
 
 def check_device_name(name: Any, where: str) -> None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _DEVICE_RESERVED:
-        raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -, "
-                         f"not one of {', '.join(sorted(_DEVICE_RESERVED))}")
+    check_name(name, where, tuple(sorted(_DEVICE_RESERVED)))
 
 
 @dataclass
@@ -595,18 +600,16 @@ def memory_windows(devices: List[AccelDevice]) -> List[Optional[tuple]]:
         if a.type != 2:
             out.append(None)
             continue
-        page = a.bias_page_bytes
-        base = a.memory_base or (nxt + page - 1) // page * page
-        out.append((base, base + a.memory_bytes * a.devices))
+        base = a.memory_base or -(-nxt // a.bias_page_bytes) * a.bias_page_bytes
         nxt = base + a.memory_bytes * a.devices
+        out.append((base, nxt))
     return out
 
 
 def read_device_list(lst: Any, where: str) -> List[AccelDevice]:
     """A preset's ``devices``: a list of named accelerators, their parameters named after them (``gpu.cache.mshrs``)."""
     if not isinstance(lst, list) or not lst:
-        raise ParamError(f"{where}: devices must be a list of one or more devices (name, link, cache, accel, "
-                         "dma, media)")
+        raise ParamError(f"{where}: devices must be a list of one or more devices (name, link, cache, accel, dma, media)")
     devs = []
     for i, x in enumerate(lst):
         at = f"devices[{i}]"
@@ -633,8 +636,7 @@ def check_devices(devices: List[AccelDevice], prefix, windows=()) -> None:
     for i, d in enumerate(devices):
         d.validate(prefix(d))
         if d.name in seen:
-            raise ParamError(f"devices[{i}].name = '{d.name}' appears twice; allowed: a name of its own for "
-                             "each device")
+            raise ParamError(f"devices[{i}].name = '{d.name}' appears twice; allowed: a name of its own for each device")
         seen.add(d.name)
     n = sum(d.accel.devices for d in devices)
     if n > MAX_DEVICES:
@@ -729,8 +731,7 @@ class System:
         if not isinstance(self.map, list) or not self.map:
             raise ParamError("map is missing or empty: an address-map system needs one or more windows")
         if self.remote is not None or self.cxl is not None:
-            raise ParamError("remote and cxl are not allowed in an address-map system; its memories are windows "
-                             "of map")
+            raise ParamError("remote and cxl are not allowed in an address-map system; its memories are windows of map")
         seen: Dict[str, Window] = {}
         for i, w in enumerate(self.map):
             check_window_name(w.name, f"map[{i}].name")
@@ -1009,10 +1010,5 @@ class System:
 
 
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-
-
 def check_window_name(name: Any, where: str) -> None:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _RESERVED:
-        raise ParamError(f"{where} = {name!r} is not allowed; allowed: a letter then letters, digits, _ or -, "
-                         f"not one of {', '.join(_RESERVED)}")
+    check_name(name, where, _RESERVED)

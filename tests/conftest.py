@@ -161,7 +161,7 @@ def one_credit_everywhere(graph: dict) -> dict:
     """A graph (as a dict) with every CXL.mem credit and queue on its paths at its minimum: 1."""
     for c in graph["components"].values():
         if c["type"] == "link":
-            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1)
+            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1, credits_bisnp=1, credits_birsp=1)
         if c["type"] == "host_bridge":
             c.update(req_queue=1, resp_queue=1)
         if c["type"] == "type3":

@@ -41,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .. import _core
 from ..files import read_text
+from ..param_group import NAME
 from ..params import PHYS_SPACE, BridgeParams, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
 
@@ -49,7 +50,6 @@ class TopologyError(ParamError):
     """A topology file or graph that cannot be built; the message names the component and port."""
 
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _REF = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)\.([a-z_]+)(?:\[(\d+)\])?")
 _TOP_KEYS = ("name", "description", "source", "seed", "components", "connections")
 _COMP_KEYS = ("type", "from", "description")
@@ -269,7 +269,7 @@ def from_dict(data: Any, default_name: str = "topology", fragments: Fragments = 
 
 
 def _component(name: Any, d: Any, fragments: Fragments) -> Component:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise TopologyError(f"component name {name!r} is not allowed; allowed: a letter, then letters, digits, _ or -")
     if not isinstance(d, dict):
         raise TopologyError(f"{name} must be a table (type, from and its parameters)")
@@ -500,10 +500,10 @@ def _check_reach(t: Topology, hosts: List[Component]) -> None:
             where = f"host {names}" if len(hosts) == 1 else f"any host ({names})"
             raise TopologyError(f"{c.name}: not reached from {where}; every component hangs below a host")
         lds = c.group("device").logical_devices if c.type == "type3" else 0
-        if c.type == "type3" and len(by) > lds:
+        if c.type == "type3" and len(by) > lds and not c.group("device").shared:
             raise TopologyError(f"{c.name}.device.logical_devices = {lds}: "
                                 f"{len(by)} hosts reach it ({', '.join(by)}); allowed: a logical device for each "
-                                "host (an MLD), at most 16")
+                                "host (an MLD), at most 16, or device.shared = 1")
         if len(by) > 1 and c.type not in ("switch", "type3", "link"):
             raise TopologyError(f"{c.name}: hosts {by[0]} and {by[1]} both reach it; allowed: only switches and "
                                 "the links and Type-3 devices below them are shared")

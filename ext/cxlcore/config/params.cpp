@@ -130,6 +130,11 @@ void DeviceParams::validate(const std::string& where) const {
     CXL_DEVICE_CHOICES(CXL_CHECK_CHOICE)
     require(devload_optimal <= devload_moderate && devload_moderate <= devload_severe,
             where + ".devload_* thresholds must satisfy devload_optimal <= devload_moderate <= devload_severe");
+    require(snoop_filter_entries % snoop_filter_ways == 0,
+            where + ".snoop_filter_entries = " + std::to_string(snoop_filter_entries) +
+                " is not allowed; allowed: a multiple of snoop_filter_ways (" + std::to_string(snoop_filter_ways) + ")");
+    require(!shared || logical_devices == 1, where + ".shared = 1 is not allowed with logical_devices = " +
+                                                 std::to_string(logical_devices) + "; allowed values: 0");
 }
 
 void DCacheParams::validate(const std::string& where) const {

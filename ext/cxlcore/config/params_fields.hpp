@@ -135,6 +135,8 @@
     X(uint32_t, credits_rwd, 64, 1, 65536)            \
     X(uint32_t, credits_ndr, 64, 1, 65536)            \
     X(uint32_t, credits_drs, 64, 1, 65536)            \
+    X(uint32_t, credits_bisnp, 64, 1, 65536)          \
+    X(uint32_t, credits_birsp, 64, 1, 65536)          \
     X(double, bit_error_rate, 0.0, 0.0, 0.001)        \
     X(double, replay_latency_ns, 60.0, 0.0, 100000.0)
 #define CXL_LINK_CHOICES(X)    \
@@ -144,20 +146,26 @@
     X(latency_optimized, 0, 1)
 
 // DeviceParams: A CXL Type-3 device controller in front of its media.
-#define CXL_DEVICE_FIELDS(X)                            \
-    X(double, req_latency_ns, 30.0, 0.0, 10000.0)       \
-    X(double, resp_latency_ns, 20.0, 0.0, 10000.0)      \
-    X(uint32_t, req_queue, 64, 1, 65536)                \
-    X(uint32_t, resp_queue, 64, 1, 65536)               \
-    X(uint32_t, write_tracker, 0, 0, 65536)             \
-    X(double, devload_optimal, 0.25, 0.0, 1.0)          \
-    X(double, devload_moderate, 0.75, 0.0, 1.0)         \
-    X(double, devload_severe, 0.95, 0.0, 1.0)           \
-    X(uint32_t, logical_devices, 1, 1, 16)              \
-    X(double, qos_interval_ns, 1000.0, 10.0, 1000000.0) \
-    X(uint32_t, dynamic_capacity, 0, 0, 1)
-#define CXL_DEVICE_CHOICES(X) \
-    X(dynamic_capacity, 0, 1)
+#define CXL_DEVICE_FIELDS(X)                               \
+    X(double, req_latency_ns, 30.0, 0.0, 10000.0)          \
+    X(double, resp_latency_ns, 20.0, 0.0, 10000.0)         \
+    X(uint32_t, req_queue, 64, 1, 65536)                   \
+    X(uint32_t, resp_queue, 64, 1, 65536)                  \
+    X(uint32_t, write_tracker, 0, 0, 65536)                \
+    X(double, devload_optimal, 0.25, 0.0, 1.0)             \
+    X(double, devload_moderate, 0.75, 0.0, 1.0)            \
+    X(double, devload_severe, 0.95, 0.0, 1.0)              \
+    X(uint32_t, logical_devices, 1, 1, 16)                 \
+    X(double, qos_interval_ns, 1000.0, 10.0, 1000000.0)    \
+    X(uint32_t, dynamic_capacity, 0, 0, 1)                 \
+    X(uint32_t, shared, 0, 0, 1)                           \
+    X(uint32_t, snoop_filter_entries, 16384, 16, 16777216) \
+    X(uint32_t, snoop_filter_ways, 16, 1, 64)              \
+    X(uint32_t, snoop_filter_victim, 0, 0, 1)
+#define CXL_DEVICE_CHOICES(X)    \
+    X(dynamic_capacity, 0, 1)    \
+    X(shared, 0, 1)              \
+    X(snoop_filter_victim, 0, 1)
 
 // DCacheParams: An accelerator's coherent cache and its CXL.cache channel credits.
 #define CXL_DCACHE_FIELDS(X)                       \

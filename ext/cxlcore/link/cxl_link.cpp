@@ -31,6 +31,8 @@ CxlLink::CxlLink(const LinkParams& p, const std::string& where, uint64_t seed) :
     credits_[kM2SRwD].init(p_.credits_rwd, ret);
     credits_[kS2MNdr].init(p_.credits_ndr, ret);
     credits_[kS2MDrs].init(p_.credits_drs, ret);
+    credits_[kM2SBIRsp].init(p_.credits_birsp, ret);
+    credits_[kS2MBISnp].init(p_.credits_bisnp, ret);
 }
 
 double CxlLink::peakDataBytesPerSec(Channel c) const {

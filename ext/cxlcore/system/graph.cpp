@@ -58,7 +58,8 @@ std::vector<TypeSpec> makeTypes() {
                  {}});
     t.push_back({"type3",
                  "a Type-3 memory expander: controller and media; with device.logical_devices > 1 a "
-                 "multi-logical device (MLD) whose LDs go one to each host reaching it through a switch",
+                 "multi-logical device (MLD) whose LDs go one to each host reaching it through a switch; with "
+                 "device.shared = 1 one region all of them map, coherent by HDM-DB back-invalidate",
                  {{"device", "DeviceParams"}, {"media", "DramParams"}},
                  {{"up", PortChannel::Cxl, kMem, false, false, true, ""}}, {}});
     t.push_back({"accelerator", "a Type-1 or Type-2 device: coherent cache, DMA engine, (Type-2) device memory",
@@ -265,12 +266,12 @@ void Graph::check() const {
         const auto by = reachedBy.find(c.name);
         need(by != reachedBy.end(), c.name + ": not reached from " + from + "; every component hangs below a host");
         const std::vector<std::string>& h = by->second;
-        if (c.type == "type3" && h.size() > c.params.DeviceParams_.logical_devices) {
+        if (c.type == "type3" && h.size() > c.params.DeviceParams_.logical_devices && !c.params.DeviceParams_.shared) {
             std::string list;
             for (const std::string& n : h) list += (list.empty() ? "" : ", ") + n;
             need(false, c.name + ".device.logical_devices = " + std::to_string(c.params.DeviceParams_.logical_devices) +
                             ": " + std::to_string(h.size()) + " hosts reach it (" + list +
-                            "); allowed: a logical device for each host (an MLD), at most 16");
+                            "); allowed: a logical device for each host (an MLD), at most 16, or device.shared = 1");
         }
         if (h.size() > 1 && c.type != "switch" && c.type != "type3" && c.type != "link")
             need(false, c.name + ": hosts " + h[0] + " and " + h[1] + " both reach it; allowed: only switches and "

@@ -17,10 +17,13 @@ void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
     auto port = std::make_unique<Port>(*this, uint32_t(ports_.size()));
     port->link = link;
     port->below = below;
-    port->egress.reset(p_.port_queue);
     port->in.reset(p_.port_queue);
     const std::string n = where_ + ".dsp" + std::to_string(port->index);
-    port->egress.name(n + ".egress (M2S requests waiting for the link's credits)");
+    static const char* const kinds[kM2SChannels] = {"Req", "RwD", "BIRsp"};
+    for (int k = 0; k < kM2SChannels; ++k) {
+        port->egress[k].reset(p_.port_queue);
+        port->egress[k].name(n + ".egress (M2S " + kinds[k] + " waiting for the link's credits)");
+    }
     port->in.name(n + ".rx (S2M responses crossing the switch)");
     port->weight = p_.weighted_arbitration ? link->params().lanes : 1;
     link->respBuffer_.init(p_.port_queue, link->creditReturn());
@@ -36,8 +39,10 @@ MemEndpoint& CxlSwitch::addUpstream(CxlLink& link, const std::string& name) {
     // The upstream port's receive buffers are what the link's M2S credits count.
     u->in[0].reset(link.params().credits_req);
     u->in[1].reset(link.params().credits_rwd);
+    u->in[2].reset(link.params().credits_birsp);
     u->in[0].name(name + ".rx (M2S Req receive buffer)");
     u->in[1].name(name + ".rx (M2S RwD receive buffer)");
+    u->in[2].name(name + ".rx (M2S BIRsp receive buffer)");
     u->out.reset(p_.port_queue);
     u->out.name(name + ".tx (S2M responses waiting for the upstream link's credits)");
     u->weight = p_.weighted_arbitration ? link.params().lanes : 1;
@@ -65,7 +70,7 @@ void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
 
 void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
     const Tick ready = arrival + lat_;
-    const int k = t->isWrite();
+    const int k = t->channel();
     // With nothing queued at any upstream port and the port's egress empty,
     // the request leaves at `ready` when a credit has landed by then, with no
     // event: every earlier request has left already, at an earlier time.
@@ -73,7 +78,7 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
         const HdmDecoder::Target tg = u.hdm->decode(t->addr);
         Port& p = *ports_[tg.port];
         const Channel c = t->channel();
-        if (p.egress.empty() && p.link->credits_[c].available(ready)) {
+        if (p.egress[k].empty() && p.link->credits_[c].available(ready)) {
             t->addr = tg.dpa;
             ++u.stats.requests;
             sendDown(p, t, ready);
@@ -120,28 +125,32 @@ bool CxlSwitch::sendUp(Usp& u, Txn* x, Tick t) {
 }
 
 bool CxlSwitch::moveOne(Usp& u, Tick t) {
-    // The class whose head is ready first, of those not waiting for an egress queue.
+    // The class whose head is ready first (the lower class on a tie), of those not waiting for an egress queue.
     for (;;) {
-        const Tick r = u.blocked[0] ? kNever : u.in[0].headReady();
-        const Tick w = u.blocked[1] ? kNever : u.in[1].headReady();
-        if (std::min(r, w) > t) return false;
-        const int k = w < r;
+        int k = -1;
+        Tick first = kNever;
+        for (int c = 0; c < kM2SChannels; ++c)
+            if (!u.blocked[c] && u.in[c].headReady() < first) {
+                first = u.in[c].headReady();
+                k = c;
+            }
+        if (first > t) return false;
         Txn* x = u.in[k].front();
         const HdmDecoder::Target tg = u.hdm->decode(x->addr);
         Port& p = *ports_[tg.port];
-        if (p.egress.full()) {
+        if (p.egress[k].full()) {
             // Head-of-line: the class waits, holding its buffer and credit, until an egress queue drains.
             u.blocked[k] = true;
             ++stats_.egressFull;
             continue;
         }
         u.in[k].pop();
-        if (u.in[0].empty() && u.in[1].empty()) usBusy_ &= ~(1u << u.index);
+        if (u.in[0].empty() && u.in[1].empty() && u.in[2].empty()) usBusy_ &= ~(1u << u.index);
         u.link.credits_[x->channel()].give(t);
         x->addr = tg.dpa;
         ++u.stats.requests;
-        if (!(p.egress.empty() && sendDown(p, x, t))) {
-            p.egress.push(t, x);
+        if (!(p.egress[k].empty() && sendDown(p, x, t))) {
+            p.egress[k].push(t, x);
             egBusy_ |= 1u << p.index;
         }
         return true;
@@ -247,20 +256,21 @@ void CxlSwitch::process() {
     // Downstream egress: a request sent frees an entry a blocked class may take.
     for (uint32_t m = egBusy_; m; m &= m - 1) {
         Port& p = *ports_[__builtin_ctz(m)];
-        while (p.egress.headReady() <= t) {
-            Txn* x = p.egress.front();
-            if (!sendDown(p, x, t)) {
-                ++stats_.creditWaits;
-                p.link->credits_[x->channel()].wait(this);
-                break;
+        for (int k = 0; k < kM2SChannels; ++k)
+            while (p.egress[k].headReady() <= t) {
+                Txn* x = p.egress[k].front();
+                if (!sendDown(p, x, t)) {
+                    ++stats_.creditWaits;
+                    p.link->credits_[x->channel()].wait(this);
+                    break;
+                }
+                p.egress[k].pop();
+                for (uint32_t b = usBusy_; b; b &= b - 1) {  // a blocked class has its head queued: a busy port
+                    Usp& u = *usps_[__builtin_ctz(b)];
+                    u.blocked[k] = false;
+                }
             }
-            p.egress.pop();
-            for (uint32_t b = usBusy_; b; b &= b - 1) {  // a blocked class has its head queued: a busy port
-                Usp& u = *usps_[__builtin_ctz(b)];
-                u.blocked[0] = u.blocked[1] = false;
-            }
-        }
-        if (p.egress.empty()) egBusy_ &= ~(1u << p.index);
+        if (p.egress[0].empty() && p.egress[1].empty() && p.egress[2].empty()) egBusy_ &= ~(1u << p.index);
     }
     route(t);
     // Only the upstream ports holding something: idle hosts cost nothing.
@@ -273,12 +283,13 @@ void CxlSwitch::process() {
     }
     for (uint32_t m = usBusy_; m; m &= m - 1) {
         const Usp& u = *usps_[__builtin_ctz(m)];
-        for (int k = 0; k < 2; ++k)
+        for (int k = 0; k < kM2SChannels; ++k)
             if (!u.blocked[k]) w = std::min(w, due(u.in[k].headReady(), t));
     }
     if (room)
         for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->in.headReady(), t));
-    for (uint32_t m = egBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->egress.headReady(), t));
+    for (uint32_t m = egBusy_; m; m &= m - 1)
+        for (const auto& q : ports_[__builtin_ctz(m)]->egress) w = std::min(w, due(q.headReady(), t));
     if (w != kNever) requestWake(w);
 }
 

@@ -24,6 +24,10 @@
 
 namespace cxlcore {
 
+// The host-to-device channels of CXL.mem, which are also their indices (kM2SReq, kM2SRwD, kM2SBIRsp).
+constexpr int kM2SChannels = 3;
+static_assert(kM2SReq == 0 && kM2SRwD == 1 && kM2SBIRsp == 2, "M2S channels index the switch's queues");
+
 // A downstream port's share: requests it sent down, responses it sent up,
 // and how long those responses waited for their turn (after the traversal).
 struct PortStats {
@@ -73,7 +77,11 @@ class CxlSwitch final : public Component {
         uint32_t index;
         CxlLink* link = nullptr;
         MemEndpoint* below = nullptr;
-        TimedFifo<Txn*> egress;  // M2S requests routed to this port, waiting for its link's credits
+        // M2S messages routed to this port, waiting for its link's credits,
+        // one queue per channel (Req, RwD, BIRsp): the channels make progress
+        // independently, so a write-back or a snoop's answer never waits
+        // behind the reads it would let go on.
+        TimedFifo<Txn*> egress[kM2SChannels];
         TimedFifo<Txn*> in;      // S2M responses received, crossing the switch toward an upstream port
         uint32_t weight = 1;     // responses it may send in one turn of the arbiter
         PortStats stats;
@@ -90,9 +98,9 @@ class CxlSwitch final : public Component {
         std::string name;
         uint64_t window = 0;
         std::unique_ptr<HdmDecoder> hdm;
-        TimedFifo<Txn*> in[2];  // M2S receive buffers (Req, RwD), sized by the link's credits
+        TimedFifo<Txn*> in[kM2SChannels];  // M2S receive buffers (Req, RwD, BIRsp), sized by the link's credits
         TimedFifo<Txn*> out;    // S2M responses waiting for the link
-        bool blocked[2] = {false, false};  // the class's head waits for a full egress queue
+        bool blocked[kM2SChannels] = {};  // the class's head waits for a full egress queue
         uint32_t weight = 1;    // requests it may move in one turn at a downstream port
         PortStats stats;        // requests it routed down, responses it sent up
     };

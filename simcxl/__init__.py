@@ -21,9 +21,12 @@ def __getattr__(name):
     if name in _ENGINE:
         from . import engine
         return getattr(engine, name)
+    if name == "shared":
+        from .sharing import shared
+        return shared
     raise AttributeError(f"module 'simcxl' has no attribute {name!r}")
 
 
 __all__ = ["BridgeParams", "CxlMemory", "DeviceParams", "DramParams", "HostParams", "InterSocketParams",
            "LinkParams", "ParamError", "RemoteMemory", "System", "load_preset", "preset_names", "bench",
-           "breakdown", "host_names", "hosts", "lmbench", "loaded_latency", "stream", "trace", "traffic"]
+           "breakdown", "host_names", "hosts", "lmbench", "loaded_latency", "shared", "stream", "trace", "traffic"]

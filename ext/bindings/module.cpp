@@ -450,6 +450,8 @@ void bindCxlio(py::module_& parent, Graph (*graphOf)(const py::dict&));  // cxli
 void bindTrace(py::module_& m);  // trace.cpp
 void bindNic(py::module_& m, Graph (*graphOf)(const py::dict&), Progress (*progress)(py::handle),
              py::dict (*report)(const Report&));  // nic.cpp
+void bindShared(py::module_& m, Graph (*graphOf)(const py::dict&), Progress (*progress)(py::handle),
+                py::dict (*report)(const Report&));  // shared.cpp
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "SimCXL standalone engine (C++ timing core)";
@@ -765,6 +767,7 @@ PYBIND11_MODULE(_core, m) {
     bindCxlio(m, readGraph);
     bindTrace(m);
     bindNic(m, readGraph, wrap, toDict);
+    bindShared(m, readGraph, wrap, toDict);
     py::module_ testing = m.def_submodule("_testing", "Probes of single components, for the tests.");
     testing.def("bridge_behind_blocked_host", &bridgeBehindBlockedHost, py::arg("system"), py::arg("reads"),
                 py::arg("unblock_ns"),

@@ -207,6 +207,39 @@ def run_hosts(memories, overrides, only, threads, rf, pattern, rate, requests, f
     write_outputs(df, None, csv_path, "hosts")
 
 
+@run.command("shared")
+@memory_opt
+@set_opt
+@click.option("--host", "only", multiple=True, help="A host taking part (repeat; default: every host reaching it).")
+@click.option("--threads", default=1, show_default=True, help="Threads on each host.")
+@click.option("--pattern", type=click.Choice(["random", "sequential", "pingpong"]), default="random",
+              show_default=True)
+@click.option("--lines", default=1024, show_default=True, help="Shared lines, from the device's first byte.")
+@click.option("--store-fraction", "store", default=0.5, show_default=True)
+@click.option("--accesses", default=100000, show_default=True, help="Accesses in all (random, sequential).")
+@click.option("--rounds", default=10, show_default=True, help="pingpong: times each host stores to every line.")
+@json_opt
+@csv_opt
+def run_shared(memories, overrides, only, threads, pattern, lines, store, accesses, rounds, as_json, csv_path):
+    """Hosts sharing one device's memory, coherent by HDM-DB back-invalidate: each host's accesses
+    and the device's snoops (see docs/tutorials/hosts.md)."""
+    from ..sharing import shared
+    with user_errors():
+        systems = load_memories(memories, overrides)
+        df = run_each(systems, "shared", lambda s, cb: shared(
+            s, list(only) or None, threads=threads, pattern=pattern, lines=lines, store_fraction=store,
+            accesses=accesses, rounds=rounds, progress=cb))
+    dev = {k.rsplit(".", 1)[1]: v for k, v in df.attrs["components"].items()
+           if k.endswith((".bisnp_inv", ".bisnp_data", ".sf_evictions"))}
+    cols = ["memory", "host", "loads", "stores", "misses", "snoops", "snoop_writebacks", "latency_ns_mean"]
+    if as_json:
+        emit_json({"hosts": df[cols].to_dict("records"), "device": dev})
+    else:
+        click.echo(table(df, cols))
+        click.echo("device: " + ", ".join(f"{k} {int(v)}" for k, v in dev.items()))
+    write_outputs(df, None, csv_path, "shared")
+
+
 @run.command("trace")
 @memory_opt
 @set_opt

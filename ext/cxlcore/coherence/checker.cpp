@@ -11,16 +11,15 @@ void CoherenceChecker::fail(const std::string& what, Tick now) {
     if (!violations_++) first_ = "at " + fmtNum(ticksToNs(now)) + " ns: " + what;
 }
 
-namespace {
-std::string who(uint32_t agent, uint32_t agents) {
-    return agent + 1 == agents ? std::string("host") : "device " + std::to_string(agent);
+std::string CoherenceChecker::who(uint32_t agent) const {
+    if (agent < names_.size()) return names_[agent];
+    return agent + 1 == agents_ ? std::string("host") : "device " + std::to_string(agent);
 }
-}  // namespace
 
 void CoherenceChecker::state(uint64_t line, uint32_t agent, MState s, Tick now) {
 #ifdef CXL_TRACE
     if (getenv("TRACE_LINE") && line == strtoull(getenv("TRACE_LINE"), nullptr, 16))
-        fprintf(stderr, "%10.3f   state %s -> %s\n", ticksToNs(now), who(agent, agents_).c_str(), stateName(s));
+        fprintf(stderr, "%10.3f   state %s -> %s\n", ticksToNs(now), who(agent).c_str(), stateName(s));
 #endif
     L& l = get(line);
     l.st[agent] = s;
@@ -33,7 +32,7 @@ void CoherenceChecker::state(uint64_t line, uint32_t agent, MState s, Tick now) 
     if (writers > 1 || (writers == 1 && readers > 0)) {
         std::string states;
         for (uint32_t i = 0; i < agents_; ++i)
-            states += (i ? ", " : "") + who(i, agents_) + " " + stateName(l.st[i]);
+            states += (i ? ", " : "") + who(i) + " " + stateName(l.st[i]);
         fail("single-writer/multiple-reader violated on line " + hexAddr(line) + " (" + states + ")", now);
     }
 }
@@ -42,9 +41,9 @@ void CoherenceChecker::read(uint64_t line, uint32_t agent, uint64_t value, Tick 
     L& l = get(line);
     ++checks_;
     if (l.st[agent] == MState::I)
-        fail(who(agent, agents_) + " read line " + hexAddr(line) + " without holding it", now);
+        fail(who(agent) + " read line " + hexAddr(line) + " without holding it", now);
     if (value != l.value)
-        fail(who(agent, agents_) + " read stale data on line " + hexAddr(line) + ": got version " + std::to_string(value) +
+        fail(who(agent) + " read stale data on line " + hexAddr(line) + ": got version " + std::to_string(value) +
                  ", latest is " + std::to_string(l.value),
              now);
 }
@@ -52,12 +51,12 @@ void CoherenceChecker::read(uint64_t line, uint32_t agent, uint64_t value, Tick 
 void CoherenceChecker::write(uint64_t line, uint32_t agent, uint64_t value, Tick now) {
 #ifdef CXL_TRACE
     if (getenv("TRACE_LINE") && line == strtoull(getenv("TRACE_LINE"), nullptr, 16))
-        fprintf(stderr, "%10.3f   write %s v=%llu\n", ticksToNs(now), who(agent, agents_).c_str(), (unsigned long long)value);
+        fprintf(stderr, "%10.3f   write %s v=%llu\n", ticksToNs(now), who(agent).c_str(), (unsigned long long)value);
 #endif
     L& l = get(line);
     ++checks_;
     if (agent < agents_ && l.st[agent] != MState::M && l.st[agent] != MState::E)
-        fail(who(agent, agents_) + " wrote line " + hexAddr(line) + " in state " + stateName(l.st[agent]), now);
+        fail(who(agent) + " wrote line " + hexAddr(line) + " in state " + stateName(l.st[agent]), now);
     l.value = value;
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cxlcore/coherence/line_table.hpp"
 #include "cxlcore/coherence/protocol.hpp"
@@ -22,6 +23,8 @@ class CoherenceChecker {
     void write(uint64_t line, uint32_t agent, uint64_t value, Tick now);
     // Memory supplies a line no cache holds dirty: it must be the latest value.
     void memory(uint64_t line, uint64_t value, Tick now);
+    // What messages call each agent (else device 0, 1, ... and the host).
+    void name(std::vector<std::string> names) { names_ = std::move(names); }
     uint64_t violations() const { return violations_; }
     uint64_t checks() const { return checks_; }
     const std::string& first() const { return first_; }
@@ -37,6 +40,8 @@ class CoherenceChecker {
     };
     L& get(uint64_t line) { return lines_.get(line); }
     void fail(const std::string& what, Tick now);
+    std::string who(uint32_t agent) const;
+    std::vector<std::string> names_;
     uint32_t agents_;
     LineTable<L> lines_;
     uint64_t violations_ = 0, checks_ = 0;

@@ -52,6 +52,12 @@ void Type3Device::bind(uint8_t host, uint64_t window, const LdQos& qos) {
     if (host >= kMaxHosts)
         throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
                           std::to_string(kMaxHosts - 1));
+    if (p_.shared) {  // one region: every host's addresses are the same DPA, one LD
+        bound_ |= 1u << host;
+        if (!nextLd_) qos_[nextLd_++] = qos;
+        qosOn_ |= qos.active();
+        return;
+    }
     if (!(bound_ >> host & 1)) {
         if (nextLd_ >= p_.logical_devices)
             throw ConfigError(where_ + ".device.logical_devices = " + std::to_string(p_.logical_devices) +
@@ -112,7 +118,20 @@ void Type3Device::releaseExtent(uint8_t host, uint64_t start, uint64_t bytes) {
     if (e.first < start) v.insert(it, {e.first, start});
 }
 
+void Type3Device::share(TxnPool& pool, uint64_t seed) {
+    if (!p_.shared || dcoh_) return;
+    dcoh_ = std::make_unique<Dcoh>(p_, where_, pool, seed);
+    birsp_.reset(link_.params().credits_birsp);
+    birsp_.name(where_ + ".device.rx (M2S BIRsp receive buffer)");
+}
+
 void Type3Device::receive(Txn* t, Tick arrival) {
+    if (t->channel() == kM2SBIRsp) {
+        if (!dcoh_) protocolError(where_ + ": a BIRsp reached a device that sent no snoop (device.shared = 0)");
+        birsp_.push(arrival, t);
+        requestWake(arrival);
+        return;
+    }
     if (p_.dynamic_capacity && !backed(ldOf_[t->host], t->addr))
         ++(t->isRead() ? stats_.dcPoison : stats_.dcDropped)[ldOf_[t->host]];
     t->addr += ldBase_[t->host];
@@ -160,8 +179,41 @@ void Type3Device::retryReq() {
     requestWake(now());
 }
 
+void Type3Device::coherent(Tick t) {
+    while (birsp_.headReady() <= t) {
+        Txn* m = birsp_.pop();
+        link_.credits_[kM2SBIRsp].give(t);
+        dcoh_->answer(m, t);
+        readsHeld_ = false;
+    }
+    sendSnoops(t);
+}
+
+void Type3Device::sendSnoops(Tick t) {
+    // Snoops leave after the ingress pipeline that looked the filter up.
+    while (dcoh_->hasSnoop()) {
+        Txn* m = dcoh_->frontSnoop();
+        if (m->birth + reqLat_ > t) {
+            requestWake(m->birth + reqLat_);
+            break;
+        }
+        if (!link_.respBuffer_.available(t)) {
+            link_.respBuffer_.wait(this);
+            break;
+        }
+        if (!link_.credits_[kS2MBISnp].take(t)) {
+            link_.credits_[kS2MBISnp].wait(this);
+            break;
+        }
+        link_.respBuffer_.take(t);
+        dcoh_->popSnoop();
+        port_->receive(m, link_.carry(*m, t, kStageDevice, name_));
+    }
+}
+
 void Type3Device::process() {
     const Tick t = now();
+    if (dcoh_) coherent(t);
     // Responses first: each one sent frees a controller slot for the intake below.
     while (tx_.headReady() <= t) {
         Txn* x = tx_.front();
@@ -187,6 +239,7 @@ void Type3Device::process() {
         ++(x->isRead() ? stats_.reads : stats_.writes);
         ++(x->isRead() ? stats_.ldReads : stats_.ldWrites)[ld];
         x->addr -= ldBase_[x->host];
+        if (dcoh_ && rsp == Opc::MemData) dcoh_->respond(*x, t);
         x->opc = rsp;
         const Tick arr = link_.carry(*x, t, kStageDevice, name_);
         --outstanding_;
@@ -200,12 +253,32 @@ void Type3Device::process() {
     // Link receive buffers -> controller, in arrival order; a freed buffer
     // returns its credit.
     while (outstanding_ < p_.req_queue) {
-        const Tick r = rx_[0].headReady(), w = writes_ < writeCap_ ? rx_[1].headReady() : kNever;
-        if (std::min(r, w) > t) break;
-        Txn* x = (w < r ? rx_[1] : rx_[0]).pop();
-        link_.credits_[x->channel()].give(t);
+        Tick at = t + reqLat_;
+        Txn* x;
+        if (dcoh_ && dcoh_->hasReleased()) {
+            x = dcoh_->popReleased();  // its snoops are done: on to the media (the pipeline's latency was in them)
+            at = t;
+        } else {
+            const Tick r = readsHeld_ ? kNever : rx_[0].headReady(), w = writes_ < writeCap_ ? rx_[1].headReady() : kNever;
+            if (std::min(r, w) > t) break;
+            if (dcoh_ && r <= w) {
+                const Dcoh::Admit a = dcoh_->admit(rx_[0].front(), t);
+                if (a == Dcoh::kFull) {
+                    readsHeld_ = true;  // until a release: writes go on
+                    continue;
+                }
+                if (a == Dcoh::kParked) {
+                    x = rx_[0].pop();
+                    link_.credits_[x->channel()].give(t);
+                    x->leave(kStageDevice, t, name_);
+                    continue;
+                }
+            }
+            x = (w < r ? rx_[1] : rx_[0]).pop();
+            link_.credits_[x->channel()].give(t);
+            if (dcoh_ && x->isWrite()) dcoh_->write(*x);
+        }
         ++outstanding_;
-        const Tick at = t + reqLat_;
         const int k = x->isWrite();
         writes_ += k;
         if (ctrl_[k].empty() && !mediaBlocked_[k]) {
@@ -220,8 +293,10 @@ void Type3Device::process() {
         }
         ctrl_[k].push(at, x);
     }
+    if (dcoh_) sendSnoops(t);  // those the intake's reads made
     occ_.set(t, outstanding_);
-    Tick w = std::min(due(tx_.headReady(), t), due(rx_[0].headReady(), t));
+    Tick w = std::min(due(tx_.headReady(), t), readsHeld_ ? kNever : due(rx_[0].headReady(), t));
+    if (dcoh_) w = std::min(w, due(birsp_.headReady(), t));
     if (writes_ < writeCap_) w = std::min(w, due(rx_[1].headReady(), t));
     for (int k = 0; k < 2; ++k) {
         while (!mediaBlocked_[k] && ctrl_[k].headReady() <= t) {

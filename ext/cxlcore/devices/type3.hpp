@@ -5,6 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include <memory>
+
+#include "cxlcore/devices/dcoh.hpp"
 #include "cxlcore/link/link.hpp"
 #include "cxlcore/mem/dram.hpp"
 
@@ -45,6 +48,11 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     void addExtent(uint8_t host, uint64_t start, uint64_t bytes);
     void releaseExtent(uint8_t host, uint64_t start, uint64_t bytes);
     uint32_t ldOf(uint8_t host) const { return ldOf_[host]; }
+    // A shared device (device.shared): its coherency engine, made with the
+    // run's pool (its snoops are messages like any other); else nullptr.
+    void share(TxnPool& pool, uint64_t seed);
+    Dcoh* dcoh() { return dcoh_.get(); }
+    const Dcoh* dcoh() const { return dcoh_.get(); }
     bool dynamicCapacity() const { return p_.dynamic_capacity != 0; }
     const std::string& where() const { return where_; }
     // The unloaded time from the root port's send to the response's arrival
@@ -65,6 +73,7 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
         qosArea_ -= occ_.area(now);  // the QoS interval's part so far, on the restarted integral
         occ_.reset(now);
         media_.resetStats(now);
+        if (dcoh_) dcoh_->resetStats();
     }
     double meanOccupancy(Tick s, Tick e) const { return occ_.mean(s, e); }
     void checkpoint(StateVisitor& v, const std::string& n) {
@@ -132,6 +141,13 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     // Outside them a read returns poison and a write is dropped; neither ever
     // reaches another LD's lines.
     std::vector<std::pair<uint64_t, uint64_t>> dc_[kMaxLds];
+    // HDM-DB: the snoop filter, the hosts' BIRsps as they arrive, and
+    // whether reads wait for it to release one (it holds all it can).
+    std::unique_ptr<Dcoh> dcoh_;
+    TimedFifo<Txn*> birsp_;
+    bool readsHeld_ = false;
+    void coherent(Tick t);
+    void sendSnoops(Tick t);
     bool backed(uint32_t ld, uint64_t dpa) const;
     uint32_t ldOfHost(uint8_t host, const char* what) const;
 };

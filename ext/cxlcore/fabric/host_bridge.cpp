@@ -1,5 +1,7 @@
 #include "cxlcore/fabric/host_bridge.hpp"
 
+#include "cxlcore/coherence/protocol.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -87,11 +89,47 @@ void HostBridge::throttle(Port& p, uint8_t devLoad) {
     }
 }
 
+void HostBridge::toAgent(Port& p, Txn* t, Tick ready) {
+    if (!agent_)
+        protocolError(where_ + ": " + t->cmd().name + " for host " + std::to_string(t->host) +
+                      ", whose host runs no coherent agent on this window");
+    // The agent takes every one at once: its S2M buffer and credit are free then.
+    p.link->credits_[t->channel()].give(ready);
+    p.link->respBuffer_.give(ready);
+    t->addr = hdm_.encode(p.targetPortIndex, t->addr);
+    if (t->channel() == kS2MBISnp)
+        agent_->snooped(t, ready);
+    else
+        agent_->written(t, ready);
+}
+
+void HostBridge::sendCoherent(Txn* m, Tick at) {
+    const HdmDecoder::Target tg = hdm_.decode(m->addr);
+    m->addr = tg.dpa;
+    Port& p = *ports_[tg.port];
+    p.co.push(at + reqLat_, m);
+    busy_ |= uint64_t(1) << tg.port;
+    requestWake(at + reqLat_);
+}
+
+void HostBridge::drainCoherent(Port& p, Tick t) {
+    while (p.co.headReady() <= t) {
+        Txn* x = p.co.front();
+        if (!p.link->credits_[x->channel()].take(t)) {
+            p.link->credits_[x->channel()].wait(this);
+            return;
+        }
+        p.co.pop();
+        p.dev->receive(x, p.link->carry(*x, t, kStageHostPort, name_));
+    }
+}
+
 void HostBridge::deliverResp(Port& p, Txn* t, Tick arrival) {
     // The response clears the bridge at `ready`: its S2M buffer and its tracker
     // entry are free from then on. A requester that takes responses at once
     // gets it directly, stamped with that time; no event is needed.
     const Tick ready = arrival + respLat_;
+    if (t->route == kCoherentRoute || t->channel() == kS2MBISnp) return toAgent(p, t, ready);
     // The request is done for the throttle once its response is on its way.
     --p.inflight;
     if (throttle_) {
@@ -150,6 +188,7 @@ void HostBridge::process() {
             }
             p.out.pop();
         }
+        if (!p.co.empty()) drainCoherent(p, t);
         while (!respBlocked_ && p.in.headReady() <= t) {
             if (!respond(p, p.in.front(), t)) {
                 respBlocked_ = true;
@@ -158,7 +197,8 @@ void HostBridge::process() {
             p.in.pop();
         }
         w = std::min({w, room(p) ? due(p.out.headReady(), t) : kNever, respBlocked_ ? kNever : due(p.in.headReady(), t)});
-        if (p.out.empty() && p.in.empty()) busy_ &= ~(uint64_t(1) << i);
+        w = std::min(w, due(p.co.headReady(), t));
+        if (p.out.empty() && p.in.empty() && p.co.empty()) busy_ &= ~(uint64_t(1) << i);
     }
     if (w != kNever) requestWake(w);
 }

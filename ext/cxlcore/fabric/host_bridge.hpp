@@ -16,6 +16,22 @@ struct BridgeStats {
     uint64_t throttled = 0;  // requests that waited for their port's DevLoad throttle
 };
 
+// The host's side of HDM-DB (a shared device's back-invalidate): told of
+// each BISnp a root port receives and of the completions of the writes it
+// sent past the request tracker (sendCoherent), each at the time it clears
+// the bridge.
+class BiAgent {
+  public:
+    virtual void snooped(Txn* snp, Tick at) = 0;
+    virtual void written(Txn* cmp, Tick at) = 0;
+
+  protected:
+    ~BiAgent() = default;
+};
+
+// Txn::route of a write the BiAgent sent: its completion goes back to it.
+constexpr uint8_t kCoherentRoute = 0xff;
+
 class HostBridge : public Component, public Target {
   public:
     // The host window it decodes; by default [0, HdmDecoder::kMaxWindow).
@@ -29,6 +45,11 @@ class HostBridge : public Component, public Target {
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
+    // HDM-DB: where BISnps go, and the agent's own messages down (BIRsps,
+    // and write-backs, which take no tracker entry: a snoop's answer must
+    // never wait behind the reads it holds up), by host physical address, at `at`.
+    void setAgent(BiAgent* a) { agent_ = a; }
+    void sendCoherent(Txn* m, Tick at);
 
 
     const HdmDecoder& decoder() const { return hdm_; }
@@ -59,6 +80,7 @@ class HostBridge : public Component, public Target {
         CxlLink* link = nullptr;
         MemEndpoint* dev = nullptr;
         TimedFifo<Txn*> out, in;
+        TimedQueue<Txn*> co;  // the agent's messages down, each on its own channel's credits
         uint32_t targetPortIndex = 0;
         // DevLoad throttling: requests sent and not yet answered, and how many
         // may be, in thousandths (it moves by fractions of a request).
@@ -72,6 +94,9 @@ class HostBridge : public Component, public Target {
     // A response from port p, fully received at `arrival`.
     void deliverResp(Port& p, Txn* t, Tick arrival);
     bool respond(Port& p, Txn* x, Tick ready);
+    // What the coherent agent receives: a BISnp, or the completion of its write.
+    void toAgent(Port& p, Txn* t, Tick ready);
+    void drainCoherent(Port& p, Tick t);
     bool send(Port& p, Txn* x, Tick at);
     // The first port from `from` on whose queues hold something (64: none).
     uint32_t nextBusy(uint32_t from) const;
@@ -84,6 +109,7 @@ class HostBridge : public Component, public Target {
     Tick reqLat_, respLat_;
     CreditPool tracker_;  // requests outstanding to CXL
     bool needRetry_ = false, respBlocked_ = false, throttle_ = false;
+    BiAgent* agent_ = nullptr;
     // Ports whose out or in queue is not empty (bit i: port i): process()
     // visits only these, so its cost does not grow with idle ports.
     uint64_t busy_ = 0;

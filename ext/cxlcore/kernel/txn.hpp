@@ -114,6 +114,9 @@ struct Txn {
     void* ctx = nullptr;       // the client's own context (its stream, thread, ...)
     Tick done = 0;
     uint16_t dev = 0;      // the device a message travels to or from
+    // HDM-DB: the number of the grant a MemData carries, or of the last grant
+    // a BISnp's host was sent (a host that has not yet received it waits for it).
+    uint32_t seq = 0;
     MState state = MState::I;  // GO, MemRdFwd and MemRd: the state granted or asked for
     Kind kind = Load;
     bool bogus = false;    // D2H data of a line snooped away during its eviction

@@ -74,6 +74,23 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                     r.emplace_back(ld + ".dc_poison_reads", double(ds.dcPoison[j]));
                     r.emplace_back(ld + ".dc_dropped_writes", double(ds.dcDropped[j]));
                 }
+                // A shared device: its snoop filter and the back-invalidates that kept the hosts coherent.
+                if (const Dcoh* c = d.dcoh()) {
+                    const DcohStats& cs = c->stats();
+                    const std::string f = k + ".device.";
+                    r.emplace_back(f + "bisnp_inv", double(cs.bisnpInv));
+                    r.emplace_back(f + "bisnp_data", double(cs.bisnpData));
+                    r.emplace_back(f + "birsp_i", double(cs.birspI));
+                    r.emplace_back(f + "birsp_s", double(cs.birspS));
+                    r.emplace_back(f + "sf_evictions", double(cs.sfEvictions));
+                    r.emplace_back(f + "sf_eviction_snoops", double(cs.evictSnoops));
+                    r.emplace_back(f + "sf_lookups", double(cs.lookups));
+                    r.emplace_back(f + "sf_hits", double(cs.hits));
+                    r.emplace_back(f + "sf_entries", double(c->entries()));
+                    r.emplace_back(f + "snooped_reads", double(cs.snooped));
+                    r.emplace_back(f + "line_waits", double(cs.lineWaits));
+                    r.emplace_back(f + "unowned_writes", double(cs.unownedWrites));
+                }
                 // An MLD: what each logical device moved (LD i went to the i-th host to reach it).
                 for (uint32_t j = 0; d.boundLds() > 1 && j < d.boundLds(); ++j) {
                     const std::string ld = k + ".device.ld" + std::to_string(j);

@@ -169,6 +169,8 @@ System::System(const SystemParams& p, bool check) : p_(p) {
         hosts_.back()->index = uint8_t(i);
         buildHost(*hosts_.back(), i ? p_.peers[i - 1] : static_cast<const HostDesc&>(p_), cxlWindows);
     }
+    // Shared devices snoop with messages from the run's pool.
+    for (size_t i = 0; i < devices_.size(); ++i) devices_[i]->share(pool, p_.seed + 7727 * (i + 1));
     if (!p_.accelerators.empty()) buildAccelerators(check);
 }
 

@@ -177,7 +177,6 @@ void SharedCache::fill(Txn* r, Tick t) {
     c.value = r->value;
     if (l) setState(c, r->state);
     else c.st = r->state;
-    pool_.put(r);
     Mshr m = std::move(*mp);
     mshrs_.erase(L);
     size_t i = 0;
@@ -187,9 +186,11 @@ void SharedCache::fill(Txn* r, Tick t) {
         if (!l && checker_) checker_->state(key(L), host_, c.st, t);
         perform(a, c, t);
         if (!l && checker_) checker_->state(key(L), host_, MState::I, t);
-        a->leave(kStageUncore, t, missName_);
+        // The read's path is the access's: its stages (back-invalidates included) become the access's.
+        a->absorb(*r, kStageCache, t, missName_);
         events_.push(t, Ev{kDone, a});
     }
+    pool_.put(r);
     requestWake(t);
     if (!l && c.st == MState::M) writeBack(L, c.value, MState::I, nullptr, t);
     if (i < m.waiting.size()) {  // a store behind a shared grant: a read for ownership

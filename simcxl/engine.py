@@ -239,7 +239,7 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
 
 #: What each host of a run on several hosts may set: ``traffic``'s own settings.
 HOST_SETTINGS = ("threads", "read_fraction", "pattern", "footprint_bytes", "requests", "rate_gbps", "inject_delay_ns",
-                 "probe", "target", "stores", "ops", "arrivals")
+                 "probe", "target", "stores", "ops", "arrivals", "follow_extents")
 
 
 class _HostMap:
@@ -265,7 +265,9 @@ def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None
     ``HOST_SETTINGS``, as ``traffic`` takes them); None: every host with ``common``. The first host listed
     paces the measurement window (10 % to 90 % of its ``requests``); the others issue throughout it. One row
     per host: its bandwidth and read (and probe) latency over that window; ``df.attrs["components"]``: every
-    component's counters over it (switch ports, MLD logical devices, links, media). ``fm``: a
+    component's counters over it (switch ports, MLD logical devices, links, media). A host with
+    ``follow_extents=True`` sends every access to a line its dynamic-capacity LD holds at the time, so its
+    memory grows and shrinks with the fabric manager's extents. ``fm``: a
     :class:`simcxl.fabric.FabricManager` whose dynamic-capacity commands run during it
     (``df.attrs["fm_events"]``: each step's time)."""
     system = load(memory)
@@ -286,7 +288,10 @@ def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None
         graph = getattr(system, "graph", None)
         cores = graph.components[name].group("").cores if graph is not None else system.host.cores
         target = cfg.pop("target", None)
-        spec = {"host": name, **_traffic_settings(name + ".", cores, **cfg)}
+        follow = cfg.pop("follow_extents", False)
+        if not isinstance(follow, bool):
+            raise ParamError(f"{name}.follow_extents = {follow!r} is not allowed; allowed values: True, False")
+        spec = {"host": name, **_traffic_settings(name + ".", cores, **cfg), "follow_extents": follow}
         if target is not None:
             spec["target"] = parse_target(target, _HostMap(graph, name) if graph is not None else system,
                                           f"{name}.target")

@@ -1,4 +1,5 @@
-"""The fabric manager's dynamic capacity (CXL 3.0 DCD) during a run of several hosts.
+"""The fabric manager during a run of several hosts: dynamic capacity (CXL 3.0 DCD) and the
+binding of multi-logical devices' LDs to hosts (CXL 2.0 FM API, Bind/Unbind vPPB).
 
 A Type-3 device with ``device.dynamic_capacity = 1`` backs each host's logical device only
 where the fabric manager added extents. Each command goes through three steps: the fabric
@@ -7,6 +8,12 @@ the host, and the host accepts the extent (an add) or lets it go (a release) aft
 from then on the extent serves reads and writes, or an access to it reads poison (a write is
 dropped), counted per LD as ``<device>.device.ld<i>.dc_poison_reads`` / ``dc_dropped_writes``.
 Neither latency has a published figure to fit; both are assumptions to set for the system studied.
+
+An LD of a multi-logical device may be unbound from its host and bound to another host that
+reaches the device (or the same one, on another LD) during the run, with the same two steps (the
+command, then the host's hot-remove or hot-add). A host with no LD bound reads poison and its
+writes are dropped (``<device>.device.denied_reads`` / ``denied_writes``); it never reaches any
+LD's lines, so a host bound to a fresh LD never sees what another host left in its old one.
 
     fm = FabricManager()
     fm.add_capacity("mld", "h0", 0, "1g")                  # there from the start
@@ -28,7 +35,7 @@ from .params import ParamError
 
 @dataclass
 class FabricManager:
-    """Dynamic-capacity commands to run during ``simcxl.hosts`` (its ``fm`` argument)."""
+    """Fabric-manager commands to run during ``simcxl.hosts`` (its ``fm`` argument)."""
     command_ns: float = 1000.0   # the FM API command reaching the device (assumed)
     accept_ns: float = 10000.0   # the device's event until the host has accepted or released (assumed)
     steps: List[Dict[str, Any]] = field(default_factory=list)
@@ -52,17 +59,32 @@ class FabricManager:
             raise ParamError("fm.release_capacity: at_ns is missing; allowed: a time from 0 ns on")
         return self._step("release", device, host, start, size, at_ns)
 
-    def _step(self, op: str, device: str, host: str, start, size, at_ns) -> "FabricManager":
+    def bind_ld(self, device: str, host: str, ld: int, at_ns: float) -> "FabricManager":
+        """Bind logical device ``ld`` of the MLD ``device`` to ``host`` (which reaches the device and
+        holds none of its LDs then), issued at ``at_ns``."""
+        if isinstance(ld, bool) or not isinstance(ld, int) or not 0 <= ld < 16:
+            raise ParamError(f"fm[{len(self.steps)}].ld = {ld!r} is out of range; allowed: 0 to 15")
+        return self._step("bind", device, host, None, None, at_ns, ld=ld)
+
+    def unbind_ld(self, device: str, host: str, at_ns: float) -> "FabricManager":
+        """Unbind the LD ``host`` holds on the MLD ``device``, issued at ``at_ns``."""
+        return self._step("unbind", device, host, None, None, at_ns)
+
+    def _step(self, op: str, device: str, host: str, start, size, at_ns, ld: Optional[int] = None) -> "FabricManager":
         where = f"fm[{len(self.steps)}]"
+        if at_ns is None and op in ("bind", "unbind"):
+            raise ParamError(f"fm.{op}_ld: at_ns is missing; allowed: a time from 0 ns on")
         if at_ns is not None and (isinstance(at_ns, bool) or not isinstance(at_ns, (int, float)) or at_ns < 0):
             raise ParamError(f"{where}.at_ns = {at_ns!r} is not allowed; allowed: a time from 0 ns on")
-        s = 0 if start == 0 else parse_size(start, f"{where}.start")
-        n = parse_size(size, f"{where}.size")
-        if s % 64 or n % 64 or n == 0:
-            raise ParamError(f"{where}: start {s} and size {n} are not allowed; allowed: whole 64-byte lines")
+        s = n = None
+        if op in ("add", "release"):
+            s = 0 if start == 0 else parse_size(start, f"{where}.start")
+            n = parse_size(size, f"{where}.size")
+            if s % 64 or n % 64 or n == 0:
+                raise ParamError(f"{where}: start {s} and size {n} are not allowed; allowed: whole 64-byte lines")
         issued = None if at_ns is None else float(at_ns)
         effective = 0.0 if issued is None else issued + self.command_ns + self.accept_ns
-        self.steps.append(dict(op=op, device=device, host=host, start=s, bytes=n, issued_ns=issued,
+        self.steps.append(dict(op=op, device=device, host=host, start=s, bytes=n, ld=ld, issued_ns=issued,
                                device_ns=None if issued is None else issued + self.command_ns,
                                effective_ns=effective))
         return self
@@ -75,11 +97,20 @@ class FabricManager:
                              "with a Type-3 device of device.dynamic_capacity = 1")
         dcds = sorted(n for n, c in graph.components.items()
                       if c.type == "type3" and c.values.get("device.dynamic_capacity") == 1)
+        mlds = sorted(n for n, c in graph.components.items()
+                      if c.type == "type3" and c.group("device").logical_devices > 1)
         hosts = sorted(n for n, c in graph.components.items() if c.type == "host")
         held: Dict[Tuple[str, str], List[Tuple[int, int]]] = {}
         order = sorted(range(len(self.steps)), key=lambda i: self.steps[i]["effective_ns"])
         for i in order:
             st, where = self.steps[i], f"fm[{i}]"
+            if st["op"] in ("bind", "unbind"):  # the order of bindings is checked by the core, before the run
+                if st["device"] not in mlds:
+                    raise ParamError(f"{where}.device = {st['device']!r} is not a multi-logical device; "
+                                     f"allowed: {', '.join(mlds) or 'none (set device.logical_devices > 1)'}")
+                if st["host"] not in hosts:
+                    raise ParamError(f"{where}.host = {st['host']!r} is not a host; allowed: {', '.join(hosts)}")
+                continue
             if st["device"] not in dcds:
                 raise ParamError(f"{where}.device = {st['device']!r} is not a device with dynamic capacity; "
                                  f"allowed: {', '.join(dcds) or 'none (set device.dynamic_capacity = 1)'}")
@@ -100,13 +131,16 @@ class FabricManager:
                                      "not within one extent it holds then; allowed: capacity added before")
                 ext.remove(e)
                 ext += [x for x in ((e[0], a), (b, e[1])) if x[0] < x[1]]
-        return [dict(at_ns=st["effective_ns"], op=st["op"], device=st["device"], host=st["host"],
-                     start=st["start"], bytes=st["bytes"]) for st in self.steps]
+        return [dict(at_ns=st["effective_ns"], notice_ns=st["device_ns"] or 0.0, op=st["op"], device=st["device"],
+                     host=st["host"],
+                     **({"ld": st["ld"]} if st["op"] == "bind" else {}),
+                     **({"start": st["start"], "bytes": st["bytes"]} if st["op"] in ("add", "release") else {}))
+                for st in self.steps]
 
     def events(self) -> pd.DataFrame:
         """One row per step: what, and when it was issued, reached the device and took effect (ns)."""
-        return pd.DataFrame(self.steps, columns=["op", "device", "host", "start", "bytes", "issued_ns", "device_ns",
-                                                 "effective_ns"])
+        return pd.DataFrame(self.steps, columns=["op", "device", "host", "start", "bytes", "ld", "issued_ns",
+                                                 "device_ns", "effective_ns"])
 
 
 __all__ = ["FabricManager"]

@@ -100,3 +100,78 @@ def test_the_core_refuses_an_overlapping_extent_itself():
     with pytest.raises(_core.ConfigError) as e:
         _core.run_hosts(g, [dict(host="h0", requests=1000)], None, [dict(fm[0], device="nope")])
     assert_one_line_rejection(e.value, "nope", "dcd")
+
+
+def test_traffic_that_follows_its_extents_grows_and_shrinks_with_them():
+    # h0 holds a quarter, gains the rest at 111 us and lets the first quarter go at 311 us: following
+    # its extents, no access of its falls outside them, through the switch and its LD's DPA offset.
+    fm = (FabricManager().add_capacity("dcd", "h0", 0, GIB // 4)
+          .add_capacity("dcd", "h0", GIB // 4, 3 * GIB // 4, at_ns=100_000)
+          .release_capacity("dcd", "h0", 0, GIB // 4, at_ns=300_000))
+    df = run(fm, runs=("h0",), follow_extents=True, read_fraction=0.5)
+    c = df.attrs["components"]
+    assert c["dcd.device.ld0.dc_poison_reads"] == 0 and c["dcd.device.ld0.dc_dropped_writes"] == 0
+    assert df.loc["h0", "read_gbps"] + df.loc["h0", "write_gbps"] == pytest.approx(RATE, rel=0.01)
+    # The same traffic over its whole 1 GiB, not following: the quarter it did not yet hold and the
+    # quarter it had released read poison.
+    c = run(fm, runs=("h0",), read_fraction=0.5).attrs["components"]
+    assert c["dcd.device.ld0.dc_poison_reads"] > 0 and c["dcd.device.ld0.dc_dropped_writes"] > 0
+
+
+def test_traffic_that_follows_its_extents_waits_for_its_first_capacity():
+    fm = FabricManager().add_capacity("dcd", "h0", 0, GIB, at_ns=50_000)
+    df = run(fm, runs=("h0",), follow_extents=True)
+    # Nothing is issued before the capacity is the host's: 50 us + the command + the host's accept.
+    first = 50_000 + fm.command_ns + fm.accept_ns
+    assert df.loc["h0", "window_start_ns"] >= first
+    assert df.attrs["components"]["dcd.device.ld0.dc_poison_reads"] == 0
+
+
+def test_following_extents_is_refused_where_it_cannot_work():
+    with pytest.raises(RuntimeError, match="h0: its traffic follows its extents on dcd, but it holds none and no "
+                                           "later command adds any"):
+        run(FabricManager().add_capacity("dcd", "h1", 0, GIB), runs=("h0",), follow_extents=True)
+    with pytest.raises(ValueError, match="h0.traffic.follow_extents: allowed with pattern random, non-temporal "
+                                         "stores and no ops only"):
+        run(FabricManager().add_capacity("dcd", "h0", 0, GIB), runs=("h0",), follow_extents=True,
+            pattern="sequential")
+    with pytest.raises(ParamError, match="h0.follow_extents = 1 is not allowed; allowed values: True, False"):
+        run(FabricManager(), runs=("h0",), follow_extents=1)
+
+
+def test_an_ld_unbound_and_bound_again_moves_the_hosts_traffic_by_the_clock():
+    # Two hosts on a 4-LD MLD at 4 GB/s each. The fabric manager unbinds h0's LD 0 (taking effect at
+    # 111 us) and binds it LD 2 (211 us): in between, every read of h0 is denied (poison), none
+    # reaches any LD; LD 0 carries h0's reads up to 111 us and LD 2 from 211 us, by the clock.
+    from test_hosts import pool as mld_pool
+    s = topology.memory_system(topology.load(mld_pool(hosts=2, lds=4)))
+    fm = FabricManager().unbind_ld("d0", "h0", at_ns=100_000).bind_ld("d0", "h0", 2, at_ns=200_000)
+    df = simcxl.hosts(s, {"h0": {"rate_gbps": RATE}, "h1": {"rate_gbps": RATE}}, fm=fm, threads=8,
+                      requests=40000).set_index("host")
+    c = df.attrs["components"]
+    start, window = df.loc["h0", "window_start_ns"], df.loc["h0", "window_ns"]
+    unbound, bound = 111_000, 211_000
+    per_ns = RATE / 64  # h0's lines per ns
+    assert c["d0.device.denied_reads"] == pytest.approx((bound - unbound) * per_ns, rel=0.01)
+    assert c["d0.device.ld0.read_gbps"] == pytest.approx(RATE * (unbound - start) / window, rel=0.02)
+    assert c["d0.device.ld2.read_gbps"] == pytest.approx(RATE * (start + window - bound) / window, rel=0.02)
+    assert c["d0.device.ld1.read_gbps"] == pytest.approx(RATE, rel=0.01)  # h1 untouched
+    assert c["d0.device.denied_writes"] == 0
+
+
+def test_bindings_that_make_no_sense_are_refused_before_the_run():
+    from test_hosts import pool as mld_pool
+    s = topology.memory_system(topology.load(mld_pool(hosts=2, lds=4)))
+    cases = [(FabricManager().bind_ld("d0", "h0", 2, at_ns=0),
+              r"fm\[0\] \(bind, host h0 = 0, at 11000 ns\): d0: binds LD 2 to host 0, which holds LD 0"),
+             (FabricManager().unbind_ld("d0", "h0", at_ns=0).bind_ld("d0", "h0", 1, at_ns=10),
+              r"fm\[1\] .*binds LD 1, which is bound to host 1; allowed: an unbound LD"),
+             (FabricManager().unbind_ld("d0", "h1", at_ns=0).unbind_ld("d0", "h1", at_ns=5),
+              r"fm\[1\] .*unbinds host 1's LD, but it holds none"),
+             (FabricManager().unbind_ld("d0", "h0", at_ns=0).bind_ld("d0", "h0", 4, at_ns=10),
+              r"binds LD 4, which is not one of its 4 LDs")]
+    for fm, msg in cases:
+        with pytest.raises(ValueError, match=msg):
+            simcxl.hosts(s, {"h0": {}}, fm=fm, requests=1000)
+    with pytest.raises(ParamError, match=r"fm\[0\].device = 'dcd' is not a multi-logical device"):
+        simcxl.hosts(s, {"h0": {}}, fm=FabricManager().unbind_ld("dcd", "h0", at_ns=0), requests=1000)

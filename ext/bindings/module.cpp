@@ -577,22 +577,26 @@ PYBIND11_MODULE(_core, m) {
               for (py::handle h : fm) {
                   py::dict d = py::cast<py::dict>(h);
                   const std::string at = "fm[" + std::to_string(cmds.size()) + "]";
-                  onlyKeys(d, {"at_ns", "op", "device", "host", "start", "bytes"}, at, "fabric manager key");
+                  onlyKeys(d, {"at_ns", "notice_ns", "op", "device", "host", "start", "bytes", "ld"}, at,
+                           "fabric manager key");
                   DcRequest q;
                   q.at_ns = field<double>(d["at_ns"], at, "at_ns", 0, 1e15);
-                  const std::string op = py::str(d["op"]);
-                  if (op != "add" && op != "release")
-                      throw ConfigError(at + ".op = '" + op + "' is not allowed; allowed: add, release");
-                  q.add = op == "add";
+                  if (d.contains("notice_ns")) q.notice_ns = field<double>(d["notice_ns"], at, "notice_ns", 0, 1e15);
+                  q.op = py::str(d["op"]);
                   q.device = py::str(d["device"]);
                   q.host = py::str(d["host"]);
-                  q.start = field<uint64_t>(d["start"], at, "start", 0, double(1ull << kPhysAddrBits));
-                  q.bytes = field<uint64_t>(d["bytes"], at, "bytes", 64, double(1ull << kPhysAddrBits));
+                  if (q.op == "add" || q.op == "release") {
+                      q.start = field<uint64_t>(d["start"], at, "start", 0, double(1ull << kPhysAddrBits));
+                      q.bytes = field<uint64_t>(d["bytes"], at, "bytes", 64, double(1ull << kPhysAddrBits));
+                  } else if (q.op == "bind") {
+                      q.ld = field<uint32_t>(d["ld"], at, "ld", 0, kMaxLds - 1);
+                  }
                   cmds.push_back(q);
               }
               std::vector<HostTraffic> v;
               const char* keys[] = {"host", "threads", "read_fraction", "pattern", "footprint_bytes", "requests",
-                                    "rate_gbps", "inject_delay_ns", "probe", "target", "stores", "ops", "arrivals"};
+                                    "rate_gbps", "inject_delay_ns", "probe", "target", "stores", "ops", "arrivals",
+                                    "follow_extents"};
               for (py::handle h : runs) {
                   py::dict d = py::cast<py::dict>(h);
                   for (auto kv : d) {
@@ -601,7 +605,7 @@ PYBIND11_MODULE(_core, m) {
                           throw ConfigError("hosts[" + std::to_string(v.size()) + "]." + k +
                                             " is not a traffic setting; allowed: host, threads, read_fraction, "
                                             "pattern, footprint_bytes, requests, rate_gbps, inject_delay_ns, probe, "
-                                            "target, stores, ops, arrivals");
+                                            "target, stores, ops, arrivals, follow_extents");
                   }
                   HostTraffic t;
                   t.host = d["host"].cast<std::string>();
@@ -620,6 +624,7 @@ PYBIND11_MODULE(_core, m) {
                   get("stores", c.stores);
                   get("ops", c.ops);
                   get("arrivals", c.arrivals);
+                  get("follow_extents", c.follow_extents);
                   if (d.contains("target")) c.target = readTarget(d["target"]);
                   v.push_back(t);
               }

@@ -25,6 +25,7 @@ Type3Device::Type3Device(Host& host, const DeviceParams& p, const DramParams& me
         loadAt_[i] = uint32_t(std::ceil(f * p_.req_queue));
     }
     media_.setRequester(this);
+    std::fill(std::begin(ldHost_), std::end(ldHost_), kFree);
     qosInterval_ = nsToTicks(p_.qos_interval_ns);
     qosBasis_ = p_.qos_interval_ns * 1e-9 * media_.peakBytesPerSec() / kLineBytes;
     name(where);
@@ -52,6 +53,7 @@ void Type3Device::bind(uint8_t host, uint64_t window, const LdQos& qos) {
     if (host >= kMaxHosts)
         throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
                           std::to_string(kMaxHosts - 1));
+    reach_ |= 1u << host;
     if (p_.shared) {  // one region: every host's addresses are the same DPA, one LD
         bound_ |= 1u << host;
         if (!nextLd_) qos_[nextLd_++] = qos;
@@ -65,6 +67,7 @@ void Type3Device::bind(uint8_t host, uint64_t window, const LdQos& qos) {
         bound_ |= 1u << host;
         qos_[nextLd_] = qos;
         qosOn_ |= qos.active();
+        ldHost_[nextLd_] = host;
         ldOf_[host] = uint8_t(nextLd_);
         ldBase_[host] = nextLd_++ * kLdSpan;
     }
@@ -72,6 +75,40 @@ void Type3Device::bind(uint8_t host, uint64_t window, const LdQos& qos) {
         throw ConfigError(where_ + ": a host sends it " + fmtNum(double(window)) +
                           " bytes; allowed: at most 17592186044416 (16 TiB) per logical device (give the host's "
                           "window a size: base and size on its host.mem connection)");
+}
+
+void Type3Device::bindLd(uint8_t host, uint32_t ld) {
+    const std::string h = "host " + std::to_string(host);
+    if (p_.logical_devices < 2 || p_.shared)
+        throw ConfigError(where_ + ": binds an LD to " + h + ", but it is not a multi-logical device; allowed: "
+                          "devices with device.logical_devices > 1");
+    if (!reaches(host))
+        throw ConfigError(where_ + ": binds an LD to " + h + ", which does not reach it; allowed: a host whose "
+                          "window reaches the device");
+    if (holdsLd(host))
+        throw ConfigError(where_ + ": binds LD " + std::to_string(ld) + " to " + h + ", which holds LD " +
+                          std::to_string(ldOf_[host]) + "; allowed: a host unbound first");
+    if (!ldFree(ld))
+        throw ConfigError(where_ + ": binds LD " + std::to_string(ld) + ", which is " +
+                          (ld < p_.logical_devices ? "bound to host " + std::to_string(ldHost_[ld])
+                                                   : "not one of its " + std::to_string(p_.logical_devices) + " LDs") +
+                          "; allowed: an unbound LD");
+    ldHost_[ld] = host;
+    ldOf_[host] = uint8_t(ld);
+    ldBase_[host] = uint64_t(ld) * kLdSpan;
+    bound_ |= 1u << host;
+    nextLd_ = std::max(nextLd_, ld + 1);
+}
+
+void Type3Device::unbindLd(uint8_t host) {
+    if (p_.logical_devices < 2 || p_.shared)
+        throw ConfigError(where_ + ": unbinds host " + std::to_string(host) + "'s LD, but it is not a multi-logical "
+                          "device; allowed: devices with device.logical_devices > 1");
+    if (!holdsLd(host))
+        throw ConfigError(where_ + ": unbinds host " + std::to_string(host) + "'s LD, but it holds none; allowed: "
+                          "a host with an LD bound");
+    ldHost_[ldOf_[host]] = kFree;
+    bound_ &= ~(1u << host);
 }
 
 bool Type3Device::backed(uint32_t ld, uint64_t dpa) const {
@@ -132,9 +169,15 @@ void Type3Device::receive(Txn* t, Tick arrival) {
         requestWake(arrival);
         return;
     }
-    if (p_.dynamic_capacity && !backed(ldOf_[t->host], t->addr))
-        ++(t->isRead() ? stats_.dcPoison : stats_.dcDropped)[ldOf_[t->host]];
-    t->addr += ldBase_[t->host];
+    if (p_.logical_devices > 1 && !(bound_ >> t->host & 1)) {
+        // Its LD was unbound: served as poison (a read) or dropped (a write), outside every LD.
+        ++(t->isRead() ? stats_.deniedReads : stats_.deniedWrites);
+        t->addr += uint64_t(kMaxLds) * kLdSpan;
+    } else {
+        if (p_.dynamic_capacity && !backed(ldOf_[t->host], t->addr))
+            ++(t->isRead() ? stats_.dcPoison : stats_.dcDropped)[ldOf_[t->host]];
+        t->addr += ldBase_[t->host];
+    }
     rx_[t->isWrite()].push(arrival, t);
     requestWake(arrival);
 }
@@ -232,13 +275,14 @@ void Type3Device::process() {
         link_.respBuffer_.take(t);
         tx_.pop();
         ++sent_;
-        const uint32_t ld = ldOf_[x->host];
+        // The LD it went to when it arrived (the fabric manager may have rebound its host since).
+        const uint32_t ld = ldOfAddr(x->addr);
         x->devLoad = devLoad(ld, t);
         ++stats_.devLoad[x->devLoad];
         ++stats_.ldDevLoad[ld][x->devLoad];
         ++(x->isRead() ? stats_.reads : stats_.writes);
         ++(x->isRead() ? stats_.ldReads : stats_.ldWrites)[ld];
-        x->addr -= ldBase_[x->host];
+        x->addr -= uint64_t(ld) * kLdSpan;
         if (dcoh_ && rsp == Opc::MemData) dcoh_->respond(*x, t);
         x->opc = rsp;
         const Tick arr = link_.carry(*x, t, kStageDevice, name_);

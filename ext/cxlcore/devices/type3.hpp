@@ -21,9 +21,11 @@ constexpr uint32_t kMaxLds = 16;
 struct DeviceStats {
     uint64_t reads = 0, writes = 0, mediaRetries = 0;
     uint64_t devLoad[4] = {0, 0, 0, 0};
-    uint64_t ldReads[kMaxLds] = {}, ldWrites[kMaxLds] = {};  // responses sent, per logical device
-    uint64_t ldDevLoad[kMaxLds][4] = {};                       // the DevLoad each LD's responses carried
-    uint64_t dcPoison[kMaxLds] = {}, dcDropped[kMaxLds] = {};  // reads and writes outside every extent
+    // Per logical device; index kMaxLds counts hosts whose LD the fabric manager unbound.
+    uint64_t ldReads[kMaxLds + 1] = {}, ldWrites[kMaxLds + 1] = {};  // responses sent
+    uint64_t ldDevLoad[kMaxLds + 1][4] = {};                           // the DevLoad each LD's responses carried
+    uint64_t dcPoison[kMaxLds + 1] = {}, dcDropped[kMaxLds + 1] = {};  // reads and writes outside every extent
+    uint64_t deniedReads = 0, deniedWrites = 0;  // from hosts with no LD bound: poison, dropped
 };
 
 class Type3Device final : public Component, public Requester, public MemEndpoint {
@@ -48,6 +50,20 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     void addExtent(uint8_t host, uint64_t start, uint64_t bytes);
     void releaseExtent(uint8_t host, uint64_t start, uint64_t bytes);
     uint32_t ldOf(uint8_t host) const { return ldOf_[host]; }
+    // The fabric manager (CXL 2.0 FM API, Bind/Unbind vPPB) binds logical
+    // device `ld` to host `host`, which reaches the device and holds none of
+    // its LDs, or unbinds the LD host `host` holds: until it is bound again,
+    // the host's reads return poison and its writes are dropped (counted),
+    // and no access of it reaches any LD's lines. A ConfigError for a binding
+    // the device cannot make (an SLD, a busy LD, a host holding one already).
+    void bindLd(uint8_t host, uint32_t ld);
+    void unbindLd(uint8_t host);
+    bool ldFree(uint32_t ld) const { return ld < p_.logical_devices && ldHost_[ld] == kFree; }
+    bool holdsLd(uint8_t host) const { return host < kMaxHosts && (bound_ >> host & 1); }
+    bool reaches(uint8_t host) const { return host < kMaxHosts && (reach_ >> host & 1); }
+    uint32_t logicalDevices() const { return p_.logical_devices; }
+    // The extents host `host`'s LD holds now, sorted [start, end) of its DPA.
+    const std::vector<std::pair<uint64_t, uint64_t>>& extents(uint8_t host) const { return dc_[ldOf_[host]]; }
     // A shared device (device.shared): its coherency engine, made with the
     // run's pool (its snoops are messages like any other); else nullptr.
     void share(TxnPool& pool, uint64_t seed);
@@ -122,7 +138,12 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     // Unbound hosts (a device built without a graph) use LD 0.
     uint8_t ldOf_[kMaxHosts] = {};
     uint64_t ldBase_[kMaxHosts] = {};
-    uint32_t nextLd_ = 0, bound_ = 0;  // bound_: bit h, host h has its LD
+    uint32_t nextLd_ = 0, bound_ = 0, reach_ = 0;  // bound_: bit h, host h has its LD; reach_: it reaches the device
+    static constexpr uint8_t kFree = 0xff;
+    uint8_t ldHost_[kMaxLds];  // the host each LD is bound to, or kFree
+    // An MLD's requests carry their LD in the DPA's bits above kLdSpan
+    // (index kMaxLds: an unbound host's, outside every LD).
+    uint32_t ldOfAddr(uint64_t dpa) const { return p_.logical_devices > 1 ? uint32_t(dpa / kLdSpan) : 0; }
     // QoS telemetry (CXL 2.0), measured over intervals of qos_interval_ns,
     // each closed by the first response after its end: the device's load is
     // its mean occupancy over the last one (a refresh's burst of queueing
@@ -130,12 +151,12 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     // qosArea_), and each LD's completions in it, per
     // interval, are held against its limit and allocation of qosBasis_, the
     // completions the media could make in an interval at its peak.
-    LdQos qos_[kMaxLds];
+    LdQos qos_[kMaxLds + 1];
     bool qosOn_ = false;
     Tick qosInterval_, qosStart_ = 0;
     uint8_t load_ = 0;
     double qosArea_ = 0;
-    uint64_t qosCount_[kMaxLds] = {}, qosLast_[kMaxLds] = {};  // the last: per qosInterval_
+    uint64_t qosCount_[kMaxLds + 1] = {}, qosLast_[kMaxLds + 1] = {};  // the last: per qosInterval_
     double qosBasis_;
     // Each LD's extents, sorted and disjoint [start, end) of its own DPA.
     // Outside them a read returns poison and a write is dropped; neither ever

@@ -91,6 +91,11 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                     r.emplace_back(f + "line_waits", double(cs.lineWaits));
                     r.emplace_back(f + "unowned_writes", double(cs.unownedWrites));
                 }
+                // An MLD: accesses of hosts whose LD the fabric manager had unbound.
+                if (d.logicalDevices() > 1) {
+                    r.emplace_back(k + ".device.denied_reads", double(ds.deniedReads));
+                    r.emplace_back(k + ".device.denied_writes", double(ds.deniedWrites));
+                }
                 // An MLD: what each logical device moved (LD i went to the i-th host to reach it).
                 for (uint32_t j = 0; d.boundLds() > 1 && j < d.boundLds(); ++j) {
                     const std::string ld = k + ".device.ld" + std::to_string(j);

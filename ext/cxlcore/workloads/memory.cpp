@@ -51,7 +51,7 @@ class Driver : public Component, public Requester {
         x->opc = op;
         x->own = own;
         // Page-table reads carry their own physical address.
-        x->addr = x->hostAddr = addr & kPageTableFlag ? addr : place_(addr);
+        x->addr = x->hostAddr = (addr & kPageTableFlag) || physical_ ? addr : place_(addr);
         x->src = core;
         x->tag = tag;
         x->birth = x->mark = at;
@@ -67,6 +67,7 @@ class Driver : public Component, public Requester {
   public:
     // Where the workload's virtual addresses lie (default: host physical).
     PagePlacement place_;
+    bool physical_ = false;  // addresses are host physical already
 };
 
 // Bijective shuffle of [0, n): a 4-round Feistel network with cycle walking,
@@ -547,8 +548,18 @@ class TrafficDriver : public Driver {
                 if (o.store && ntStores_) issue(uint16_t(c), Opc::MemWr, a, kNtStore, t);
                 else issue(uint16_t(c), Opc::MemRd, a, o.store ? kRfo : kLoad, t, o.store);
             } else {
-                const uint64_t line = sequential_ ? (k.pos + k.phase) % footprint_ : k.rng.below(footprint_);
-                const uint64_t a = (c * footprint_ + line) * kLineBytes;
+                uint64_t a = (c * footprint_ + (sequential_ ? (k.pos + k.phase) % footprint_ : k.rng.below(footprint_))) *
+                             kLineBytes;
+                if (dcd_ && !held(k.rng, a)) {
+                    // Nothing held: wait for the next command, which may add capacity.
+                    --issued_;
+                    --k.mshr;
+                    if (fm_->next() == kNever)
+                        throw StallError(host_.p.name + ": its traffic follows its extents on " + dcd_->where() +
+                                         ", but it holds none and no later command adds any");
+                    k.notBefore = fm_->next();
+                    break;
+                }
                 const bool store = !cycle_.empty() ? cycle_[k.pos % cycle_.size()] == 'S'
                                    : readFrac_ < 1.0 && k.rng.uniform() < storeProb_;
                 if (!store) issue(uint16_t(c), Opc::MemRd, a, kLoad, t);
@@ -592,9 +603,51 @@ class TrafficDriver : public Driver {
     void issueProbe(Tick t) {
         Core& k = cores_[threads_];
         // The probe chases through its own region, far from the traffic.
-        const uint64_t a = (threads_ * footprint_ + k.rng.below(footprint_)) * kLineBytes;
+        uint64_t a = (threads_ * footprint_ + k.rng.below(footprint_)) * kLineBytes;
+        if (dcd_ && !held(k.rng, a)) return;  // nothing held: no probe
         issue(uint16_t(threads_), Opc::MemRd, a, kProbe, t);
     }
+
+  public:
+    // Accesses go only to lines that host `host`'s LD on `d` holds at the
+    // time, at `base` + their DPA in the host's address map; `fm` says when
+    // the holdings next change.
+    void followExtents(const Type3Device* d, uint8_t host, uint64_t base, const DcSchedule* fm) {
+        dcd_ = d;
+        dcdHost_ = host;
+        dcdBase_ = base;
+        fm_ = fm;
+        physical_ = true;
+    }
+
+  private:
+    // A line the LD holds now and is not releasing, uniformly over its
+    // extents (false: none). Lines being released are drawn again (a few
+    // times: when nearly all of them go, the host waits for the next command).
+    bool held(Rng& r, uint64_t& addr) const {
+        const auto& v = dcd_->extents(dcdHost_);
+        uint64_t lines = 0;
+        for (const auto& e : v) lines += (e.second - e.first) / kLineBytes;
+        if (!lines) return false;
+        for (int tries = 0; tries < 64; ++tries) {
+            uint64_t i = r.below(lines);
+            for (const auto& e : v) {
+                const uint64_t n = (e.second - e.first) / kLineBytes;
+                if (i < n) {
+                    const uint64_t dpa = e.first + i * kLineBytes;
+                    if (fm_->releasing(dcd_, dcdHost_, dpa, now())) break;
+                    addr = dcdBase_ + dpa;
+                    return true;
+                }
+                i -= n;
+            }
+        }
+        return false;
+    }
+    const Type3Device* dcd_ = nullptr;
+    const DcSchedule* fm_ = nullptr;
+    uint8_t dcdHost_ = 0;
+    uint64_t dcdBase_ = 0;
 
     uint32_t threads_;
     uint64_t total_, issued_ = 0, completed_ = 0;
@@ -810,19 +863,73 @@ Report runTraffic(const SystemParams& sp, const TrafficConfig& cfg, const Progre
 
 // ---------------------------------------------------------------- several hosts at once
 
+namespace {
+// A host's traffic that follows its extents: its one window onto one device with dynamic capacity.
+void follow(System& s, TrafficDriver& d, size_t host, const HostTraffic& h, const DcSchedule* fm) {
+    const std::string k = h.host + ".traffic.follow_extents: ";
+    if (h.cfg.pattern != "random" || h.cfg.stores != "non-temporal" || !h.cfg.ops.empty())
+        throw ConfigError(k + "allowed with pattern random, non-temporal stores and no ops only");
+    const MemoryWindow* found = nullptr;
+    for (const MemoryWindow& w : s.host(host).windows)
+        if (w.reach.size() == 1 && w.reach[0]->dynamicCapacity()) {
+            if (found)
+                throw ConfigError(k + "the host has several windows onto devices with dynamic capacity (" +
+                                  found->p.name + ", " + w.p.name + "); allowed: one");
+            found = &w;
+        }
+    if (!found)
+        throw ConfigError(k + "the host has no window onto one device with dynamic capacity; allowed: a host whose "
+                          "window reaches one Type-3 device of device.dynamic_capacity = 1");
+    if (!fm)
+        throw ConfigError(k + "no fabric-manager command gives it capacity; allowed: a run with an fm");
+    d.followExtents(found->reach[0], uint8_t(host), found->p.base, fm);
+}
+}  // namespace
+
 Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, const Progress& progress,
                 const std::vector<DcRequest>& fm) {
     if (runs.empty()) throw ConfigError("hosts: no host runs traffic; allowed: one or more hosts of the system");
     System s(sp);
-    std::vector<DcCommand> cmds;
-    for (size_t i = 0; i < fm.size(); ++i) {
-        const DcRequest& q = fm[i];
-        const int h = s.hostIndex(q.host);
-        if (h < 0) throw ConfigError("fm[" + std::to_string(i) + "].host = '" + q.host + "' is not a host of the system");
-        if (!(q.at_ns >= 0))
-            throw ConfigError("fm[" + std::to_string(i) + "].at_ns is not allowed; allowed: 0 ns or later");
-        cmds.push_back({nsToTicks(q.at_ns), q.add, &s.device(q.device), uint8_t(h), q.start, q.bytes});
+    // The fabric manager's commands, each tried in time order on a copy of
+    // the system first: one that makes no sense then (an LD bound twice, an
+    // extent not held) is refused before the run, naming it.
+    auto commands = [&fm](System& on) {
+        std::vector<DcCommand> cmds;
+        for (size_t i = 0; i < fm.size(); ++i) {
+            const DcRequest& q = fm[i];
+            const std::string k = "fm[" + std::to_string(i) + "]";
+            const int h = on.hostIndex(q.host);
+            if (h < 0) throw ConfigError(k + ".host = '" + q.host + "' is not a host of the system");
+            if (!(q.at_ns >= 0)) throw ConfigError(k + ".at_ns is not allowed; allowed: 0 ns or later");
+            const DcCommand::Op op = q.op == "add" ? DcCommand::Add : q.op == "release" ? DcCommand::Release
+                                     : q.op == "bind"                ? DcCommand::Bind
+                                     : q.op == "unbind" ? DcCommand::Unbind
+                                                        : throw ConfigError(k + ".op = '" + q.op + "' is not allowed; "
+                                                                            "allowed: add, release, bind, unbind");
+            if (q.notice_ns > q.at_ns)
+                throw ConfigError(k + ".notice_ns = " + fmtNum(q.notice_ns) + " is not allowed; allowed: at or before "
+                                  "at_ns (" + fmtNum(q.at_ns) + ")");
+            cmds.push_back({nsToTicks(q.at_ns), op, &on.device(q.device), uint8_t(h), q.start, q.bytes, q.ld,
+                            nsToTicks(q.notice_ns < 0 ? q.at_ns : q.notice_ns)});
+        }
+        return cmds;
+    };
+    if (!fm.empty()) {
+        System dry(sp);
+        std::vector<DcCommand> c = commands(dry);
+        std::vector<size_t> order(c.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&c](size_t a, size_t b) { return c[a].at < c[b].at; });
+        for (size_t i : order) {
+            try {
+                DcCommand::apply(c[i]);
+            } catch (const ConfigError& e) {
+                throw ConfigError("fm[" + std::to_string(i) + "] (" + fm[i].op + ", host " + fm[i].host + " = " +
+                                  std::to_string(c[i].host) + ", at " + fmtNum(fm[i].at_ns) + " ns): " + e.what());
+            }
+        }
     }
+    std::vector<DcCommand> cmds = commands(s);
     // Only a run with commands has a schedule among its components.
     std::unique_ptr<DcSchedule> dcd = cmds.empty() ? nullptr : std::make_unique<DcSchedule>(s.loop, std::move(cmds));
     std::vector<std::unique_ptr<TrafficDriver>> d;
@@ -847,6 +954,7 @@ Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, co
                                          size_t(k)));
         d.back()->setTraffic(h.cfg);
         d.back()->place_ = PagePlacement(s.host(size_t(k)), h.cfg.target, h.host + ".traffic");
+        if (h.cfg.follow_extents) follow(s, *d.back(), size_t(k), h, dcd.get());
     }
     d[0]->onWindow = [&d](bool open, Tick t) {
         for (size_t i = 1; i < d.size(); ++i) open ? d[i]->open(t) : d[i]->close(t);

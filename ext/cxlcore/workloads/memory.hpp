@@ -71,6 +71,11 @@ struct TrafficConfig {
     // (exponential gaps of that mean: the sum of the threads is a Poisson
     // stream, as queueing theory's M/x/1 servers assume).
     std::string arrivals = "periodic";
+    // Several hosts (runHosts): every access goes to a line of the host's
+    // dynamic-capacity LD that the host holds at that moment, so its memory
+    // grows and shrinks with the extents the fabric manager adds and releases
+    // (footprint_bytes is then unused).
+    bool follow_extents = false;
 };
 
 struct TraceConfig {
@@ -129,12 +134,15 @@ struct HostTraffic {
 // paces the measurement window (10 % to 90 % of its requests); the others
 // issue throughout it, whatever their `requests`. Each host's bandwidth and
 // latency under its name, every component's counters once.
-// A fabric manager's dynamic-capacity command, by names (applied at at_ns).
+// A fabric manager's command, by names (applied at at_ns): "add" or "release"
+// an extent, "bind" LD `ld` to the host or "unbind" the host's LD.
 struct DcRequest {
     double at_ns = 0;
-    bool add = true;
+    std::string op = "add";
     std::string device, host;
     uint64_t start = 0, bytes = 0;
+    uint32_t ld = 0;
+    double notice_ns = -1;  // when the host learns of it (below 0: at at_ns)
 };
 Report runHosts(const SystemParams& sys, const std::vector<HostTraffic>& runs, const Progress& progress,
                 const std::vector<DcRequest>& fm = {});

@@ -142,7 +142,7 @@ class Platform:
         try:
             cxlio.commit_decoder(fn, index, **decoder)
         except ValueError as e:
-            raise TopologyError(f"{where}: {name} refused to commit decoder {index}: {e}") from None
+            raise TopologyError(f"{where}: {name} refused to commit {e}") from None
         cxlio.enable_hdm(fn, poison or fn.poison_on_decode_error)
 
     def decoders(self) -> Dict[str, Any]:

@@ -98,7 +98,7 @@ def test_routes_follow_the_specification(ways, gran):
     s = T.program_region(t, targets=order, granularity=gran, size=size, base=base)
     g = core_graph(s)
     rng = random.Random(ways * 100003 + gran)
-    addrs = [base + x for x in range(0, 8 * ways * gran, 64)] + [base + rng.randrange(size) for _ in range(300)]
+    addrs = [base + x for x in range(0, 8 * ways * gran, gran // 4)] + [base + rng.randrange(size) for _ in range(300)]
     addrs += [base + size - 1]
     for hpa in addrs:
         way, dpa = spec_route(hpa, base, ways, gran)

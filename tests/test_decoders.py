@@ -14,6 +14,7 @@ the decoders before it)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -308,3 +309,12 @@ def test_overlapping_region_is_refused_by_the_registers():
     s = T.program_region(topo(2), size="1g")
     with pytest.raises(T.TopologyError, match=r"d0 refused to commit decoder 1: range overlaps committed decoder 0"):
         T.program_region(s, size="1g", base=512 * MiB)
+
+
+def test_topology_show_lists_the_committed_decoders():
+    """The example's 4 GiB region from 1 TiB, 2 ways: each device maps 2 GiB of DPA from 0."""
+    from simcxl.topology import show
+    text = show.text(T.load(str(Path(__file__).resolve().parents[1] / "examples/topologies/region-2way.toml")))
+    assert ("  cxl decoder 0: [0x10000000000, 0x10100000000) 2 ways x 1024 B -> root ports 0, 1\n"
+            "  exp0 decoder 0: [0x10000000000, 0x10100000000) 2 ways x 1024 B -> DPA [0x0, 0x80000000)\n"
+            "  exp1 decoder 0: [0x10000000000, 0x10100000000) 2 ways x 1024 B -> DPA [0x0, 0x80000000)") in text

@@ -318,3 +318,40 @@ def test_topology_show_lists_the_committed_decoders():
     assert ("  cxl decoder 0: [0x10000000000, 0x10100000000) 2 ways x 1024 B -> root ports 0, 1\n"
             "  exp0 decoder 0: [0x10000000000, 0x10100000000) 2 ways x 1024 B -> DPA [0x0, 0x80000000)\n"
             "  exp1 decoder 0: [0x10000000000, 0x10100000000) 2 ways x 1024 B -> DPA [0x0, 0x80000000)") in text
+
+
+@pytest.mark.parametrize("decoders,message", [
+    ({"nope": {"committed": []}}, r"decoders.nope: no component named nope"),
+    ({"l0": {"committed": []}}, r"decoders.l0: a link has no HDM decoders the engine routes by"),
+    ({"hb": {"committed": [{"size": GiB, "ways": 1, "granularity": 256}]}}, r"committed\[0\].base is missing"),
+    ({"hb": {"committed": [dict(base=0, size=GiB, ways=5, granularity=256, targets=[0] * 5)]}},
+     r"hb decoder 0: 5 ways is not allowed"),
+    ({"hb": {"committed": [dict(base=0, size=GiB, ways=1, granularity=300, targets=[0])]}},
+     r"granularity 300 B is not allowed"),
+    ({"hb": {"committed": [dict(base=0, size=GiB, ways=1, granularity=256, targets=["x"])]}},
+     r"targets = 'x' is not a number"),
+    ({"hb": {"committed": [dict(base=0, size=GiB, ways=2, granularity=256, targets=[0])]}},
+     r"hb decoder 0: 1 targets for 2 ways"),
+    ({"hb": {"committed": [dict(base=0, size=GiB, ways=2, granularity=256, targets=[1, 1])]}},
+     r"root port 1 is named twice"),
+    ({"hb": {"colour": 1}}, r"decoders.hb.colour is not a key"),
+    ({"d0": {"committed": [dict(base=0, size=GiB, ways=1, granularity=256)]}},
+     r"decoders.d0: committed decoders, but host bridge hb has none"),
+])
+def test_malformed_decoders_are_config_errors(decoders, message):
+    """The core's own reading of a graph's decoders, however they were written."""
+    g = {k: v for k, v in topo(2).to_dict().items() if k != "regions"}
+    g["decoders"] = decoders
+    with pytest.raises(_core.ConfigError, match=message):
+        ROUTE(g, 0, "hb")
+
+
+def test_a_bridge_with_nothing_committed_answers_everything_itself(tmp_path):
+    """HDM Decoder Enable set but no decoder committed: no address reaches a device."""
+    p = T.Platform(topo(2))
+    cxlio.enable_hdm(p.function("hb"), poison=True)
+    s = T.memory_system(p.committed_topology())
+    r = simcxl.trace(s, trace_file(tmp_path, [("R", 64 * i) for i in range(10)] + [("W", 4096)])).iloc[0]
+    assert (r["cxl.bridge.unrouted_reads"], r["cxl.bridge.unrouted_writes"], r["cxl.bridge.poisoned_reads"]) == \
+        (10, 1, 10)
+    assert r["cxl0.link.m2s.messages"] == r["cxl1.link.m2s.messages"] == 0

@@ -20,7 +20,8 @@ from .systems import GraphSystem, accel_system, load, memory_system, nic_system,
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES, describe
 
-__all__ = ["GraphSystem", "Platform", "program_region", "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check", "core_graph",
+__all__ = ["GraphSystem", "Platform", "program_region",
+           "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check", "core_graph",
            "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
            "is_file", "resolve", "to_toml", "table"]
 

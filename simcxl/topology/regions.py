@@ -99,7 +99,8 @@ class Platform:
                                     f"{', '.join(with_devs) or '(no host bridge has Type-3 devices)'}")
             hb = with_devs[0]
         if hb not in self.bridges:
-            raise TopologyError(f"{where}.host_bridge = {hb!r} is not a host bridge; allowed: {', '.join(self.bridges)}")
+            raise TopologyError(f"{where}.host_bridge = {hb!r} is not a host bridge; allowed: "
+                                f"{', '.join(self.bridges)}")
         mine = [d for d, (b, _) in sorted(self.port_of.items(), key=lambda x: x[1][1]) if b == hb]
         targets = list(region.get("targets", mine))
         for d in targets:

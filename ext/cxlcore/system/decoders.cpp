@@ -108,15 +108,17 @@ void Graph::checkDecoders() const {
             need(d.targets.size() == d.ways, nameOf(comp, d) + ": " + std::to_string(d.targets.size()) +
                                                  " targets for " + std::to_string(d.ways) + " ways; allowed: one "
                                                  "root port per way");
+            for (uint32_t w = 0; w < d.ways; ++w)
+                for (uint32_t v = 0; v < w; ++v)
+                    need(d.targets[v] != d.targets[w], nameOf(comp, d) + ": root port " +
+                                                           std::to_string(d.targets[w]) +
+                                                           " is named twice in its target list; allowed: each port once");
             for (uint32_t w = 0; w < d.ways; ++w) {
                 const uint32_t t = d.targets[w];
                 const Connection* port = rootPort(*this, comp, t);
                 need(port != nullptr, nameOf(comp, d) + ": target " + std::to_string(w) + " names root port " +
                                           std::to_string(t) + ", which " + comp + " does not have (it has " +
                                           std::to_string(leaving(comp, "root_port").size()) + ")");
-                for (uint32_t v = 0; v < w; ++v)
-                    need(d.targets[v] != t, nameOf(comp, d) + ": root port " + std::to_string(t) +
-                                                " is named twice in its target list; allowed: each port once");
                 const Node& dev = pastLink(*port);
                 need(dev.type == "type3", nameOf(comp, d) + ": target " + std::to_string(w) + " is root port " +
                                               std::to_string(t) + ", where a " + dev.type + " (" + dev.name +

@@ -299,10 +299,13 @@ def test_bridge_decoder_outside_the_window_is_a_config_error():
     (dict(size=GiB, targets=["dx"]), r"'dx' is not a Type-3 device on a root port of hb"),
     (dict(size=GiB, colour=1), r"regions\[0\].colour is not a region key"),
     (dict(), r"regions\[0\].size is missing"),
+    (dict(size=GiB, base=GiB + 256 * MiB, window=True), r"regions\[0\]: \[0x50000000, 0x90000000\) lies outside the "
+                                                        r"host's window onto hb, \[0x0, 0x80000000\)"),
 ])
 def test_refused_regions_name_the_reason(region, message):
+    t = topo(2, window={"base": 0, "size": 2 * GiB}) if region.pop("window", False) else topo(2)
     with pytest.raises(T.TopologyError, match=message):
-        T.program_region(topo(2), **region)
+        T.program_region(t, **region)
 
 
 def test_overlapping_region_is_refused_by_the_registers():

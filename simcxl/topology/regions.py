@@ -39,7 +39,7 @@ from .graph import Topology, TopologyError
 
 #: The register model's capacity of each Type-3 device: the timing model has no capacity of its own
 #: (its DRAM is addressed by whatever DPA arrives), so IDENTIFY reports this and commits check against it.
-DEVICE_CAPACITY = 256 << 30
+DEVICE_CAPACITY = 4 << 40
 BRIDGE_DECODERS = 8  # a host bridge's HDM decoders (a device has 4)
 KEYS = ("host_bridge", "targets", "granularity", "size", "base", "skip", "poison", "lock")
 
@@ -124,6 +124,9 @@ class Platform:
             size = hi - base
         else:
             raise TopologyError(f"{where}.size is missing; the host's window onto {hb} gives no end to take it from")
+        if not lo <= base < base + size <= hi:  # as cxl_region refuses a region outside its root decoder
+            raise TopologyError(f"{where}: [{base:#x}, {base + size:#x}) lies outside the host's window onto {hb}, "
+                                f"[{lo:#x}, {hi:#x})")
         skip = region.get("skip", 0)
         skips = {d: _bytes(skip.get(d, 0) if isinstance(skip, dict) else skip, f"{where}.skip") for d in targets}
         lock = bool(region.get("lock", False))

@@ -114,6 +114,7 @@ void bindFunction(C& c) {
              "The HDM decoders committed, as the OS programmed them: base, size, ways, granularity, targets "
              "(port numbers) or the device range.")
         .def_property_readonly("hdm_enabled", &F::hdmEnabled)
+        .def_property_readonly("poison_on_decode_error", [](F& f) { return f.component().poisonOnDecodeError(); })
         .def_property_readonly("bar_bytes", &F::barBytes)
         .def_property_readonly("bar_address", &F::barAddress)
         .def_property_readonly("last_commit_error", [](F& f) { return f.component().lastCommitError(); })
@@ -132,6 +133,28 @@ void bindCxlio(py::module_& parent, ReadGraph graphOf) {
     m.attr("CACHEMEM_OFFSET") = kCacheMemOffset;
     m.attr("DEVICE_OFFSET") = Type3Function::kDeviceRegsOffset;
     m.attr("PAYLOAD_BYTES") = kPayloadBytes;
+
+    m.def("route", [graphOf](const py::dict& system, py::handle hpa, py::object bridge) -> py::object {
+              const Graph g = graphOf(system);
+              g.check();
+              std::string hb;
+              for (const auto& kv : g.decoders)
+                  if (hb.empty() && bridge.is_none() && g.find(kv.first)->type == "host_bridge") hb = kv.first;
+              if (!bridge.is_none()) hb = bridge.cast<std::string>();
+              const auto d = g.decoders.find(hb);
+              if (d == g.decoders.end() || g.find(hb)->type != "host_bridge")
+                  throw ConfigError("host_bridge = '" + hb + "': no host bridge of that name routes by committed "
+                                    "decoders in system " + g.name);
+              const CommittedRoutes routes(hb, g.regions(hb), d->second.poison);
+              HdmDecoder::Target tg;
+              if (!routes.route(ranged(hpa, "hpa", 0, (1ull << 52) - 1), tg)) return py::none();
+              const Connection& port = *g.leaving(hb, "root_port").at(tg.port);
+              return py::dict(py::arg("root_port") = port.from.index >= 0 ? uint32_t(port.from.index) : tg.port,
+                              py::arg("device") = g.pastLink(port).name, py::arg("dpa") = tg.dpa);
+          },
+          py::arg("system"), py::arg("hpa"), py::arg("host_bridge") = py::none(),
+          "Where a host bridge's committed decoders send a host physical address, as the engine routes it: "
+          "{root_port, device, dpa}, or None when no committed decoder covers it.");
 
     py::class_<Type3Function> t3(m, "Type3",
         "A Type-3 memory device's PCIe function: its parameters (and so its CDAT) from a system's type3 "
@@ -200,6 +223,7 @@ void bindCxlio(py::module_& parent, ReadGraph graphOf) {
         }, py::arg("offset"), py::arg("size"), py::arg("value"))
         .def("committed_decoders", [](const ComponentRegs& r) { return decodersList(r.committed()); })
         .def_property_readonly("hdm_enabled", &ComponentRegs::hdmEnabled)
+        .def_property_readonly("poison_on_decode_error", &ComponentRegs::poisonOnDecodeError)
         .def_property_readonly("last_commit_error", &ComponentRegs::lastCommitError)
         .def("stats", [](const ComponentRegs& r) { return statsDict(*r.stats); });
 }

@@ -153,9 +153,46 @@ Node readComponent(const std::string& name, py::handle v) {
     return c;
 }
 
+// Committed HDM decoders: {component: {poison_on_decode_error, committed: [what
+// committed_decoders() lists]}}, as simcxl.topology.regions reads them from the registers.
+void readDecoders(const py::dict& d, Graph& g) {
+    const double space = double(1ull << kPhysAddrBits);
+    for (auto kv : d) {
+        const std::string comp = py::str(kv.first), at = "decoders." + comp;
+        py::dict c = sub(d, comp.c_str(), "decoders");
+        onlyKeys(c, {"poison_on_decode_error", "committed"}, at, "key");
+        ComponentDecoders& out = g.decoders[comp];
+        if (c.contains("poison_on_decode_error")) out.poison = c["poison_on_decode_error"].cast<bool>();
+        if (!c.contains("committed")) continue;
+        size_t i = 0;
+        for (py::handle item : c["committed"]) {
+            const std::string w = at + ".committed[" + std::to_string(i++) + "]";
+            if (!py::isinstance<py::dict>(item)) throw ConfigError(w + " must be a table (base, size, ways, ...)");
+            py::dict e = item.cast<py::dict>();
+            onlyKeys(e, {"index", "base", "size", "ways", "granularity", "targets", "dpa_base", "dpa_size", "locked",
+                         "host_only"}, w, "key");
+            for (const char* k : {"base", "size", "ways", "granularity"})
+                if (!e.contains(k)) throw ConfigError(w + "." + k + " is missing");
+            cxlio::CommittedDecoder x;
+            x.index = e.contains("index") ? field<uint32_t>(e["index"], w, "index", 0, 31) : uint32_t(i - 1);
+            x.base = field<uint64_t>(e["base"], w, "base", 0, space);
+            x.size = field<uint64_t>(e["size"], w, "size", 0, space);
+            x.ways = field<uint32_t>(e["ways"], w, "ways", 1, 16);
+            x.granularity = field<uint32_t>(e["granularity"], w, "granularity", 256, 16384);
+            if (e.contains("targets"))
+                for (py::handle t : e["targets"]) x.targets.push_back(field<uint32_t>(t, w, "targets", 0, 255));
+            if (e.contains("dpa_base")) x.dpaBase = field<uint64_t>(e["dpa_base"], w, "dpa_base", 0, space);
+            x.dpaSize = e.contains("dpa_size") ? field<uint64_t>(e["dpa_size"], w, "dpa_size", 0, space)
+                                               : x.size / x.ways;
+            out.committed.push_back(x);
+        }
+    }
+}
+
 // A whole system: {name?, seed?, components: {name: {...}}, connections: [{from, to, base?, size?}]}.
 Graph readGraph(const py::dict& d) {
-    onlyKeys(d, {"name", "description", "source", "seed", "components", "connections", "fault", "lone_device_unnamed"},
+    onlyKeys(d, {"name", "description", "source", "seed", "components", "connections", "fault", "lone_device_unnamed",
+                 "decoders"},
              "", "system key");
     Graph g;
     if (d.contains("name")) g.name = py::str(d["name"]);
@@ -198,6 +235,7 @@ Graph readGraph(const py::dict& d) {
         }
         g.connections.push_back(c);
     }
+    if (d.contains("decoders")) readDecoders(sub(d, "decoders", "system"), g);
     return g;  // Graph::system() checks it before building
 }
 

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Union
 
 from . import graph
+from .regions import Platform
 from .convert import core_graph, from_system
 from .systems import GraphSystem, accel_system, load, memory_system, nic_system, preset_topology
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES, describe
 
-__all__ = ["GraphSystem", "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check", "core_graph",
+__all__ = ["GraphSystem", "Platform", "program_region",
+           "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check", "core_graph",
            "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
            "is_file", "resolve", "to_toml", "table"]
 
@@ -39,6 +41,17 @@ def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
     if Path(text).suffix.lower() in (".toml",):
         raise TopologyError(f"{text}: no such topology file")
     return preset_topology(text)
+
+
+def program_region(system: Any, **region: Any):
+    """The memory system of ``system`` (a topology file, a preset, a System of a graph) with one more region:
+    its decoders committed through the register model as Linux's cxl_region commits them (keys as a
+    [[regions]] table's: host_bridge, targets, granularity, size, base, skip, poison, lock), which the
+    engine's host bridge then routes by. Returns a System every workload takes."""
+    from . import regions
+    graph_ = getattr(system, "graph", None)
+    t = graph_ if isinstance(graph_, Topology) else resolve(system)
+    return memory_system(regions.with_region(t, region))
 
 
 def is_file(spec: Any) -> bool:
@@ -66,6 +79,7 @@ def to_toml(t: Topology) -> str:
     # Connections as [[connections]] tables after the components (tomli_w would write one inline
     # array first, where a later table header would capture it).
     conns = "".join("\n[[connections]]\n" + tomli_w.dumps(c) for c in d["connections"])
+    conns += "".join("\n[[regions]]\n" + tomli_w.dumps(r) for r in d.get("regions", []))
     return tomli_w.dumps(head) + "\n" + tomli_w.dumps({"components": d["components"]}) + conns
 
 def table(t: Topology) -> List[Dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ..params import MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory
+from . import regions
 from .graph import Component, Connection, PortRef, Topology, check
 from .types import TYPES
 
@@ -128,6 +129,10 @@ def core_graph(s: Any) -> Dict[str, Any]:
     graph = getattr(s, "graph", None)
     t = s if isinstance(s, Topology) else graph if graph is not None else from_system(s)
     d = t.to_dict()
+    d.pop("regions", None)
+    decoders = regions.decoders_of(t)
+    if decoders:
+        d["decoders"] = decoders  # the host bridges named there route by them
     if getattr(s, "lone_device", False):
         d["lone_device_unnamed"] = True  # its stats and messages keep the preset's bare names
     return d

@@ -51,7 +51,7 @@ class TopologyError(ParamError):
 
 
 _REF = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)\.([a-z_]+)(?:\[(\d+)\])?")
-_TOP_KEYS = ("name", "description", "source", "seed", "components", "connections")
+_TOP_KEYS = ("name", "description", "source", "seed", "components", "connections", "regions")
 _COMP_KEYS = ("type", "from", "description")
 _CONN_KEYS = ("from", "to", "base", "size", "qos_limit", "qos_allocation")
 #: A host's LD on CXL memory (CXL 2.0 QoS telemetry), as fractions of a device's peak completions.
@@ -108,6 +108,11 @@ class Topology:
     description: str = ""
     source: str = ""
     seed: int = 1
+    # Regions software creates ([[regions]], see .regions): each programs and commits HDM decoders
+    # through the register model; ``decoders`` is what those registers then hold, what the engine
+    # routes by (None: not yet programmed).
+    regions: List[Dict[str, Any]] = field(default_factory=list)
+    decoders: Optional[Dict[str, Any]] = None
 
     # -- queries -----------------------------------------------------------------------
     def of_type(self, t: str) -> List[Component]:
@@ -172,8 +177,11 @@ class Topology:
             if k.base is not None:
                 e["base"], e["size"] = k.base, k.size
             conns.append({**e, **k.qos})
-        return {"name": self.name, "description": self.description, "source": self.source, "seed": self.seed,
-                "components": comps, "connections": conns}
+        out = {"name": self.name, "description": self.description, "source": self.source, "seed": self.seed,
+               "components": comps, "connections": conns}
+        if self.regions:
+            out["regions"] = copy.deepcopy(self.regions)
+        return out
 
 
 # -- loading ---------------------------------------------------------------------------
@@ -262,8 +270,11 @@ def from_dict(data: Any, default_name: str = "topology", fragments: Fragments = 
     if not isinstance(data["connections"], list):
         raise TopologyError("connections must be a list of port pairs or tables (from, to, base, size)")
     conns = [_connection(i, x, comps) for i, x in enumerate(data["connections"])]
+    regions = data.get("regions", [])
+    if not isinstance(regions, list) or not all(isinstance(r, dict) for r in regions):
+        raise TopologyError("regions must be a list of tables ([[regions]]: host_bridge, targets, size, ...)")
     topo = Topology(name=name, components=comps, connections=conns, description=data.get("description", ""),
-                    source=data.get("source", ""), seed=seed)
+                    source=data.get("source", ""), seed=seed, regions=copy.deepcopy(regions))
     check(topo)
     return topo
 

@@ -42,6 +42,16 @@ def text(t: Topology) -> str:
 
     for h in t.of_type("host"):
         walk(h.name, "", "")
+    if t.decoders:  # as `cxl list -D` shows them: what the host bridges route by
+        lines += ["", "committed HDM decoders:"]
+        for name, d in t.decoders.items():
+            for x in d["committed"]:
+                where = (f"root ports {', '.join(map(str, x['targets']))}" if x["targets"] else
+                         f"DPA [0x{x['dpa_base']:x}, 0x{x['dpa_base'] + x['dpa_size']:x})")
+                lines.append(f"  {name} decoder {x['index']}: [0x{x['base']:x}, 0x{x['base'] + x['size']:x}) "
+                             f"{x['ways']} ways x {x['granularity']} B -> {where}")
+            if d["poison_on_decode_error"]:
+                lines.append(f"  {name}: reads no decoder covers answer poison")
     lines.append("")
     lines.append(f"{'parameter':44s} {'value':>14s}  origin")
     for c in t.components.values():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..params import MAP_KIND, AccelDevice, BridgeParams, CxlMemory, ParamError, RemoteMemory, RootPort, System, Window, WindowRange
-from . import graph
+from . import graph, regions
 from .convert import from_system
 from .graph import Component, Topology, TopologyError
 
@@ -26,8 +26,11 @@ def preset_topology(name: str) -> Topology:
 
 
 def load(spec: Any) -> Topology:
-    """A topology file, a dict of its shape or a Topology, its ``from`` taken from the shipped presets."""
-    return graph.load(spec, preset_topology)
+    """A topology file, a dict of its shape or a Topology, its ``from`` taken from the shipped presets;
+    its regions programmed (so that a refused commit is reported before anything runs)."""
+    t = graph.load(spec, preset_topology)
+    regions.decoders_of(t)
+    return t
 
 
 # -- graphs to systems -------------------------------------------------------------------

@@ -13,7 +13,8 @@ namespace {
 constexpr uint32_t kIgMask = 0xF, kIwShift = 4, kLock = 1u << 8, kCommit = 1u << 9, kCommitted = 1u << 10,
                    kCommitError = 1u << 11, kHostOnly = 1u << 12;
 constexpr uint32_t kCtrlRw = kIgMask | 0xF0 | kLock | kCommit | kHostOnly;
-constexpr uint32_t kHdmEnable = 1u << 1;
+// Global control: Poison On Decode Error Enable (bit 0; capability bit 10) and HDM Decoder Enable.
+constexpr uint32_t kPoisonOnDecodeError = 1u << 0, kHdmEnable = 1u << 1;
 constexpr uint32_t kBaseLow = 0x00, kBaseHigh = 0x04, kSizeLow = 0x08, kSizeHigh = 0x0C, kCtrl = 0x10,
                    kTargetLow = 0x14, kTargetHigh = 0x18;
 // RAS status bits that exist (Linux's CXL_RAS_*_STATUS_MASK, CXL 3.1 section 8.2.4.16).
@@ -80,8 +81,9 @@ ComponentRegs::ComponentRegs(ComponentKind kind, uint32_t decoders, uint32_t tar
     const uint32_t hdm = cm + kHdmOffset;
     const uint32_t tc = kind == ComponentKind::Endpoint ? 0 : targets_;
     const bool sixteen = kind == ComponentKind::Endpoint;  // a bridge's target list holds at most 8 ports
-    regs_.set(hdm, 4, decoderCountCode(decoders_) | tc << 4 | 1u << 8 | 1u << 9 | 1u << 11 | (sixteen ? 1u << 12 : 0));
-    regs_.access(hdm + 4, 4, kHdmEnable);
+    regs_.set(hdm, 4, decoderCountCode(decoders_) | tc << 4 | 1u << 8 | 1u << 9 | 1u << 10 | 1u << 11 |
+                          (sixteen ? 1u << 12 : 0));
+    regs_.access(hdm + 4, 4, kHdmEnable | kPoisonOnDecodeError);
     for (uint32_t i = 0; i < decoders_; ++i) {
         regs_.access(decoderReg(i, kBaseLow), 4, 0xF0000000);
         regs_.access(decoderReg(i, kBaseHigh), 4, 0xFFFFFFFF);
@@ -122,6 +124,10 @@ bool ComponentRegs::isCommitted(uint32_t i) const { return regs_.get(decoderReg(
 
 bool ComponentRegs::hdmEnabled() const {
     return decoders_ && (regs_.get(kCacheMemOffset + kHdmOffset + 4, 4) & kHdmEnable);
+}
+
+bool ComponentRegs::poisonOnDecodeError() const {
+    return decoders_ && (regs_.get(kCacheMemOffset + kHdmOffset + 4, 4) & kPoisonOnDecodeError);
 }
 
 void ComponentRegs::writeDecoder(uint32_t i, uint32_t reg, unsigned size, uint64_t value) {

@@ -34,4 +34,26 @@ void HdmDecoder::outside(uint64_t hpa) const {
     throw ConfigError(os.str());
 }
 
+CommittedRoutes::CommittedRoutes(const std::string& where, const std::vector<CommittedRegion>& regions, bool poison)
+    : poison_(poison) {
+    for (const CommittedRegion& c : regions) {
+        if (c.ports.size() != c.ways || c.dpaBase.size() != c.ways)
+            throw ConfigError(where + ": a committed decoder of " + std::to_string(c.ways) + " ways needs one target "
+                              "port and device decoder per way");
+        r_.push_back({HdmDecoder(where, c.base, c.size, c.ways, c.granularity), c.ports, c.dpaBase,
+                      HdmDecoder::share(c.size, c.ways, c.granularity)});
+    }
+}
+
+uint64_t CommittedRoutes::hpaOf(uint32_t port, uint64_t dpa) const {
+    for (const Region& r : r_)
+        for (uint32_t w = 0; w < r.ports.size(); ++w)
+            if (r.ports[w] == port && dpa >= r.dpaBase[w] && dpa - r.dpaBase[w] < r.dpaSize)
+                return r.hdm.encode(w, dpa - r.dpaBase[w]);
+    std::ostringstream os;
+    os << "a response from root port " << port << " at DPA 0x" << std::hex << dpa
+       << " that no committed decoder maps (the model lost its address)";
+    throw ConfigError(os.str());
+}
+
 }  // namespace cxlcore

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cxlcore {
 
@@ -54,6 +55,51 @@ class HdmDecoder {
     uint64_t base_, size_;
     uint32_t ways_, gran_;
     int granShift_ = 0, waysShift_ = -1;  // log2 of each (-1: ways not a power of two)
+};
+
+// One host bridge HDM decoder as software committed it, with the decoder of
+// the device below each of its ways (CXL 3.1 section 8.2.4.20): the bridge
+// picks the way's root port, the device's decoder gives the DPA, its skip and
+// the decoders before it plus the offset with the interleave bits removed.
+// With no switch between them both levels decode the same ways and
+// granularity, so one HdmDecoder does both steps.
+struct CommittedRegion {
+    uint64_t base = 0, size = 0;
+    uint32_t ways = 1, granularity = 256;
+    std::vector<uint32_t> ports;    // the root port (index in the bridge) of each way
+    std::vector<uint64_t> dpaBase;  // where that way's device decoder begins in its DPA
+};
+
+// A host bridge's routes by its committed decoders. An address none of them
+// covers routes nowhere: the bridge answers it itself (HostBridge::unrouted).
+class CommittedRoutes {
+  public:
+    CommittedRoutes(const std::string& where, const std::vector<CommittedRegion>& regions, bool poison);
+    bool route(uint64_t hpa, HdmDecoder::Target& out) const {
+        for (const Region& r : r_)
+            if (r.hdm.contains(hpa)) {
+                out = r.hdm.decode(hpa);
+                out.dpa += r.dpaBase[out.port];
+                out.port = r.ports[out.port];
+                return true;
+            }
+        return false;
+    }
+    // The host address of a response from root port `port` at `dpa`.
+    uint64_t hpaOf(uint32_t port, uint64_t dpa) const;
+    // Poison On Decode Error Enable (HDM Decoder Global Control bit 0): an
+    // unrouted read answers poison rather than all ones.
+    bool poison() const { return poison_; }
+
+  private:
+    struct Region {
+        HdmDecoder hdm;
+        std::vector<uint32_t> ports;
+        std::vector<uint64_t> dpaBase;
+        uint64_t dpaSize;
+    };
+    std::vector<Region> r_;
+    bool poison_;
 };
 
 }  // namespace cxlcore

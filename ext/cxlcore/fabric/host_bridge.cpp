@@ -15,6 +15,8 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
     reqLat_ = nsToTicks(p_.req_latency_ns);
     respLat_ = nsToTicks(p_.resp_latency_ns);
     tracker_.init(p_.req_queue, 0);
+    unrouted_.reset(p_.req_queue);
+    unrouted_.name(where + ".unrouted (completions of requests no committed decoder covers)");
     throttle_ = p_.devload_throttle != 0;
 }
 
@@ -44,7 +46,13 @@ bool HostBridge::tryReq(Txn* t) {
         ++stats_.refused;
         return false;
     }
-    HdmDecoder::Target tg = hdm_.decode(t->addr);
+    HdmDecoder::Target tg;
+    if (!routes_) {
+        tg = hdm_.decode(t->addr);
+    } else if (!routes_->route(t->addr, tg)) {
+        unrouted(t);
+        return true;
+    }
     t->addr = tg.dpa;
     ++(t->isRead() ? stats_.reads : stats_.writes);
     Port& p = *ports_[tg.port];
@@ -151,7 +159,7 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
     const Tick mark = x->mark;
     const Tick host = x->stage[kStageHostPort];
     x->leave(kStageHostPort, ready, name_);
-    x->addr = hdm_.encode(p.targetPortIndex, dpa);
+    x->addr = routes_ ? routes_->hpaOf(p.targetPortIndex, dpa) : hdm_.encode(p.targetPortIndex, dpa);
     if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
         x->addr = dpa;
         x->restore(kStageHostPort, mark, host);
@@ -160,6 +168,39 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
     p.link->credits_[c].give(ready);
     p.link->respBuffer_.give(ready);
     tracker_.giveAt(ready);
+    return true;
+}
+
+void HostBridge::unrouted(Txn* t) {
+    // No committed decoder positively decodes the address (CXL 3.1 section
+    // 8.2.4.20.2, Poison On Decode Error Enable): a read returns poison when
+    // software enabled that, all ones otherwise; a write is dropped. Either is
+    // completed after the bridge's own pipeline, both ways, and reaches no link.
+    if (t->isRead()) {
+        ++stats_.unroutedReads;
+        stats_.poisoned += routes_->poison();
+        t->value = ~uint64_t(0);
+    } else {
+        ++stats_.unroutedWrites;
+    }
+    t->opc = responseOf(t->opc);
+    const Tick at = now() + reqLat_ + respLat_;
+    unrouted_.push(at, t);
+    requestWake(at);
+}
+
+bool HostBridge::answerUnrouted(Tick t) {
+    while (unrouted_.headReady() <= t) {
+        Txn* x = unrouted_.front();
+        const Tick mark = x->mark, host = x->stage[kStageHostPort];
+        x->leave(kStageHostPort, t, name_);
+        if (!up_->tryResp(x)) {
+            x->restore(kStageHostPort, mark, host);
+            return false;
+        }
+        unrouted_.pop();
+        tracker_.giveAt(t);
+    }
     return true;
 }
 
@@ -174,7 +215,8 @@ void HostBridge::process() {
         needRetry_ = false;
         up_->retryReq();
     }
-    Tick w = kNever;
+    if (!respBlocked_ && !answerUnrouted(t)) respBlocked_ = true;
+    Tick w = respBlocked_ ? kNever : due(unrouted_.headReady(), t);
     // In port order, as a scan of every port: one with both queues empty
     // would do nothing and add no wake-up. The mask is read afresh each step:
     // a response taken above may queue a request on a later port.

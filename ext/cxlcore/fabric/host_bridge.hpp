@@ -14,6 +14,9 @@ namespace cxlcore {
 struct BridgeStats {
     uint64_t reads = 0, writes = 0, refused = 0;
     uint64_t throttled = 0;  // requests that waited for their port's DevLoad throttle
+    // Requests no committed decoder covers (routing by committed decoders only):
+    // reads answered with all ones (or poison), writes dropped, by the bridge itself.
+    uint64_t unroutedReads = 0, unroutedWrites = 0, poisoned = 0;
 };
 
 // The host's side of HDM-DB (a shared device's back-invalidate): told of
@@ -42,6 +45,11 @@ class HostBridge : public Component, public Target {
     // Its response buffer (resp_queue entries) is a credit the device takes
     // for each response it sends, returned when the host takes the response.
     void addPort(CxlLink* link, MemEndpoint* dev);
+
+    // Routes by the HDM decoders software committed instead of its own
+    // interleave over every port (call after the last addPort).
+    void routeBy(std::unique_ptr<CommittedRoutes> r) { routes_ = std::move(r); }
+    const CommittedRoutes* routes() const { return routes_.get(); }
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
@@ -98,11 +106,16 @@ class HostBridge : public Component, public Target {
     void toAgent(Port& p, Txn* t, Tick ready);
     void drainCoherent(Port& p, Tick t);
     bool send(Port& p, Txn* x, Tick at);
+    // A request no committed decoder claims: completed here, never sent down.
+    void unrouted(Txn* t);
+    bool answerUnrouted(Tick t);
     // The first port from `from` on whose queues hold something (64: none).
     uint32_t nextBusy(uint32_t from) const;
 
     BridgeParams p_;
     HdmDecoder hdm_;
+    std::unique_ptr<CommittedRoutes> routes_;
+    TimedFifo<Txn*> unrouted_;  // completions of unrouted requests, in order (the tracker bounds them)
     std::vector<std::unique_ptr<Port>> ports_;
     std::string where_;
     const char* name_;  // where_, interned: the name its trace spans carry

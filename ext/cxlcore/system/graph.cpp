@@ -301,6 +301,7 @@ void Graph::check() const {
         need(h == hs[0] || leaving(h->name, "home").empty(),
              h->name + ".home: CXL.cache devices hang below the first host (" + hs[0]->name + ") only so far");
     }
+    checkDecoders();
 }
 
 namespace {

@@ -6,11 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cxlcore/config/params.hpp"
+#include "cxlcore/cxlio/component_regs.hpp"
+#include "cxlcore/fabric/hdm_decoder.hpp"
 
 namespace cxlcore {
 
@@ -74,6 +77,14 @@ struct Connection {
     LdQos qos;
 };
 
+// The HDM decoders software committed in one component's registers (a
+// host_bridge or a type3), as cxlio::ComponentRegs::committed() reads them,
+// and its Poison On Decode Error Enable bit.
+struct ComponentDecoders {
+    bool poison = false;
+    std::vector<cxlio::CommittedDecoder> committed;
+};
+
 struct Graph {
     std::string name = "system";
     uint64_t seed = 1;
@@ -83,6 +94,9 @@ struct Graph {
     bool loneDeviceUnnamed = false;
     std::vector<Node> components;
     std::vector<Connection> connections;
+    // Committed HDM decoders by component: a host bridge named here routes by
+    // them (system/decoders.cpp), not by its own interleave parameters.
+    std::map<std::string, ComponentDecoders> decoders;
 
     // Refuses, in one line naming the component and port, what no engine can
     // build: unknown types, components or ports, indexes on single ports, a
@@ -95,6 +109,14 @@ struct Graph {
     void fillHost(const Node& host, HostDesc& p) const;
     // The one nic's parameters, validated; throws when the graph has none or several.
     NicParams nic() const;
+
+    // The committed decoders agree between host bridges and devices: each
+    // bridge decoder's targets are root ports with a Type-3 device whose
+    // decoder maps the same range at the same ways and granularity, and every
+    // device decoder is reached so (system/decoders.cpp).
+    void checkDecoders() const;
+    // A checked host bridge's committed decoders as the routes it takes.
+    std::vector<CommittedRegion> regions(const std::string& hostBridge) const;
 
     const Node* find(const std::string& name) const;
     // The hosts, in the order of the components: the first holds the CXL.cache devices.

@@ -132,6 +132,11 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                 }
             }
             if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
+            if (w.bridge && w.bridge->routes()) {  // requests no committed decoder covered
+                r.emplace_back(w.p.name + ".bridge.unrouted_reads", double(w.bridge->stats().unroutedReads));
+                r.emplace_back(w.p.name + ".bridge.unrouted_writes", double(w.bridge->stats().unroutedWrites));
+                r.emplace_back(w.p.name + ".bridge.poisoned_reads", double(w.bridge->stats().poisoned));
+            }
             if (w.bridge && w.p.bridge.devload_throttle)
                 r.emplace_back(w.p.name + ".bridge.throttled", double(w.bridge->stats().throttled));
         }

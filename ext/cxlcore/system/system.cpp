@@ -115,6 +115,10 @@ void System::buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows) {
         w.bridge->addPort(l, below);
         below->bind(h.index, share, w.p.qos);
     }
+    // Software committed this bridge's HDM decoders: they route, not its interleave parameters.
+    if (g.decoders.count(w.p.node))
+        w.bridge->routeBy(std::make_unique<CommittedRoutes>(n + ".bridge", g.regions(w.p.node),
+                                                            g.decoders.at(w.p.node).poison));
     w.target = w.bridge.get();
 }
 

@@ -104,7 +104,7 @@ void HostBridge::toAgent(Port& p, Txn* t, Tick ready) {
     // The agent takes every one at once: its S2M buffer and credit are free then.
     p.link->credits_[t->channel()].give(ready);
     p.link->respBuffer_.give(ready);
-    t->addr = hdm_.encode(p.targetPortIndex, t->addr);
+    t->addr = routes_ ? routes_->hpaOf(p.targetPortIndex, t->addr) : hdm_.encode(p.targetPortIndex, t->addr);
     if (t->channel() == kS2MBISnp)
         agent_->snooped(t, ready);
     else
@@ -112,7 +112,12 @@ void HostBridge::toAgent(Port& p, Txn* t, Tick ready) {
 }
 
 void HostBridge::sendCoherent(Txn* m, Tick at) {
-    const HdmDecoder::Target tg = hdm_.decode(m->addr);
+    HdmDecoder::Target tg;
+    if (!routes_) {
+        tg = hdm_.decode(m->addr);
+    } else if (!routes_->route(m->addr, tg)) {
+        protocolError(where_ + ": " + m->cmd().name + " for " + hexAddr(m->addr) + ", which no committed decoder covers");
+    }
     m->addr = tg.dpa;
     Port& p = *ports_[tg.port];
     p.co.push(at + reqLat_, m);

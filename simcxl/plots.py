@@ -34,8 +34,13 @@ def _finish(fig, ax, df, path, measured_note: Optional[str] = None) -> Path:
     text = caption(df)
     if measured_note:
         text += "\n" + measured_note
-    fig.text(0.01, 0.005, text, fontsize=6.5, va="bottom", ha="left", wrap=True, color="0.3")
-    fig.tight_layout(rect=(0, 0.06 if measured_note else 0.04, 1, 1))
+    return _save(fig, path, text, bool(measured_note))
+
+
+def _save(fig, path, note: str, long_note: bool) -> Path:
+    """The figure with its caption at the foot, written to ``path``."""
+    fig.text(0.01, 0.005, note, fontsize=6.5, va="bottom", ha="left", wrap=True, color="0.3")
+    fig.tight_layout(rect=(0, 0.06 if long_note else 0.04, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
@@ -187,13 +192,7 @@ def sweep(df: pd.DataFrame, path, x: str, y: str, hue: Optional[str] = None, z: 
         n = int(np.prod([k for _, k in hidden]))
         note += (f" Each {'cell' if z else 'point'} is the mean of up to {n} points over the axes not shown: "
                  + ", ".join(f"{c[len('param.'):]} ({k} values)" for c, k in hidden) + ".")
-    fig.text(0.01, 0.005, note, fontsize=6.5, color="0.3", wrap=True)
-    fig.tight_layout(rect=(0, 0.06 if hidden else 0.04, 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return _save(fig, path, note, bool(hidden))
 
 
 def _sweep_panel(fig, ax, df: pd.DataFrame, x: str, y: str, hue: Optional[str], z: Optional[str], hues: list,

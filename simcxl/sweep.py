@@ -218,7 +218,7 @@ class Sweep:
                              "allowed: 1 to 10000000")
         for a in self.axes:
             if sb.is_structural(a.param):
-                sb.check_axis(self.base, a.param, a.values, a.lo)
+                sb.check_axis(self.base, a.param, a.values)
         for structural in sb.structures(self.axes):
             try:
                 base = self.base_system(structural)

@@ -69,11 +69,13 @@ def check_base(base: Any) -> Base:
                      "file, or a table { generator = \"fabric\", ... }")
 
 
-def check_axis(base: Base, param: str, values: Any, lo: Any) -> None:
+def check_axis(base: Base, param: str, values: Any) -> None:
     """A structural axis against the spec's base: its name, that it gives values, and each value."""
     where = f"sweep: axis {shown(param)}"
     if values is None:
         raise ParamError(f"{where}: range is not allowed for a structural axis; allowed: values = [...]")
+    if not values:
+        raise ParamError(f"{where}: values is empty; allowed: a list of one or more values")
     if param == AXIS:
         if isinstance(base, dict):
             raise ParamError(f"{where}: an axis over bases is not allowed with a generator base; allowed: axes "

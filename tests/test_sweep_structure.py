@@ -3,6 +3,8 @@ ways) as a sweep's base with its arguments as axes, an axis over bases, and the 
 Expected values come from the link physics (tests/test_switch.py and tests/test_bandwidth.py derive
 them by hand), from Little's law, and from counting the generator's parts by hand."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -213,3 +215,27 @@ def test_a_generated_base_takes_parameter_axes_by_component_name(tmp_path):
     df = sw.run(s, tmp_path, workers=1)
     for _, r in df.iterrows():
         assert r["read.stage.switch_ns"] == pytest.approx(2 * r["param.sw1.latency_ns"], abs=0.01)
+
+
+def test_the_cli_runs_a_generator_spec_and_plots_a_panel_per_value(tmp_path):
+    spec_path = tmp_path / "s.toml"
+    spec_path.write_text('name = "tiny"\nmetrics = ["total_gbps"]\n[base]\ngenerator = "fabric"\nlevels = 1\n'
+                         '[workload]\nkind = "hosts"\nthreads = 2\nrequests = 1000\n'
+                         '[[axes]]\nparam = "base.hosts"\nvalues = [1, 2]\n'
+                         '[[axes]]\nparam = "base.interleave_ways"\nvalues = [1, 2]\n')
+    exe = str(Path(sys.executable).parent / "simcxl")
+    out = tmp_path / "out"
+    r = subprocess.run([exe, "sweep", str(spec_path), "--out", str(out), "--workers", "1"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "4 points (4 ok, 0 failed)" in r.stdout, r.stderr
+    r = subprocess.run([exe, "plot", str(out), "--x", "param.base.hosts", "--y", "total_gbps",
+                        "--col", "param.base.interleave_ways"], capture_output=True, text=True)
+    png = out / "total-gbps-vs-base-hosts-per-base-interleave-ways.png"
+    assert r.returncode == 0 and png.stat().st_size > 10_000, r.stderr
+    assert "averages" not in r.stderr  # every axis is on the plot: nothing averaged
+    r = subprocess.run([exe, "plot", str(out), "--x", "param.base.hosts", "--y", "total_gbps",
+                        "--col", "param.base.hosts"], capture_output=True, text=True)
+    assert r.returncode != 0 and "name the same column twice" in r.stderr
+    spec_path.write_text(spec_path.read_text().replace("values = [1, 2]\n", "values = [1, 17]\n", 1))
+    r = subprocess.run([exe, "sweep", str(spec_path), "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert r.returncode != 0 and "axis base.hosts: 17 is out of range; allowed: a whole number from 1 to 16" in r.stderr

@@ -208,6 +208,9 @@ class Sweep:
         kind = self.workload.get("kind", "traffic")
         if kind not in WORKLOADS:
             raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed; allowed: {', '.join(WORKLOADS)}")
+        if isinstance(self.base, dict) and kind in COHERENT + ("mixed",):
+            raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed with a generator base (its systems have "
+                             "no accelerators); allowed: traffic, stream, lmbench, loaded-latency, hosts")
         for k, v in self.workload.items():
             if k != "kind":
                 _check_workload(kind, k, v, f"workload.{k}")

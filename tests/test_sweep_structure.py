@@ -96,6 +96,7 @@ def test_the_generator_refuses_bad_arguments_naming_them(args, needle):
     (spec([axis("base.hosts", 1, 2)], threads=49), "workload.threads = 49 is out of range; allowed: 1 to"),
     (spec([], target="h0_cxl"), "target is not a parameter of the hosts workload"),
     (spec([axis("workload.read_fraction", 1.5)]), "axis workload.read_fraction: 1.5 is out of range"),
+    (spec([], kind="accel"), "workload.kind = 'accel' is not allowed with a generator base"),
 ])
 def test_bad_structural_specs_are_refused_before_anything_runs(raw, needle):
     with pytest.raises(ParamError) as e:

@@ -34,8 +34,13 @@ def _finish(fig, ax, df, path, measured_note: Optional[str] = None) -> Path:
     text = caption(df)
     if measured_note:
         text += "\n" + measured_note
-    fig.text(0.01, 0.005, text, fontsize=6.5, va="bottom", ha="left", wrap=True, color="0.3")
-    fig.tight_layout(rect=(0, 0.06 if measured_note else 0.04, 1, 1))
+    return _save(fig, path, text, bool(measured_note))
+
+
+def _save(fig, path, note: str, long_note: bool) -> Path:
+    """The figure with its caption at the foot, written to ``path``."""
+    fig.text(0.01, 0.005, note, fontsize=6.5, va="bottom", ha="left", wrap=True, color="0.3")
+    fig.tight_layout(rect=(0, 0.06 if long_note else 0.04, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
@@ -158,12 +163,41 @@ def averaged_axes(df: pd.DataFrame, shown: Sequence[Optional[str]]) -> list:
 
 
 def sweep(df: pd.DataFrame, path, x: str, y: str, hue: Optional[str] = None, z: Optional[str] = None,
-          title: str = "") -> Path:
-    """Lines of y over x (one per hue value), or a heatmap of z over (x, y).
-    Points that differ only in axes the plot does not show are averaged,
-    and the caption names those axes."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    hidden = averaged_axes(df, (x, y, hue, z))
+          title: str = "", col: Optional[str] = None) -> Path:
+    """Lines of y over x (one per hue value), or a heatmap of z over (x, y); with ``col``, one panel
+    of either per value of that column, side by side on the same y axis. Points that differ only in
+    axes the plot does not show are averaged, and the caption names those axes."""
+    panels = list(df.groupby(col, sort=True)) if col else [(None, df)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 if not col else 1.5 + 3.6 * len(panels), 4.8),
+                             sharey=not z, squeeze=False)
+    hidden = averaged_axes(df, (x, y, hue, z, col))
+    hues = sorted(df[hue].unique()) if hue else [None]
+    for ax, (c, part) in zip(axes[0], panels):
+        what = _sweep_panel(fig, ax, part, x, y, hue, z, hues, bool(hidden))
+        if col:
+            value = f"{c:g}" if isinstance(c, float) else str(c)
+            ax.set_title(f"{axis_label(col)} = {value}", fontsize=9)
+        if not z and ax is not axes[0][0]:
+            ax.set_ylabel("")
+    if col:
+        what += f", per {axis_label(col)}"
+        fig.suptitle(f"{title}: {what}" if title else what, fontsize=10)
+    else:
+        axes[0][0].set_title(f"{title}: {what}" if title else what, fontsize=10)
+    engine = df["engine"].iloc[0] if "engine" in df.columns and len(df) else "standalone"
+    version = df["simcxl"].iloc[0] if "simcxl" in df.columns and len(df) else _version()
+    note = (f"Simulated: SimCXL {version} {engine} engine, sweep of {len(df)} points "
+            f"(base {df['base'].iloc[0] if 'base' in df.columns and len(df) else '?'}).")
+    if hidden:
+        n = int(np.prod([k for _, k in hidden]))
+        note += (f" Each {'cell' if z else 'point'} is the mean of up to {n} points over the axes not shown: "
+                 + ", ".join(f"{c[len('param.'):]} ({k} values)" for c, k in hidden) + ".")
+    return _save(fig, path, note, bool(hidden))
+
+
+def _sweep_panel(fig, ax, df: pd.DataFrame, x: str, y: str, hue: Optional[str], z: Optional[str], hues: list,
+                 hidden: bool) -> str:
+    """One panel of a sweep's plot (each hue value in the same colour on every panel); what it shows."""
     if z:
         piv = df.pivot_table(index=y, columns=x, values=z, aggfunc="mean").sort_index(ascending=False)
         im = ax.imshow(piv.values, aspect="auto", cmap="viridis")
@@ -180,9 +214,9 @@ def sweep(df: pd.DataFrame, path, x: str, y: str, hue: Optional[str] = None, z: 
         what = f"{axis_label(z)} over {axis_label(x)} and {axis_label(y)}"
     else:
         groups = df.groupby(hue, sort=True) if hue else [(None, df)]
-        for i, (h, g) in enumerate(groups):
+        for h, g in groups:
             g = g.groupby(x, sort=True)[y].mean()
-            ax.plot(g.index, g.values, "o-", ms=4, color=f"C{i % 10}",
+            ax.plot(g.index, g.values, "o-", ms=4, color=f"C{hues.index(h) % 10}",
                     label=None if h is None else f"{axis_label(hue)} = {h:g}" if isinstance(h, float)
                     else f"{axis_label(hue)} = {h}")
         if hue:
@@ -191,22 +225,7 @@ def sweep(df: pd.DataFrame, path, x: str, y: str, hue: Optional[str] = None, z: 
         what = f"{axis_label(y)} vs {axis_label(x)}"
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(y) + (" (mean)" if hidden and not z else ""))
-    ax.set_title(f"{title}: {what}" if title else what, fontsize=10)
-    engine = df["engine"].iloc[0] if "engine" in df.columns and len(df) else "standalone"
-    version = df["simcxl"].iloc[0] if "simcxl" in df.columns and len(df) else _version()
-    note = (f"Simulated: SimCXL {version} {engine} engine, sweep of {len(df)} points "
-            f"(base {df['base'].iloc[0] if 'base' in df.columns and len(df) else '?'}).")
-    if hidden:
-        n = int(np.prod([k for _, k in hidden]))
-        note += (f" Each {'cell' if z else 'point'} is the mean of up to {n} points over the axes not shown: "
-                 + ", ".join(f"{c[len('param.'):]} ({k} values)" for c, k in hidden) + ".")
-    fig.text(0.01, 0.005, note, fontsize=6.5, color="0.3", wrap=True)
-    fig.tight_layout(rect=(0, 0.06 if hidden else 0.04, 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return what
 
 
 def dma_vs_cache(df: pd.DataFrame, path) -> Path:

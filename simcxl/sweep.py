@@ -1,5 +1,6 @@
 """Design-space sweeps: a spec (TOML or the same thing in Python) names a base
-system, a workload, axes over any parameter and the metrics to keep. Points
+system, a workload, axes over any parameter (or over the structure itself,
+:mod:`simcxl.sweep_points`) and the metrics to keep. Points
 run on local processes or a Dask cluster; each finished point is appended to
 ``results.jsonl`` at once, so an interrupted sweep loses nothing and a rerun
 runs only what is missing.
@@ -23,7 +24,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import engine, presets
+from . import engine, presets, sweep_points as sb
+from .sweep_points import run_point
 from .files import read_text
 from .params import ParamError, System, shown
 from .targets import parse_target
@@ -61,6 +63,8 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
     # system with devices, its accelerators' parameters named after them: gpu.cache.mshrs)
     "mixed": {"kernel": (("copy", "scale", "add", "triad"),), "threads": (1, 1024, int),
               "lines_per_thread": (100, 1 << 34, int)},
+    # Every host of the base running the same traffic at once (simcxl.hosts), as one row
+    "hosts": sb.HOSTS_WORKLOAD,
 }
 #: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
 COHERENT = ("accel", "dma-vs-cache", "rao", "rpc")
@@ -87,6 +91,7 @@ DEFAULT_METRICS = {
     "rao": ["ops_per_second", "latency_ns"],
     "rpc": ["latency_ns", "throughput_gbps"],
     "mixed": ["host.stream_gbps", "accel.bandwidth_gbps"],
+    "hosts": sb.HOSTS_METRICS,
 }
 METHODS = ("grid", "random", "lhs")
 
@@ -102,7 +107,7 @@ class Axis:
 
 @dataclass
 class Sweep:
-    base: str
+    base: sb.Base            # a preset, preset file or topology file, or a generator table
     workload: Dict[str, Any]
     axes: List[Axis]
     method: str = "grid"
@@ -134,9 +139,9 @@ class Sweep:
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ParamError(f"sweep: {shown(unknown[0])} is not a sweep key; allowed: {', '.join(sorted(known))}")
-        if "base" not in raw:
-            raise ParamError("sweep: base is missing (a preset name or preset file)")
         _check_shape(raw)
+        if "base" not in raw and not any(a.get("param") == sb.AXIS for a in raw.get("axes", [])):
+            raise ParamError("sweep: base is missing (a preset name or preset file)")
         axes = []
         for i, a in enumerate(raw.get("axes", [])):
             if not isinstance(a, dict) or "param" not in a:
@@ -151,7 +156,8 @@ class Sweep:
         if extra:
             raise ParamError(f"sweep: sampling.{shown(extra[0])} is not a sampling key; allowed: method, points "
                              "(top-level keys such as metrics go before the first [table])")
-        s = cls(base=str(raw["base"]), workload=dict(raw.get("workload", {"kind": "traffic"})), axes=axes,
+        s = cls(base=sb.check_base(raw["base"]) if "base" in raw else None,
+                workload=dict(raw.get("workload", {"kind": "traffic"})), axes=axes,
                 method=samp.get("method", "grid"), points=int(samp.get("points", 0)), seed=int(raw.get("seed", 1)),
                 metrics=list(raw.get("metrics", [])), name=str(raw.get("name", "sweep")),
                 engine=str(raw.get("engine", "standalone")), folder=folder)
@@ -160,17 +166,26 @@ class Sweep:
 
     # -- checking, before anything runs ------------------------------------------------
 
-    def base_system(self):
-        base = self.base
+    def base_system(self, structural: Optional[Dict[str, Any]] = None):
+        """The base system (of a point whose structural axes have these values)."""
+        key = json.dumps([self.base, self.workload.get("kind"), structural or {}], sort_keys=True, default=str)
+        cache = self.__dict__.setdefault("_bases", {})
+        if key not in cache:
+            cache[key] = self._build(sb.base_at(self.base, structural or {}))
+        return cache[key]
+
+    def _build(self, base):
         from . import topology
+        kind = self.workload.get("kind", "traffic")
+        if isinstance(base, dict):
+            return topology.GraphSystem(sb.generated(base), topology.memory_system)
         if topology.is_file(base):
             if self.folder is not None and not Path(base).is_absolute() and (self.folder / base).exists():
                 base = str(self.folder / base)
-            kind = self.workload.get("kind", "traffic")
             build = (topology.nic_system if kind in ("rao", "rpc") else
                      topology.accel_system if kind in COHERENT else topology.memory_system)
             return topology.GraphSystem(topology.load(base), build)
-        if self.workload.get("kind", "traffic") in COHERENT:
+        if kind in COHERENT:
             from . import coherent
             if self.folder is not None and base not in coherent.preset_names() and not Path(base).is_absolute():
                 candidate = self.folder / base
@@ -193,6 +208,9 @@ class Sweep:
         kind = self.workload.get("kind", "traffic")
         if kind not in WORKLOADS:
             raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed; allowed: {', '.join(WORKLOADS)}")
+        if isinstance(self.base, dict) and kind in COHERENT + ("mixed",):
+            raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed with a generator base (its systems have "
+                             "no accelerators); allowed: traffic, stream, lmbench, loaded-latency, hosts")
         for k, v in self.workload.items():
             if k != "kind":
                 _check_workload(kind, k, v, f"workload.{k}")
@@ -201,11 +219,27 @@ class Sweep:
         if self.method != "grid" and not 1 <= self.points <= 10_000_000:
             raise ParamError(f"sweep: sampling.points = {self.points} is out of range for {self.method}; "
                              "allowed: 1 to 10000000")
-        try:
-            base = self.base_system()
-        except ParamError as e:
-            raise ParamError(f"sweep: base = {self.base!r} is not allowed ({e}); allowed: a preset name, a "
-                             "preset file or a topology file") from None
+        for a in self.axes:
+            if sb.is_structural(a.param):
+                sb.check_axis(self.base, a.param, a.values)
+        for structural in sb.structures(self.axes):
+            try:
+                base = self.base_system(structural)
+            except ParamError as e:
+                shown_base = sb.base_at(self.base, structural)
+                raise ParamError(f"sweep: base = {sb.label(shown_base)!r} is not allowed ({e}){sb.where(structural)}; "
+                                 "allowed: a preset name, a preset file, a topology file or a topology generator") \
+                    from None
+            try:
+                self._check_against(base, kind)
+            except ParamError as e:
+                raise ParamError(f"{e}{sb.where(structural)}") from None
+        for m in self.metrics:
+            if not isinstance(m, str):
+                raise ParamError(f"sweep: metrics must be names, not {m!r}")
+
+    def _check_against(self, base, kind: str) -> None:
+        """The workload and the parameter axes against one base system."""
         known = base.parameters()
         targets = [self.workload["target"]] if "target" in self.workload else []
         targets += [v for a in self.axes if a.param == "workload.target" for v in (a.values or [])]
@@ -220,6 +254,8 @@ class Sweep:
             raise ParamError(f"sweep: workload.threads = {self.workload['threads']} is out of range; allowed: 1 to "
                              f"{base.name}'s host.cores ({cores})")
         for a in self.axes:
+            if sb.is_structural(a.param):
+                continue
             where = f"axis {shown(a.param)}"
             if a.values is None and (a.lo is None or self.method == "grid"):
                 raise ParamError(f"{where}: values is missing; allowed: values = [...]"
@@ -246,9 +282,6 @@ class Sweep:
                     base.replace(**{a.param: v})
                 except ParamError as e:
                     raise ParamError(f"{where}: {e}") from None
-        for m in self.metrics:
-            if not isinstance(m, str):
-                raise ParamError(f"sweep: metrics must be names, not {m!r}")
 
     # -- points ------------------------------------------------------------------------
 
@@ -274,11 +307,13 @@ class Sweep:
         return out
 
     def _is_int(self, a: Axis) -> bool:
+        if sb.is_structural(a.param):
+            return False  # given as values
         if a.param.startswith("workload."):
             spec = WORKLOADS[self.workload.get("kind", "traffic")][a.param.split(".", 1)[1]]
             return len(spec) == 3 and spec[2] is int
         # The declared type: a preset may store a float parameter as a whole number (tREFI_ns = 3900)
-        return _field(self.base_system(), a.param).type in ("int", int)
+        return _field(self.base_system(sb.structures(self.axes)[0]), a.param).type in ("int", int)
 
     def metric_names(self) -> List[str]:
         return self.metrics or DEFAULT_METRICS[self.workload.get("kind", "traffic")]
@@ -332,9 +367,9 @@ def _check_shape(raw: Dict[str, Any]) -> None:
     def bad(key, value, allowed):
         raise ParamError(f"sweep: {key} = {value!r} is not allowed; allowed: {allowed}")
 
-    for key in ("name", "base", "engine"):
+    for key in ("name", "engine"):  # base: sweep_points.check_base
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
-            bad(key, raw[key], "a string" if key != "base" else "a preset name or a preset file")
+            bad(key, raw[key], "a string")
     seed = raw.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 53:
         bad("seed", seed, f"a whole number from 0 to {2 ** 53 - 1}")
@@ -412,62 +447,6 @@ def point_id(params: Dict[str, Any], sweep: Sweep) -> str:
     return hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
-def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], seed: int,
-              metrics: Sequence[str]) -> Dict[str, Any]:
-    """One point on the standalone engine: {metric: value}."""
-    sys_over = {k: v for k, v in params.items() if not k.startswith("workload.")}
-    wl = dict(workload)
-    wl.update({k.split(".", 1)[1]: v for k, v in params.items() if k.startswith("workload.")})
-    kind = wl.pop("kind", "traffic")
-    s = base.replace(seed=seed, **sys_over)
-    if kind == "accel":
-        from . import coherent
-        df = coherent.accel(s, **{("footprint" if k == "footprint_bytes" else k): v for k, v in wl.items()})
-    elif kind == "rao":
-        from . import nic
-        one = {k: wl.pop(k) for k in ("kernel", "op", "mechanism") if k in wl}
-        df = nic.rao(s, kernels=[one.get("kernel", "rand")], ops=[one.get("op", "add")],
-                     mechanisms=[one.get("mechanism", "cxl-nic")], **wl)
-    elif kind == "rpc":
-        from . import nic
-        df = nic.rpc(s, [wl.pop("shape", "4KiB")], [wl.pop("direction", "serialize")],
-                     [wl.pop("mechanism", "cxl-nic")], **wl)
-    elif kind == "dma-vs-cache":
-        from . import coherent
-        size = wl.pop("transfer_bytes", 64)
-        mech = wl.pop("mechanism", "cxl.cache")
-        df = coherent.dma_vs_cache(s, [size], **wl)
-        df = df[df["mechanism"] == mech].reset_index(drop=True)
-    elif kind == "mixed":
-        from . import mixed
-        df = mixed.run(s, **wl)
-    elif kind == "traffic":
-        df = engine.traffic(s, **wl)
-    elif kind == "stream":
-        kernel = wl.pop("kernel", "triad")
-        df = engine.stream(s, [kernel], **wl)
-    elif kind == "lmbench":
-        ws = wl.pop("working_set_bytes", 1 << 30)
-        df = engine.lmbench(s, [ws], **wl)
-    else:
-        df = engine.loaded_latency(s, threads=(wl.pop("threads", 8),), read_fractions=(wl.pop("read_fraction", 1.0),),
-                                   **wl)
-    row = df.iloc[0]
-    missing = [m for m in metrics if m not in row.index]
-    if missing:
-        raise ParamError(f"metric {missing[0]} is not produced by the {kind} workload; e.g. "
-                         f"{', '.join(list(row.index)[:8])}")
-    return {m: _plain(row[m]) for m in metrics}
-
-
-def _plain(v):
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    return v
-
-
 def _task(args) -> Dict[str, Any]:
     base, workload, pid, params, seed, metrics, rundir = args
     t0 = time.perf_counter()
@@ -524,7 +503,6 @@ def run(sweep: Sweep, out, executor: str = "local", workers: Optional[int] = Non
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _drop_torn_tail(out / "results.jsonl")
-    base = sweep.base_system()
     points = sweep.grid()
     metrics = sweep.metric_names()
     done = set(load_results(out).get("id", pd.Series(dtype=str)))
@@ -533,13 +511,14 @@ def run(sweep: Sweep, out, executor: str = "local", workers: Optional[int] = Non
         pid = point_id(p, sweep)
         if pid not in done:
             rundir = str(out / "runs" / pid) if per_run_dirs else ""
+            base = sweep.base_system(sb.split(p)[0])  # built once per structure
             todo.append((base, sweep.workload, pid, p, sweep.seed, metrics, rundir))
             done.add(pid)  # the same point twice in a spec runs once
     (out / "spec.json").write_text(json.dumps(
         {"name": sweep.name, "base": sweep.base, "workload": sweep.workload, "method": sweep.method,
          "points": len(points), "seed": sweep.seed, "metrics": metrics,
          "axes": [a.__dict__ for a in sweep.axes]}, indent=2, default=str))
-    meta = {"engine": "standalone", "simcxl": engine._version(), "seed": sweep.seed, "base": sweep.base}
+    meta = {"engine": "standalone", "simcxl": engine._version(), "seed": sweep.seed, "base": sb.label(sweep.base)}
     total, finished = len(todo), 0
     with open(out / "results.jsonl", "a") as f:
         def record(rec):

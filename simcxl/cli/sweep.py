@@ -53,9 +53,10 @@ def _slug(col: str) -> str:
 @click.option("--y", "y", required=True, help="Column on the y axis (a metric, or a parameter for heatmaps).")
 @click.option("--hue", default=None, help="One line per value of this column.")
 @click.option("--z", "z", default=None, help="Heatmap colour (a metric); makes the plot a heatmap.")
+@click.option("--col", "col", default=None, help="One panel per value of this column, side by side.")
 @click.option("--out", "png", default=None, callback=plot_path,
               help="Plot to write (default FOLDER/<y>-vs-<x>[-by-<hue>].png, named by what it plots).")
-def plot_cmd(folder, x, y, hue, z, png):
+def plot_cmd(folder, x, y, hue, z, col, png):
     """Line plot or heatmap from a sweep's results table; axes not on the plot are averaged, and the plot says so."""
     from .. import plots
     from .. import sweep as sw
@@ -63,9 +64,9 @@ def plot_cmd(folder, x, y, hue, z, png):
         df = sw.load_results(Path(folder))
         if not len(df):
             raise ParamError(f"{folder} has no results (results.jsonl)")
-        cols = [c for c in (x, y, hue, z) if c is not None]
+        cols = [c for c in (x, y, hue, z, col) if c is not None]
         if len(set(cols)) < len(cols):
-            raise ParamError(f"--x, --y, --hue and --z name the same column twice ({', '.join(cols)}); "
+            raise ParamError(f"--x, --y, --hue, --z and --col name the same column twice ({', '.join(cols)}); "
                              "give each a different one")
         for c in cols:
             if c not in df.columns:
@@ -83,10 +84,11 @@ def plot_cmd(folder, x, y, hue, z, png):
                              f"{', '.join(nums)}")
         name = f"{_slug(z)}-over-{_slug(x)}-and-{_slug(y)}" if z else \
             f"{_slug(y)}-vs-{_slug(x)}" + (f"-by-{_slug(hue)}" if hue else "")
+        name += f"-per-{_slug(col)}" if col else ""
         path = png or str(Path(folder) / f"{name}.png")
         title = sw_name(Path(folder))
-        plots.sweep(ok, path, x, y, hue, z, title=title)
-        hidden = plots.averaged_axes(ok, (x, y, hue, z))
+        plots.sweep(ok, path, x, y, hue, z, title=title, col=col)
+        hidden = plots.averaged_axes(ok, (x, y, hue, z, col))
     if hidden:
         n = math.prod(k for _, k in hidden)
         click.echo(f"simcxl: note: each {'cell' if z else 'point'} averages {n} points over "

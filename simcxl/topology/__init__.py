@@ -5,7 +5,8 @@ registry of component types (:mod:`.types`, the C++ core's own); :func:`resolve`
 turns anything a ``run`` command takes (a topology file, a preset, presets
 joined with +) into a graph; :func:`core_graph` is the one form the core's
 builder takes, from a graph or any system; :func:`memory_system`,
-:func:`accel_system` and :func:`nic_system` give the workloads' systems back.
+:func:`accel_system` and :func:`nic_system` give the workloads' systems back;
+:func:`fabric` generates hosts, switch levels and interleaved devices from a few numbers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Dict, List, Union
 from . import graph
 from .regions import Platform
 from .convert import core_graph, from_system
+from .generate import fabric
 from .systems import GraphSystem, accel_system, load, memory_system, nic_system, preset_topology
 from .graph import Component, Connection, PortRef, Topology, TopologyError, check
 from .types import TYPES, describe
@@ -23,7 +25,7 @@ from .types import TYPES, describe
 __all__ = ["GraphSystem", "Platform", "program_region",
            "Component", "Connection", "PortRef", "Topology", "TopologyError", "TYPES", "accel_system", "check", "core_graph",
            "describe", "from_dict", "from_system", "load", "memory_system", "nic_system", "preset_topology",
-           "is_file", "resolve", "to_toml", "table"]
+           "is_file", "resolve", "to_toml", "table", "fabric"]
 
 
 def from_dict(data: Dict[str, Any], default_name: str = "topology") -> Topology:

@@ -310,7 +310,10 @@ def test_latency_fit_does_not_depend_on_the_base_presets_queue(tmp_path, monkeyp
         r = calibrate.run(folder, tmp_path / f"out{queue}", memories=["expander"], workers=1, log=lambda m: None)
         assert seen and all(q == 512 for q in seen[:-1]), seen  # the last is the final check
         fitted.append(r["memories"]["expander"]["fitted"])
-    assert fitted[0] == fitted[1]
+    assert fitted[0]["cxl.device.req_latency_ns"] == fitted[1]["cxl.device.req_latency_ns"]
+    # The queue's own search starts from the base value; near the answer STREAM is flat to 0.1 %
+    # a step (8.011 GB/s at 74, 8.001 at 75), so searches from below and above may end a step apart.
+    assert abs(fitted[0]["cxl.device.req_queue"] - fitted[1]["cxl.device.req_queue"]) <= 1
 
 
 def test_gem5_engine_says_what_is_missing(tmp_path, monkeypatch):

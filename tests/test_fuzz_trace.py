@@ -156,17 +156,20 @@ def test_nul_inside_a_field_is_refused(tmp_path):
 
 
 def test_an_idle_gap_costs_no_simulation(tmp_path):
-    """Two reads 11.6 days apart: idle DRAM needs the same handful of events as
-    two reads 10 ns apart. Refresh simulated interval by interval would take
-    2.6 x 10^11 turns of its loop here: the hang guard would end the run."""
+    """Two reads 11.3 days apart: idle DRAM needs the same handful of events as
+    two reads 10 us apart. Refresh simulated interval by interval would take
+    2.5 x 10^11 turns of its loop here: the hang guard would end the run. Both
+    gaps end at the same point of the 3.9 us refresh interval (they differ by
+    2.5 x 10^11 intervals), so the second read finds its rank in the same state
+    (a read that arrives during a refresh waits for it: one more decision)."""
     events = {}
-    for gap in ("1e4", "1e15"):
+    for gap in ("1e4", "975000000010000"):
         path = tmp_path / f"gap{gap}.trace"
         path.write_text(f"0 R 0\n{gap} R 0\n")
         r = simcxl.trace("ddr-local", path).iloc[0]
         assert r["requests"] == 2
         events[gap] = r["events"]
-    assert events["1e15"] == events["1e4"]
+    assert events["975000000010000"] == events["1e4"]
 
 
 def test_the_last_line_of_the_address_space(tmp_path):

@@ -51,7 +51,7 @@ def test_throttled_hosts_keep_the_fabric_short_without_losing_throughput():
     runs = {"h0": {}, "h1": {}, "h2": {}, "h3": dict(threads=1, rate_gbps=0.01, probe=True)}
     plain, throttled = run(pool(throttle=0), runs), run(pool(throttle=1), runs)
     pc, tc = plain.attrs["components"], throttled.attrs["components"]
-    queue = 76  # cxl-asic's device.req_queue
+    queue = simcxl.load_preset("cxl-asic").cxl.device.req_queue  # the device's request queue
     assert pc["mld.device.mean_occupancy"] == pytest.approx(queue, rel=0.01)
     assert tc["mld.device.mean_occupancy"] < 0.97 * queue
     assert pc["sw.switch.egress_full"] > 0 and tc["sw.switch.egress_full"] == 0

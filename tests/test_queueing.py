@@ -73,6 +73,21 @@ def test_evenly_spaced_arrivals_do_not_queue(unloaded):
     assert r["read_latency_ns_mean"] == pytest.approx(unloaded, abs=1.0)
 
 
+def test_threads_that_pause_between_accesses_are_not_in_step(unloaded):
+    # MLC's loaded-latency threads pause a fixed time after each access
+    # (inject_delay_ns, its -d). 32 such threads at 0.8 of the link carry
+    # the load of the periodic run above and, started a share of the pause
+    # apart, arrive evenly spaced: no wait. Started in step they would
+    # arrive 32 at once, and the k-th of each batch would wait k services:
+    # 15.5 S (310 ns) on average.
+    s = system()
+    back_ns = s.remote.link.data_bytes / BW
+    r = simcxl.traffic(s, threads=32, read_fraction=1.0, footprint_bytes=FOOTPRINT, requests=60000,
+                       inject_delay_ns=32 * back_ns / 0.8).iloc[0]
+    assert r["read_gbps"] / 64 * back_ns == pytest.approx(0.8, rel=0.03)
+    assert r["read_latency_ns_mean"] == pytest.approx(unloaded, abs=1.0)
+
+
 def test_arrivals_must_be_periodic_or_poisson():
     with pytest.raises(ParamError, match="arrivals = 'bursty' is not allowed; allowed values: periodic, poisson"):
         simcxl.traffic(system(), threads=2, rate_gbps=1.0, requests=1000, arrivals="bursty")

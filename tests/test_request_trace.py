@@ -77,7 +77,7 @@ def mixed_trace(tmp_path_factory):
     """The mixed example topology (host STREAM over local DDR5 and two interleaved expanders, a
     Type-2 accelerator beside them), sized so that a trace of every request holds about 10,000."""
     s = topology.GraphSystem(topology.load(str(MIXED)), topology.memory_system).replace()
-    rec = reqtrace.Recorder(sample=1, max_requests=10_000)
+    rec = reqtrace.Recorder(sample=1, max_requests=12_000)
     with rec:
         df = mixed.run(s, threads=4, lines_per_thread=545, target="cxl",
                        devices={"gpu": {"requesters": 4, "depth": 4}})
@@ -88,9 +88,9 @@ def mixed_trace(tmp_path_factory):
 
 def test_mixed_trace_is_trace_events(mixed_trace):
     rec, _, jpath, _ = mixed_trace
-    # All of the run's requests, and about the 10,000 asked for.
+    # All of the run's requests, about 10,000, within the 12,000 asked for.
     assert rec.recorded == rec.offered
-    assert 9_000 <= rec.recorded <= 10_000
+    assert 9_000 <= rec.recorded <= 12_000
     doc = json.loads(jpath.read_text())
     counts = check_trace_events(doc)
     assert counts["X"] > rec.recorded  # a slice per request, and one per span
@@ -151,7 +151,7 @@ def test_parquet_round_trips(mixed_trace):
     rec, _, _, ppath = mixed_trace
     back = reqtrace.read(ppath)
     pd.testing.assert_frame_equal(back, rec.frame())
-    assert back.attrs["sample"] == 1 and back.attrs["max_requests"] == 10_000
+    assert back.attrs["sample"] == 1 and back.attrs["max_requests"] == 12_000
     assert back.attrs["recorded"] == rec.recorded
     assert set(back["kind"]) >= {"span", "flit", "credit"}
 

@@ -110,5 +110,6 @@ def test_a_sweep_over_a_topology_file_sweeps_the_graphs_parameters(tmp_path):
     preset = _sweep(tmp_path, "preset", "cxl-asic", "cxl.device.req_latency_ns")
     lat = graph["read_latency_ns_mean"].tolist()
     assert lat == preset["read_latency_ns_mean"].tolist()
-    # one request at a time: the device pipeline's 100 ns more shows nearly in full
-    assert 100.0 <= lat[1] - lat[0] < 110.0, lat
+    # one thread's few requests in flight: the device pipeline's 100 ns more shows nearly in full
+    # (a little less where the slower thread queues less at the media)
+    assert 95.0 <= lat[1] - lat[0] < 110.0, lat

@@ -160,6 +160,8 @@ void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
     }
     v(n + ".busFree", busFree_);
     v(n + ".nextDecision", nextDecision_);
+    v(n + ".busDecision", busDecision_);
+    v(n + ".deferred", deferred_);
     v(n + ".lastWrite", lastWrite_);
     v(n + ".writeMode", writeMode_);
     v(n + ".respBlocked", respBlocked_);
@@ -206,7 +208,8 @@ bool DramChannel::tryWrite(Txn* t, const DramController::Loc& l) {
 // the front end.
 void DramChannel::wakeForDecision() {
     const Tick n = now();
-    if (nextDecision_ == kNever || nextDecision_ < n) nextDecision_ = n;
+    // A deferred decision is taken again for a request that arrives sooner.
+    if (nextDecision_ == kNever || nextDecision_ < n || deferred_) nextDecision_ = std::max(n, busDecision_);
     Tick first = kNever;
     if (!readQ_.empty()) first = readQ_.front().ready;
     if (!writeQ_.empty()) first = std::min(first, writeQ_.front().ready);
@@ -424,6 +427,21 @@ void DramChannel::schedule(Tick t) {
         nextDecision_ = q.empty() ? kNever : q.front().ready;
         return;
     }
+    // Commit only a request whose commands may start now. One held by its
+    // bank or rank (a refresh, tRAS, tWR, tFAW), not by the bus, would
+    // reserve the bus from now until its data, and every request behind it,
+    // to any other bank or rank, would wait that long: a controller issues
+    // commands to the banks that are ready and comes back to it. Decide
+    // again when its commands may start or the next request clears the
+    // front end, whichever is first.
+    const Tick busHold = busFree_ ? busFree_ + std::max(c.tRTW_, c.tRTRS_) : 0;
+    if (best > std::max(t + c.lookahead_, busHold)) {
+        deferred_ = true;
+        nextDecision_ = best - c.lookahead_;
+        if (i < window && i < q.size()) nextDecision_ = std::min(nextDecision_, std::max(t, q[i].ready));
+        return;
+    }
+    deferred_ = false;
     const Req r = q[pick];
     q.erase(q.begin() + long(pick));
 
@@ -501,7 +519,7 @@ void DramChannel::schedule(Tick t) {
         x->leave(kStageMediaService, end + c.back_, name_);
         resp_.push(end + c.back_, x);
     }
-    nextDecision_ = std::max(t, end > c.lookahead_ ? end - c.lookahead_ : 0);
+    nextDecision_ = busDecision_ = std::max(t, end > c.lookahead_ ? end - c.lookahead_ : 0);
 }
 
 void DramChannel::process() {

@@ -142,7 +142,9 @@ class DramChannel : public Component {
     const char* readQName_ = "media read queue";
     const char* name_ = "dram";  // <controller>.channel<i>: trace spans carry it
     Tick busFree_ = 0, nextDecision_ = 0;
+    Tick busDecision_ = 0;  // the earliest decision the bus allows after the last commit
     bool lastWrite_ = false, writeMode_ = false, respBlocked_ = false;
+    bool deferred_ = false;  // the best candidate waits for its bank: decide again on an arrival
     uint32_t lastRank_ = 0;
     uint32_t writesThisBurst_ = 0;
 };

@@ -405,9 +405,13 @@ class TrafficDriver : public Driver {
             // step at aligned offsets, every stream would sit in the same
             // banks at once, a lockstep no real set of threads keeps.
             if (sequential_ && !stream_) cores_[c].phase = cores_[c].rng.below(footprint_);
-            // Periodic threads start a share of the interval apart, so that
-            // together they arrive evenly spaced rather than all at once.
+            // Periodic threads, and MLC's threads that pause between accesses,
+            // start a share of their period apart, so that together they
+            // arrive evenly spaced rather than all at once: started in step,
+            // paused threads stay in step and every period's requests queue
+            // behind each other (threads of a real run are not in step).
             if (interval_ && !poisson_) cores_[c].notBefore = now() + interval_ * c / threads_;
+            else if (!interval_ && delay_) cores_[c].notBefore = now() + delay_ * c / threads_;
             pump(c, now());
         }
         if (probe_) {

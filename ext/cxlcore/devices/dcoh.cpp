@@ -152,8 +152,7 @@ Dcoh::Admit Dcoh::admit(Txn* x, Tick t) {
     // Goes now when nothing conflicts and the filter has the line or room for it.
     Opc op;
     if ((e && !conflicts(*x, *e, op)) || (!e && (x->state == MState::I || freeWay(L)))) {
-        const bool ok = decide(x, t);
-        (void)ok;  // nothing to snoop: granted
+        decide(x, t);  // nothing to snoop: granted at once
         return kGo;
     }
     if (held_ >= cap_) return kFull;
@@ -161,7 +160,7 @@ Dcoh::Admit Dcoh::admit(Txn* x, Tick t) {
     Busy& b = busy_[L];
     b.req = x;
     b.since = t;
-    if (decide(x, t)) release(x, t);  // not reached: a conflict or a full set was found above
+    decide(x, t);  // a conflict or a full set: snoops go out, x waits for them
     return kParked;
 }
 

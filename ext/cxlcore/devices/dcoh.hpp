@@ -93,7 +93,6 @@ class Dcoh {
     Entry* find(uint64_t line);
     Entry* freeWay(uint64_t line);
     uint64_t setOf(uint64_t line) const { return (line / kLineBytes) % sets_; }
-    uint16_t holders(const Entry& e) const { return e.sharers; }
     // Whose copies a read by x's host conflicts with (bits), and which snoop.
     uint16_t conflicts(const Txn& x, const Entry& e, Opc& snoop) const;
     // x holds its line: snoop what conflicts (false) or grant at once (true).

@@ -77,19 +77,14 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                 // A shared device: its snoop filter and the back-invalidates that kept the hosts coherent.
                 if (const Dcoh* c = d.dcoh()) {
                     const DcohStats& cs = c->stats();
-                    const std::string f = k + ".device.";
-                    r.emplace_back(f + "bisnp_inv", double(cs.bisnpInv));
-                    r.emplace_back(f + "bisnp_data", double(cs.bisnpData));
-                    r.emplace_back(f + "birsp_i", double(cs.birspI));
-                    r.emplace_back(f + "birsp_s", double(cs.birspS));
-                    r.emplace_back(f + "sf_evictions", double(cs.sfEvictions));
-                    r.emplace_back(f + "sf_eviction_snoops", double(cs.evictSnoops));
-                    r.emplace_back(f + "sf_lookups", double(cs.lookups));
-                    r.emplace_back(f + "sf_hits", double(cs.hits));
-                    r.emplace_back(f + "sf_entries", double(c->entries()));
-                    r.emplace_back(f + "snooped_reads", double(cs.snooped));
-                    r.emplace_back(f + "line_waits", double(cs.lineWaits));
-                    r.emplace_back(f + "unowned_writes", double(cs.unownedWrites));
+                    const std::pair<const char*, uint64_t> counts[] = {
+                        {"bisnp_inv", cs.bisnpInv},         {"bisnp_data", cs.bisnpData},
+                        {"birsp_i", cs.birspI},             {"birsp_s", cs.birspS},
+                        {"sf_evictions", cs.sfEvictions},   {"sf_eviction_snoops", cs.evictSnoops},
+                        {"sf_lookups", cs.lookups},         {"sf_hits", cs.hits},
+                        {"sf_entries", c->entries()},       {"snooped_reads", cs.snooped},
+                        {"line_waits", cs.lineWaits},       {"unowned_writes", cs.unownedWrites}};
+                    for (const auto& n : counts) r.emplace_back(k + ".device." + n.first, double(n.second));
                 }
                 // An MLD: accesses of hosts whose LD the fabric manager had unbound.
                 if (d.logicalDevices() > 1) {

@@ -208,16 +208,13 @@ Report runShared(const SystemParams& sp, const SharedConfig& cfg, const Progress
         const std::string p = s.host(taking[k].host).p.name + ".";
         const SharedCacheStats& cs = caches[k]->stats();
         const LatencyStats& l = d.lat[k];
-        r.emplace_back(p + "loads", double(cs.loads));
-        r.emplace_back(p + "stores", double(cs.stores));
-        r.emplace_back(p + "hits", double(cs.hits));
-        r.emplace_back(p + "misses", double(cs.misses));
-        r.emplace_back(p + "upgrades", double(cs.upgrades));
-        r.emplace_back(p + "writebacks", double(cs.writebacks));
-        r.emplace_back(p + "snoop_writebacks", double(cs.snoopWritebacks));
-        r.emplace_back(p + "snoops", double(cs.snoops));
-        r.emplace_back(p + "snoop_hits", double(cs.snoopHits));
-        r.emplace_back(p + "snoops_deferred", double(cs.snoopsDeferred));
+        const std::pair<const char*, uint64_t> counts[] = {
+            {"loads", cs.loads},           {"stores", cs.stores},
+            {"hits", cs.hits},             {"misses", cs.misses},
+            {"upgrades", cs.upgrades},     {"writebacks", cs.writebacks},
+            {"snoop_writebacks", cs.snoopWritebacks}, {"snoops", cs.snoops},
+            {"snoop_hits", cs.snoopHits},  {"snoops_deferred", cs.snoopsDeferred}};
+        for (const auto& c : counts) r.emplace_back(p + c.first, double(c.second));
         r.emplace_back(p + "latency_ns_mean", l.meanNs());
         l.tails(r, p);
         for (int st = 0; st < kNumStages; ++st)

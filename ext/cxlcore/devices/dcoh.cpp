@@ -81,9 +81,8 @@ void Dcoh::snoop(Opc op, uint64_t line, uint8_t host, uint32_t seq, Tick t) {
     snoops_.push_back(m);
 }
 
-bool Dcoh::decide(Txn* x, Tick t) {
+bool Dcoh::decide(Txn* x, Tick t, Entry* e) {
     const uint64_t L = x->addr;
-    Entry* e = find(L);
     if (!e && x->state != MState::I) {
         e = freeWay(L);
         if (e) {
@@ -152,7 +151,7 @@ Dcoh::Admit Dcoh::admit(Txn* x, Tick t) {
     // Goes now when nothing conflicts and the filter has the line or room for it.
     Opc op;
     if ((e && !conflicts(*x, *e, op)) || (!e && (x->state == MState::I || freeWay(L)))) {
-        decide(x, t);  // nothing to snoop: granted at once
+        decide(x, t, e);  // nothing to snoop: granted at once
         return kGo;
     }
     if (held_ >= cap_) return kFull;
@@ -160,7 +159,7 @@ Dcoh::Admit Dcoh::admit(Txn* x, Tick t) {
     Busy& b = busy_[L];
     b.req = x;
     b.since = t;
-    decide(x, t);  // a conflict or a full set: snoops go out, x waits for them
+    decide(x, t, e);  // a conflict or a full set: snoops go out, x waits for them
     return kParked;
 }
 
@@ -189,14 +188,14 @@ void Dcoh::pass(uint64_t L, Tick t) {
         b.waiting.pop_front();
         b.req = n;
         b.since = t;
-        if (!decide(n, t)) return;  // snooping for it now
+        if (!decide(n, t, find(L))) return;  // snooping for it now
         release(n, t);
     }
     std::vector<Txn*> retry = std::move(busy_[L].retry);
     busy_.erase(L);
     for (Txn* r : retry) {
         // r holds its own line and waited for a way of this set.
-        if (decide(r, t)) {
+        if (decide(r, t, find(r->addr))) {
             release(r, t);
             pass(r->addr, t);
         }

@@ -95,8 +95,9 @@ class Dcoh {
     uint64_t setOf(uint64_t line) const { return (line / kLineBytes) % sets_; }
     // Whose copies a read by x's host conflicts with (bits), and which snoop.
     uint16_t conflicts(const Txn& x, const Entry& e, Opc& snoop) const;
-    // x holds its line: snoop what conflicts (false) or grant at once (true).
-    bool decide(Txn* x, Tick t);
+    // x holds its line, whose filter entry is e (nullptr: none): snoop what
+    // conflicts (false) or grant at once (true).
+    bool decide(Txn* x, Tick t, Entry* e);
     void grant(Txn* x, Entry* e);
     void snoop(Opc op, uint64_t line, uint8_t host, uint32_t seq, Tick t);
     void release(Txn* x, Tick t);

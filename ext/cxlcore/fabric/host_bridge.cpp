@@ -47,9 +47,7 @@ bool HostBridge::tryReq(Txn* t) {
         return false;
     }
     HdmDecoder::Target tg;
-    if (!routes_) {
-        tg = hdm_.decode(t->addr);
-    } else if (!routes_->route(t->addr, tg)) {
+    if (!decode(t->addr, tg)) {
         unrouted(t);
         return true;
     }
@@ -104,7 +102,7 @@ void HostBridge::toAgent(Port& p, Txn* t, Tick ready) {
     // The agent takes every one at once: its S2M buffer and credit are free then.
     p.link->credits_[t->channel()].give(ready);
     p.link->respBuffer_.give(ready);
-    t->addr = routes_ ? routes_->hpaOf(p.targetPortIndex, t->addr) : hdm_.encode(p.targetPortIndex, t->addr);
+    t->addr = hpaOf(p, t->addr);
     if (t->channel() == kS2MBISnp)
         agent_->snooped(t, ready);
     else
@@ -113,11 +111,8 @@ void HostBridge::toAgent(Port& p, Txn* t, Tick ready) {
 
 void HostBridge::sendCoherent(Txn* m, Tick at) {
     HdmDecoder::Target tg;
-    if (!routes_) {
-        tg = hdm_.decode(m->addr);
-    } else if (!routes_->route(m->addr, tg)) {
+    if (!decode(m->addr, tg))
         protocolError(where_ + ": " + m->cmd().name + " for " + hexAddr(m->addr) + ", which no committed decoder covers");
-    }
     m->addr = tg.dpa;
     Port& p = *ports_[tg.port];
     p.co.push(at + reqLat_, m);
@@ -164,7 +159,7 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
     const Tick mark = x->mark;
     const Tick host = x->stage[kStageHostPort];
     x->leave(kStageHostPort, ready, name_);
-    x->addr = routes_ ? routes_->hpaOf(p.targetPortIndex, dpa) : hdm_.encode(p.targetPortIndex, dpa);
+    x->addr = hpaOf(p, dpa);
     if (!up_->tryResp(x)) {  // x belongs to the requester once accepted
         x->addr = dpa;
         x->restore(kStageHostPort, mark, host);

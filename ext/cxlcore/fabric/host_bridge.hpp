@@ -102,6 +102,16 @@ class HostBridge : public Component, public Target {
     // A response from port p, fully received at `arrival`.
     void deliverResp(Port& p, Txn* t, Tick arrival);
     bool respond(Port& p, Txn* x, Tick ready);
+    // Host address -> root port and DPA, by the committed decoders when software programmed them,
+    // else by the bridge's own interleave (false: no committed decoder covers it); and back.
+    bool decode(uint64_t hpa, HdmDecoder::Target& tg) const {
+        if (routes_) return routes_->route(hpa, tg);
+        tg = hdm_.decode(hpa);
+        return true;
+    }
+    uint64_t hpaOf(const Port& p, uint64_t dpa) const {
+        return routes_ ? routes_->hpaOf(p.targetPortIndex, dpa) : hdm_.encode(p.targetPortIndex, dpa);
+    }
     // What the coherent agent receives: a BISnp, or the completion of its write.
     void toAgent(Port& p, Txn* t, Tick ready);
     void drainCoherent(Port& p, Tick t);

@@ -18,8 +18,9 @@ import sys
 import time
 from dataclasses import fields
 
-from simcxl import _core, coherent
-from simcxl.params import DCacheParams, LinkParams
+from simcxl import _core
+from simcxl.workloads import coherent
+from simcxl.config.params import DCacheParams, LinkParams
 
 MODES = {**coherent.DEVICE_MODES, "type1-fpga": ("type1-fpga", {})}
 PAIRS = [("type1", "type2-bias-flips"), ("type1", "type2-hdm-db"), ("type1-fpga", "type2-device-bias"),

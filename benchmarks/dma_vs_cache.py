@@ -12,7 +12,7 @@ at a cache line. All figures here are simulations of the stated configuration.
 
 import time
 
-from simcxl import coherent
+from simcxl.workloads import coherent
 
 VARIANTS = (
     ("preset", {}),

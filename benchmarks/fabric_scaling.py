@@ -23,8 +23,10 @@ from root_port_scaling import side_by_side
 
 PROBE = r"""
 import copy, json, sys
-from simcxl import engine, presets, topology
-from simcxl.params import SwitchParams
+from simcxl import topology
+from simcxl.config import presets
+from simcxl.engine import standalone as engine
+from simcxl.config.params import SwitchParams
 ports, fanout, levels, requests = (int(x) for x in sys.argv[1:5])
 d = topology.from_system(presets.load("cxl-asic")).to_dict()
 comps, conns = d["components"], d["connections"]

@@ -79,8 +79,8 @@ def main() -> int:
         ap.error(f"--kernels {args.kernels}: allowed: a comma-separated list of copy, scale, add, triad")
 
     os.environ.setdefault("SIMCXL_REPO", str(REPO))   # the configs and guest sources of this checkout
-    from simcxl import fs
-    from simcxl.numa import Numa, describe
+    from simcxl.gem5 import fs
+    from simcxl.gem5.numa import Numa, describe
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)

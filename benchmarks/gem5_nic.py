@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simcxl import gem5_nic
+from simcxl.gem5 import nic as gem5_nic
 
 RINGS = {"ring_entries": 8, "descriptors_per_line": 2, "completions_per_line": 4, "post_batch": 4}
 

@@ -16,8 +16,10 @@ import statistics
 import sys
 import time
 
-from simcxl import engine, presets, topology
-from simcxl.params import SwitchParams
+from simcxl.engine import standalone as engine
+from simcxl.config import presets
+from simcxl import topology
+from simcxl.config.params import SwitchParams
 
 
 def fabric(hosts: int, fanout: int = 4) -> dict:

@@ -30,7 +30,8 @@ import sys
 import numpy as np
 
 import simcxl
-from simcxl import _core, mlc
+from simcxl import _core
+from simcxl.engine import mlc
 
 THREADS, REQUESTS = 16, 100000
 LEVELS = (0.25, 0.5, 0.6, 0.8, 0.9)

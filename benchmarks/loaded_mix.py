@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 import simcxl
-from simcxl import calibrate, presets
+from simcxl.calibration import calibrate
+from simcxl.config import presets
 
 FRACTIONS = {"write-allocate": (1.0, 0.9, 0.8, 0.75, 0.67, 0.6, 0.5),
              "non-temporal": (1.0, 0.9, 0.8, 0.75, 0.67, 0.6, 0.5, 0.25, 0.0)}

@@ -7,7 +7,8 @@ Simulated on the standalone engine, accelerator preset type1-asic, default NicPa
 
 import argparse
 
-from simcxl import _core, nic
+from simcxl import _core
+from simcxl.workloads import nic
 from simcxl.topology import core_graph
 
 

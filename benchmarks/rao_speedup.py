@@ -10,7 +10,7 @@ import argparse
 
 import pandas as pd
 
-from simcxl import nic
+from simcxl.workloads import nic
 
 
 def main():

@@ -18,8 +18,10 @@ import time
 import click
 import pandas as pd
 
-from simcxl import coherent, engine, mixed, numa
-from simcxl.demo import MEMORIES
+from simcxl.workloads import coherent, mixed
+from simcxl.engine import standalone as engine
+from simcxl.gem5 import numa
+from simcxl.workloads.demo import MEMORIES
 
 
 def demo():
@@ -84,7 +86,7 @@ def dma():
 
 
 def numa_nodes():
-    """The full-system board's HMAT figures from the standalone engine (simcxl.numa.measure)."""
+    """The full-system board's HMAT figures from the standalone engine (simcxl.gem5.numa.measure)."""
     for m, lat, rd, wr in (("ddr-local", 103.7, 30.5, 31.6), ("cxl-asic", 264.5, 24.0, 14.7),
                            ("cxl-fpga", 365.9, 11.6, 11.7)):
         n = numa.measure(m)

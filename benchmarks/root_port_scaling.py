@@ -21,7 +21,8 @@ from pathlib import Path
 
 PROBE = r"""
 import json, sys, time
-from simcxl import engine, presets
+from simcxl.config import presets
+from simcxl.engine import standalone as engine
 n, requests = int(sys.argv[1]), int(sys.argv[2])
 s = presets.load("cxl-asic").replace(**{"cxl.bridge.root_ports": n, "cxl.bridge.interleave_ways": n})
 r = engine.bench(requests, s)

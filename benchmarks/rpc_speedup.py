@@ -11,7 +11,8 @@ import argparse
 
 import pandas as pd
 
-from simcxl import _core, nic
+from simcxl import _core
+from simcxl.workloads import nic
 
 
 def main():

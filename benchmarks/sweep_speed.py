@@ -7,7 +7,7 @@ with 1 and 2 local worker processes.
 import tempfile
 import time
 
-from simcxl import sweep as sw
+from simcxl.sweep import spec as sw
 
 SPEC = {
     "base": "cxl-asic",

@@ -2,7 +2,7 @@
 # SRAT (CPU and memory affinity: a CXL window is a CPU-less proximity domain),
 # SLIT (distances), HMAT (latency and bandwidth) and CEDT (CXL host bridges and
 # fixed memory windows, for the CXL.io work). The byte layouts are the SimCXL
-# core's (ext/cxlcore/platform/acpi.cpp); simcxl.gem5_board fills these from a
+# core's (ext/cxlcore/platform/acpi.cpp); simcxl.gem5.board fills these from a
 # preset. Build-time file: imports m5 only (X86 builds).
 
 from m5.objects.ACPI import X86ACPISysDescTable

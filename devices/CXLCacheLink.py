@@ -1,7 +1,7 @@
 # A CXL.cache link between a device cache and the host's memory bus, as a
 # gem5 SimObject: it passes requests, responses and snoops through with the
 # latencies of the SimCXL core's link, device and home-agent parameters
-# (computed outside gem5 by simcxl.gem5_nic.setup). Build-time file: imports
+# (computed outside gem5 by simcxl.gem5.nic.setup). Build-time file: imports
 # m5 only.
 
 from m5.objects.ClockedObject import ClockedObject

@@ -5,7 +5,7 @@
 # at a time (the SimCXL core's AtomicOrdering). Rings and completions are in
 # host memory in the format of ext/cxlcore/devices/nic_abi.h; the host polls
 # the completions. The latencies are the SimCXL core's DMA parameters
-# (simcxl.gem5_nic.setup). Build-time file: imports m5 only.
+# (simcxl.gem5.nic.setup). Build-time file: imports m5 only.
 
 from m5.objects.Device import DmaDevice
 from m5.params import *

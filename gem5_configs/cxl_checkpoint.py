@@ -23,7 +23,7 @@ from m5.objects import (AddrRange, PyTrafficGen, Root, SrcClockDomain, System, S
 from m5.ticks import fromSeconds  # noqa: E402
 from m5.util.convert import toLatency  # noqa: E402
 
-from simcxl.gem5 import host_bridge, read_stats, stat, write_csv  # noqa: E402
+from simcxl.gem5.components import host_bridge, read_stats, stat, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 mode = parser.add_mutually_exclusive_group(required=True)

@@ -25,8 +25,8 @@ import m5  # noqa: E402
 from m5.objects import (AddrRange, MemTest, Root, SrcClockDomain, System, SystemXBar,  # noqa: E402
                         VoltageDomain)
 
-from simcxl.gem5 import host_bridge, map_memories, read_stats, stat, write_csv  # noqa: E402
-from simcxl.params import ParamError  # noqa: E402
+from simcxl.gem5.components import host_bridge, map_memories, read_stats, stat, write_csv  # noqa: E402
+from simcxl.config.params import ParamError  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name, preset file or topology file (cxl-type3)")

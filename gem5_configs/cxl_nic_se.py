@@ -6,7 +6,7 @@ cores' caches; each core runs one thread of benchmarks/guest/nic_rao.c.
     $GEM5 gem5_configs/cxl_nic_se.py --binary nic_rao --setup setup.json \\
         --threads 4 --ops 400 --kernel central --op add --host-ops 100
 
-The setup file (simcxl.gem5_nic.setup, computed outside gem5 from an
+The setup file (simcxl.gem5.nic.setup, computed outside gem5 from an
 accelerator preset and NIC parameters) holds the CXLNic's nic_* parameters,
 the device cache's geometry and the link's latencies. The NIC's engine is
 the SimCXL core's (devices/cxl_nic.cc); its device cache is a gem5 classic
@@ -30,7 +30,7 @@ from m5.objects import (AddrRange, Cache, CoherentXBar, CXLCacheLink, CXLNic, CX
                         SEWorkload, SrcClockDomain, System, SystemXBar, VoltageDomain, X86O3CPU,
                         X86TimingSimpleCPU)
 
-from simcxl.gem5 import check_se_guest, read_stats, total  # noqa: E402
+from simcxl.gem5.components import check_se_guest, read_stats, total  # noqa: E402
 
 CPUS = {"timing": X86TimingSimpleCPU, "o3": X86O3CPU}
 MEMORY = 1 << 30
@@ -42,7 +42,7 @@ PAGE = 4096
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--binary", required=True, help="benchmarks/guest/nic_rao.c, statically linked x86-64")
-parser.add_argument("--setup", required=True, help="JSON from simcxl.gem5_nic.setup")
+parser.add_argument("--setup", required=True, help="JSON from simcxl.gem5.nic.setup")
 parser.add_argument("--threads", type=int, default=1, help="host cores, one ring each (1 to 16)")
 parser.add_argument("--ops", type=int, default=200, help="NIC operations per thread (each adds 1 to a word)")
 parser.add_argument("--kernel", choices=["rand", "central", "stride1"], default="rand")
@@ -63,11 +63,11 @@ for flag, v, lo, hi in (("--threads", args.threads, 1, 16), ("--ops", args.ops, 
 try:
     setup = json.loads(Path(args.setup).read_text())
 except (OSError, ValueError) as e:
-    parser.error(f"--setup {args.setup}: not a readable JSON file ({e}); make one with simcxl.gem5_nic.setup")
+    parser.error(f"--setup {args.setup}: not a readable JSON file ({e}); make one with simcxl.gem5.nic.setup")
 missing = [k for k in ("nic", "cache", "link", "host") + (("pcie",) if args.mechanism == "pcie-nic" else ())
            if k not in setup]
 if missing:
-    parser.error(f"--setup {args.setup} has no {', '.join(missing)}; make it with simcxl.gem5_nic.setup")
+    parser.error(f"--setup {args.setup} has no {', '.join(missing)}; make it with simcxl.gem5.nic.setup")
 nic_params, cache, link, host = setup["nic"], setup["cache"], setup["link"], setup["host"]
 entries, per_desc, per_cq = (nic_params["nic_ring_entries"], nic_params["nic_descriptors_per_line"],
                              nic_params["nic_completions_per_line"])

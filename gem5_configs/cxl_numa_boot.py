@@ -1,5 +1,5 @@
 """X86 full system with CXL memory as a CPU-less NUMA node: Linux boots on
-simcxl.gem5_board's board (local DDR4 with the CPUs as node 0, one CXL window
+simcxl.gem5.board's board (local DDR4 with the CPUs as node 0, one CXL window
 per --cxl as nodes 1, 2, ..., described by SRAT, SLIT, HMAT and CEDT) and runs
 one command from the guest's initramfs, then exits through an m5 op.
 
@@ -7,7 +7,7 @@ Checkpoints: --checkpoint DIR boots (on KVM or atomic cores), saves a
 checkpoint at the guest's shell, before its command, and stops; --restore DIR
 resumes it on any core type (timing or O3 for measurements) and runs --run
 there, handed to the guest through gem5's readfile. The caches are shaped
-like the local preset's host (simcxl.gem5_board.host_caches).
+like the local preset's host (simcxl.gem5.board.host_caches).
 
     $GEM5 gem5_configs/cxl_numa_boot.py --kernel vmlinux-initramfs --numa numa.json \\
         --cxl cxl-asic:1GiB --cpu kvm --run "numactl -H"
@@ -15,9 +15,9 @@ like the local preset's host (simcxl.gem5_board.host_caches).
 --kernel is the guest kernel with its initramfs built in
 (benchmarks/guest/build_guest.py prints it as vmlinux_initramfs=); --numa is
 the NUMA description `simcxl fs` computes with the standalone engine
-(simcxl.numa). KVM cores (--cpu kvm) fast-forward the boot and run with
+(simcxl.gem5.numa). KVM cores (--cpu kvm) fast-forward the boot and run with
 usePerf=False (no hardware counters on these hosts); where /dev/kvm is missing
-or does not run guest kernel code natively (simcxl.gem5_kvm's probe) the boot
+or does not run guest kernel code natively (simcxl.gem5.kvm's probe) the boot
 falls back to atomic cores and says so (a "fallback:" line; --force-kvm
 overrides). The console is written to
 board.pc.com_1.device in the output directory; the run ends at the guest's m5
@@ -42,19 +42,19 @@ from gem5.components.processors.simple_switchable_processor import SimpleSwitcha
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
 
-from simcxl.gem5 import check_fs_inputs  # noqa: E402
-from simcxl.gem5_kvm import probe as probe_kvm  # noqa: E402
-from simcxl.gem5_board import host_caches, numa_board, parse_cxl, shape_o3, shape_tlbs, window_layout  # noqa: E402
-from simcxl.presets import load as load_preset  # noqa: E402
-from simcxl.numa import Numa  # noqa: E402
-from simcxl.params import ParamError  # noqa: E402
+from simcxl.gem5.components import check_fs_inputs  # noqa: E402
+from simcxl.gem5.kvm import probe as probe_kvm  # noqa: E402
+from simcxl.gem5.board import host_caches, numa_board, parse_cxl, shape_o3, shape_tlbs, window_layout  # noqa: E402
+from simcxl.config.presets import load as load_preset  # noqa: E402
+from simcxl.gem5.numa import Numa  # noqa: E402
+from simcxl.config.params import ParamError  # noqa: E402
 
 CLOCK_KHZ = 3000000  # the board's 3 GHz
 CPUS = {"kvm": CPUTypes.KVM, "atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--kernel", required=True, help="x86-64 vmlinux with the initramfs built in")
-parser.add_argument("--numa", required=True, help="NUMA description (JSON, from `simcxl fs` / simcxl.numa)")
+parser.add_argument("--numa", required=True, help="NUMA description (JSON, from `simcxl fs` / simcxl.gem5.numa)")
 parser.add_argument("--local-size", default="1GiB", help="local DDR4 (node 0): up to 3 GiB")
 parser.add_argument("--cxl", action="append", default=None,
                     help="PRESET:SIZE[@BASE] of one CXL window (a node each; repeat for more; default cxl-asic:1GiB, "
@@ -87,7 +87,7 @@ if args.warm == "atomic" and not (args.restore and args.cpu in ("timing", "o3"))
                  "--cpu timing or o3")
 if args.cpu == "kvm":
     # KVM cores only pay where the host runs guest kernel code natively; elsewhere
-    # (no /dev/kvm, or one that emulates ring 0: simcxl.gem5_kvm) boot on atomic cores.
+    # (no /dev/kvm, or one that emulates ring 0: simcxl.gem5.kvm) boot on atomic cores.
     kvm = probe_kvm()
     print(f"kvm probe: {kvm.reason}", flush=True)
     if not kvm.usable and not args.force_kvm:

@@ -33,7 +33,7 @@ from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import BinaryResource  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import check_se_guest, host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
+from simcxl.gem5.components import check_se_guest, host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
 
 CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 

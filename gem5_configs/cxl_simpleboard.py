@@ -19,7 +19,7 @@ from gem5.components.cachehierarchies.classic.no_cache import NoCache  # noqa: E
 from gem5.components.processors.linear_generator import LinearGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat, total, write_csv  # noqa: E402
+from simcxl.gem5.components import cxl_memory, read_stats, stat, total, write_csv  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--memory", default="cxl-asic", help="preset name, preset file or topology file (cxl-type3)")

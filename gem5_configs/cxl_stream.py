@@ -30,7 +30,7 @@ from gem5.components.processors.abstract_generator import AbstractGenerator  # n
 from gem5.components.processors.linear_generator_core import LinearGeneratorCore  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, stat, write_csv  # noqa: E402
+from simcxl.gem5.components import cxl_memory, read_stats, stat, write_csv  # noqa: E402
 
 # Per kernel: (array, percent reads) per stream; the written array has a
 # read-for-ownership stream and a write-back stream.

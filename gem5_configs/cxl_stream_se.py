@@ -35,8 +35,8 @@ from gem5.resources.resource import BinaryResource  # noqa: E402
 from gem5.simulate.exit_event import ExitEvent  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import check_se_guest, host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
-from simcxl.gem5_board import shape_o3  # noqa: E402
+from simcxl.gem5.components import check_se_guest, host_caches, read_stats, slot_memory, total, write_csv  # noqa: E402
+from simcxl.gem5.board import shape_o3  # noqa: E402
 
 CPUS = {"timing": CPUTypes.TIMING, "o3": CPUTypes.O3}
 
@@ -93,7 +93,7 @@ if args.memory != "ddr4" and args.stores == "write-allocate":
     caches.membus.point_of_coherency = False
 # Each copy is single-threaded, so no other core can see its store order: O3
 # cores without TSO, with the testbed host's queue sizes; the L1's MSHRs then
-# bound a core as its fill buffers do (simcxl.gem5_board.shape_o3).
+# bound a core as its fill buffers do (simcxl.gem5.board.shape_o3).
 shape_o3(processor, tso=False)
 board = SimpleBoard(clk_freq=args.clock, processor=processor, memory=memory, cache_hierarchy=caches)
 binary = str(Path(args.binary).resolve())

@@ -21,7 +21,7 @@ from gem5.components.processors.linear_generator import LinearGenerator  # noqa:
 from gem5.components.processors.random_generator import RandomGenerator  # noqa: E402
 from gem5.simulate.simulator import Simulator  # noqa: E402
 
-from simcxl.gem5 import cxl_memory, read_stats, set_param, stat, write_csv  # noqa: E402
+from simcxl.gem5.components import cxl_memory, read_stats, set_param, stat, write_csv  # noqa: E402
 
 STAGES = ("host_uncore", "host_port", "link_down", "device", "media_queue", "media_service", "link_up")
 

@@ -33,7 +33,7 @@ from gem5.components.processors.simple_processor import SimpleProcessor  # noqa:
 from gem5.isas import ISA  # noqa: E402
 from gem5.resources.resource import DiskImageResource, KernelResource  # noqa: E402
 
-from simcxl.gem5 import check_fs_inputs, read_stats, slot_memory, total, write_csv  # noqa: E402
+from simcxl.gem5.components import check_fs_inputs, read_stats, slot_memory, total, write_csv  # noqa: E402
 
 CPUS = {"atomic": CPUTypes.ATOMIC, "timing": CPUTypes.TIMING}
 

@@ -2,8 +2,8 @@
 
 gem5 runs configs with the system Python it was linked against, which usually
 has neither numpy/pandas nor the compiled standalone engine (`simcxl._core`).
-The gem5 side needs only the parameter schema (`simcxl.params`,
-`simcxl.presets`) and `simcxl.gem5`, all standard library, so the package is
+The gem5 side needs only the parameter schema (`simcxl.config.params`,
+`simcxl.config.presets`) and `simcxl.gem5.components`, all standard library, so the package is
 registered without running `simcxl/__init__.py` (which loads the engine).
 Configs import this module first; gem5 puts the script's directory on sys.path.
 """
@@ -36,7 +36,7 @@ def setup() -> Path:
         pkg.__path__ = [str(REPO / "simcxl")]
         pkg.__file__ = str(REPO / "simcxl" / "__init__.py")
         sys.modules["simcxl"] = pkg
-    importlib.import_module("simcxl.gem5")
+    importlib.import_module("simcxl.gem5.components")
     classic_only_build()
     return REPO
 

@@ -6,23 +6,23 @@ The standalone engine runs without gem5::
     df = simcxl.lmbench("cxl-asic", ["4k", "1m", "1g"])
 """
 
-from .params import (BridgeParams, CxlMemory, DeviceParams, DramParams, HostParams, InterSocketParams, LinkParams,
-                     ParamError, RemoteMemory, System)
-from .presets import load as load_preset
-from .presets import names as preset_names
+from .config.params import (BridgeParams, CxlMemory, DeviceParams, DramParams, HostParams, InterSocketParams,
+                            LinkParams, ParamError, RemoteMemory, System)
+from .config.presets import load as load_preset
+from .config.presets import names as preset_names
 
 # The engine's functions load on first use: they need the compiled core (and
-# pandas), which a source checkout lacks; `python -m simcxl.schema_gen` runs
+# pandas), which a source checkout lacks; `python -m simcxl.config.schema_gen` runs
 # there, before any build, and imports this package first.
 _ENGINE = ("bench", "breakdown", "host_names", "hosts", "lmbench", "loaded_latency", "stream", "trace", "traffic")
 
 
 def __getattr__(name):
     if name in _ENGINE:
-        from . import engine
+        from .engine import standalone as engine
         return getattr(engine, name)
     if name == "shared":
-        from .sharing import shared
+        from .workloads.sharing import shared
         return shared
     raise AttributeError(f"module 'simcxl' has no attribute {name!r}")
 

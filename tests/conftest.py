@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import simcxl
-from simcxl.params import CxlMemory, DeviceParams, DramParams, HostParams, LinkParams, BridgeParams, System
+from simcxl.config.params import CxlMemory, DeviceParams, DramParams, HostParams, LinkParams, BridgeParams, System
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def assert_one_line_rejection(exc: BaseException, *names: str, says_allowed: boo
     one line, naming each of `names` and saying what is allowed (a file that
     does not parse says where instead)."""
     from simcxl import _core
-    from simcxl.params import ParamError
+    from simcxl.config.params import ParamError
     assert isinstance(exc, (ParamError, _core.ConfigError)), f"{type(exc).__name__}: {exc}"
     msg = str(exc)
     assert msg.strip() and "\n" not in msg, f"not one line: {msg!r}"

@@ -298,7 +298,7 @@ def test_a_devices_cdat_latency_is_the_engines_idle_read_to_a_closed_row():
     # tRP more). Every read the engine made falls in the histogram bucket (1/64 of an octave) of
     # one of those three, and the closed-row one is there.
     import simcxl
-    from simcxl import histograms
+    from simcxl.engine import histograms
     from simcxl.topology import core_graph
     from conftest import link_bound_cxl
     s = link_bound_cxl()

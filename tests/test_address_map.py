@@ -7,9 +7,11 @@ import sys
 import pytest
 
 import simcxl
-from simcxl import _core, engine, presets
-from simcxl.params import ParamError, System
-from simcxl.presets import combine
+from simcxl import _core
+from simcxl.engine import standalone as engine
+from simcxl.config import presets
+from simcxl.config.params import ParamError, System
+from simcxl.config.presets import combine
 from simcxl.topology import core_graph
 
 

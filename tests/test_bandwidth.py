@@ -4,7 +4,7 @@ import pytest
 
 import simcxl
 from simcxl import _core
-from simcxl.params import LinkParams, System
+from simcxl.config.params import LinkParams, System
 
 from conftest import link_bound_cxl, quiet_dram
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import simcxl
-from simcxl import calibrate, fitsearch, testbed
+from simcxl.calibration import calibrate, fitsearch, testbed
 
 from conftest import CC, REPO, TESTBED
 
@@ -116,13 +116,13 @@ def test_unseen_testbed_with_one_idle_latency_per_memory(tmp_path):
                     assert knob.lo <= v <= knob.hi
     # The written preset runs as it is and reproduces its fitted point.
     preset = out / "presets" / "expander.json"
-    s = simcxl.presets.load_file(preset)
+    s = simcxl.config.presets.load_file(preset)
     assert s.provenance["testbed"] == "tiny" and s.provenance["fitted"]
     assert s.cxl.link.lanes == 16
     lat = simcxl.lmbench(preset, [1 << 30], accesses=calibrate.LMBENCH_ACCESSES)["latency_ns"].iloc[0]
     assert lat == pytest.approx(300.0, rel=0.02)
     # The host side was fitted on the local memory and shared.
-    local = simcxl.presets.load_file(out / "presets" / "local.json")
+    local = simcxl.config.presets.load_file(out / "presets" / "local.json")
     assert local.host == s.host and local.local_dram == s.local_dram
     # The loaded-latency point is what the written preset gives run on its own:
     # the probe's mean latency with 4 read threads, against the measured 330 ns.
@@ -161,7 +161,7 @@ def test_declared_fit_points_replace_the_default_ones(tmp_path):
     report = (out / "report.md").read_text()
     assert "declares (`fit`) for expander" in report
     # Validation errors over every point and over those at/after the LLC, by hand from the points.
-    llc = simcxl.presets.load_file(out / "presets" / "expander.json").host.llc_bytes
+    llc = simcxl.config.presets.load_file(out / "presets" / "expander.json").host.llc_bytes
     assert (1 << 20) < llc < (1 << 27)
     val = [role[k] for k in (("expander", "lat_mem_rd", 1 << 20), ("expander", "lat_mem_rd", 1 << 28),
                              ("expander", "stream", "copy"))]
@@ -277,7 +277,7 @@ def test_a_bank_bound_media_gets_more_ranks_unless_the_testbed_states_them(tmp_p
         assert any("cannot reach stream copy = 14: cxl.device.req_queue" in n for n in exp["notes"])
     else:
         assert exp["fitted"]["cxl.media.ranks"] == 2 and exp["fit_points_within_2pct"], exp
-        preset = simcxl.presets.load_file(tmp_path / "out" / "presets" / "expander.json")
+        preset = simcxl.config.presets.load_file(tmp_path / "out" / "presets" / "expander.json")
         assert preset.cxl.media.ranks == 2
     # A memory the queue alone fits keeps the fewest ranks.
     folder = make_testbed(tmp_path / "tb2", [], [("expander", "copy", 8, 11.0)], extra='base = "cxl-fpga"\n')
@@ -290,7 +290,7 @@ def test_a_bank_bound_media_gets_more_ranks_unless_the_testbed_states_them(tmp_p
     exp = calibrate.run(folder, out, memories=["expander"], workers=1, log=lambda m: None)["memories"]["expander"]
     assert list(exp["fitted"]) == ["cxl.device.req_latency_ns"]
     ranks = simcxl.load_preset("cxl-fpga").cxl.media.ranks
-    assert simcxl.presets.load_file(out / "presets" / "expander.json").cxl.media.ranks == ranks
+    assert simcxl.config.presets.load_file(out / "presets" / "expander.json").cxl.media.ranks == ranks
 
 
 def test_latency_fit_does_not_depend_on_the_base_presets_queue(tmp_path, monkeypatch):
@@ -351,7 +351,7 @@ def test_gem5_engine_names_a_binary_that_is_not_gem5(tmp_path):
 
 
 def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
-    from simcxl import gem5_engine
+    from simcxl.gem5 import engine as gem5_engine
     # A stand-in for gem5 that writes the config's CSV and counts its calls.
     fake = tmp_path / "fake-gem5"
     fake.write_text(f"#!{sys.executable}\nimport sys, pathlib\n"
@@ -386,7 +386,7 @@ def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
 
 
 def test_gem5_engine_says_where_it_looked_for_the_repository(tmp_path, monkeypatch):
-    from simcxl import gem5_engine
+    from simcxl.gem5 import engine as gem5_engine
     monkeypatch.delenv("SIMCXL_REPO", raising=False)
     monkeypatch.setattr(gem5_engine, "__file__", str(tmp_path / "site" / "simcxl" / "gem5_engine.py"))
     monkeypatch.chdir(tmp_path)
@@ -397,7 +397,7 @@ def test_gem5_engine_says_where_it_looked_for_the_repository(tmp_path, monkeypat
 
 
 def test_gem5_cache_geometry_keeps_sizes_gem5_can_build():
-    from simcxl.gem5 import cache_geometry
+    from simcxl.gem5.components import cache_geometry
     assert cache_geometry(49152, 12, "l1") == (49152, 12)  # 64 sets already
     size, ways = cache_geometry(102236160, 15, "llc")  # 97.5 MiB: 106496 sets
     sets = size // (64 * ways)

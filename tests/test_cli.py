@@ -138,7 +138,7 @@ def test_stream_stores_reach_the_engine():
 
 def test_demo_runs_each_stream_kernel_with_its_measured_stores():
     import pandas as pd
-    from simcxl import demo
+    from simcxl.workloads import demo
     from conftest import TESTBED
     _, shipped, _ = demo.read_testbed(TESTBED)
     assert demo._stores(shipped, "cxl-fpga", "copy") == "non-temporal"

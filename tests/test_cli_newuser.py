@@ -338,7 +338,7 @@ def test_progress_lines_when_stderr_is_not_a_terminal():
 
 
 def test_sweep_tutorial_comment_names_every_workload_kind():
-    from simcxl.sweep import WORKLOADS
+    from simcxl.sweep.spec import WORKLOADS
     page = (REPO / "docs" / "tutorials" / "sweeps.md").read_text()
     comment = next(ln for ln in page.splitlines() if ln.startswith('kind = "traffic"'))
     assert all(k in comment for k in WORKLOADS), comment

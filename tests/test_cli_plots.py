@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simcxl import plots
+from simcxl.workloads import plots
 
 
 @pytest.fixture

@@ -6,9 +6,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from simcxl import _core, coherent
+from simcxl import _core
+from simcxl.workloads import coherent
 from simcxl.cli import main
-from simcxl.params import ParamError
+from simcxl.config.params import ParamError
 from simcxl.topology import core_graph
 
 from conftest import REPO
@@ -274,7 +275,7 @@ def test_accel_cli_table_and_plot(tmp_path):
 
 
 def test_sweeps_cover_accelerators(tmp_path):
-    from simcxl import sweep as sw
+    from simcxl.sweep import spec as sw
     spec = sw.Sweep.from_toml(REPO / "examples" / "dma_vs_cache_engines.toml")
     df = sw.run(spec, tmp_path / "out")
     assert (df["status"] == "ok").all() and len(df) == 24
@@ -292,7 +293,7 @@ def test_sweeps_cover_accelerators(tmp_path):
 
 
 def test_demo_cxl_cache_part(tmp_path, capsys):
-    from simcxl import demo
+    from simcxl.workloads import demo
     demo._cxl_cache(tmp_path)
     out = capsys.readouterr().out
     assert "At 64 B CXL.cache cuts latency by" in out and "published: 68% and 14.4x" in out

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcxl import coherent
-from simcxl.params import DCacheParams, LinkParams
+from simcxl.workloads import coherent
+from simcxl.config.params import DCacheParams, LinkParams
 
 MODES = {
     "type1": ("type1-asic", {}),

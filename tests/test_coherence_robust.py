@@ -9,8 +9,9 @@ from dataclasses import fields
 
 import pytest
 
-from simcxl import _core, coherent
-from simcxl.params import DCacheParams, HomeParams, HostParams, LinkParams, ParamError
+from simcxl import _core
+from simcxl.workloads import coherent
+from simcxl.config.params import DCacheParams, HomeParams, HostParams, LinkParams, ParamError
 from simcxl.topology import core_graph
 
 # Every way a device can hold or reach memory, each with two devices.

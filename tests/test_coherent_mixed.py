@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcxl import _core, coherent
+from simcxl import _core
+from simcxl.workloads import coherent
 from simcxl.cli import main
-from simcxl.params import DCacheParams, LinkParams, ParamError, System
+from simcxl.config.params import DCacheParams, LinkParams, ParamError, System
 from simcxl.topology import core_graph
 
 MODES = coherent.DEVICE_MODES
@@ -182,7 +183,7 @@ def test_cli_runs_several_devices_with_their_own_streams(tmp_path):
 
 
 def test_sweeps_address_a_device_by_name(tmp_path):
-    from simcxl import sweep as sw
+    from simcxl.sweep import spec as sw
     spec = sw.Sweep.from_dict({"base": "gpu=type1-asic+mem=type2-bias",
                                "workload": {"kind": "accel", "requests": 2000},
                                "axes": [{"param": "mem.cache.mshrs", "values": [1, 64]}]})

@@ -7,7 +7,10 @@ import copy
 
 import pytest
 
-from simcxl import _core, coherent, engine, nic, presets, topology
+from simcxl import _core, topology
+from simcxl.workloads import coherent, nic
+from simcxl.engine import standalone as engine
+from simcxl.config import presets
 from simcxl.topology import core_graph
 from simcxl.topology.types import TYPES
 

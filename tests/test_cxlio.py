@@ -14,7 +14,8 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
-from simcxl import _core, cxlio
+from simcxl import _core
+from simcxl.topology import cxlio
 from conftest import fuzz
 
 X = _core.cxlio

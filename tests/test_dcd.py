@@ -10,8 +10,8 @@ import pytest
 
 import simcxl
 from simcxl import _core, topology
-from simcxl.fabric import FabricManager
-from simcxl.params import ParamError
+from simcxl.workloads.fabric import FabricManager
+from simcxl.config.params import ParamError
 
 from conftest import assert_one_line_rejection
 

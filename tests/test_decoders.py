@@ -20,7 +20,8 @@ import pytest
 
 import simcxl
 import simcxl.topology as T
-from simcxl import _core, cxlio
+from simcxl import _core
+from simcxl.topology import cxlio
 from simcxl.topology.convert import core_graph
 
 GiB, MiB = 1 << 30, 1 << 20

@@ -73,7 +73,7 @@ def test_the_cli_reference_is_generated_from_click(site):
 
 
 def test_the_api_reference_is_generated_from_docstrings(site):
-    from simcxl import engine
+    from simcxl.engine import standalone as engine
     text = _text(site / "reference" / "api" / "index.html")
     for fn in ("lmbench", "stream", "loaded_latency", "traffic", "trace", "breakdown"):
         first = getattr(engine, fn).__doc__.strip().splitlines()[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simcxl import _core
-from simcxl.params import ParamError, System
+from simcxl.config.params import ParamError, System
 
 from conftest import quiet_dram
 

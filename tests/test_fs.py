@@ -1,8 +1,8 @@
-"""Parsing what the full-system guest prints (simcxl.fs): numactl's topology
+"""Parsing what the full-system guest prints (simcxl.gem5.fs): numactl's topology
 report and the benchmarks' key=value lines, checked on text in the formats
 numactl 2.0 and the guest programs (benchmarks/guest/*.c) print."""
 
-from simcxl.fs import parse_rows, parse_topology
+from simcxl.gem5.fs import parse_rows, parse_topology
 
 NUMACTL = """simcxl-guest: kernel=6.1.0 cpus=2
 available: 3 nodes (0-2)
@@ -64,9 +64,9 @@ import sys  # noqa: E402
 
 import pytest  # noqa: E402
 
-from simcxl import fs  # noqa: E402
-from simcxl.numa import Node, Numa  # noqa: E402
-from simcxl.params import ParamError  # noqa: E402
+from simcxl.gem5 import fs  # noqa: E402
+from simcxl.gem5.numa import Node, Numa  # noqa: E402
+from simcxl.config.params import ParamError  # noqa: E402
 
 
 def test_guest_commands_pin_memory_to_the_node_and_threads_to_node_0():
@@ -172,7 +172,7 @@ def test_boot_refuses_checkpoint_with_restore_and_a_folder_without_a_checkpoint(
 
 import subprocess  # noqa: E402
 
-from simcxl.gem5_board import parse_cxl, window_layout  # noqa: E402
+from simcxl.gem5.board import parse_cxl, window_layout  # noqa: E402
 from test_cli import _cmd, user_error  # noqa: E402
 
 GiB = 1 << 30
@@ -244,7 +244,7 @@ def test_simcxl_fs_says_what_is_wrong_in_one_line_and_starts_nothing(tmp_path, f
 
 # ------------------------------------------------ KVM cores only where they pay; else atomic, said so
 
-from simcxl import gem5_kvm  # noqa: E402
+from simcxl.gem5 import kvm as gem5_kvm  # noqa: E402
 
 FALLBACK_GEM5 = r'''#!/bin/sh
 echo "kvm probe: /dev/kvm emulates guest kernel code (0.70 M instructions/s: no hardware virtualisation), no faster than gem5's atomic core"

@@ -21,8 +21,8 @@ from hypothesis import assume, example, given, strategies as st
 
 import simcxl
 from simcxl import _core
-from simcxl.engine import STAGES
-from simcxl.params import ParamError
+from simcxl.engine.standalone import STAGES
+from simcxl.config.params import ParamError
 
 from conftest import assert_one_line_rejection, fuzz
 from test_fuzz_params import PRESETS, in_range_overrides

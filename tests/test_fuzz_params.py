@@ -14,8 +14,8 @@ from hypothesis import example, given, strategies as st
 
 import simcxl
 from simcxl import _core
-from simcxl.params import ParamError, System, shown
-from simcxl.presets import load_file
+from simcxl.config.params import ParamError, System, shown
+from simcxl.config.presets import load_file
 from simcxl.topology import core_graph
 
 from conftest import assert_one_line_rejection, fuzz, graph_path, set_graph

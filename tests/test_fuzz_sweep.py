@@ -10,9 +10,9 @@ import math
 import pytest
 from hypothesis import example, given, strategies as st
 
-from simcxl import coherent
-from simcxl.params import ParamError, shown
-from simcxl.sweep import COHERENT, DEVICES, SWITCH, WORKLOADS, Sweep, _check_workload, point_id
+from simcxl.workloads import coherent
+from simcxl.config.params import ParamError, shown
+from simcxl.sweep.spec import COHERENT, DEVICES, SWITCH, WORKLOADS, Sweep, _check_workload, point_id
 
 from conftest import assert_one_line_rejection, fuzz
 from test_fuzz_params import PRESETS, field_of, good_value

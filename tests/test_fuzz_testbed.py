@@ -10,8 +10,8 @@ import math
 import pytest
 from hypothesis import example, given, strategies as st
 
-from simcxl import testbed
-from simcxl.testbed import FILES, TestbedError
+from simcxl.calibration import testbed
+from simcxl.calibration.testbed import FILES, TestbedError
 
 from conftest import assert_one_line_rejection, fuzz
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from simcxl import topology as T
-from simcxl.params import ParamError
+from simcxl.config.params import ParamError
 
 from conftest import fuzz
 

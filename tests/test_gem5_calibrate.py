@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import simcxl
-from simcxl import calibrate
+from simcxl.calibration import calibrate
 
 from conftest import CC, build_guest
 from test_gem5 import GEM5, gem5, table
@@ -109,7 +109,7 @@ def test_calibrate_through_gem5_fits_and_resumes(tmp_path, monkeypatch):
     # An LLC hit in gem5's classic cache costs what the host's LLC does.
     host = simcxl.load_preset("cxl-asic").host
     assert pts[("lat_mem_rd", 1048576)]["simulated"] == pytest.approx(host.llc_latency_ns, rel=0.1)
-    preset = simcxl.presets.load_file(out / "presets" / "expander.json")
+    preset = simcxl.config.presets.load_file(out / "presets" / "expander.json")
     assert preset.provenance["engine"] == "gem5"
     # A latency point and a STREAM point fit the device latency and queue; the write tracker
     # needs a loaded-bandwidth point, the ranks only a STREAM point the queue cannot reach.

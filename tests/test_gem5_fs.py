@@ -1,5 +1,5 @@
 """Full system: the project's guest boots on the CXL NUMA board
-(simcxl.gem5_board, gem5_configs/cxl_numa_boot.py) and Linux sees the CXL
+(simcxl.gem5.board, gem5_configs/cxl_numa_boot.py) and Linux sees the CXL
 window as a CPU-less NUMA node with the SLIT distance and HMAT figures the
 board's NUMA description gives; a checkpoint at the guest's shell restores
 onto timing cores for the guest's pointer chase, and gives the same result
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from simcxl import fs, gem5_engine
-from simcxl.numa import Node, Numa
+from simcxl.gem5 import fs, engine as gem5_engine
+from simcxl.gem5.numa import Node, Numa
 
 from test_gem5 import GEM5
 

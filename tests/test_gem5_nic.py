@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from simcxl import gem5_engine, gem5_nic
+from simcxl.gem5 import engine as gem5_engine, nic as gem5_nic
 
 from conftest import CC, REPO, build_guest
 from test_gem5 import GEM5, pytestmark  # noqa: F401  (gem5 marker and skip)

@@ -1,5 +1,5 @@
 """CI-safe (no gem5 needed): the gem5 SimObjects' declarations against what
-simcxl.gem5 fills in from a preset. Their schema parameters (bridge_*, link_*,
+simcxl.gem5.components fills in from a preset. Their schema parameters (bridge_*, link_*,
 device_*, media_*, nic_*) are generated from the dataclasses
 (tests/test_schema_generated.py); here the hand-written ones and the names
 the runtime sets are checked."""
@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from simcxl import gem5 as g5
+from simcxl.gem5 import components as g5
 
 from conftest import REPO
 
@@ -93,7 +93,7 @@ def test_total_reads_one_stat_by_its_exact_name(tmp_path):
 
 
 def test_cxl_nic_declares_what_gem5_nic_sets():
-    from simcxl import gem5_nic
+    from simcxl.gem5 import nic as gem5_nic
 
     decl = declared("CXLNic")
     # Run wiring, not NIC parameters: the rings' and operands' place in the guest's memory.
@@ -103,7 +103,7 @@ def test_cxl_nic_declares_what_gem5_nic_sets():
 
 
 def test_gem5_nic_setup_charges_the_standalone_engines_messages():
-    from simcxl import gem5_nic
+    from simcxl.gem5 import nic as gem5_nic
 
     s = gem5_nic.setup("type1-asic", {"completions_per_line": 4})
     p = s["standalone_paths_ns"]
@@ -118,7 +118,7 @@ def test_gem5_nic_setup_charges_the_standalone_engines_messages():
 
 
 def test_gem5_nic_setup_rejects_what_the_guest_format_cannot_hold():
-    from simcxl import gem5_nic
+    from simcxl.gem5 import nic as gem5_nic
 
     with pytest.raises(g5.ParamError, match="completions_per_line 1 to 4"):
         gem5_nic.setup("type1-asic")  # the default 8 completions of 8 B a line

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import simcxl
-from simcxl import gem5_engine
+from simcxl.gem5 import engine as gem5_engine
 
 from conftest import CC, build_chase
 from test_gem5 import GEM5, gem5, table

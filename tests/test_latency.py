@@ -6,8 +6,8 @@ import pytest
 
 import simcxl
 from simcxl import _core
-from simcxl.engine import STAGES
-from simcxl.params import CxlMemory, InterSocketParams, LinkParams, RemoteMemory, System
+from simcxl.engine.standalone import STAGES
+from simcxl.config.params import CxlMemory, InterSocketParams, LinkParams, RemoteMemory, System
 from simcxl.topology import core_graph
 
 from conftest import link_bound_cxl, quiet_dram

@@ -24,8 +24,8 @@ LIMIT = 650  # lines
 # then: a ceiling that may only go down. Split one and drop it from here;
 # never raise a number or add a module.
 LONG = {
-    "simcxl/params.py": 1018,
-    "simcxl/calibrate.py": 890,
+    "simcxl/config/params.py": 1018,
+    "simcxl/calibration/calibrate.py": 890,
 }
 
 Graph = Dict[str, Dict[str, str]]  # module -> {module it imports: "file:line" of the first such import}
@@ -146,7 +146,7 @@ def test_no_import_cycles():
     ext = _extensions()
     assert "simcxl._core" in ext, f"the C++ core was not found in {Path(simcxl.__file__).parent}"
     graph = import_graph(PACKAGE, ext)
-    assert "simcxl.engine" in graph["simcxl.cli.run"], "the graph misses an import (the scan is broken)"
+    assert "simcxl.engine.standalone" in graph["simcxl.cli.run"], "the graph misses an import (the scan is broken)"
     found = cycles(graph)
     assert not found, "import cycles in simcxl (move what both sides need into a module below them):\n" + \
         "\n".join(describe(graph, *c) for c in found)

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simcxl
-from simcxl import mlc
-from simcxl.params import ParamError
+from simcxl.engine import mlc
+from simcxl.config.params import ParamError
 
 SIMCXL = Path(sys.executable).with_name("simcxl")
 

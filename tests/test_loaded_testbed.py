@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from simcxl import calibrate, testbed
+from simcxl.calibration import calibrate, testbed
 
 from conftest import REPO
 

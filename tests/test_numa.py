@@ -1,9 +1,9 @@
-"""The NUMA description behind a full-system board's SLIT and HMAT (simcxl.numa)."""
+"""The NUMA description behind a full-system board's SLIT and HMAT (simcxl.gem5.numa)."""
 
 import pytest
 
-from simcxl.numa import Numa, distances
-from simcxl.params import ParamError
+from simcxl.gem5.numa import Numa, distances
+from simcxl.config.params import ParamError
 
 
 def test_distances_scale_with_latency_from_node_0():

@@ -8,8 +8,10 @@ import copy
 
 import pytest
 
-from simcxl import _core, coherent, mixed, params, presets
-from simcxl.params import ParamError
+from simcxl import _core
+from simcxl.workloads import coherent, mixed
+from simcxl.config import params, presets
+from simcxl.config.params import ParamError
 from simcxl.topology import core_graph
 
 KW = dict(threads=8, lines_per_thread=4000)
@@ -113,7 +115,7 @@ def test_a_mixed_run_names_what_is_wrong_in_one_line(system):
 
 
 def test_a_sweep_sets_an_accelerator_parameter_of_a_system_with_memories(system, tmp_path):
-    from simcxl import sweep
+    from simcxl.sweep import spec as sweep
     import json
     preset = tmp_path / "mixed.json"
     preset.write_text(json.dumps(system.to_dict()))

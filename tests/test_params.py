@@ -9,8 +9,9 @@ import pytest
 
 import simcxl
 
-from simcxl import _core, presets
-from simcxl.params import System
+from simcxl import _core
+from simcxl.config import presets
+from simcxl.config.params import System
 from simcxl.topology import core_graph
 
 from conftest import graph_path, set_path

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 import simcxl
-from simcxl.params import ParamError
+from simcxl.config.params import ParamError
 
 BW = 4.0  # GB/s per direction of the inter-socket link: the bottleneck
 FOOTPRINT = 64 << 30  # random lines over 64 GiB: the 97.5 MiB LLC keeps almost none

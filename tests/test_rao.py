@@ -6,8 +6,9 @@ stay bounded, and timing follows the parameters."""
 import numpy as np
 import pytest
 
-from simcxl import _core, coherent, nic
-from simcxl.params import NicParams, ParamError
+from simcxl import _core
+from simcxl.workloads import coherent, nic
+from simcxl.config.params import NicParams, ParamError
 from simcxl.topology import core_graph
 
 SYS = core_graph(nic.load("type1-asic"))
@@ -282,7 +283,7 @@ def test_cli_json_plot_and_one_line_errors(tmp_path):
 
 
 def test_sweeps_accept_rao(tmp_path):
-    from simcxl import sweep
+    from simcxl.sweep import spec as sweep
     spec = {"base": "type1-asic", "workload": {"kind": "rao", "kernel": "rand", "mechanism": "pcie-nic", "iters": 50},
             "axes": [{"param": "dma.engines", "values": [1, 4]}, {"param": "nic.alu_ns", "values": [2.0]}]}
     sw = sweep.Sweep.from_dict(spec)

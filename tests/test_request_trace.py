@@ -1,4 +1,4 @@
-"""Request traces (``--trace FILE``, simcxl.reqtrace): the trace-event JSON is well formed, the
+"""Request traces (``--trace FILE``, simcxl.engine.reqtrace): the trace-event JSON is well formed, the
 Parquet table round-trips, sampling and the cap bound what is recorded, bad options are refused in
 one line, and the spans add up to the run's reported latency breakdown.
 
@@ -24,7 +24,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from simcxl import _core, mixed, reqtrace, topology
+from simcxl import _core, topology
+from simcxl.workloads import mixed
+from simcxl.engine import reqtrace
 from simcxl.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import pytest
 
 import simcxl
 from simcxl import _core
-from simcxl.params import ParamError
+from simcxl.config.params import ParamError
 from simcxl.topology import core_graph
 
 

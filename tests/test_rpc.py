@@ -7,9 +7,10 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from simcxl import _core, coherent, nic
+from simcxl import _core
+from simcxl.workloads import coherent, nic
 from simcxl.cli import main
-from simcxl.params import NicParams
+from simcxl.config.params import NicParams
 from simcxl.topology import core_graph
 
 SYS = coherent.load("type1-asic")

@@ -1,6 +1,6 @@
 """One schema: the C++ field lists, the gem5 SimObjects' parameter sections and
-the parameter reference are generated from simcxl/params.py by
-`python -m simcxl.schema_gen`, and committed. These tests fail, naming the
+the parameter reference are generated from simcxl/config/params.py by
+`python -m simcxl.config.schema_gen`, and committed. These tests fail, naming the
 file, when one differs from what the dataclasses generate (params.py edited
 without rerunning the generator, or a generated file edited by hand)."""
 
@@ -12,22 +12,23 @@ from dataclasses import field, fields, make_dataclass
 
 import pytest
 
-from simcxl import _core, schema_gen
-from simcxl.params import GROUPS
+from simcxl import _core
+from simcxl.config import schema_gen
+from simcxl.config.params import GROUPS
 
 from conftest import REPO
 
 
 def check(root):
     """The generator's check mode as a developer or CI runs it (from a source tree: no _core needed)."""
-    return subprocess.run([sys.executable, "-m", "simcxl.schema_gen", "--check", "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "simcxl.config.schema_gen", "--check", "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True)
 
 
 def test_generated_files_are_up_to_date():
     r = check(REPO)
-    assert r.returncode == 0, (f"generated files differ from what simcxl/params.py generates; run "
-                               f"`python -m simcxl.schema_gen` and commit them:\n{r.stdout}{r.stderr}")
+    assert r.returncode == 0, (f"generated files differ from what simcxl/config/params.py generates; run "
+                               f"`python -m simcxl.config.schema_gen` and commit them:\n{r.stdout}{r.stderr}")
 
 
 def copy_tree(tmp_path):
@@ -52,7 +53,7 @@ def test_check_names_each_file_a_changed_default_reaches(tmp_path):
     assert named == sorted([schema_gen.HEADER, "devices/CXLType3Expander.py", schema_gen.DOCS]), r.stdout
     assert "-    X(double, phy_latency_ns, 20.0, 0.0, 10000.0)" in r.stdout
     # Writing mode brings them back in line.
-    subprocess.run([sys.executable, "-m", "simcxl.schema_gen", "--root", str(root)], cwd=REPO, check=True,
+    subprocess.run([sys.executable, "-m", "simcxl.config.schema_gen", "--root", str(root)], cwd=REPO, check=True,
                    capture_output=True)
     assert check(root).returncode == 0
     assert "X(double, phy_latency_ns, 21.0, 0.0, 10000.0)" in (root / schema_gen.HEADER).read_text()

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import simcxl
 from simcxl import topology
-from simcxl.params import ParamError
-from simcxl.sharing import CoherenceViolation
+from simcxl.config.params import ParamError
+from simcxl.workloads.sharing import CoherenceViolation
 
 from conftest import one_credit_everywhere
 from test_hosts import pool
@@ -124,7 +124,7 @@ def test_bad_requests_are_named():
 
 
 def test_a_violation_is_reported_not_returned(monkeypatch):
-    from simcxl import sharing
+    from simcxl.workloads import sharing
 
     def corrupt(*a, **k):
         r = dict(real(*a, **k))

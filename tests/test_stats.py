@@ -84,8 +84,8 @@ def test_memory_does_not_grow_with_the_count():
 def test_workloads_report_through_it():
     # An accelerator stream and a memory workload both report percentiles that
     # lie between their exact min and max and are ordered.
-    import simcxl.coherent as co
-    from simcxl import engine
+    import simcxl.workloads.coherent as co
+    from simcxl.engine import standalone as engine
     r = co.accel("type1-asic", requests=4000).iloc[0]
     assert r["latency_p50_ns"] <= r["latency_p99_ns"] <= r["latency_max_ns"]
     t = engine.traffic("cxl-asic", threads=4, requests=4000).iloc[0]
@@ -100,7 +100,7 @@ def test_long_accelerator_run_keeps_memory_flat(tmp_path):
     import subprocess
     import sys
     code = (
-        "import resource, simcxl.coherent as co\n"
+        "import resource, simcxl.workloads.coherent as co\n"
         "co.accel('type1-asic', pattern='single', requests=1000)\n"
         "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "co.accel('type1-asic', pattern='single', requests=1_500_000)\n"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from simcxl import ParamError
-from simcxl import sweep as sw
+from simcxl.sweep import spec as sw
 
 from conftest import REPO
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simcxl import sweep as sw
-from simcxl import presets, sweep_points
-from simcxl.params import ParamError, SwitchParams
+from simcxl.sweep import spec as sw
+from simcxl.config import presets
+from simcxl.sweep import points as sweep_points
+from simcxl.config.params import ParamError, SwitchParams
 from simcxl.topology.generate import fabric
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import simcxl
-from simcxl import _core, coherent, topology
-from simcxl.params import ParamError, SwitchParams
+from simcxl import _core, topology
+from simcxl.workloads import coherent
+from simcxl.config.params import ParamError, SwitchParams
 from simcxl.topology import TopologyError
 
 from conftest import link_bound_cxl, one_credit_everywhere
@@ -79,7 +80,7 @@ def test_added_idle_latency_is_the_hand_computation(levels):
     # x16 link each way. An idle link starts a flit at once; the message is whole when the flit
     # carrying its end is (then the PHY latency). A MemRd header (87 bits, 2 half-slots) fits one
     # 68 B flit; a MemData (40-bit header and 64 B: 1 + 8 half-slots) needs two, 8 half-slots each.
-    from simcxl.params import LinkParams
+    from simcxl.config.params import LinkParams
     lk = LinkParams()
     flit_ns = 68 / (32e9 * lk.lanes * 128 / 130 / 8) * 1e9
     per_level = 2 * 100.0 + (1 * flit_ns + lk.phy_latency_ns) + (2 * flit_ns + lk.phy_latency_ns)
@@ -189,7 +190,7 @@ def test_a_cxl_cache_device_behind_a_switch_is_refused():
 
 def test_gem5_refuses_a_switch_before_it_builds_anything():
     # The gem5 side builds host bridges and expanders only so far; it must not drop the switch silently.
-    from simcxl import gem5
+    from simcxl.gem5 import components as gem5
     with pytest.raises(ParamError, match=r"switch-1level has a switch \(sw\); switches run in the standalone engine"):
         gem5.interleaved(POOL)
 
@@ -225,7 +226,7 @@ def test_the_example_pool_shares_its_upstream_port():
 def test_a_request_trace_shows_the_switch_and_adds_up(tmp_path):
     # Every request of a run through the pool traced: each one's spans of each stage, the switch's
     # included, sum to that stage as the request carries it, and the switch's spans are named after it.
-    from simcxl import reqtrace
+    from simcxl.engine import reqtrace
     s = topology.memory_system(topology.load(POOL))
     rec = reqtrace.Recorder(sample=1, max_requests=5000)
     with rec:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simcxl import calibrate, engine, testbed, topology
-from simcxl.params import ParamError
+from simcxl.calibration import calibrate, testbed
+from simcxl.engine import standalone as engine
+from simcxl import topology
+from simcxl.config.params import ParamError
 
 from conftest import REPO
 

@@ -6,7 +6,8 @@ same run, every request recorded, sorted in Python."""
 import numpy as np
 import pytest
 
-from simcxl import coherent, engine, nic, reqtrace
+from simcxl.workloads import coherent, nic
+from simcxl.engine import standalone as engine, reqtrace
 
 TAILS = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 # LogHistogram keeps 64 buckets per octave and answers with a bucket's middle: at most half a
@@ -62,7 +63,7 @@ def test_every_workload_reports_the_four_tails_in_order():
 def test_the_histogram_holds_every_counted_request_in_its_bucket():
     """The reported histogram, bucket by bucket, is the traced requests' latencies counted into
     [lo, hi): the same requests, the same edges (a second count, in Python)."""
-    from simcxl import histograms
+    from simcxl.engine import histograms
     rec = reqtrace.Recorder(sample=1, max_requests=1_000_000)
     with histograms.record() as h, rec:
         row = engine.traffic("cxl-asic", threads=16, requests=20_000).iloc[0]
@@ -88,7 +89,7 @@ def test_histograms_number_the_runs_in_order():
     """Two runs, local DDR5 then a CXL expander: each stream's histograms are numbered in the order the
     runs reported them, each holds that run's counted reads, and the expander's median is the slower
     (its link and controller add to the same kind of DRAM)."""
-    from simcxl import histograms
+    from simcxl.engine import histograms
     with histograms.record() as h:
         rows = [engine.traffic(m, threads=1, requests=3000).iloc[0] for m in ("ddr-local", "cxl-asic")]
     f = h.frame()

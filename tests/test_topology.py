@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from simcxl import coherent, engine, nic, presets
+from simcxl.workloads import coherent, nic
+from simcxl.engine import standalone as engine
+from simcxl.config import presets
 from simcxl import topology as T
-from simcxl.params import DeviceParams, DramParams, HostParams
+from simcxl.config.params import DeviceParams, DramParams, HostParams
 from simcxl.topology import core_graph
 
 REPO = Path(__file__).resolve().parents[1]
@@ -273,7 +275,7 @@ def test_the_core_checks_each_root_ports_device_by_its_name():
 
 def test_gem5_takes_the_same_topology_file():
     # The gem5 host bridge's expanders get each root port's own parameters from the graph.
-    from simcxl import gem5
+    from simcxl.gem5 import components as gem5
     assert core_graph(gem5.interleaved(EXAMPLES / "cxl-asic.toml")) == core_graph(presets.load("cxl-asic"))
     t = T.from_dict(_with(lambda d: (d["components"].update(l1={"type": "link", "from": "defaults"},
                                                             x1={"type": "type3", "from": "defaults",

@@ -70,7 +70,7 @@ def test_set_names_the_graphs_components():
 
 
 def test_a_nic_topology_runs_rao_with_its_own_nic_parameters(tmp_path):
-    t = T.from_system(__import__("simcxl.nic", fromlist=["load"]).load("type1-asic"))
+    t = T.from_system(__import__("simcxl.workloads.nic", fromlist=["load"]).load("type1-asic"))
     f = tmp_path / "nic.toml"
     f.write_text(T.to_toml(t))
     args = ("run", "rao", "--kernel", "central", "--op", "add", "--mechanism", "cxl-nic", "--iters", 200, "--json")

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import simcxl
-from simcxl import _core, calibrate
+from simcxl import _core
+from simcxl.calibration import calibrate
 from simcxl.topology import core_graph
 
 from conftest import TESTBED

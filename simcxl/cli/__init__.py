@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .. import engine
+from ..engine import standalone as engine
 from . import bench, calibrate, demo, fs, presets, run, sweep, topology
 from .common import Main
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import engine
+from ..engine import standalone as engine
 from .common import emit_json, json_opt, user_errors
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..progress import kept
+from ..engine.progress import kept
 from .common import user_errors, writable
 
 
@@ -23,7 +23,7 @@ from .common import user_errors, writable
               help="Processes for the memories after the host fit.")
 def calibrate_cmd(testbed, memories, out, json_path, engine, workers):
     """Fit presets to a testbed's measurements and report the errors."""
-    from .. import calibrate
+    from ..calibration import calibrate
     start = time.time()
 
     def note():

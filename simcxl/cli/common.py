@@ -17,10 +17,12 @@ from typing import List, Optional
 import click
 import pandas as pd
 
-from .. import _core, engine, presets, progress
-from ..gem5_engine import Gem5RunError
-from ..params import ParamError, System
-from ..progress import progress_bar
+from .. import _core
+from ..engine import standalone as engine, progress
+from ..config import presets
+from ..gem5.engine import Gem5RunError
+from ..config.params import ParamError, System
+from ..engine.progress import progress_bar
 
 
 class UserError(click.ClickException):
@@ -353,7 +355,7 @@ accel_opt = click.option("--accel", "-a", "--system", "systems", multiple=True, 
 
 
 def load_accels(names: List[str], overrides: List[str]) -> List[System]:
-    from .. import coherent
+    from ..workloads import coherent
     return load_memories(names, overrides, coherent.load, "accel.type=2")
 
 
@@ -376,7 +378,7 @@ def write_outputs(df: pd.DataFrame, plot: Optional[str], csv_path: Optional[str]
         df.to_csv(csv_path, index=False)
         click.echo(f"wrote {csv_path}", err=True)
     if plot:
-        from .. import plots
+        from ..workloads import plots
         {"lmbench": plots.lmbench, "stream": plots.stream, "loaded-latency": plots.loaded_latency,
          "accel": plots.accel_breakdown, "dma-vs-cache": plots.dma_vs_cache}[kind](df, plot)
         click.echo(f"wrote {plot}", err=True)

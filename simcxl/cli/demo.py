@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..params import ParamError
+from ..config.params import ParamError
 from .common import user_errors
 
 
@@ -19,7 +19,7 @@ from .common import user_errors
               "seconds (its figures are not the demo's).")
 def demo(out, testbed, quick):
     """LMbench + STREAM on the four presets, with the published measurements."""
-    from .. import demo as demo_mod
+    from ..workloads import demo as demo_mod
     with user_errors():
         if testbed is not None and not (Path(testbed) / "lat_mem_rd.csv").is_file():
             raise ParamError(f"--testbed {testbed}: no testbed there (lat_mem_rd.csv and stream.csv)")

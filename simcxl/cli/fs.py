@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..params import ParamError
+from ..config.params import ParamError
 from .common import Group, emit_json, json_opt, user_errors
 
 
@@ -26,7 +26,7 @@ def guest_group():
 @json_opt
 def guest_build(cache, jobs, install, drop_tree, as_json):
     """Build (or find in the cache) the guest kernel with its initramfs."""
-    from .. import fs
+    from ..gem5 import fs
     with user_errors():
         paths = fs.build_guest(cache=cache, jobs=jobs, install=install, keep_tree=not drop_tree)
     if as_json:
@@ -81,8 +81,8 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
 def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
            timed, warm, threads, mode, checkpoint, restore, max_seconds, as_json):
     """Full system: Linux on gem5's X86 board with CXL memory as CPU-less NUMA nodes."""
-    from .. import fs
-    from ..engine import parse_size
+    from ..gem5 import fs
+    from ..engine.standalone import parse_size
     with user_errors():
         marks = warm == "atomic"
         run = fs.guest_command(bench, node, sizes=[parse_size(x, "sizes") for x in sizes.split(",")],
@@ -91,7 +91,7 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                                warm_lines=fs.default_warm_lines(local) if marks else 0)
         numa = None
         if numa_file:
-            from ..numa import Numa
+            from ..gem5.numa import Numa
             try:
                 numa = Numa.from_dict(json.loads(Path(numa_file).read_text()))
             except (OSError, ValueError) as e:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from .. import presets
-from ..params import DEVICE_GROUPS, AccelDevice, HomeParams, NicParams, ParamError, System
+from ..config import presets
+from ..config.params import DEVICE_GROUPS, AccelDevice, HomeParams, NicParams, ParamError, System
 from .common import Group, emit_json, json_opt, user_errors
 
 
@@ -21,7 +21,7 @@ ACCEL_KIND = {1: "cxl-type1", 2: "cxl-type2"}
 
 
 def _is_accel(spec: str) -> bool:
-    from .. import coherent
+    from ..workloads import coherent
     if spec in coherent.preset_names():
         return True
     if "+" in spec and not Path(spec).exists():  # accelerators joined on one host
@@ -40,7 +40,7 @@ def _is_accel(spec: str) -> bool:
 @json_opt
 def presets_list(as_json):
     """The shipped presets: memories (-m) and CXL.cache accelerators (-a)."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         rows = presets.summary()
         for n in coherent.preset_names():
@@ -70,7 +70,7 @@ def _origins(s) -> dict:
 @json_opt
 def presets_show(memory, as_json):
     """Every parameter of a preset (name or file), and where each came from."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         s = coherent.load(memory) if _is_accel(memory) else presets.load(memory)
     if as_json:
@@ -87,7 +87,7 @@ def presets_show(memory, as_json):
                    f"to the {prov.get('testbed', '?')} testbed: {prov.get('citation', '')}")
     if prov.get("base"):
         click.echo(f"base: every parameter the file leaves out comes from {prov['base']}")
-    click.echo("default: the schema default (simcxl/params.py, with its reason)")
+    click.echo("default: the schema default (simcxl/config/params.py, with its reason)")
     origins = _origins(s)
     for k, v in s.parameters().items():
         click.echo(f"  {k:42s} {str(v):>14s}  {origins[k]}")

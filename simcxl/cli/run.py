@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from .. import engine
-from ..params import ParamError
+from ..engine import standalone as engine
+from ..config.params import ParamError
 from . import run_accel
 from .tracing import add_trace_options
 from .common import (Group, UserError, count, csv_opt, emit_json, json_opt, load_memories, memory_opt, parse_counts,
@@ -121,7 +121,7 @@ def run_stream(memories, overrides, kernels, threads, lines, placement, stores, 
 def run_loaded(memories, overrides, threads, modes, rfs, stores, pattern, requests, delay, target, as_json, plot,
                csv_path):
     """MLC-style loaded latency: probe latency under traffic."""
-    from .. import mlc
+    from ..engine import mlc
     with user_errors():
         systems = load_memories(memories, overrides)
         ts = parse_counts(threads, "--threads", 1, max(s.host.cores for s in systems))
@@ -223,7 +223,7 @@ def run_hosts(memories, overrides, only, threads, rf, pattern, rate, requests, f
 def run_shared(memories, overrides, only, threads, pattern, lines, store, accesses, rounds, as_json, csv_path):
     """Hosts sharing one device's memory, coherent by HDM-DB back-invalidate: each host's accesses
     and the device's snoops (see docs/tutorials/hosts.md)."""
-    from ..sharing import shared
+    from ..workloads.sharing import shared
     with user_errors():
         systems = load_memories(memories, overrides)
         df = run_each(systems, "shared", lambda s, cb: shared(

@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from .. import engine
-from ..params import ParamError
-from ..progress import progress_bar
+from ..engine import standalone as engine
+from ..config.params import ParamError
+from ..engine.progress import progress_bar
 from .common import (accel_opt, concat, count, csv_opt, emit_json, json_opt, label, load_accels, parse_kv,
                      parse_sizes, plot_opt, set_opt, table, target_opt, user_errors, windows_table, write_outputs)
 
@@ -43,7 +43,7 @@ from .common import (accel_opt, concat, count, csv_opt, emit_json, json_opt, lab
 def run_accel(systems, overrides, op, pattern, target, requesters, depth, footprint, requests, host_threads, check,
               per_device, as_json, plot, csv_path):
     """Accelerator load/store streams through coherent device caches (CXL.cache)."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         frames = []
         streams = _device_settings(per_device, "mem.target=device")
@@ -115,7 +115,8 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
     """The host's STREAM and accelerator streams at once, in one system (a Type-3 expander and an
     accelerator on root ports of their own, say): each side's bandwidth drops only where they share
     something, and the stages show where."""
-    from .. import mixed, topology
+    from ..workloads import mixed
+    from .. import topology
     with user_errors():
         kv = parse_kv(overrides, "gpu.cache.mshrs=32") if overrides else {}
         if system_file is not None:
@@ -179,7 +180,7 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
 @csv_opt
 def run_accel_lmbench(systems, overrides, agent, target, sizes, loads, as_json, csv_path):
     """lmbench's pointer chase by a device or a host core on a coherent system (host or device memory)."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         sz = parse_sizes(sizes, "--sizes", 64, 1 << 32)
         frames = []
@@ -222,7 +223,7 @@ def run_accel_lmbench(systems, overrides, agent, target, sizes, loads, as_json, 
 def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elements, stride, check, as_json, plot,
             csv_path):
     """Remote atomic operations (CircusTent kernels) by a CXL-NIC, a PCIe NIC and the host cores."""
-    from .. import nic
+    from ..workloads import nic
     with user_errors():
         frames = []
         for ns in _nic_systems(systems, overrides):
@@ -236,7 +237,9 @@ def run_rao(systems, overrides, kernels, ops, mechanisms, threads, iters, elemen
 
 def _nic_systems(systems, overrides):
     """Accelerator presets with --set applied, nic.* to the NIC's parameters."""
-    from .. import nic, presets, topology
+    from ..workloads import nic
+    from ..config import presets
+    from .. import topology
     out = []
     for spec in systems:
         if topology.is_file(spec):  # the graph's nic component carries its parameters
@@ -285,7 +288,7 @@ def _nic_outputs(df, cols, speedup, plot_fn, as_json, plot, csv_path) -> None:
 @csv_opt
 def run_rpc(systems, overrides, shapes, directions, mechanisms, check, as_json, plot, csv_path):
     """RPC (de)serialisation of protocol-buffer messages by a CXL-NIC, a PCIe NIC and the host core."""
-    from .. import nic
+    from ..workloads import nic
     with user_errors():
         df = concat([nic.rpc(ns, shapes.split(","), directions.split(","), mechanisms.split(","), check)
                      for ns in _nic_systems(systems, overrides)])
@@ -306,7 +309,7 @@ def run_rpc(systems, overrides, shapes, directions, mechanisms, check, as_json, 
 @csv_opt
 def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json, plot, csv_path):
     """The device reads host buffers by DMA and by CXL.cache: latency and bandwidth."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         sz = parse_sizes(sizes, "--sizes", 1, 1 << 30) if sizes is not None else list(coherent.DMA_SIZES)
         frames = []
@@ -339,7 +342,7 @@ def run_dma_vs_cache(systems, overrides, sizes, cache_op, stream_bytes, as_json,
 @json_opt
 def run_sharing(systems, overrides, mode, rounds, lines, as_json):
     """Host-device sharing of cache lines: ping-pong or producer-consumer."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         frames = [coherent.sharing(s, mode, rounds, lines) for s in load_accels(systems, overrides)]
         df = pd.concat(frames, ignore_index=True)
@@ -369,7 +372,7 @@ def run_sharing(systems, overrides, mode, rounds, lines, as_json):
 @json_opt
 def run_stress(systems, overrides, ops, lines, host_threads, device_requesters, inject, as_json):
     """Random loads and stores from host and devices on few lines, under the checker."""
-    from .. import coherent
+    from ..workloads import coherent
     with user_errors():
         rows = []
         for s in load_accels(systems, overrides):

@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from ..params import ParamError
-from ..progress import kept, progress_bar
+from ..config.params import ParamError
+from ..engine.progress import kept, progress_bar
 from .common import plot_path, user_errors
 
 
@@ -23,7 +23,7 @@ from .common import plot_path, user_errors
 @click.option("--address", default=None, help="Scheduler address of an existing Dask cluster.")
 def sweep_cmd(spec, out, executor, workers, address):
     """Run a design-space sweep (TOML spec); results land in OUT as they finish."""
-    from .. import sweep as sw
+    from ..sweep import spec as sw
     with user_errors():
         s = sw.Sweep.from_toml(spec)
         n = len(s.grid())
@@ -58,8 +58,8 @@ def _slug(col: str) -> str:
               help="Plot to write (default FOLDER/<y>-vs-<x>[-by-<hue>].png, named by what it plots).")
 def plot_cmd(folder, x, y, hue, z, col, png):
     """Line plot or heatmap from a sweep's results table; axes not on the plot are averaged, and the plot says so."""
-    from .. import plots
-    from .. import sweep as sw
+    from ..workloads import plots
+    from ..sweep import spec as sw
     with user_errors():
         df = sw.load_results(Path(folder))
         if not len(df):

@@ -1,6 +1,6 @@
 """``--trace FILE`` on every ``simcxl run`` command: the command's engine runs record sampled requests
-(simcxl.reqtrace), written at the end as FILE.json (Perfetto / Chrome trace events) and FILE.parquet;
-``--histograms FILE``: every stream's latency histogram (simcxl.histograms) as a CSV table."""
+(simcxl.engine.reqtrace), written at the end as FILE.json (Perfetto / Chrome trace events) and FILE.parquet;
+``--histograms FILE``: every stream's latency histogram (simcxl.engine.histograms) as a CSV table."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import functools
 
 import click
 
-from .. import histograms as hist
-from .. import reqtrace as trace
+from ..engine import histograms as hist
+from ..engine import reqtrace as trace
 from .common import user_errors
 
 _HELP = {
@@ -65,7 +65,7 @@ def _traced(callback, name: str):
 
 def _writable(path: str) -> None:
     from pathlib import Path
-    from ..params import ParamError
+    from ..config.params import ParamError
     p = Path(path)
     if p.is_dir() or not p.parent.is_dir():
         raise ParamError(f"--histograms {path}: not a file in an existing folder; allowed: a CSV file's path")

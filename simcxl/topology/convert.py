@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..params import MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory
+from ..config.params import MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory
 from . import regions
 from .graph import Component, Connection, PortRef, Topology, check
 from .types import TYPES

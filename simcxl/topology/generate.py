@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Dict, Tuple
 
-from ..params import ParamError, shown
+from ..config.params import ParamError, shown
 from .graph import Topology
 
 #: A link's widths (LinkParams.lanes) and the ways an HDM decoder interleaves over (CXL 2.0, 8.2.4.19).
@@ -39,7 +39,7 @@ def fabric(hosts: int = 1, levels: int = 0, interleave_ways: int = 1, preset: st
     (``sw1`` at the top) with ``swL_J_link`` above it."""
     check_args("fabric", dict(hosts=hosts, levels=levels, interleave_ways=interleave_ways, preset=preset,
                               host_lanes=host_lanes, switch_lanes=switch_lanes, window_bytes=window_bytes))
-    from ..params import SwitchParams
+    from ..config.params import SwitchParams
     from .convert import from_system
     from .systems import load
     kinds = {c["type"]: c for c in from_system(_check_preset(preset, "fabric: preset")).to_dict()["components"].values()}
@@ -127,7 +127,7 @@ def check_args(generator: str, args: Dict[str, Any], where: str = "") -> None:
 
 def _check_preset(value: Any, where: str):
     """A CXL memory preset of one host, host bridge, link and Type-3 device: the generators' parts."""
-    from .. import presets
+    from ..config import presets
     try:
         system = presets.load(value) if isinstance(value, str) and value else None
     except ParamError:

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .. import _core
-from ..files import read_text
-from ..param_group import NAME
-from ..params import PHYS_SPACE, BridgeParams, ParamError, shown
+from ..config.files import read_text
+from ..config.param_group import NAME
+from ..config.params import PHYS_SPACE, BridgeParams, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
 
 
@@ -223,7 +223,7 @@ def _toml_loads(text: str) -> Dict[str, Any]:
 
 def _size(v: Any, where: str, lo: int) -> int:
     if isinstance(v, str):
-        from ..units import parse_size
+        from ..config.units import parse_size
         v = parse_size(v, where)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= PHYS_SPACE:
         raise TopologyError(f"{where} = {v!r} is not allowed; allowed: {lo} to {PHYS_SPACE} bytes "

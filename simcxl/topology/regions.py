@@ -2,7 +2,7 @@
 cxl_region commits them, and what the engine then routes by.
 
 A region interleaves a range of host physical addresses over Type-3 devices on
-one host bridge's root ports. Creating one writes, through ``simcxl.cxlio``,
+one host bridge's root ports. Creating one writes, through ``simcxl.topology.cxlio``,
 each device's decoder (base, size, ways, granularity, DPA skip), then the host
 bridge's (the same range with its target list of root port numbers), Commit
 and all, in cxl_region_decoder_commit's order (endpoints first), and sets HDM
@@ -33,8 +33,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Optional
 
-from .. import cxlio
-from ..units import parse_size
+from . import cxlio
+from ..config.units import parse_size
 from .graph import Topology, TopologyError
 
 #: The register model's capacity of each Type-3 device: the timing model has no capacity of its own

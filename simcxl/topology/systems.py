@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..params import MAP_KIND, AccelDevice, BridgeParams, CxlMemory, ParamError, RemoteMemory, RootPort, System, Window, WindowRange
+from ..config.params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, ParamError, RemoteMemory, RootPort,
+                             System, Window, WindowRange)
 from . import graph, regions
 from .convert import from_system
 from .graph import Component, Topology, TopologyError
@@ -17,7 +18,8 @@ from .graph import Component, Topology, TopologyError
 
 def preset_topology(name: str) -> Topology:
     """A shipped preset (memory or accelerator), or memories joined with +, as a graph."""
-    from .. import coherent, presets
+    from ..workloads import coherent
+    from ..config import presets
     if name in coherent.preset_names():
         return from_system(coherent.load(name))
     if name in presets.names() or "+" in name:

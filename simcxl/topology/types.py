@@ -1,5 +1,5 @@
 """The registry of component types, as the C++ core registers them: each
-type's parameter groups (the one schema's dataclasses, :mod:`simcxl.params`)
+type's parameter groups (the one schema's dataclasses, :mod:`simcxl.config.params`)
 and its ports, with the channel each port carries. A topology file names
 instances of these types and joins their ports.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from .. import _core
-from ..params import GROUPS
+from ..config.params import GROUPS
 
 @dataclass(frozen=True)
 class Port:

@@ -1,9 +1,9 @@
 """The CXL-NIC's remote atomic operations (RAO) and RPC (de)serialisation against their baselines.
 
-A CXL-NIC system is an accelerator :class:`simcxl.params.System` (host, home
+A CXL-NIC system is an accelerator :class:`simcxl.config.params.System` (host, home
 agent, link, the device cache the NIC's atomic engine works in, and the DMA
 engine the PCIe NIC baseline uses) with one device, whose ``nic`` holds the
-NIC's own parameters (:class:`simcxl.params.NicParams`). :func:`rao` runs CircusTent-style kernels
+NIC's own parameters (:class:`simcxl.config.params.NicParams`). :func:`rao` runs CircusTent-style kernels
 by host threads through the CXL-NIC (``cxl-nic``), through a PCIe NIC on the
 DMA engine (``pcie-nic``: MMIO doorbell, descriptor fetch, DMA read and DMA
 write per operation, ``dma.engines`` operations in flight, completion by
@@ -32,10 +32,11 @@ from typing import Any, Dict, Iterable, Optional, Union
 
 import pandas as pd
 
-from . import _core, coherent
-from .engine import Progress, _version
-from .params import NicParams, ParamError, System
-from .topology.convert import core_graph
+from .. import _core
+from . import coherent
+from ..engine.standalone import Progress, _version
+from ..config.params import NicParams, ParamError, System
+from ..topology.convert import core_graph
 
 KERNELS = ("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase")
 OPS = ("add", "cas")

@@ -1,7 +1,7 @@
 """One system, host and accelerators at once.
 
 A memory system (one memory or an address map of several windows, see
-:mod:`simcxl.params`) takes CXL.cache accelerators beside its memories with
+:mod:`simcxl.config.params`) takes CXL.cache accelerators beside its memories with
 :func:`attach`: each on a root port of its own, coherent through the host's
 home agent, whose memory traffic the address map routes like the cores'.
 :func:`run` then runs the host's STREAM over a target of the map while every
@@ -17,12 +17,13 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
-from . import _core, coherent
-from .engine import KERNELS, PLACEMENTS, Memory, Progress, _attrs, _check_int, parse_size
-from .params import STORES, ParamError, System
-from .targets import Target, parse_target, target_text
-from .presets import load
-from .topology.convert import core_graph
+from .. import _core
+from . import coherent
+from ..engine.standalone import KERNELS, PLACEMENTS, Memory, Progress, _attrs, _check_int, parse_size
+from ..config.params import STORES, ParamError, System
+from ..config.targets import Target, parse_target, target_text
+from ..config.presets import load
+from ..topology.convert import core_graph
 
 #: What an accelerator's stream may set, and the defaults.
 STREAM_KEYS = ("op", "pattern", "target", "requesters", "depth", "footprint")

@@ -2,7 +2,7 @@
 
 The C++ field lists (``ext/cxlcore/config/params_fields.hpp``), the gem5 SimObjects' parameter
 sections (``devices/*.py``) and ``docs/reference/parameters.md`` are generated from these dataclasses
-by ``python -m simcxl.schema_gen``; ``tests/test_schema_generated.py`` fails while one differs.
+by ``python -m simcxl.config.schema_gen``; ``tests/test_schema_generated.py`` fails while one differs.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ class LinkParams(ParamGroup):
     @property
     def raw_gbps(self) -> float:
         """GB/s per direction after line coding (PCIe 5: 128b/130b), as the core's link computes it."""
-        from . import _core  # the one formula: the core's (CxlLink)
+        from .. import _core  # the one formula: the core's (CxlLink)
         return _core.link_info(self.to_dict())["raw_gbps"]
 
 
@@ -685,7 +685,7 @@ class System:
     home: Optional[HomeParams] = None
     devices: Optional[List[AccelDevice]] = None
     lone_device: bool = False
-    #: The one device is a CXL-NIC with these parameters (simcxl.nic).
+    #: The one device is a CXL-NIC with these parameters (simcxl.workloads.nic).
     nic: Optional[NicParams] = None
     #: The topology this system was built from (simcxl.topology.memory_system): the engine runs
     #: the graph itself, switches and all; the groups above describe it as a preset would.

@@ -1,6 +1,6 @@
 """CXL.cache workloads: accelerators with coherent caches next to a host.
 
-A :class:`simcxl.params.System` holds the host side (home agent, the host's local DRAM) and its
+A :class:`simcxl.config.params.System` holds the host side (home agent, the host's local DRAM) and its
 accelerators (``devices``), each of its own type (Type-1, or Type-2 with device memory in
 host/device bias or HDM-DB) on its own root port and link, with its own cache, MSHRs, DMA engine
 and device memory window; all share the host's home agent, snoop filter and caches. Presets live
@@ -20,13 +20,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from . import _core
-from .engine import Progress, _version, parse_size
-from .params import ParamError, System, check_device_name, shown
-from .presets import ACCEL_DIR as PRESET_DIR
-from .presets import accel_names as preset_names
-from .presets import load_file, split_joined
-from .topology.convert import core_graph
+from .. import _core
+from ..engine.standalone import Progress, _version, parse_size
+from ..config.params import ParamError, System, check_device_name, shown
+from ..config.presets import ACCEL_DIR as PRESET_DIR
+from ..config.presets import accel_names as preset_names
+from ..config.presets import load_file, split_joined
+from ..topology.convert import core_graph
 
 OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
 PATTERNS = ("single", "sequential", "random")

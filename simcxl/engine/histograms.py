@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from . import _core
+from .. import _core
 
 COLUMNS = ["run", "stream", "lo_ns", "hi_ns", "count"]
 

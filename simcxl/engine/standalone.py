@@ -15,12 +15,12 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 
 import pandas as pd
 
-from . import _core
-from .params import MAP_KIND, STORES, ParamError, System
-from .targets import Target, parse_target, target_text
-from .units import parse_size
-from .presets import load
-from .topology.convert import core_graph
+from .. import _core
+from ..config.params import MAP_KIND, STORES, ParamError, System
+from ..config.targets import Target, parse_target, target_text
+from ..config.units import parse_size
+from ..config.presets import load
+from ..topology.convert import core_graph
 
 Memory = Union[str, Path, System]
 
@@ -218,7 +218,7 @@ def traffic(memory: Memory, threads: int = 8, read_fraction: float = 1.0, patter
     line it evicts); ``read_fraction`` counts memory traffic, so with
     write-allocate it is 0.5 (stores only) to 1. ``ops``: a fixed cycle of
     loads (L) and stores (S) per thread instead of random draws (see
-    ``simcxl.mlc``). ``arrivals`` (open loop): "periodic", each thread at a
+    ``simcxl.engine.mlc``). ``arrivals`` (open loop): "periodic", each thread at a
     fixed interval, or "poisson", exponential gaps of the same mean, so that
     all threads together are a Poisson stream. ``target``: see ``stream``."""
     system = load(memory)
@@ -268,7 +268,7 @@ def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None
     component's counters over it (switch ports, MLD logical devices, links, media). A host with
     ``follow_extents=True`` sends every access to a line its dynamic-capacity LD holds at the time, so its
     memory grows and shrinks with the fabric manager's extents. ``fm``: a
-    :class:`simcxl.fabric.FabricManager` whose dynamic-capacity commands run during it
+    :class:`simcxl.workloads.fabric.FabricManager` whose dynamic-capacity commands run during it
     (``df.attrs["fm_events"]``: each step's time)."""
     system = load(memory)
     names = host_names(system)
@@ -318,13 +318,13 @@ def loaded_latency(memory: Memory, threads: Iterable[int] = (1, 2, 4, 8, 16), re
     """Intel MLC-style loaded latency: traffic threads plus a dependent-load
     probe. ``latency_ns`` is the probe's mean latency and ``bandwidth_gbps``
     all traffic, both directions. The traffic is either ``modes``, MLC's own
-    (``R``, ``W2``...``W9``, ``W12``...``W17``: see ``simcxl.mlc``; each sets
+    (``R``, ``W2``...``W9``, ``W12``...``W17``: see ``simcxl.engine.mlc``; each sets
     its read fraction and its kind of store), or ``read_fractions`` of memory
     traffic with ``stores`` ("non-temporal", or "write-allocate": a store reads
     its line for ownership and writes back the line it evicts). ``pattern``:
     random or sequential lines (MLC's default is sequential, its -U random).
     ``inject_delay_ns``: one pause between a thread's accesses, or a list to
-    sweep (MLC's -d; ``simcxl.mlc.MLC_DELAYS`` is MLC's default sweep).
+    sweep (MLC's -d; ``simcxl.engine.mlc.MLC_DELAYS`` is MLC's default sweep).
     ``target``: see ``stream`` (the probe's pages lie there too)."""
     from . import mlc
     system = load(memory)

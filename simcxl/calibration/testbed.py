@@ -33,9 +33,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from . import mlc
-from .files import read_text
-from .params import KINDS, STORES, LinkParams, ParamError, shown
+from ..engine import mlc
+from ..config.files import read_text
+from ..config.params import KINDS, STORES, LinkParams, ParamError, shown
 
 KERNELS = ("copy", "scale", "add", "triad")
 # What a memory's `link` table may set, and to what (params.LinkParams).

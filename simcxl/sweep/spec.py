@@ -1,6 +1,6 @@
 """Design-space sweeps: a spec (TOML or the same thing in Python) names a base
 system, a workload, axes over any parameter (or over the structure itself,
-:mod:`simcxl.sweep_points`) and the metrics to keep. Points
+:mod:`simcxl.sweep.points`) and the metrics to keep. Points
 run on local processes or a Dask cluster; each finished point is appended to
 ``results.jsonl`` at once, so an interrupted sweep loses nothing and a rerun
 runs only what is missing.
@@ -24,11 +24,13 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import engine, presets, sweep_points as sb
-from .sweep_points import run_point
-from .files import read_text
-from .params import ParamError, System, shown
-from .targets import parse_target
+from ..engine import standalone as engine
+from ..config import presets
+from . import points as sb
+from .points import run_point
+from ..config.files import read_text
+from ..config.params import ParamError, System, shown
+from ..config.targets import parse_target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,20 +55,20 @@ WORKLOADS: Dict[str, Dict[str, tuple]] = {
               "host_store_fraction": (0.0, 1.0, float)},
     "dma-vs-cache": {"transfer_bytes": (1, 1 << 30, int), "mechanism": (("dma", "cxl.cache"),),
                      "cache_op": (("load", "rdcurr"),), "stream_bytes": (64, 1 << 34, int)},
-    # Remote atomics (simcxl.nic; the base is an accelerator preset, nic.* parameters may be swept)
+    # Remote atomics (simcxl.workloads.nic; the base is an accelerator preset, nic.* parameters may be swept)
     "rao": {"kernel": (("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase"),),
             "op": (("add", "cas"),), "mechanism": (("cxl-nic", "pcie-nic", "host"),), "threads": (1, 256, int),
             "iters": (1, 1 << 32, int), "elements": (8, 1 << 30, int), "stride": (1, 1 << 30, int)},
     "rpc": {"shape": (("64B", "512B", "4KiB", "16KiB", "64KiB"),), "direction": (("serialize", "deserialize"),),
             "mechanism": (("cxl-nic", "pcie-nic", "host"),)},
-    # The host's STREAM beside accelerator streams in one system (simcxl.mixed; the base is a memory
+    # The host's STREAM beside accelerator streams in one system (simcxl.workloads.mixed; the base is a memory
     # system with devices, its accelerators' parameters named after them: gpu.cache.mshrs)
     "mixed": {"kernel": (("copy", "scale", "add", "triad"),), "threads": (1, 1024, int),
               "lines_per_thread": (100, 1 << 34, int)},
     # Every host of the base running the same traffic at once (simcxl.hosts), as one row
     "hosts": sb.HOSTS_WORKLOAD,
 }
-#: Workloads whose base is an accelerator system (simcxl.coherent) rather than a memory.
+#: Workloads whose base is an accelerator system (simcxl.workloads.coherent) rather than a memory.
 COHERENT = ("accel", "dma-vs-cache", "rao", "rpc")
 # Where a memory workload's pages lie: a window of the base's address map or
 # "WINDOW:W,WINDOW:W" (checked against the base, see Sweep.check).
@@ -175,7 +177,7 @@ class Sweep:
         return cache[key]
 
     def _build(self, base):
-        from . import topology
+        from .. import topology
         kind = self.workload.get("kind", "traffic")
         if isinstance(base, dict):
             return topology.GraphSystem(sb.generated(base), topology.memory_system)
@@ -186,13 +188,13 @@ class Sweep:
                      topology.accel_system if kind in COHERENT else topology.memory_system)
             return topology.GraphSystem(topology.load(base), build)
         if kind in COHERENT:
-            from . import coherent
+            from ..workloads import coherent
             if self.folder is not None and base not in coherent.preset_names() and not Path(base).is_absolute():
                 candidate = self.folder / base
                 if candidate.exists():
                     base = str(candidate)
             if self.workload.get("kind") in ("rao", "rpc"):
-                from . import nic
+                from ..workloads import nic
                 return nic.load(base)
             return coherent.load(base)
         if self.folder is not None and base not in presets.names() and not Path(base).is_absolute():

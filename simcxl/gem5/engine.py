@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-from .gem5 import cache_geometry
-from .params import ParamError, System
+from .components import cache_geometry
+from ..config.params import ParamError, System
 
 
 def repository() -> Path:
@@ -38,7 +38,7 @@ def repository() -> Path:
     use (gem5 was built with it as EXTRAS): SIMCXL_REPO, this package's own
     checkout (an editable install), or the working directory."""
     candidates = [Path(os.environ["SIMCXL_REPO"])] if os.environ.get("SIMCXL_REPO") else []
-    candidates += [Path(__file__).resolve().parent.parent, Path.cwd()]
+    candidates += [Path(__file__).resolve().parents[2], Path.cwd()]
     for c in candidates:
         if (c / "gem5_configs" / "cxl_se.py").is_file() and (c / "benchmarks" / "guest" / "chase.c").is_file():
             return c

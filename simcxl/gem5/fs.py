@@ -2,7 +2,7 @@
 as CPU-less NUMA nodes (gem5_configs/cxl_numa_boot.py), driven from Python.
 
 `boot()` computes the NUMA description with the standalone engine
-(simcxl.numa), runs gem5, and parses what the guest printed: the topology
+(simcxl.gem5.numa), runs gem5, and parses what the guest printed: the topology
 Linux built from SRAT/SLIT/HMAT (``numactl -H``) and the benchmark's
 ``key=value`` lines, as a DataFrame like the standalone engine's.
 """
@@ -20,8 +20,8 @@ from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from .gem5_board import parse_bytes, parse_cxl, window_layout
-from .params import ParamError
+from .board import parse_bytes, parse_cxl, window_layout
+from ..config.params import ParamError
 
 CONFIG = Path("gem5_configs") / "cxl_numa_boot.py"   # in the SimCXL checkout gem5 was built with
 
@@ -29,7 +29,7 @@ CONFIG = Path("gem5_configs") / "cxl_numa_boot.py"   # in the SimCXL checkout ge
 def config() -> Path:
     """gem5_configs/cxl_numa_boot.py of the SimCXL checkout (SIMCXL_REPO, the
     package's own checkout, or the working directory: gem5_engine.repository)."""
-    from .gem5_engine import repository
+    from .engine import repository
     try:
         return repository() / CONFIG
     except ParamError as e:
@@ -168,7 +168,7 @@ class FsRun:
 
 
 def _build_guest_module():
-    from .gem5_engine import repository
+    from .engine import repository
     sys.path.insert(0, str(repository() / "benchmarks" / "guest"))
     try:
         import build_guest
@@ -201,9 +201,9 @@ def guest_kernel() -> Path:
 
 def default_warm_lines(local: str = "ddr-local") -> int:
     """Lines a warmed chase walks before its timed loads on the board whose
-    caches are shaped like `local`'s host (simcxl.gem5_board.warm_lines)."""
-    from .gem5_board import warm_lines
-    from .presets import load
+    caches are shaped like `local`'s host (simcxl.gem5.board.warm_lines)."""
+    from .board import warm_lines
+    from ..config.presets import load
     return warm_lines(load(local).host)
 
 
@@ -223,9 +223,9 @@ def check_kernel(kernel) -> Path:
 
 def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "ddr-local") -> None:
     """Everything about the board that can be wrong before gem5 starts: the
-    presets, the windows' sizes and places (simcxl.gem5_board.window_layout),
+    presets, the windows' sizes and places (simcxl.gem5.board.window_layout),
     and that `node` is one of the board's nodes. Raises ParamError (one line)."""
-    from .presets import load
+    from ..config.presets import load
 
     if not cxl:
         raise ParamError("cxl = []: not allowed; allowed: one or more PRESET:SIZE[@BASE] windows")
@@ -254,7 +254,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     atomic cores and switches to ``cpu`` only between the guest's
     work_begin and work_end (a command built with guest_command(marks=True)).
     ``numa``: the
-    board's NUMA description (simcxl.numa.Numa); by default the standalone
+    board's NUMA description (simcxl.gem5.numa.Numa); by default the standalone
     engine computes it for the presets (about 20 s a preset)."""
     from .numa import describe
 
@@ -292,7 +292,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
         cmd += ["--checkpoint", str(checkpoint)]
     if restore:
         cmd += ["--restore", str(restore)]
-    from .gem5_engine import Gem5RunError
+    from .engine import Gem5RunError
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
     except subprocess.TimeoutExpired:

@@ -2,7 +2,7 @@
 machines: local DRAM (gem5's DDR model) with the CPUs as NUMA node 0, and one
 CPU-less node per CXL window behind a SimCXL host bridge, placed from 4 GiB up
 in the E820 map and described by ACPI SRAT, SLIT, HMAT and CEDT (the tables
-are devices/CXLAcpi.py's SimObjects; their figures come from simcxl.numa).
+are devices/CXLAcpi.py's SimObjects; their figures come from simcxl.gem5.numa).
 
 Import inside gem5 only (it imports m5 lazily, in the functions).
 """
@@ -12,7 +12,7 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 from .numa import Numa
-from .params import ParamError
+from ..config.params import ParamError
 
 GiB = 1 << 30
 CXL_BASE = 4 * GiB          # above the 32-bit I/O hole, as firmware places CXL windows
@@ -144,7 +144,7 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
     base) in `cxl` (see window_layout for where windows go)."""
     from m5.objects import AddrRange, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT, X86E820Entry
     from gem5.components.boards.x86_board import X86Board
-    from .gem5 import host_bridge
+    from .components import host_bridge
 
     layout = window_layout([w[1] for w in cxl], [w[2] if len(w) > 2 else None for w in cxl],
                            local_memory.get_size())

@@ -19,12 +19,12 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
-from . import _core
-from .engine import Memory, Progress, _attrs, _check_float, _check_int, host_names
-from .params import ParamError, System
-from .presets import load as load_preset
-from .topology import load as load_topology, memory_system
-from .topology.convert import core_graph
+from .. import _core
+from ..engine.standalone import Memory, Progress, _attrs, _check_float, _check_int, host_names
+from ..config.params import ParamError, System
+from ..config.presets import load as load_preset
+from ..topology import load as load_topology, memory_system
+from ..topology.convert import core_graph
 
 PATTERNS = ("random", "sequential", "pingpong")
 _PER_HOST = ("loads", "stores", "hits", "misses", "upgrades", "writebacks", "snoop_writebacks", "snoops",

@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from . import engine
-from .params import ParamError, System, shown
+from ..engine import standalone as engine
+from ..config.params import ParamError, System, shown
 
 Base = Union[str, Dict[str, Any], None]
 AXIS = "base"
@@ -54,7 +54,7 @@ def check_base(base: Any) -> Base:
     if isinstance(base, str) and base:
         return base
     if isinstance(base, dict):
-        from .topology.generate import GENERATORS, check_args
+        from ..topology.generate import GENERATORS, check_args
         if "generator" not in base:
             raise ParamError(f"sweep: base.generator is missing; allowed: {', '.join(GENERATORS)} (a table base "
                              "is a topology generator and its arguments)")
@@ -85,7 +85,7 @@ def check_axis(base: Base, param: str, values: Any) -> None:
                 raise ParamError(f"{where}: {v!r} is not allowed; allowed: preset names, preset files or topology "
                                  "files")
         return
-    from .topology.generate import check_args
+    from ..topology.generate import check_args
     if not isinstance(base, dict):
         raise ParamError(f"{where}: base = {base!r} is not a topology generator; allowed: base = "
                          "{ generator = \"fabric\", ... } for axes over its arguments (base.hosts, base.levels, ...)")
@@ -105,7 +105,7 @@ def base_at(base: Base, structural: Dict[str, Any]) -> Base:
 
 def generated(base: Dict[str, Any]):
     """The topology of a generator base."""
-    from .topology.generate import generate
+    from ..topology.generate import generate
     return generate(base["generator"], **{k: v for k, v in base.items() if k != "generator"})
 
 
@@ -133,25 +133,25 @@ def run_point(base: System, workload: Dict[str, Any], params: Dict[str, Any], se
     kind = wl.pop("kind", "traffic")
     s = base.replace(seed=seed, **sys_over)
     if kind == "accel":
-        from . import coherent
+        from ..workloads import coherent
         df = coherent.accel(s, **{("footprint" if k == "footprint_bytes" else k): v for k, v in wl.items()})
     elif kind == "rao":
-        from . import nic
+        from ..workloads import nic
         one = {k: wl.pop(k) for k in ("kernel", "op", "mechanism") if k in wl}
         df = nic.rao(s, kernels=[one.get("kernel", "rand")], ops=[one.get("op", "add")],
                      mechanisms=[one.get("mechanism", "cxl-nic")], **wl)
     elif kind == "rpc":
-        from . import nic
+        from ..workloads import nic
         df = nic.rpc(s, [wl.pop("shape", "4KiB")], [wl.pop("direction", "serialize")],
                      [wl.pop("mechanism", "cxl-nic")], **wl)
     elif kind == "dma-vs-cache":
-        from . import coherent
+        from ..workloads import coherent
         size = wl.pop("transfer_bytes", 64)
         mech = wl.pop("mechanism", "cxl.cache")
         df = coherent.dma_vs_cache(s, [size], **wl)
         df = df[df["mechanism"] == mech].reset_index(drop=True)
     elif kind == "mixed":
-        from . import mixed
+        from ..workloads import mixed
         df = mixed.run(s, **wl)
     elif kind == "traffic":
         df = engine.traffic(s, **wl)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .engine import _version  # noqa: E402
+from ..engine.standalone import _version  # noqa: E402
 
 
 def caption(df: pd.DataFrame) -> str:

@@ -29,8 +29,8 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import pandas as pd
 
-from .engine import parse_size
-from .params import ParamError
+from ..engine.standalone import parse_size
+from ..config.params import ParamError
 
 
 @dataclass

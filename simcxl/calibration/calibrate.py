@@ -22,11 +22,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from . import engine as standalone
-from . import presets
+from ..engine import standalone
+from ..config import presets
 from .consistency import consistency, err_pct
 from .fitsearch import fit_integer, fit_real
-from .params import ParamError, System
+from ..config.params import ParamError, System
 from .testbed import Memory, Point, Testbed, describe
 from .testbed import load as load_testbed
 
@@ -143,7 +143,7 @@ def get_engine(name: str, cache=None, region: Optional[int] = None, runs: Option
     if name == "standalone":
         return StandaloneEngine(cache, region)
     if name == "gem5":
-        from . import gem5_engine
+        from ..gem5 import engine as gem5_engine
 
         binary = os.environ.get("GEM5")
         if not binary or not os.path.isfile(binary):
@@ -158,7 +158,7 @@ def check_gem5(tb: Testbed, names: Sequence[str]) -> None:
     """What the gem5 engine needs of a testbed, checked before any fitting:
     an X86 build for lat_mem_rd (a guest runs it), and cxl-type3 memories
     only (SimCXL's SimObjects are the CXL memory; the host is gem5's board)."""
-    from . import gem5_engine
+    from ..gem5 import engine as gem5_engine
 
     graphs = [n for n in names if tb.memories[n].topology is not None or tb.points_of(n, "idle_latency")]
     if graphs:
@@ -184,7 +184,7 @@ def base_system(mem: Memory) -> System:
     name and kind, or the default preset of its kind; then the testbed's link.
     A memory given as a topology file is that file's system, with its params."""
     if mem.topology is not None:
-        from . import topology
+        from .. import topology
         t = topology.load(mem.topology)
         s = topology.memory_system(t.replace(**mem.params) if mem.params else t)
         if s.kind != mem.kind:
@@ -215,7 +215,7 @@ def _replace(s: System, over: Dict[str, float]) -> System:
     (``sw0.latency_ns``) for a system built from one."""
     if s.graph is None:
         return s.replace(**over)
-    from . import topology
+    from .. import topology
     new = topology.memory_system(s.graph.replace(**over))
     new.name = s.name
     return new
@@ -659,7 +659,7 @@ def _write_preset(out: Path, r: FitResult, tb: Testbed, date: str, engine_name: 
         presets.save(s, out / "presets" / f"{r.memory}.json")
         return
     # A topology file: the fitted graph, its provenance in the comment lines above it.
-    from . import topology
+    from .. import topology
     s.graph.source = s.source
     head = "".join(f"# {line}\n" for line in ["simcxl calibrate provenance (JSON):", json.dumps(s.provenance)])
     _atomic_write(out / "presets" / f"{r.memory}.toml", head + topology.to_toml(s.graph))

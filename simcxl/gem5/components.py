@@ -13,8 +13,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from .params import ParamError, System
-from .presets import load
+from ..config.params import ParamError, System
+from ..config.presets import load
 
 # SimObject parameter groups: prefix -> attribute of System.cxl. The host
 # bridge takes the bridge group; each Type-3 expander (one per root port) the
@@ -27,7 +27,7 @@ PORT_SEED_STRIDE = 17
 
 def load_system(memory: Union[str, Path, System]) -> System:
     """A preset, a preset file, or a topology file (the same graph the standalone engine runs)."""
-    from . import topology
+    from .. import topology
     if topology.is_file(memory):
         return topology.memory_system(topology.load(memory))
     return load(memory)
@@ -127,7 +127,7 @@ def map_memories(memory: Union[str, Path, System], size: int, overrides: Optiona
     controller, a CXL window as a CXLHostBridge with its expanders. Text
     descriptions are the CLI's (``ddr=ddr-local+cxl0=cxl-asic``)."""
     from m5.objects import AddrRange, DDR4_2400_8x8, MemCtrl  # lazy: needs gem5
-    from .presets import load_map
+    from ..config.presets import load_map
 
     system = load_map(memory) if isinstance(memory, str) and "+" in memory else load_system(memory)
     if overrides:
@@ -303,7 +303,7 @@ def host_caches(l1d: int, l1d_assoc: int, l2: int, l2_assoc: int, l2_cycles: Opt
     for what, size, ways in (("L1D", l1d, l1d_assoc), ("L2", l2, l2_assoc)):
         if cache_geometry(size, ways, what) != (size, ways):
             raise ParamError(f"{what}: {size} B in {ways} ways gives {size // (64 * ways)} sets; gem5 needs a "
-                             "power of two (see simcxl.gem5.cache_geometry)")
+                             "power of two (see simcxl.gem5.components.cache_geometry)")
 
     class HostCaches(PrivateL1PrivateL2CacheHierarchy):
         def incorporate_cache(self, board) -> None:
@@ -373,5 +373,5 @@ def expander_names() -> Sequence[str]:
 
 
 def _group_class(prefix: str):
-    from .params import BridgeParams, DeviceParams, DramParams, LinkParams
+    from ..config.params import BridgeParams, DeviceParams, DramParams, LinkParams
     return {"bridge": BridgeParams, "link": LinkParams, "device": DeviceParams, "media": DramParams}[prefix]

@@ -1,5 +1,5 @@
 """Progress on stderr, and what an interruption keeps: shared by the
-``simcxl`` command (simcxl.cli) and the long runs it starts (simcxl.demo),
+``simcxl`` command (simcxl.cli) and the long runs it starts (simcxl.workloads.demo),
 which therefore need not import the command."""
 
 from __future__ import annotations

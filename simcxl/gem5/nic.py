@@ -4,7 +4,7 @@ the standalone engine's run of the same operations.
 
 The gem5 NIC is the core's atomic engine (devices/cxl_nic.cc) on a gem5
 classic cache. Its latencies are the standalone engine's own, read off a
-directed run of the same system (:func:`simcxl.coherent.script`):
+directed run of the same system (:func:`simcxl.workloads.coherent.script`):
 
 - the NIC's link (devices/cxl_cache_link.hh): a device request's link-up and
   home-agent stages, a response's link-down stage, and the snoop stage of a
@@ -28,9 +28,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-from .gem5_engine import Gem5RunError, build_guest, repository
-from .nic import load
-from .params import ParamError, System
+from .engine import Gem5RunError, build_guest, repository
+from ..workloads.nic import load
+from ..config.params import ParamError, System
 
 KERNELS = ("rand", "central", "stride1")
 OPS = ("add", "cas")
@@ -48,7 +48,7 @@ HOST = {"clock": "3GHz", "clock_ghz": 3.0, "l1d": "32KiB", "l2": "1MiB", "l1_cyc
 def path_latencies(system: Union[str, System]) -> Dict[str, float]:
     """The standalone engine's latencies of the messages a NIC operation
     crosses (ns), from a directed run of the system."""
-    from .coherent import script
+    from ..workloads.coherent import script
     s = load(system)
     steps = [{"agent": -1, "op": "store", "target": "host", "offset": 0},  # the host holds the line modified
              {"agent": 0, "op": "load", "target": "host", "offset": 0},   # the device reads it
@@ -137,7 +137,7 @@ def standalone(system: Union[str, System], nic: Optional[Dict[str, Any]] = None,
                ops: int = 200, kernel: str = "rand", words: int = 4096, mechanism: str = "cxl-nic") -> Dict[str, Any]:
     """The standalone engine's run of the same FETCH_ADD stream shape (the
     kernel's ADD; its host threads poll every nic.host_poll_ns)."""
-    from .nic import rao
+    from ..workloads.nic import rao
     df = rao(load(system, nic), kernels=[kernel], ops=["add"], mechanisms=[mechanism], threads=threads,
              iters=ops, elements=words)
     return df.iloc[0].to_dict()

@@ -11,7 +11,7 @@ from .files import read_text
 from .params import (DEVICE_GROUPS, MAP_KIND, WINDOW_STRIDE, AccelDevice, CxlMemory, HomeParams, ParamError,
                      RemoteMemory, System, Window, WindowRange)
 
-PRESET_DIR = Path(__file__).with_name("presets")
+PRESET_DIR = Path(__file__).parents[1] / "presets"
 #: The accelerator presets (coherent.load reads them). Listed here, below
 #: coherent, so that a preset file's base may name one without a cycle.
 ACCEL_DIR = PRESET_DIR / "accel"

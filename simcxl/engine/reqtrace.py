@@ -34,8 +34,8 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import pandas as pd
 
-from . import _core
-from .params import ParamError
+from .. import _core
+from ..config.params import ParamError
 
 STAGES = tuple(_core.STAGES)
 #: Defaults of ``--trace-sample`` and ``--trace-max-requests``.

@@ -18,8 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import engine, plots  # noqa: E402
-from .progress import kept, progress_bar  # noqa: E402
+from ..engine import standalone as engine  # noqa: E402
+from . import plots  # noqa: E402
+from ..engine.progress import kept, progress_bar  # noqa: E402
 
 MEMORIES = ("ddr-local", "ddr-remote", "cxl-asic", "cxl-fpga")
 # The curve, and in the table one working set per plateau of the Sapphire
@@ -29,7 +30,7 @@ SIZES = (16 << 10, 32 << 10, 128 << 10, 512 << 10, 768 << 10, 2 << 20, 4 << 20, 
 TABLE_SIZES = (32 << 10, 768 << 10, 16 << 20, 128 << 20, 1 << 30)
 KERNELS = ("copy", "triad")
 #: The testbed the presets are calibrated on, shipped inside the package (not the working directory).
-TESTBED = Path(__file__).with_name("testbeds") / "spr-cxl-dmsim"
+TESTBED = Path(__file__).parents[1] / "testbeds" / "spr-cxl-dmsim"
 QUICK_SIZES = (32 << 10, 128 << 20)
 
 

@@ -1,5 +1,5 @@
 """What a full-system guest is told about its memories: the NUMA description
-behind the board's ACPI SRAT, SLIT and HMAT (simcxl.gem5_board), computed by
+behind the board's ACPI SRAT, SLIT and HMAT (simcxl.gem5.board), computed by
 the standalone engine for the presets the board is built from.
 
 Node 0 is the local DRAM with the CPUs; node 1, 2, ... are CPU-less CXL
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import List, Sequence
 
-from .params import ParamError
+from ..config.params import ParamError
 
 
 @dataclass
@@ -87,8 +87,8 @@ def check_distances(d: List[List[int]], n: int) -> None:
 
 def measure(memory) -> Node:
     """One node's figures from the standalone engine (see the module's docstring)."""
-    from . import engine
-    from .presets import load
+    from ..engine import standalone as engine
+    from ..config.presets import load
 
     system = load(memory)
     lat = float(engine.lmbench(system, working_sets=["1GiB"]).iloc[0]["memory_latency_ns_mean"])

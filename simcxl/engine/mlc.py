@@ -12,7 +12,7 @@ them. MLC's two-buffer variants (-W10, -W11) and the -o-only modes (-W21,
 from dataclasses import dataclass
 from typing import Dict, List
 
-from .params import ParamError
+from ..config.params import ParamError
 
 
 @dataclass(frozen=True)

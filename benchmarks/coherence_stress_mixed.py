@@ -20,7 +20,7 @@ from dataclasses import fields
 
 from simcxl import _core
 from simcxl.workloads import coherent
-from simcxl.config.params import DCacheParams, LinkParams
+from simcxl.config.groups import DCacheParams, LinkParams
 
 MODES = {**coherent.DEVICE_MODES, "type1-fpga": ("type1-fpga", {})}
 PAIRS = [("type1", "type2-bias-flips"), ("type1", "type2-hdm-db"), ("type1-fpga", "type2-device-bias"),

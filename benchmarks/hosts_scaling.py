@@ -19,7 +19,7 @@ import time
 from simcxl.engine import standalone as engine
 from simcxl.config import presets
 from simcxl import topology
-from simcxl.config.params import SwitchParams
+from simcxl.config.groups import SwitchParams
 
 
 def fabric(hosts: int, fanout: int = 4) -> dict:

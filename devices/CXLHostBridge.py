@@ -1,9 +1,9 @@
 # The CXL host bridge / root complex as a gem5 SimObject: the memory bus sees
 # one CFMWS-style host window (its `range`), which the SimCXL core's HDM
 # decoder interleaves over its root ports, one CXLType3Expander each. Its
-# parameters are the fields of simcxl.config.params.BridgeParams with the prefix
+# parameters are the fields of simcxl.config.groups.BridgeParams with the prefix
 # bridge_, GENERATED between the BEGIN/END GENERATED PARAMS markers by
-# `python -m simcxl.config.schema_gen` from simcxl/config/params.py (edit the dataclasses
+# `python -m simcxl.config.schema_gen` from simcxl/config/groups.py (edit the dataclasses
 # and rerun it); the rest of the file is hand-written. Build-time file:
 # imports m5 only.
 
@@ -28,7 +28,7 @@ class CXLHostBridge(AbstractMemory):
         1e7, "Progress watchdog: the run ends with an error naming the queue that holds the oldest request when "
         "requests are in flight and none completes for this long (ns; 0: off)")
 
-    # BEGIN GENERATED PARAMS by `python -m simcxl.config.schema_gen` from simcxl/config/params.py:
+    # BEGIN GENERATED PARAMS by `python -m simcxl.config.schema_gen` from simcxl/config/groups.py:
     # BridgeParams. Edit the dataclasses there and rerun it, not these lines.
     # bridge_*: BridgeParams. CXL host bridge / root complex with its HDM decoder.
     bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")

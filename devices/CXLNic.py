@@ -1,9 +1,9 @@
 # The CXL-NIC's atomic engine as a gem5 SimObject: the SimCXL core's CxlNic,
 # working through a gem5 cache (the NIC's device cache, on the memory bus
 # behind a link crossbar, coherent with the cores' caches) on the guest's
-# bytes. Its parameters are the fields of simcxl.config.params.NicParams with the
+# bytes. Its parameters are the fields of simcxl.config.groups.NicParams with the
 # prefix nic_, GENERATED between the BEGIN/END GENERATED PARAMS markers by
-# `python -m simcxl.config.schema_gen` from simcxl/config/params.py (edit the dataclasses
+# `python -m simcxl.config.schema_gen` from simcxl/config/groups.py (edit the dataclasses
 # and rerun it); the rest is hand-written. The guest's ring
 # layout is the core's (makeRings) with the byte format of
 # benchmarks/guest/nic_ring.h. Build-time file: imports m5 only.
@@ -28,7 +28,7 @@ class CXLNic(ClockedObject):
     array_base = Param.Addr("physical address of the 8-byte operand words (8 B aligned)")
     array_words = Param.Unsigned("operand words; an operation's index is taken modulo this (1 to 2^27)")
 
-    # BEGIN GENERATED PARAMS by `python -m simcxl.config.schema_gen` from simcxl/config/params.py:
+    # BEGIN GENERATED PARAMS by `python -m simcxl.config.schema_gen` from simcxl/config/groups.py:
     # NicParams. Edit the dataclasses there and rerun it, not these lines.
     # nic_*: NicParams. A CXL-NIC (Type-1: the accelerator's cache with an atomic engine and a network
     # port), and the host-side costs its baselines (the PCIe NIC on the DMA engine, host-core atomics)

@@ -1,9 +1,9 @@
 # One CXL Type-3 memory expander behind a root port of a CXLHostBridge, as a
 # gem5 SimObject: its link, device controller and DRAM media. Its parameters
-# are the fields of simcxl.config.params LinkParams, DeviceParams and the media's
+# are the fields of simcxl.config.groups LinkParams, DeviceParams and the media's
 # DramParams with the group as prefix, GENERATED between the BEGIN/END
 # GENERATED PARAMS markers by `python -m simcxl.config.schema_gen` from
-# simcxl/config/params.py (edit the dataclasses and rerun it); the rest of the file
+# simcxl/config/groups.py (edit the dataclasses and rerun it); the rest of the file
 # is hand-written. Build-time file: imports m5 only.
 
 from m5.params import *
@@ -23,7 +23,7 @@ class CXLType3Expander(SimObject):
     fault_device_stops_after = Param.Unsigned(
         0, "Fault injection for tests of the progress watchdog: the device sends no response after this many (0: off)")
 
-    # BEGIN GENERATED PARAMS by `python -m simcxl.config.schema_gen` from simcxl/config/params.py:
+    # BEGIN GENERATED PARAMS by `python -m simcxl.config.schema_gen` from simcxl/config/groups.py:
     # LinkParams, DeviceParams, DramParams. Edit the dataclasses there and rerun it, not these lines.
     # link_*: LinkParams. A CXL link: PCIe electricals, flits, credits, CRC and replay.
     link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (one of 5, 6)")

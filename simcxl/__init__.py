@@ -6,8 +6,8 @@ The standalone engine runs without gem5::
     df = simcxl.lmbench("cxl-asic", ["4k", "1m", "1g"])
 """
 
-from .config.params import (BridgeParams, CxlMemory, DeviceParams, DramParams, HostParams, InterSocketParams,
-                            LinkParams, ParamError, RemoteMemory, System)
+from .config.groups import BridgeParams, DeviceParams, DramParams, HostParams, InterSocketParams, LinkParams
+from .config.params import CxlMemory, ParamError, RemoteMemory, System
 from .config.presets import load as load_preset
 from .config.presets import names as preset_names
 

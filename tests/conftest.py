@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import simcxl
-from simcxl.config.params import CxlMemory, DeviceParams, DramParams, HostParams, LinkParams, BridgeParams, System
+from simcxl.config.groups import DeviceParams, DramParams, HostParams, LinkParams, BridgeParams
+from simcxl.config.params import CxlMemory, System
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -4,7 +4,8 @@ import pytest
 
 import simcxl
 from simcxl import _core
-from simcxl.config.params import LinkParams, System
+from simcxl.config.groups import LinkParams
+from simcxl.config.params import System
 
 from conftest import link_bound_cxl, quiet_dram
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simcxl.workloads import coherent
-from simcxl.config.params import DCacheParams, LinkParams
+from simcxl.config.groups import DCacheParams, LinkParams
 
 MODES = {
     "type1": ("type1-asic", {}),

@@ -11,7 +11,8 @@ import pytest
 
 from simcxl import _core
 from simcxl.workloads import coherent
-from simcxl.config.params import DCacheParams, HomeParams, HostParams, LinkParams, ParamError
+from simcxl.config.groups import DCacheParams, HomeParams, HostParams, LinkParams
+from simcxl.config.params import ParamError
 from simcxl.topology import core_graph
 
 # Every way a device can hold or reach memory, each with two devices.

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from simcxl import _core
 from simcxl.workloads import coherent
 from simcxl.cli import main
-from simcxl.config.params import DCacheParams, LinkParams, ParamError, System
+from simcxl.config.groups import DCacheParams, LinkParams
+from simcxl.config.params import ParamError, System
 from simcxl.topology import core_graph
 
 MODES = coherent.DEVICE_MODES

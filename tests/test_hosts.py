@@ -10,7 +10,7 @@ import pytest
 
 import simcxl
 from simcxl import _core, topology
-from simcxl.config.params import SwitchParams
+from simcxl.config.groups import SwitchParams
 from simcxl.topology import TopologyError
 
 from conftest import assert_one_line_rejection, link_bound_cxl, one_credit_everywhere

@@ -7,7 +7,8 @@ import pytest
 import simcxl
 from simcxl import _core
 from simcxl.engine.standalone import STAGES
-from simcxl.config.params import CxlMemory, InterSocketParams, LinkParams, RemoteMemory, System
+from simcxl.config.groups import InterSocketParams, LinkParams
+from simcxl.config.params import CxlMemory, RemoteMemory, System
 from simcxl.topology import core_graph
 
 from conftest import link_bound_cxl, quiet_dram

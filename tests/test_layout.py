@@ -24,7 +24,6 @@ LIMIT = 650  # lines
 # then: a ceiling that may only go down. Split one and drop it from here;
 # never raise a number or add a module.
 LONG = {
-    "simcxl/config/params.py": 1018,
     "simcxl/calibration/calibrate.py": 890,
 }
 

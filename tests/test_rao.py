@@ -8,7 +8,8 @@ import pytest
 
 from simcxl import _core
 from simcxl.workloads import coherent, nic
-from simcxl.config.params import NicParams, ParamError
+from simcxl.config.groups import NicParams
+from simcxl.config.params import ParamError
 from simcxl.topology import core_graph
 
 SYS = core_graph(nic.load("type1-asic"))

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from simcxl import _core
 from simcxl.workloads import coherent, nic
 from simcxl.cli import main
-from simcxl.config.params import NicParams
+from simcxl.config.groups import NicParams
 from simcxl.topology import core_graph
 
 SYS = coherent.load("type1-asic")

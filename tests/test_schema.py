@@ -8,8 +8,8 @@ from dataclasses import fields
 import pytest
 
 from simcxl import _core
-from simcxl.config.params import (GROUPS, AccelDevice, CxlMemory, HomeParams, NicParams, ParamError, RemoteMemory,
-                                  System)
+from simcxl.config.groups import GROUPS, HomeParams, NicParams
+from simcxl.config.params import AccelDevice, CxlMemory, ParamError, RemoteMemory, System
 from simcxl.topology import core_graph
 
 
@@ -35,7 +35,7 @@ def default_system(kind):
 
 def with_switch(d):
     """A CXL system's graph with a default switch (sw) between its root port and its device."""
-    from simcxl.config.params import SwitchParams
+    from simcxl.config.groups import SwitchParams
     d["components"]["sw"] = {"type": "switch", **SwitchParams().to_dict()}
     d["components"]["sw_link"] = dict(d["components"]["cxl_link0"])
     d["connections"] = [c for c in d["connections"] if c["from"] != "cxl.root_port[0]"] + [

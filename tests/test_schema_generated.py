@@ -1,5 +1,5 @@
 """One schema: the C++ field lists, the gem5 SimObjects' parameter sections and
-the parameter reference are generated from simcxl/config/params.py by
+the parameter reference are generated from simcxl/config/groups.py by
 `python -m simcxl.config.schema_gen`, and committed. These tests fail, naming the
 file, when one differs from what the dataclasses generate (params.py edited
 without rerunning the generator, or a generated file edited by hand)."""
@@ -14,7 +14,7 @@ import pytest
 
 from simcxl import _core
 from simcxl.config import schema_gen
-from simcxl.config.params import GROUPS
+from simcxl.config.groups import GROUPS
 
 from conftest import REPO
 
@@ -27,7 +27,7 @@ def check(root):
 
 def test_generated_files_are_up_to_date():
     r = check(REPO)
-    assert r.returncode == 0, (f"generated files differ from what simcxl/config/params.py generates; run "
+    assert r.returncode == 0, (f"generated files differ from what simcxl/config/groups.py generates; run "
                                f"`python -m simcxl.config.schema_gen` and commit them:\n{r.stdout}{r.stderr}")
 
 

@@ -13,7 +13,8 @@ import pytest
 from simcxl.sweep import spec as sw
 from simcxl.config import presets
 from simcxl.sweep import points as sweep_points
-from simcxl.config.params import ParamError, SwitchParams
+from simcxl.config.groups import SwitchParams
+from simcxl.config.params import ParamError
 from simcxl.topology.generate import fabric
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,8 @@ import pytest
 import simcxl
 from simcxl import _core, topology
 from simcxl.workloads import coherent
-from simcxl.config.params import ParamError, SwitchParams
+from simcxl.config.groups import SwitchParams
+from simcxl.config.params import ParamError
 from simcxl.topology import TopologyError
 
 from conftest import link_bound_cxl, one_credit_everywhere
@@ -80,7 +81,7 @@ def test_added_idle_latency_is_the_hand_computation(levels):
     # x16 link each way. An idle link starts a flit at once; the message is whole when the flit
     # carrying its end is (then the PHY latency). A MemRd header (87 bits, 2 half-slots) fits one
     # 68 B flit; a MemData (40-bit header and 64 B: 1 + 8 half-slots) needs two, 8 half-slots each.
-    from simcxl.config.params import LinkParams
+    from simcxl.config.groups import LinkParams
     lk = LinkParams()
     flit_ns = 68 / (32e9 * lk.lanes * 128 / 130 / 8) * 1e9
     per_level = 2 * 100.0 + (1 * flit_ns + lk.phy_latency_ns) + (2 * flit_ns + lk.phy_latency_ns)

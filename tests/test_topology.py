@@ -14,7 +14,7 @@ from simcxl.workloads import coherent, nic
 from simcxl.engine import standalone as engine
 from simcxl.config import presets
 from simcxl import topology as T
-from simcxl.config.params import DeviceParams, DramParams, HostParams
+from simcxl.config.groups import DeviceParams, DramParams, HostParams
 from simcxl.topology import core_graph
 
 REPO = Path(__file__).resolve().parents[1]

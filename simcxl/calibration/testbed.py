@@ -35,10 +35,11 @@ else:  # pragma: no cover
 
 from ..engine import mlc
 from ..config.files import read_text
-from ..config.params import KINDS, STORES, LinkParams, ParamError, shown
+from ..config.groups import STORES, LinkParams
+from ..config.params import KINDS, ParamError, shown
 
 KERNELS = ("copy", "scale", "add", "triad")
-# What a memory's `link` table may set, and to what (params.LinkParams).
+# What a memory's `link` table may set, and to what (groups.LinkParams).
 LINK_CHOICES = {f.name: f.metadata["choices"] for f in fields(LinkParams) if f.name in ("gen", "lanes")}
 # Ranges of the measured columns that are not "any positive number".
 LIMITS = {"working_set_bytes": (64, 1 << 40), "threads": (1, 1024), "read_fraction": (0, 1)}

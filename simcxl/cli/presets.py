@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from ..config import presets
-from ..config.params import DEVICE_GROUPS, AccelDevice, HomeParams, NicParams, ParamError, System
+from ..config.groups import HomeParams, NicParams
+from ..config.params import DEVICE_GROUPS, AccelDevice, ParamError, System
 from .common import Group, emit_json, json_opt, user_errors
 
 
@@ -87,7 +88,7 @@ def presets_show(memory, as_json):
                    f"to the {prov.get('testbed', '?')} testbed: {prov.get('citation', '')}")
     if prov.get("base"):
         click.echo(f"base: every parameter the file leaves out comes from {prov['base']}")
-    click.echo("default: the schema default (simcxl/config/params.py, with its reason)")
+    click.echo("default: the schema default (simcxl/config/groups.py, with its reason)")
     origins = _origins(s)
     for k, v in s.parameters().items():
         click.echo(f"  {k:42s} {str(v):>14s}  {origins[k]}")

@@ -16,7 +16,8 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import pandas as pd
 
 from .. import _core
-from ..config.params import MAP_KIND, STORES, ParamError, System
+from ..config.groups import STORES
+from ..config.params import MAP_KIND, ParamError, System
 from ..config.targets import Target, parse_target, target_text
 from ..config.units import parse_size
 from ..config.presets import load

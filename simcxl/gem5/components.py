@@ -373,5 +373,5 @@ def expander_names() -> Sequence[str]:
 
 
 def _group_class(prefix: str):
-    from ..config.params import BridgeParams, DeviceParams, DramParams, LinkParams
+    from ..config.groups import BridgeParams, DeviceParams, DramParams, LinkParams
     return {"bridge": BridgeParams, "link": LinkParams, "device": DeviceParams, "media": DramParams}[prefix]

@@ -39,7 +39,7 @@ def fabric(hosts: int = 1, levels: int = 0, interleave_ways: int = 1, preset: st
     (``sw1`` at the top) with ``swL_J_link`` above it."""
     check_args("fabric", dict(hosts=hosts, levels=levels, interleave_ways=interleave_ways, preset=preset,
                               host_lanes=host_lanes, switch_lanes=switch_lanes, window_bytes=window_bytes))
-    from ..config.params import SwitchParams
+    from ..config.groups import SwitchParams
     from .convert import from_system
     from .systems import load
     kinds = {c["type"]: c for c in from_system(_check_preset(preset, "fabric: preset")).to_dict()["components"].values()}

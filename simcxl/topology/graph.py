@@ -42,7 +42,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from .. import _core
 from ..config.files import read_text
 from ..config.param_group import NAME
-from ..config.params import PHYS_SPACE, BridgeParams, ParamError, shown
+from ..config.groups import BridgeParams
+from ..config.params import PHYS_SPACE, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..config.params import (MAP_KIND, AccelDevice, BridgeParams, CxlMemory, ParamError, RemoteMemory, RootPort,
-                             System, Window, WindowRange)
+from ..config.groups import BridgeParams
+from ..config.params import (MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory, RootPort, System, Window,
+                             WindowRange)
 from . import graph, regions
 from .convert import from_system
 from .graph import Component, Topology, TopologyError

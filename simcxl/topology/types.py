@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from .. import _core
-from ..config.params import GROUPS
+from ..config.groups import GROUPS
 
 @dataclass(frozen=True)
 class Port:

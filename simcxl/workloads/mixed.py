@@ -20,7 +20,8 @@ import pandas as pd
 from .. import _core
 from . import coherent
 from ..engine.standalone import KERNELS, PLACEMENTS, Memory, Progress, _attrs, _check_int, parse_size
-from ..config.params import STORES, ParamError, System
+from ..config.groups import STORES
+from ..config.params import ParamError, System
 from ..config.targets import Target, parse_target, target_text
 from ..config.presets import load
 from ..topology.convert import core_graph

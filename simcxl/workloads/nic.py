@@ -35,7 +35,8 @@ import pandas as pd
 from .. import _core
 from . import coherent
 from ..engine.standalone import Progress, _version
-from ..config.params import NicParams, ParamError, System
+from ..config.groups import NicParams
+from ..config.params import ParamError, System
 from ..topology.convert import core_graph
 
 KERNELS = ("rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase")

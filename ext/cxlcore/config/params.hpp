@@ -1,6 +1,6 @@
 // Parameter structs of every model. Their fields (and allowed-value lists) come from the X-macro lists
 // X(type, name, default, min, max) of params_fields.hpp, generated from the
-// Python dataclasses in simcxl/config/params.py (the source of truth) by
+// Python dataclasses in simcxl/config/groups.py (the source of truth) by
 // `python -m simcxl.config.schema_gen`; the structs and their validation are here.
 #pragma once
 

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .files import read_text
-from .params import (DEVICE_GROUPS, MAP_KIND, WINDOW_STRIDE, AccelDevice, CxlMemory, HomeParams, ParamError,
-                     RemoteMemory, System, Window, WindowRange)
+from .groups import HomeParams
+from .params import (DEVICE_GROUPS, MAP_KIND, WINDOW_STRIDE, AccelDevice, CxlMemory, ParamError, RemoteMemory, System,
+                     Window, WindowRange)
 
 PRESET_DIR = Path(__file__).parents[1] / "presets"
-#: The accelerator presets (coherent.load reads them). Listed here, below
-#: coherent, so that a preset file's base may name one without a cycle.
+#: The accelerator presets (accel_presets.load reads them). Listed here, below
+#: accel_presets, so that a preset file's base may name one without a cycle.
 ACCEL_DIR = PRESET_DIR / "accel"
 #: The groups a preset file gives every parameter of (a device list's are checked device by device).
 FILE_GROUPS = ("host", "local_dram", "remote", "cxl", "home") + tuple(g for g, _ in DEVICE_GROUPS)
@@ -24,7 +25,7 @@ def names() -> List[str]:
 
 
 def accel_names() -> List[str]:
-    """The shipped accelerator presets (coherent.preset_names)."""
+    """The shipped accelerator presets (accel_presets.preset_names)."""
     return sorted(p.stem for p in ACCEL_DIR.glob("*.json"))
 
 

@@ -19,13 +19,12 @@ from .graph import Component, Topology, TopologyError
 
 def preset_topology(name: str) -> Topology:
     """A shipped preset (memory or accelerator), or memories joined with +, as a graph."""
-    from ..workloads import coherent
-    from ..config import presets
-    if name in coherent.preset_names():
-        return from_system(coherent.load(name))
+    from ..config import accel_presets, presets
+    if name in accel_presets.preset_names():
+        return from_system(accel_presets.load(name))
     if name in presets.names() or "+" in name:
         return from_system(presets.load(name))
-    raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + coherent.preset_names())}")
+    raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + accel_presets.preset_names())}")
 
 
 def load(spec: Any) -> Topology:

@@ -14,18 +14,15 @@ several, each device's are under its name (``dev1.cache.mshrs``).
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
 from .. import _core
 from ..engine.standalone import Progress, _version, parse_size
-from ..config.params import ParamError, System, check_device_name, shown
-from ..config.presets import ACCEL_DIR as PRESET_DIR
-from ..config.presets import accel_names as preset_names
-from ..config.presets import load_file, split_joined
+# Accelerator presets load in the config layer (a topology file may name one); they are this module's API too.
+from ..config.accel_presets import PRESET_DIR, combine, load, load_joined, preset_names  # noqa: F401
+from ..config.params import ParamError, System, shown
 from ..topology.convert import core_graph
 
 OPS = ("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")
@@ -43,56 +40,6 @@ DEVICE_MODES = {
 
 #: Transfer sizes of the DMA-vs-CXL.cache comparison: one line to 4 MiB.
 DMA_SIZES = tuple(64 << k for k in range(0, 17, 2))
-
-
-def combine(parts: Sequence[tuple], name: Optional[str] = None) -> System:
-    """One host with the accelerators of several single-device systems, each under its name.
-    The host (cores, local DRAM, home agent) and the seed are the first system's."""
-    if not parts:
-        raise ParamError("an accelerator system needs one or more devices")
-    devs = []
-    for dname, s in parts:
-        check_device_name(dname, "device name")
-        if len(s.devices or []) != 1:
-            raise ParamError(f"{dname}: {s.name} has {len(s.devices or [])} devices; join single-device systems")
-        dev = copy.deepcopy(s.devices[0])
-        dev.name = dname
-        devs.append(dev)
-    first = parts[0][1]
-    return System(name=name or "+".join(n for n, _ in parts), kind="local-dram", host=copy.deepcopy(first.host),
-                  local_dram=copy.deepcopy(first.local_dram), home=copy.deepcopy(first.home), devices=devs,
-                  seed=first.seed, description="accelerators on one host: " + ", ".join(
-                      f"{n} ({s.name})" for n, s in parts) + f"; the host of {parts[0][0]}",
-                  source="; ".join(f"{n}: {s.source}" for n, s in parts if s.source)).validate()
-
-
-def load_joined(text: str) -> System:
-    """``NAME=PRESET+NAME=PRESET...`` (or ``PRESET+PRESET``, named after the presets) on one host."""
-    parts = split_joined(text, load, "accel", "device",
-                         ("gpu=type1-asic+mem=type2-bias", "a=type1-asic+b=type1-asic"))
-    try:
-        return combine(parts, name=text)
-    except ParamError as e:
-        raise ParamError(f"accel {text!r}: {e}") from None
-
-
-def load(system: Union[str, Path, System]) -> System:
-    """An accelerator preset by name, a preset file (complete, or with a ``base``), several joined
-    with ``+``, or a system as it is."""
-    if isinstance(system, System):
-        return system.validate()
-    text = str(system)
-    if "+" in text and text not in preset_names() and not Path(text).exists():
-        return load_joined(text)
-    path = PRESET_DIR / f"{text}.json" if text in preset_names() else Path(text)
-    if not path.exists():
-        raise ParamError(f"accel = {text!r} is neither an accelerator preset nor a preset file; presets: "
-                         f"{', '.join(preset_names())} (several join with +, e.g. a=type1-asic+b=type2-bias)")
-    s = load_file(path, load)
-    if not s.devices:
-        raise ParamError(f"preset file {path}: it describes no accelerator; allowed: a file with a device's groups "
-                         "(link, cache, accel, dma, media) or devices")
-    return s
 
 
 def index(s: System, name: str) -> int:

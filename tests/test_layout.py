@@ -23,9 +23,7 @@ LIMIT = 650  # lines
 # Modules over the limit when this test was written, with their line counts
 # then: a ceiling that may only go down. Split one and drop it from here;
 # never raise a number or add a module.
-LONG = {
-    "simcxl/calibration/calibrate.py": 890,
-}
+LONG: Dict[str, int] = {}
 
 Graph = Dict[str, Dict[str, str]]  # module -> {module it imports: "file:line" of the first such import}
 

@@ -388,7 +388,7 @@ def test_gem5_engine_keeps_each_run_and_reruns_nothing(tmp_path):
 def test_gem5_engine_says_where_it_looked_for_the_repository(tmp_path, monkeypatch):
     from simcxl.gem5 import engine as gem5_engine
     monkeypatch.delenv("SIMCXL_REPO", raising=False)
-    monkeypatch.setattr(gem5_engine, "__file__", str(tmp_path / "site" / "simcxl" / "gem5_engine.py"))
+    monkeypatch.setattr(gem5_engine, "__file__", str(tmp_path / "site" / "simcxl" / "gem5" / "engine.py"))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(simcxl.ParamError, match="needs the SimCXL repository .* set SIMCXL_REPO to it; looked in"):
         gem5_engine.repository()

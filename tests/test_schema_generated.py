@@ -1,7 +1,7 @@
 """One schema: the C++ field lists, the gem5 SimObjects' parameter sections and
 the parameter reference are generated from simcxl/config/groups.py by
 `python -m simcxl.config.schema_gen`, and committed. These tests fail, naming the
-file, when one differs from what the dataclasses generate (params.py edited
+file, when one differs from what the dataclasses generate (groups.py edited
 without rerunning the generator, or a generated file edited by hand)."""
 
 import re

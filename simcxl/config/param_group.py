@@ -1,6 +1,6 @@
 """A parameter group: named fields with a unit, a range and a reason, checked and converted.
 
-The schema itself (``params.py``: every group and the System they make up) is written with them.
+The schema itself (``groups.py``: every group; ``params.py``: the System they make up) is written with them.
 """
 
 from __future__ import annotations

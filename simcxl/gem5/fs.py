@@ -28,7 +28,7 @@ CONFIG = Path("gem5_configs") / "cxl_numa_boot.py"   # in the SimCXL checkout ge
 
 def config() -> Path:
     """gem5_configs/cxl_numa_boot.py of the SimCXL checkout (SIMCXL_REPO, the
-    package's own checkout, or the working directory: gem5_engine.repository)."""
+    package's own checkout, or the working directory: engine.repository)."""
     from .engine import repository
     try:
         return repository() / CONFIG

@@ -369,7 +369,7 @@ def _check_shape(raw: Dict[str, Any]) -> None:
     def bad(key, value, allowed):
         raise ParamError(f"sweep: {key} = {value!r} is not allowed; allowed: {allowed}")
 
-    for key in ("name", "engine"):  # base: sweep_points.check_base
+    for key in ("name", "engine"):  # base: points.check_base
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
             bad(key, raw[key], "a string")
     seed = raw.get("seed", 1)

@@ -1,9 +1,10 @@
-"""The layout of the package: no import cycles between its modules, and no
-module so long that it hides what it is made of.
+"""The layout of the package: its modules in layers (the table in
+docs/reference/layout.md), no import from a lower layer to a higher one, no
+import cycles, and no module so long that it hides what it is made of.
 
-Both read the source tree (REPO/simcxl) with ``ast``; nothing is imported.
+All read the source tree (REPO/simcxl) with ``ast``; nothing is imported.
 An import inside a function counts like one at the top of the module: a
-cycle hidden in a function body is still a cycle.
+cycle or an upward import hidden in a function body is still one.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import ast
 import importlib.machinery
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+import re
+from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
@@ -175,6 +177,92 @@ def test_the_scan_finds_cycles(tmp_path, files, cycle):
     assert [c for c, _ in found] == ([cycle] if cycle else []), found
     if cycle:
         assert describe(graph, *found[0]).startswith(" -> ".join(cycle) + " (pkg/")
+
+
+LAYOUT_PAGE = REPO / "docs" / "reference" / "layout.md"
+LAYERS_HEADING = "## Layers of the Python package"
+
+
+def layer_table(text: str) -> Dict[str, int]:
+    """Package -> layer number, from the table under LAYERS_HEADING: rows ``| N | `pkg`, `pkg` | what |``."""
+    _, found, rest = text.partition(LAYERS_HEADING)
+    assert found, f"{LAYOUT_PAGE.name}: no section {LAYERS_HEADING!r}"
+    table: Dict[str, int] = {}
+    for line in rest.split("\n## ")[0].splitlines():
+        m = re.match(r"\|\s*(\d+)\s*\|([^|]*)\|", line)
+        if m:
+            for pkg in re.findall(r"`([\w.]+)`", m.group(2)):
+                assert pkg not in table, f"{pkg} is in two layers"
+                table[pkg] = int(m.group(1))
+    return table
+
+
+def layer_of(module: str, table: Dict[str, int]) -> Optional[str]:
+    """The package of the table a module belongs to: the longest that is the module or holds it. The
+    top package (no dot) holds only its ``__init__`` (the public API): a module beside it is in no layer."""
+    owners = [p for p in table if module == p or ("." in p and module.startswith(p + "."))]
+    return max(owners, key=len) if owners else None
+
+
+def layer_breaches(graph: Graph, table: Dict[str, int]) -> List[str]:
+    """Every module outside the table, and every import that does not run down the layers: to a
+    higher layer, or to another package of the same layer (packages of one layer stand side by side)."""
+    out = []
+    for a in sorted(graph):
+        la = layer_of(a, table)
+        if la is None:
+            out.append(f"{a}: in no layer (move it into a layer's package, or add the package to the table)")
+            continue
+        for b, where in sorted(graph[a].items()):
+            lb = layer_of(b, table)
+            if lb is None or lb == la:
+                continue
+            if table[lb] > table[la]:
+                out.append(f"{a} (layer {table[la]}) imports {b} (layer {table[lb]}, higher) at {where}")
+            elif table[lb] == table[la]:
+                out.append(f"{a} imports {b} at {where}: {la} and {lb} share layer {table[la]}; neither may "
+                           "import the other")
+    return out
+
+
+def test_layers():
+    table = layer_table(LAYOUT_PAGE.read_text())
+    assert {"simcxl", "simcxl._core", "simcxl.config", "simcxl.cli"} <= set(table), table
+    graph = import_graph(PACKAGE, _extensions())
+    assert "simcxl.config.params" in graph["simcxl.engine.standalone"], "the graph misses an import"
+    breaches = layer_breaches(graph, table)
+    assert not breaches, f"imports against the layers of {LAYOUT_PAGE.relative_to(REPO)}:\n" + "\n".join(breaches)
+
+
+def test_layer_table_names_every_package():
+    """Each package of the table but the compiled core is a folder of the package, and each folder is in a layer."""
+    table = layer_table(LAYOUT_PAGE.read_text())
+    folders = {".".join(p.parent.relative_to(REPO).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert set(table) - folders == {"simcxl._core"}, f"not folders of {PACKAGE.name}: {sorted(set(table) - folders)}"
+    assert not [f for f in folders if layer_of(f, table) is None], f"folders in no layer: {sorted(folders)}"
+
+
+LAYERED = {"pkg/low/__init__.py": "", "pkg/low/a.py": "", "pkg/mid/__init__.py": "",
+           "pkg/mid/b.py": "from ..low import a\n", "pkg/side/__init__.py": "", "pkg/side/c.py": "",
+           "pkg/__init__.py": "from .mid import b\n"}
+TABLE = "## Layers of the Python package\n| layer | packages |\n|---|---|\n| 1 | `pkg.low` |\n" \
+        "| 2 | `pkg.mid`, `pkg.side` |\n| 3 | `pkg` |\n\n## Next\n| 9 | `pkg.low` |\n"
+
+
+@pytest.mark.parametrize("extra, breach", [
+    ({}, None),
+    ({"pkg/low/a.py": "def f():\n    from ..mid import b\n"}, "pkg.low.a (layer 1) imports pkg.mid.b (layer 2, higher)"),
+    ({"pkg/mid/b.py": "from ..side import c\n"}, "pkg.mid.b imports pkg.side.c at pkg/mid/b.py:1: pkg.mid and "
+                                                  "pkg.side share layer 2"),
+    ({"pkg/low/a.py": "import pkg\n"}, "pkg.low.a (layer 1) imports pkg (layer 3, higher)"),
+    ({"pkg/flat.py": ""}, "pkg.flat: in no layer"),
+])
+def test_the_layer_check(tmp_path, extra, breach):
+    """The layer check itself, on a small package: down is allowed, up and sideways are not."""
+    table = layer_table(TABLE)
+    assert table == {"pkg.low": 1, "pkg.mid": 2, "pkg.side": 2, "pkg": 3}
+    found = layer_breaches(import_graph(_write(tmp_path, {**LAYERED, **extra})), table)
+    assert len(found) == (1 if breach else 0) and (not breach or found[0].startswith(breach)), found
 
 
 def _lines(path: Path) -> int:

@@ -26,6 +26,28 @@ class HostWindow(NamedTuple):
     bridge: object  # the CXLHostBridge, its range set
 
 
+def _load_core() -> None:
+    """Topology files are checked against the core's component registry
+    (simcxl._core). gem5's embedded Python does not install the package, so
+    the core comes from the virtual environment the README's setup builds
+    in the repository (.venv), if it is not importable already."""
+    import importlib.util
+    import sys
+
+    if "simcxl._core" in sys.modules or importlib.util.find_spec("simcxl._core") is not None:
+        return
+    here = Path(__file__).resolve()
+    for repo in here.parents:
+        for so in sorted(repo.glob(".venv/lib/python3*/site-packages/simcxl/_core*.so")):
+            spec = importlib.util.spec_from_file_location("simcxl._core", so)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["simcxl._core"] = module
+            return
+    raise ParamError("topology files need the standalone engine's core (simcxl._core), which is neither "
+                     "importable nor in a .venv of the repository: run the README's setup command first")
+
+
 def _prefixed(prefix: str, group) -> Dict[str, object]:
     return {f"{prefix}_{k}": v for k, v in asdict(group).items()}
 
@@ -36,6 +58,7 @@ def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
     bytes (at most its own size). Hosts with no CXL window are left out."""
     from m5.objects import AddrRange, CXLHostBridge, CXLSwitch, CXLType3Expander  # lazy: needs gem5
 
+    _load_core()
     from . import topology
 
     t = topology.load(spec)

@@ -17,11 +17,12 @@ from .graph import Component, Topology, TopologyError
 
 def preset_topology(name: str) -> Topology:
     """A shipped preset (memory or accelerator), or memories joined with +, as a graph."""
-    from .. import coherent, presets
-    if name in coherent.preset_names():
-        return from_system(coherent.load(name))
+    from .. import presets
     if name in presets.names() or "+" in name:
         return from_system(presets.load(name))
+    from .. import coherent  # needs pandas, which gem5's Python lacks: memory presets do without it
+    if name in coherent.preset_names():
+        return from_system(coherent.load(name))
     raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + coherent.preset_names())}")
 
 

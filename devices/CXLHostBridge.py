@@ -1,6 +1,7 @@
 # The CXL host bridge / root complex as a gem5 SimObject: the memory bus sees
 # one CFMWS-style host window (its `range`), which the SimCXL core's HDM
-# decoder interleaves over its root ports, one CXLType3Expander each. Its
+# decoder interleaves over its root ports, each leading to a CXLType3Expander
+# or a CXLSwitch. Its
 # parameters are the fields of simcxl.config.groups.BridgeParams with the prefix
 # bridge_, GENERATED between the BEGIN/END GENERATED PARAMS markers by
 # `python -m simcxl.config.schema_gen` from simcxl/config/groups.py (edit the dataclasses
@@ -21,8 +22,12 @@ class CXLHostBridge(AbstractMemory):
     cxx_class = "gem5::CXLHostBridge"
 
     port = ResponsePort("Requests from the memory bus (the host side of the root ports)")
-    expanders = VectorParam.CXLType3Expander(
-        "one Type-3 expander per root port, in port order (as many as bridge_root_ports)")
+    root_ports = VectorParam.CXLPortTarget(
+        "what each root port leads to (a CXLType3Expander or a CXLSwitch), in port order (as many as "
+        "bridge_root_ports)")
+    host_index = Param.Unsigned(
+        0, "this host in the fabric (0 to 15): a switch routes its responses by it, a multi-logical device "
+        "gives it a logical device; host bridges of different hosts sharing a switch need different indexes")
 
     watchdog_window_ns = Param.Float(
         1e7, "Progress watchdog: the run ends with an error naming the queue that holds the oldest request when "

@@ -1,16 +1,16 @@
-# One CXL Type-3 memory expander behind a root port of a CXLHostBridge, as a
-# gem5 SimObject: its link, device controller and DRAM media. Its parameters
+# One CXL Type-3 memory expander behind a root port of a CXLHostBridge (or a
+# downstream port of a CXLSwitch), as a gem5 SimObject: its link, device controller and DRAM media. Its parameters
 # are the fields of simcxl.config.groups LinkParams, DeviceParams and the media's
 # DramParams with the group as prefix, GENERATED between the BEGIN/END
 # GENERATED PARAMS markers by `python -m simcxl.config.schema_gen` from
 # simcxl/config/groups.py (edit the dataclasses and rerun it); the rest of the file
 # is hand-written. Build-time file: imports m5 only.
 
+from m5.objects.CXLPortTarget import CXLPortTarget
 from m5.params import *
-from m5.SimObject import SimObject
 
 
-class CXLType3Expander(SimObject):
+class CXLType3Expander(CXLPortTarget):
     """A CXL link and Type-3 device with DRAM media, timed by the SimCXL core.
     Not a memory: the host bridge it sits behind holds the data; this object
     holds the device's timing state and its stats."""

@@ -53,27 +53,34 @@ CXLHostBridge::CXLHostBridge(const Params &p)
     cxlcore::BridgeParams b;
     CXL_BRIDGE_FIELDS(CXL_COPY_BRIDGE)
     // Configuration time (m5.instantiate), before any tick is simulated.
-    if (p.expanders.size() != b.root_ports)
+    if (p.root_ports.size() != b.root_ports)
         fatal("%s: bad CXLHostBridge parameter: bridge_root_ports = %u but "
-              "expanders holds %u CXLType3Expander; give one expander per "
-              "root port (bridge_interleave_ways, equal to root_ports, "
-              "interleaves the window over all of them)", name(), b.root_ports, unsigned(p.expanders.size()));
+              "root_ports holds %u targets; give one CXLType3Expander or "
+              "CXLSwitch per root port (bridge_interleave_ways, equal to "
+              "bridge_root_ports, interleaves the window over all of them)",
+              name(), b.root_ports, unsigned(p.root_ports.size()));
+    if (p.host_index >= cxlcore::kMaxHosts)
+        fatal("%s: bad CXLHostBridge parameter: host_index = %u; allowed: 0 "
+              "to %u", name(), p.host_index, cxlcore::kMaxHosts - 1);
+    hostIndex = uint8_t(p.host_index);
     try {
         // Addresses reach the core as offsets into this memory's range.
         bridge = std::make_unique<cxlcore::HostBridge>(host, b, name(), 0,
                                                        range.size());
+        // As the standalone engine binds each root port: a switch learns
+        // which upstream port this host's responses go back by, an MLD
+        // gives it a logical device of its own.
+        const uint64_t share = cxlcore::HdmDecoder::share(
+            range.size(), p.root_ports.size(), b.interleave_bytes);
+        for (CXLPortTarget *t : p.root_ports) {
+            const CXLPortTarget::Attachment a = t->attach(*this);
+            rootPorts.push_back(t);
+            bridge->addPort(a.link, a.below);
+            a.below->bind(hostIndex, share, cxlcore::LdQos{});
+        }
     } catch (const cxlcore::ConfigError &e) {
         fatal("%s: bad CXLHostBridge parameter (group.field is the "
               "parameter group_field): %s", name(), e.what());
-    }
-    for (CXLType3Expander *e : p.expanders) {
-        if (e->attachedTo())
-            fatal("%s: bad CXLHostBridge parameter: expander %s is already "
-                  "behind host bridge %s", name(), e->name(),
-                  e->attachedTo()->name());
-        e->attachTo(this);
-        expanders.push_back(e);
-        bridge->addPort(&e->link(), &e->device());
     }
     bridge->setRequester(&upstream);
     bridgeLatencyNs = b.req_latency_ns + b.resp_latency_ns;
@@ -126,6 +133,7 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
     t->hostAddr = pkt->getAddr();
     t->addr = pkt->getAddr() - range.start();
     t->opc = pkt->isWrite() ? cxlcore::Opc::MemWr : cxlcore::Opc::MemRd;
+    t->host = hostIndex;
     // The packet reaches us after its header and payload delays.
     t->birth = t->mark = curTick() + pkt->headerDelay + pkt->payloadDelay;
     pkt->headerDelay = pkt->payloadDelay = 0;
@@ -148,7 +156,7 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
         ++stats.readReqs;
         stats.readBytes += pkt->getSize();
     }
-    expanders[rp]->countRequest(pkt->isWrite(), pkt->getSize());
+    rootPorts[rp]->countRequest(pkt->isWrite(), pkt->getSize());
     armWatchdog();
     // The data lives here: the access happens now, the timing in the core.
     access(pkt);
@@ -185,7 +193,7 @@ CXLHostBridge::respond(cxlcore::Txn *t)
     panic_if(it == inflight.end(), "%s: unknown transaction %llu", name(),
              t->id);
     PacketPtr pkt = it->second.pkt;
-    expanders[it->second.port]->countResponse(*t);
+    rootPorts[it->second.port]->countResponse(*t);
     inflight.erase(it);
     const Tick done = std::max<Tick>(t->mark, curTick());
     ++stats.devLoad[t->devLoad & 3];
@@ -278,7 +286,7 @@ CXLHostBridge::checkDrained()
 DrainState
 CXLHostBridge::drain()
 {
-    // Each expander drains its own link and device (CXLType3Expander::drain).
+    // Each root port's target drains its own links and devices.
     if (!idle())
         return DrainState::Draining;
     if (watchdogEvent.scheduled())
@@ -325,7 +333,7 @@ CXLHostBridge::CpuPort::recvAtomic(PacketPtr pkt)
     const uint32_t rp = owner.portOf(pkt->getAddr() - owner.range.start());
     owner.access(pkt);
     return cxlcore::nsToTicks(owner.bridgeLatencyNs +
-                              owner.expanders[rp]->idleLatencyNs());
+                              owner.rootPorts[rp]->idleLatencyNs());
 }
 
 void

@@ -16,7 +16,7 @@
 
 #include "base/statistics.hh"
 #include "devices/cxl_event_host.hh"
-#include "devices/cxl_type3_expander.hh"
+#include "devices/cxl_port_target.hh"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "mem/abstract_mem.hh"
 #include "mem/port.hh"
@@ -73,7 +73,8 @@ class CXLHostBridge : public memory::AbstractMemory
     EventFunctionWrapper watchdogEvent;
     Tick watchdogEvery = 0;
     std::unique_ptr<cxlcore::HostBridge> bridge;
-    std::vector<CXLType3Expander *> expanders;
+    std::vector<CXLPortTarget *> rootPorts;
+    uint8_t hostIndex = 0;  // in the fabric: switches route its responses by it
     double bridgeLatencyNs = 0;  // host side, both directions (atomic mode)
 
     std::unordered_map<uint64_t, InFlight> inflight;  // by transaction id

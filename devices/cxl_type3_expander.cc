@@ -20,7 +20,7 @@ namespace
 } // anonymous namespace
 
 CXLType3Expander::CXLType3Expander(const Params &p)
-    : SimObject(p), host(*this, name(), [this] { checkDrained(); }),
+    : CXLPortTarget(p), host(*this, name(), [this] { checkDrained(); }),
       stats(*this)
 {
     cxlcore::LinkParams l;
@@ -44,10 +44,15 @@ CXLType3Expander::CXLType3Expander(const Params &p)
     device_->stopAfter(p.fault_device_stops_after);
 }
 
-void
-CXLType3Expander::attachTo(const CXLHostBridge *b)
+CXLPortTarget::Attachment
+CXLType3Expander::attach(const SimObject &above)
 {
-    bridge_ = b;
+    if (above_)
+        fatal("%s: bad parameter of %s: expander %s is already below %s; "
+              "give each port an expander of its own", above.name(),
+              above.name(), name(), above_->name());
+    above_ = &above;
+    return {link_.get(), device_.get()};
 }
 
 void

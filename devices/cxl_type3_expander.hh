@@ -1,6 +1,7 @@
 // gem5 SimObject of one CXL Type-3 memory expander behind one root port of a
-// CXLHostBridge: the core's CxlLink and Type3Device (controller and DRAM
-// media) built from this object's link_*, device_* and media_* parameters.
+// CXLHostBridge or one downstream port of a CXLSwitch: the core's CxlLink and
+// Type3Device (controller and DRAM media) built from this object's link_*,
+// device_* and media_* parameters.
 // It holds no data (the bridge's AbstractMemory does) and makes no timing
 // decision: the core's components run on this object's events, and their
 // counters are registered here as this device's gem5 stats.
@@ -11,17 +12,14 @@
 
 #include "base/statistics.hh"
 #include "devices/cxl_event_host.hh"
+#include "devices/cxl_port_target.hh"
 #include "cxlcore/devices/type3.hpp"
-#include "cxlcore/fabric/host_bridge.hpp"
 #include "params/CXLType3Expander.hh"
-#include "sim/sim_object.hh"
 
 namespace gem5
 {
 
-class CXLHostBridge;
-
-class CXLType3Expander : public SimObject
+class CXLType3Expander : public CXLPortTarget
 {
   private:
     CXLEventHost host;
@@ -29,7 +27,7 @@ class CXLType3Expander : public SimObject
     std::unique_ptr<cxlcore::Type3Device> device_;
     double idleLatencyNs_ = 0;
     Tick statsStart = 0;  // last stats reset, for time-averaged occupancies
-    const CXLHostBridge *bridge_ = nullptr;
+    const SimObject *above_ = nullptr;  // the port it is wired below
 
     void checkDrained();
 
@@ -59,19 +57,15 @@ class CXLType3Expander : public SimObject
     PARAMS(CXLType3Expander);
     CXLType3Expander(const Params &p);
 
-    // Wiring by the host bridge that owns this root port (once).
-    void attachTo(const CXLHostBridge *b);
-    const CXLHostBridge *attachedTo() const { return bridge_; }
+    Attachment attach(const SimObject &above) override;
     cxlcore::CxlLink &link() { return *link_; }
     cxlcore::Type3Device &device() { return *device_; }
 
-    // The unloaded time from the root port's send to the response's arrival
-    // back at it (a media row hit): the link, device and media latencies, ns.
-    double idleLatencyNs() const { return idleLatencyNs_; }
+    // The link, device and media latencies.
+    double idleLatencyNs() const override { return idleLatencyNs_; }
 
-    // The bridge reports each request it routed here and its completion.
-    void countRequest(bool write, unsigned bytes);
-    void countResponse(const cxlcore::Txn &t);
+    void countRequest(bool write, unsigned bytes) override;
+    void countResponse(const cxlcore::Txn &t) override;
 
     // No core event pending.
     bool idle() const { return host.idle(); }

@@ -105,9 +105,9 @@ for name, kind, obj in windows:
         continue
     mem = {k: v for k, v in own.items() if "." not in k}  # the bridge's own stats
     row.update({f"{pre}reads": mem.get("readReqs", 0.0), f"{pre}writes": mem.get("writeReqs", 0.0),
-                f"{pre}read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0, f"{pre}ways": len(obj.expanders)})
+                f"{pre}read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0, f"{pre}ways": len(obj.root_ports)})
     # Each expander's share: requests the HDM decoder routed to its root port.
-    for i, e in enumerate(obj.expanders):
+    for i, e in enumerate(obj.root_ports):
         for key in ("readReqs", "writeReqs", "s2mFlits"):
             row[f"{pre}exp{i}_{key}"] = own.get(f"{e.get_name()}.{key}", 0.0)
 for k, v in row.items():

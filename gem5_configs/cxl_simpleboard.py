@@ -41,6 +41,6 @@ stats = read_stats(m5.options.outdir + "/stats.txt")
 
 row = {"board": "SimpleBoard", "memory": args.memory, "reads": total(stats, "board.memory.bridge.readReqs"),
        "read_gbps": total(stats, "board.memory.bridge.readBandwidth") / 1e9,
-       "expander_reads": sum(v for k, v in stat(stats, r"^board\.memory\.bridge\.expanders\d*\.readReqs$").items())}
+       "expander_reads": sum(v for k, v in stat(stats, r"^board\.memory\.bridge\.root_ports\d*\.readReqs$").items())}
 print(" ".join(f"{k}={v}" for k, v in row.items()))
 write_csv(args.csv, row)

@@ -77,7 +77,7 @@ row = {
 for s in STAGES:
     row[f"{s}_ns"] = short.get(f"stageTicks::{s}", 0.0) / max(reads, 1.0) / 1000.0
 # Per expander (root port): bandwidth each way, replayed flits, DevLoad.
-for i, e in enumerate(memory.bridge.expanders):
+for i, e in enumerate(memory.bridge.root_ports):
     name = e.get_name()
     row[f"exp{i}_read_gbps"] = every.get(f"{name}.readBandwidth", 0.0) / 1e9
     row[f"exp{i}_write_gbps"] = every.get(f"{name}.writeBandwidth", 0.0) / 1e9

@@ -93,16 +93,16 @@ def test_bad_preset_parameter_fails_before_gem5_objects_are_made(tmp_path):
 
 
 @pytest.mark.parametrize("param, where, message", [
-    ("link_lanes=3", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
-     "board.memory.bridge.expanders.link.lanes = 3 is not allowed; allowed values: 1, 2, 4, 8, 16"),
-    ("media_bus_bytes=8", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
+    ("link_lanes=3", "board.memory.bridge.root_ports: bad CXLType3Expander parameter",
+     "board.memory.bridge.root_ports.link.lanes = 3 is not allowed; allowed values: 1, 2, 4, 8, 16"),
+    ("media_bus_bytes=8", "board.memory.bridge.root_ports: bad CXLType3Expander parameter",
      "bus_bytes x burst_length = 128 is not allowed; allowed: 64"),
-    ("device_req_latency_ns=-1", "board.memory.bridge.expanders: bad CXLType3Expander parameter",
-     "board.memory.bridge.expanders.device.req_latency_ns = -1 is out of range; allowed: 0 to 10000"),
+    ("device_req_latency_ns=-1", "board.memory.bridge.root_ports: bad CXLType3Expander parameter",
+     "board.memory.bridge.root_ports.device.req_latency_ns = -1 is out of range; allowed: 0 to 10000"),
     ("bridge_interleave_ways=3", "board.memory.bridge: bad CXLHostBridge parameter",
      "board.memory.bridge.interleave_ways = 3 is not allowed with root_ports = 1; allowed: interleave_ways equal to root_ports"),
     ("bridge_root_ports=2", "board.memory.bridge: bad CXLHostBridge parameter",
-     "bridge_root_ports = 2 but expanders holds 1 CXLType3Expander; give one expander per root port"),
+     "bridge_root_ports = 2 but root_ports holds 1 targets; give one CXLType3Expander or CXLSwitch per root port"),
 ])
 def test_bad_simobject_parameter_fails_at_instantiation_with_its_name(tmp_path, param, where, message):
     # Set on the SimObjects directly, past the Python dataclasses: the timing
@@ -222,7 +222,7 @@ def test_a_device_that_stops_answering_ends_with_the_watchdogs_report(tmp_path):
     assert r.returncode != 0, out[-2000:]
     assert "simulation stalled at" in out and "no request completed for" in out, out[-2000:]
     # The oldest request waits in an expander's queue, named by the SimObject path.
-    assert "is in system.cxl.expanders" in out, out[-2000:]
+    assert "is in system.cxl.root_ports" in out, out[-2000:]
     assert "maximum number of loads reached" not in out
     assert time.time() - start < 300
 
@@ -245,7 +245,7 @@ def test_checkpoint_restore_gives_the_same_stats(tmp_path, ways):
     # timing state in it, each in its SimObject's section.
     assert int(saved["start_tick"]) > 0 and saved["start_tick"] == restored["start_tick"]
     cpt = (ckpt / "m5.cpt").read_text()
-    names = ["expanders"] if ways == 1 else [f"expanders{i}" for i in range(ways)]
+    names = ["root_ports"] if ways == 1 else [f"root_ports{i}" for i in range(ways)]
     assert "bridge.needRetry=" in cpt.split("[system.cxl]")[1].split("\n[")[0]
     for name in names:
         section = cpt.split(f"[system.cxl.{name}]")[1].split("\n[")[0]
@@ -284,3 +284,40 @@ def test_memory_component_fills_a_simpleboard_memory_slot(tmp_path, ways):
     reads = float(row["reads"])
     assert reads > 2000 and float(row["expander_reads"]) == reads
     assert float(row["read_gbps"]) == pytest.approx(8 * 2 ** 30 / 1e9, rel=0.02)
+
+
+POOL = REPO / "examples" / "topologies" / "pool-4hosts-mld.toml"
+
+
+def run_hosts(tmp_path, *args):
+    gem5(tmp_path, "cxl_hosts.py", "--system", str(POOL), *args, "--csv", str(tmp_path / "h.csv"))
+    with open(tmp_path / "h.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_four_hosts_share_a_switch_and_an_mld_as_in_the_standalone_engine(tmp_path):
+    # Every host saturates its LD; the shared downstream link and device split among them.
+    rows = run_hosts(tmp_path, "--pattern", "random", "--rate", "64GiB/s", "--duration", "200us")
+    assert [r["host"] for r in rows] == ["h0", "h1", "h2", "h3"]
+    pool = simcxl.topology.memory_system(simcxl.topology.load(POOL))
+    ref = simcxl.hosts(pool, threads=pool.host.cores, requests=60000).set_index("host")
+    for r in rows:
+        g5, sa = float(r["read_gbps"]), ref.loc[r["host"], "read_gbps"]
+        print(f"\n{r['host']} saturated random reads through the switch: gem5 {g5:.2f} GB/s, standalone {sa:.2f} GB/s "
+              f"({(g5 / sa - 1) * 100:+.1f}%)")
+        assert float(r["switch_ns"]) > 0  # the path crossed the switch
+        assert g5 == pytest.approx(sa, rel=0.05)
+
+
+def test_one_host_alone_through_the_switch_has_the_standalone_idle_latency(tmp_path):
+    rows = run_hosts(tmp_path, "--pattern", "random", "--rate", "32MiB/s", "--duration", "2ms")
+    # One request at a time, as the generator's 64 B every 2 us.
+    s = simcxl.topology.memory_system(simcxl.topology.load(POOL).replace(**{"h0.mshrs_per_core": 1}))
+    ref = simcxl.hosts(s, runs={"h0": {"threads": 1, "inject_delay_ns": 2000}}, requests=2000).iloc[0]
+    h = s.host
+    host = h.llc_latency_ns + h.uncore_req_latency_ns + h.uncore_resp_latency_ns
+    g5, sa = float(rows[0]["read_latency_ns"]), ref["read_latency_ns_mean"] - host
+    print(f"\nh0 idle read latency through the switch: gem5 {g5:.1f} ns, standalone {sa:.1f} ns ({(g5 / sa - 1) * 100:+.1f}%)")
+    assert ref["read.stage.host_uncore_ns"] == pytest.approx(host)
+    assert float(rows[0]["reads"]) > 900
+    assert g5 == pytest.approx(sa, rel=0.02)

@@ -34,7 +34,8 @@ def declared(name):
 
 def test_host_bridge_declares_what_simcxl_gem5_sets():
     decl = declared("CXLHostBridge")
-    assert decl.pop("expanders") == ("VectorParam.CXLType3Expander", None)
+    assert decl.pop("root_ports") == ("VectorParam.CXLPortTarget", None)
+    assert decl.pop("host_index") == ("Param.Unsigned", 0)  # the standalone engine's first host
     # The standalone engine's watchdog window: 10 ms (kernel/sim.hpp Watchdog::kDefaultWindow).
     assert decl.pop("watchdog_window_ns") == ("Param.Float", 1e7)
     assert list(decl) == list(g5.bridge_names())
@@ -53,7 +54,7 @@ def test_simobject_params_of_a_preset(presets):
     assert b["bridge_req_queue"] == s.cxl.bridge.req_queue
     assert e0["link_lanes"] == s.cxl.link.lanes and e0["media_tRCD_ns"] == s.cxl.media.tRCD_ns
     # The preset sets every parameter but the run-control ones (watchdog, fault injection).
-    assert set(b) == set(declared("CXLHostBridge")) - {"expanders", "watchdog_window_ns"}
+    assert set(b) == set(declared("CXLHostBridge")) - {"root_ports", "host_index", "watchdog_window_ns"}
     assert set(e0) == set(declared("CXLType3Expander")) - {"fault_device_stops_after"}
     # Root port i's link draws its CRC errors from seed + 17 i, as in the standalone engine.
     assert (e0["seed"], e1["seed"]) == (s.seed, s.seed + 17)
@@ -126,3 +127,12 @@ def test_gem5_nic_setup_rejects_what_the_guest_format_cannot_hold():
         gem5_nic.setup("type1-asic", {"completions_per_line": 4, "network": 1})
     with pytest.raises(g5.ParamError, match="kernel = 'gather' is not allowed"):
         gem5_nic.run("type1-asic", {"completions_per_line": 4}, kernel="gather", gem5="/nonexistent")
+
+
+def test_switch_declares_its_schema_groups():
+    decl = declared("CXLSwitch")
+    assert decl.pop("downstream") == ("VectorParam.CXLPortTarget", None)
+    assert decl.pop("seed") == ("Param.Unsigned", 1)
+    from simcxl.config.groups import LinkParams, SwitchParams
+    from dataclasses import fields
+    assert list(decl) == [f"switch_{f.name}" for f in fields(SwitchParams)] + [f"link_{f.name}" for f in fields(LinkParams)]

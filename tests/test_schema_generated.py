@@ -49,8 +49,10 @@ def test_check_names_each_file_a_changed_default_reaches(tmp_path):
     r = check(root)
     assert r.returncode == 1
     named = sorted(line.split(":")[0] for line in r.stdout.splitlines() if "out of date" in line)
-    # LinkParams: its C++ list, the Type-3 expander's SimObject (link_*) and the reference; not the others.
-    assert named == sorted([schema_gen.HEADER, "devices/CXLType3Expander.py", schema_gen.DOCS]), r.stdout
+    # LinkParams: its C++ list, the SimObjects holding links (the Type-3 expander's and the switch's
+    # upstream ones, link_*) and the reference; not the others.
+    assert named == sorted([schema_gen.HEADER, "devices/CXLType3Expander.py", "devices/CXLSwitch.py",
+                            schema_gen.DOCS]), r.stdout
     assert "-    X(double, phy_latency_ns, 20.0, 0.0, 10000.0)" in r.stdout
     # Writing mode brings them back in line.
     subprocess.run([sys.executable, "-m", "simcxl.config.schema_gen", "--root", str(root)], cwd=REPO, check=True,

@@ -51,6 +51,7 @@ SIMOBJECTS: Dict[str, Tuple[str, Tuple[Tuple[str, str], ...]]] = {
     "devices/CXLHostBridge.py": ("CXLHostBridge", (("bridge", "BridgeParams"),)),
     "devices/CXLType3Expander.py": ("CXLType3Expander", (("link", "LinkParams"), ("device", "DeviceParams"),
                                                          ("media", "DramParams"))),
+    "devices/CXLSwitch.py": ("CXLSwitch", (("switch", "SwitchParams"), ("link", "LinkParams"))),
     "devices/CXLNic.py": ("CXLNic", (("nic", "NicParams"),)),
 }
 

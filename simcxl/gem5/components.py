@@ -97,7 +97,7 @@ def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways
     system = interleaved(memory, ways, granularity)
     ports = system.cxl.bridge.root_ports
     extra = {} if watchdog_ns is None else {"watchdog_window_ns": float(watchdog_ns)}
-    bridge = CXLHostBridge(expanders=[CXLType3Expander(**expander_params(system, i),
+    bridge = CXLHostBridge(root_ports=[CXLType3Expander(**expander_params(system, i),
                                                        fault_device_stops_after=device_stops_after)
                                       for i in range(ports)],
                            **bridge_params(system), **extra)
@@ -197,7 +197,7 @@ def set_param(bridge, name: str, value) -> None:
     """Set one SimObject parameter by its prefixed name: bridge_* on the host
     bridge, anything else (seed, link_*, device_*, media_*) on every expander.
     gem5 refuses unknown names; the core checks values at instantiation."""
-    targets = [bridge] if name.startswith("bridge_") else list(bridge.expanders)
+    targets = [bridge] if name.startswith("bridge_") else list(bridge.root_ports)
     for t in targets:
         setattr(t, name, value)
 

@@ -1,0 +1,115 @@
+"""A topology file's CXL fabric as gem5 SimObjects: one CXLHostBridge per
+host window, whose root ports lead through links to CXLType3Expanders or
+CXLSwitches, each switch and device built once however many hosts reach it,
+as the standalone engine's builder walks the same graph (ext/cxlcore/system).
+
+Import inside a gem5 script (``gem5.opt script.py``) whose gem5 was built
+with this repository as EXTRAS; ``m5`` is imported only when objects are made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Union
+
+from ..config.params import ParamError
+
+PORT_SEED_STRIDE = 17  # root port i's link: seed + 17 i, as in the standalone engine
+
+
+class HostWindow(NamedTuple):
+    host: str      # the topology's host component
+    index: int     # its place among the hosts: switches route its responses by it
+    base: int      # the window's base in the host's address map
+    size: int      # bytes gem5 maps of it (it backs every byte)
+    bridge: object  # the CXLHostBridge, its range set
+
+
+def _load_core() -> None:
+    """Topology files are checked against the core's component registry
+    (simcxl._core). gem5's embedded Python does not install the package, so
+    the core comes from the virtual environment the README's setup builds
+    in the repository (.venv), if it is not importable already."""
+    import importlib.util
+    import sys
+
+    if "simcxl._core" in sys.modules or importlib.util.find_spec("simcxl._core") is not None:
+        return
+    here = Path(__file__).resolve()
+    for repo in here.parents:
+        for so in sorted(repo.glob(".venv/lib/python3*/site-packages/simcxl/_core*.so")):
+            spec = importlib.util.spec_from_file_location("simcxl._core", so)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["simcxl._core"] = module
+            return
+    raise ParamError("topology files need the standalone engine's core (simcxl._core), which is neither "
+                     "importable nor in a .venv of the repository: run the README's setup command first")
+
+
+def _prefixed(prefix: str, group) -> Dict[str, object]:
+    return {f"{prefix}_{k}": v for k, v in asdict(group).items()}
+
+
+def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
+    """Every host's CXL windows of topology `spec` as CXLHostBridges sharing
+    the switches and devices below them; each window maps its first `size`
+    bytes (at most its own size). Hosts with no CXL window are left out."""
+    from m5.objects import AddrRange, CXLHostBridge, CXLSwitch, CXLType3Expander  # lazy: needs gem5
+
+    _load_core()
+    from .. import topology
+
+    t = topology.load(spec)
+    if t.regions:
+        raise ParamError(f"topology {t.name} programs HDM decoders ([[regions]]); gem5's host bridges route by "
+                         "their own interleave so far: run it in the standalone engine")
+    made: Dict[str, object] = {}
+    above: Dict[str, dict] = {}  # a switch's upstream link parameters, from the first link reaching it
+
+    def target(port, seed: int):
+        link = t.components[port.b.comp]
+        dev = t.below(link.name, "down")[0]
+        link_params = _prefixed("link", link.group(""))
+        if dev.type == "switch":
+            if dev.name in made:
+                if link_params != above[dev.name]:
+                    raise ParamError(f"{link.name}: its parameters differ from those of the other links into "
+                                     f"switch {dev.name}; in gem5 a switch's upstream links share one set "
+                                     "(link_* of CXLSwitch)")
+                return made[dev.name]
+            above[dev.name] = link_params
+            down = [target(k, seed + 7919 * (i + 1)) for i, k in enumerate(t.down(dev.name, "dsp"))]
+            made[dev.name] = CXLSwitch(downstream=down, seed=seed, **_prefixed("switch", dev.group("")),
+                                       **link_params)
+            return made[dev.name]
+        if dev.type != "type3":
+            raise ParamError(f"{dev.name} is a {dev.type}; gem5 builds Type-3 devices and switches below root "
+                             "ports")
+        if dev.name in made:
+            raise ParamError(f"{dev.name} is reached by two root ports; allowed: one, or a switch above it")
+        made[dev.name] = CXLType3Expander(seed=seed, **link_params, **_prefixed("device", dev.group("device")),
+                                          **_prefixed("media", dev.group("media")))
+        return made[dev.name]
+
+    out: List[HostWindow] = []
+    for index, host in enumerate(t.of_type("host")):
+        for conn in t.down(host.name, "mem"):
+            hb = t.components[conn.b.comp]
+            if hb.type != "host_bridge":
+                continue
+            if conn.size is not None and size > conn.size:
+                raise ParamError(f"size {size} is out of range for window {conn}; allowed: up to {conn.size} bytes")
+            ports = t.down(hb.name, "root_port")
+            params = _prefixed("bridge", hb.group(""))
+            # Derived from the connections, as the standalone engine derives them.
+            params["bridge_root_ports"] = params["bridge_interleave_ways"] = len(ports)
+            bridge = CXLHostBridge(root_ports=[target(p, t.seed + PORT_SEED_STRIDE * i) for i, p in enumerate(ports)],
+                                   host_index=index, **params)
+            base = conn.base or 0
+            bridge.range = AddrRange(base, size=size)
+            out.append(HostWindow(host.name, index, base, size, bridge))
+    if not out:
+        raise ParamError(f"topology {t.name} has no host with a CXL window (a host.mem connection to a host_bridge)")
+    return out

@@ -42,7 +42,7 @@ void HostBridge::addPort(CxlLink* link, MemEndpoint* dev) {
 bool HostBridge::tryReq(Txn* t) {
     if (!tracker_.take(now())) {
         needRetry_ = true;
-        tracker_.wait(this);
+        waitTracker();
         ++stats_.refused;
         return false;
     }
@@ -63,6 +63,32 @@ bool HostBridge::tryReq(Txn* t) {
     busy_ |= uint64_t(1) << tg.port;
     requestWake(at);
     return true;
+}
+
+void HostBridge::waitTracker() {
+    // A requester whose component runs after the bridge's at a tick (a later
+    // slot) is woken where the bridge would have been and takes the retry
+    // there itself: the same retry at the same point of the tick, without an
+    // event of the bridge's that would only call retryReq.
+    Component* r = up_->retrier();
+    if (!r || r->slot <= slot) return tracker_.wait(this);
+    retrier_ = r;
+    const Tick head = tracker_.nextLanding();
+    if (head == kNever) {
+        retryOnGive_ = true;  // as the tracker's waiter: woken by the next entry freed
+        return;
+    }
+    trackerWake_ = std::min(trackerWake_, head);
+    r->requestWake(head);
+}
+
+void HostBridge::freeTracker(Tick at) {
+    tracker_.giveAt(at);
+    if (retryOnGive_) {
+        retryOnGive_ = false;
+        if (needRetry_) trackerWake_ = std::min(trackerWake_, at);
+        retrier_->requestWake(at);
+    }
 }
 
 bool HostBridge::send(Port& p, Txn* x, Tick at) {
@@ -167,7 +193,7 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
     }
     p.link->credits_[c].give(ready);
     p.link->respBuffer_.give(ready);
-    tracker_.giveAt(ready);
+    freeTracker(ready);
     return true;
 }
 
@@ -199,7 +225,7 @@ bool HostBridge::answerUnrouted(Tick t) {
             return false;
         }
         unrouted_.pop();
-        tracker_.giveAt(t);
+        freeTracker(t);
     }
     return true;
 }
@@ -212,7 +238,7 @@ void HostBridge::retryResp() {
 void HostBridge::process() {
     const Tick t = now();
     if (needRetry_) {
-        needRetry_ = false;
+        retried();
         up_->retryReq();
     }
     if (!respBlocked_ && !answerUnrouted(t)) respBlocked_ = true;

@@ -53,6 +53,11 @@ class HostBridge : public Component, public Target {
 
     bool tryReq(Txn* t) override;
     void retryResp() override;
+    Tick retryAt() const override { return needRetry_ ? trackerWake_ : kNever; }
+    void retried() override {
+        needRetry_ = false;
+        trackerWake_ = kNever;
+    }
     // HDM-DB: where BISnps go, and the agent's own messages down (BIRsps,
     // and write-backs, which take no tracker entry: a snoop's answer must
     // never wait behind the reads it holds up), by host physical address, at `at`.
@@ -116,6 +121,9 @@ class HostBridge : public Component, public Target {
     void toAgent(Port& p, Txn* t, Tick ready);
     void drainCoherent(Port& p, Tick t);
     bool send(Port& p, Txn* x, Tick at);
+    // A refused request waits for a tracker entry; one is freed at `at`.
+    void waitTracker();
+    void freeTracker(Tick at);
     // A request no committed decoder claims: completed here, never sent down.
     void unrouted(Txn* t);
     bool answerUnrouted(Tick t);
@@ -132,6 +140,12 @@ class HostBridge : public Component, public Target {
     Tick reqLat_, respLat_;
     CreditPool tracker_;  // requests outstanding to CXL
     bool needRetry_ = false, respBlocked_ = false, throttle_ = false;
+    // With a retrier (Requester::retrier) the tracker wakes it, not the
+    // bridge: the time the bridge would have woken to call retryReq, and
+    // whether that is the next entry freed (the tracker's own waiter).
+    Component* retrier_ = nullptr;
+    Tick trackerWake_ = kNever;
+    bool retryOnGive_ = false;
     BiAgent* agent_ = nullptr;
     // Ports whose out or in queue is not empty (bit i: port i): process()
     // visits only these, so its cost does not grow with idle ports.

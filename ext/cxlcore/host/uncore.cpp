@@ -105,6 +105,15 @@ void Uncore::retryReq() {
 
 void Uncore::process() {
     const Tick t = now();
+    // A target that would have woken to call retryReq by now: its retry, taken here.
+    bool retry = false;
+    for (Route& r : routes_)
+        if (r.blocked && r.target->retryAt() <= t) {
+            r.target->retried();
+            retry = true;
+        }
+    if (retry)
+        for (Route& r : routes_) r.blocked = false;
     Tick w = kNever;
     for (Route& r : routes_) {
         while (!r.blocked && r.out.headReady() <= t) {
@@ -121,7 +130,7 @@ void Uncore::process() {
             }
             r.out.pop();
         }
-        if (!r.blocked) w = std::min(w, r.out.headReady());
+        w = std::min(w, r.blocked ? r.target->retryAt() : r.out.headReady());
     }
     if (w != kNever) requestWake(w);
 }

@@ -47,6 +47,7 @@ class Uncore : public Component, public Target, public Requester {
     bool tryReq(Txn* t) override;  // t->birth: when the miss leaves the core (>= now)
     bool tryResp(Txn* t) override;
     void retryReq() override;
+    Component* retrier() override { return this; }
     // Another input: a Target its agent sends requests to, whose responses
     // go to `agent` after `respNs`; requests take `reqNs` to reach memory.
     Target& addInput(Requester* agent, double reqNs, double respNs);

@@ -74,6 +74,12 @@ class Target {
     virtual bool tryReq(Txn* t) = 0;
     // Response path back-pressure: the requester had no room for a response.
     virtual void retryResp() {}
+    // For a requester with a retrier (Requester::retrier): the time from
+    // which its refused requests may be tried again, when the target would
+    // have called retryReq on a wake-up of its own then (kNever: none
+    // pending); retried() tells it the requester took that retry.
+    virtual Tick retryAt() const { return kNever; }
+    virtual void retried() {}
     void setRequester(Requester* r) { up_ = r; }
     Requester* requester() const { return up_; }
 
@@ -86,6 +92,10 @@ class Requester {
     virtual ~Requester() = default;
     virtual bool tryResp(Txn* t) = 0;
     virtual void retryReq() = 0;
+    // A component that, woken at a target's retryAt(), takes the retry
+    // itself: the target then needs no wake-up of its own only to call
+    // retryReq (nullptr: retryReq is called).
+    virtual Component* retrier() { return nullptr; }
 };
 
 // Called by the event loop every so many events, to notice a run that has

@@ -193,6 +193,8 @@ class CreditPool {
             waiter_ = c;
     }
     uint32_t total() const { return total_; }
+    // When the next credit on its way back lands (kNever: none on its way).
+    Tick nextLanding() const { return size_ ? ring_[head_] : kNever; }
     // Free credits and the ones still on their way back, with their landing times.
     void checkpoint(StateVisitor& v, const std::string& n) {
         v(n + ".avail", avail_);

@@ -11,6 +11,28 @@
 
 using namespace binding;
 
+namespace {
+
+// A mixed run's RAO settings: {kernel, op, mechanism, threads, iters, elements, stride, noise_threads}.
+RaoConfig readRaoSettings(py::handle v) {
+    const std::string at = "mixed.rao";
+    if (!py::isinstance<py::dict>(v)) throw ConfigError(at + " must be a table of workload settings");
+    py::dict d = v.cast<py::dict>();
+    onlyKeys(d, {"kernel", "op", "mechanism", "threads", "iters", "elements", "stride", "noise_threads"}, at, "setting");
+    RaoConfig c;
+    if (d.contains("kernel")) c.kernel = py::str(d["kernel"]);
+    if (d.contains("op")) c.op = py::str(d["op"]);
+    if (d.contains("mechanism")) c.mechanism = py::str(d["mechanism"]);
+    if (d.contains("threads")) c.threads = field<uint32_t>(d["threads"], at, "threads", 1, 256);
+    if (d.contains("iters")) c.iters = field<uint64_t>(d["iters"], at, "iters", 1, 4294967296.0);
+    if (d.contains("elements")) c.elements = field<uint64_t>(d["elements"], at, "elements", 8, 1073741824.0);
+    if (d.contains("stride")) c.stride = field<uint64_t>(d["stride"], at, "stride", 1, 1073741824.0);
+    if (d.contains("noise_threads")) c.noise_threads = field<uint32_t>(d["noise_threads"], at, "noise_threads", 0, 64);
+    return c;
+}
+
+}  // namespace
+
 void bindWorkloads(py::module_& m) {
     py::class_<WarmCache>(m, "WarmCache",
                           "Cache outcomes of lmbench runs, reused between runs of the same host geometry. "
@@ -158,8 +180,10 @@ void bindWorkloads(py::module_& m) {
 
     m.def("run_mixed",
           [](py::dict sys, bool host, std::string kernel, uint32_t threads, uint64_t lines, std::string placement,
-             std::string stores, py::object target, py::object streams, uint64_t accelRequests, py::object cb) {
-              SystemParams p = readSystem(sys);
+             std::string stores, py::object target, py::object streams, uint64_t accelRequests, py::object cb,
+             py::object rao, std::string nicDevice) {
+              const Graph g = readGraph(sys);
+              SystemParams p = g.system();
               MixedConfig c;
               c.host = host;
               c.stream = StreamConfig{kernel, threads, lines, placement, stores, readTarget(target)};
@@ -170,15 +194,23 @@ void bindWorkloads(py::module_& m) {
                   throw ConfigError("accel.streams holds " + std::to_string(c.accel.size()) +
                                     " streams; allowed: one per device (" + std::to_string(n) + ")");
               c.accel_requests = accelRequests;
+              if (!rao.is_none()) {
+                  c.rao = true;
+                  c.rao_cfg = readRaoSettings(rao);
+                  c.nic = g.nic();
+                  c.nic_device = nicDevice;
+              }
               Progress pr = wrap(cb);
               return runReleased([&] { return runMixed(p, c, pr); });
           },
           py::arg("system"), py::arg("host"), py::arg("kernel"), py::arg("threads"), py::arg("lines_per_thread"),
           py::arg("placement") = "first-touch", py::arg("stores") = "write-allocate", py::arg("target") = py::none(),
           py::arg("streams") = py::none(), py::arg("accel_requests") = 200000, py::arg("progress") = py::none(),
-          "The host's STREAM and the accelerators' streams (one per device: op, pattern, target (a window, device "
-          "or a Type-2 device's name), requesters, depth, footprint_bytes) at once in one system; host False: the "
-          "accelerators alone, measured over accel_requests accesses.");
+          py::arg("rao") = py::none(), py::arg("nic_device") = "",
+          "The host's STREAM, the accelerators' streams (one per device: op, pattern, target (a window, device "
+          "or a Type-2 device's name), requesters, depth, footprint_bytes) and the NIC's RAO (rao: kernel, op, "
+          "mechanism, threads, iters, elements, stride, noise_threads; on the device nic_device) at once in one "
+          "system; host False: the accelerators (over accel_requests accesses) or the NIC alone.");
 
     m.def("run_accel",
           [](py::dict sys, std::string op, std::string pattern, std::string target, uint32_t requesters,

@@ -19,7 +19,7 @@ SHORT = dict(threads=8, lines_per_thread=4000)
 
 
 def nic_system():
-    return topology.memory_system(topology.load(FILE), allow_nic=True)
+    return topology.memory_system(topology.load(FILE))
 
 
 def test_the_file_has_every_initiator():

@@ -129,8 +129,7 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
     with user_errors():
         kv = parse_kv(overrides, "gpu.cache.mshrs=32") if overrides else {}
         if system_file is not None:
-            s = topology.GraphSystem(topology.load(system_file),
-                                     lambda t: topology.memory_system(t, allow_nic=True)).replace(**kv)
+            s = topology.GraphSystem(topology.load(system_file), topology.memory_system).replace(**kv)
         else:
             s = mixed.attach(memory, accel)
             if kv:

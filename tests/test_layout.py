@@ -205,7 +205,6 @@ CPP_LIMIT = 600  # lines of a C++ source or header of the core or the bindings
 # ceiling that may only go down, as LONG's.
 CPP_LONG = {
     "ext/cxlcore/coherence/home_agent.cpp": 769,
-    "ext/cxlcore/workloads/accelerator.cpp": 832,
 }
 
 

@@ -106,15 +106,25 @@ def _device_settings(per_device, example: str = "gpu.target=cxl0") -> dict:
 @click.option("--device", "per_device", multiple=True, metavar="NAME.KEY=VALUE",
               help="A device's stream: op, pattern (random, sequential), target (a window, device, or a Type-2 "
                    "device's name), requesters (0: idle), depth, footprint; e.g. --device gpu.target=cxl0.")
+@click.option("--rao/--no-rao", "with_rao", default=None,
+              help="Run the NIC's remote atomics beside them (default: when the system has a NIC).")
+@click.option("--rao-kernel", type=click.Choice(("rand", "stride1", "striden", "central", "scatter", "gather",
+                                                 "ptrchase")), default="rand", show_default=True)
+@click.option("--rao-op", type=click.Choice(("add", "cas")), default="add", show_default=True)
+@click.option("--rao-mechanism", type=click.Choice(("cxl-nic", "pcie-nic", "host")), default="cxl-nic",
+              show_default=True)
+@click.option("--rao-threads", type=count(1, 256), default=4, show_default=True, help="Host threads posting RAO.")
+@click.option("--rao-iters", type=count(1, 1 << 32), default=1000, show_default=True,
+              help="Operations per thread when the NIC runs alone (beside others it runs until they finish).")
 @click.option("--compare/--no-compare", default=True, show_default=True,
-              help="Also run the host alone and the accelerators alone, and show what each side lost.")
+              help="Also run each initiator alone, and show what each lost to the others.")
 @json_opt
 @csv_opt
-def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines, target, per_device, compare, as_json,
-                  csv_path):
-    """The host's STREAM and accelerator streams at once, in one system (a Type-3 expander and an
-    accelerator on root ports of their own, say): each side's bandwidth drops only where they share
-    something, and the stages show where."""
+def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines, target, per_device, with_rao,
+                  rao_kernel, rao_op, rao_mechanism, rao_threads, rao_iters, compare, as_json, csv_path):
+    """The host's STREAM, accelerator streams and a CXL-NIC's remote atomics at once, in one system (a
+    Type-3 expander, an accelerator and a NIC on root ports of their own, say): each initiator's figures
+    drop only where they share something, and the stages show where."""
     from ..workloads import mixed
     from .. import topology
     with user_errors():
@@ -126,11 +136,21 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
             if kv:
                 s = s.replace(**kv)
         devices = _device_settings(per_device)
+        nic = mixed.nic_device(s)
+        if with_rao and nic is None:
+            raise ParamError(f"--rao: {s.name} has no NIC (a component of type nic on the home agent)")
+        rao = None
+        if with_rao or (with_rao is None and nic is not None):
+            rao = dict(kernel=rao_kernel, op=rao_op, mechanism=rao_mechanism, threads=rao_threads, iters=rao_iters)
+        busy = [d for d in s.device_names() if d != nic and devices.get(d, {}).get("requesters", 1)]
         kw = dict(kernel=kernel, threads=threads, lines_per_thread=lines, target=target, devices=devices)
-        runs = [("together", dict(host=True, accelerators=True))]
+        runs = [("together", dict(host=True, accelerators=bool(busy), rao=rao))]
         if compare:
-            runs += [("host alone", dict(host=True, accelerators=False)),
-                     ("accelerators alone", dict(host=False, accelerators=True))]
+            runs += [("host alone", dict(host=True, accelerators=False))]
+            if busy:
+                runs += [("accelerators alone", dict(host=False, accelerators=True))]
+            if rao is not None:
+                runs += [("nic alone", dict(host=False, accelerators=False, rao=rao))]
         rows = []
         for name, flags in runs:
             with progress_bar(f"mixed {name}") as cb:
@@ -149,7 +169,7 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
                             "latency_ns": r["host.read_latency_ns_mean"],
                             **{st: r[f"host.read.stage.{st}_ns"] for st in stages}})
             for d in s.device_names():
-                if not pd.isna(r.get(f"accel.{d}.bandwidth_gbps")):
+                if d != nic and not pd.isna(r.get(f"accel.{d}.bandwidth_gbps")):
                     out.append({"run": r["run"], "side": d, "gbps": r[f"accel.{d}.bandwidth_gbps"],
                                 "latency_ns": r[f"accel.{d}.latency_ns_mean"],
                                 **{st: r[f"accel.{d}.stage.{st}_ns"] for st in stages}})
@@ -163,6 +183,19 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
             lost = [f"{x['side']} {round(100 * (1 - x['gbps'] / base[x['side']]), 1) + 0.0:.1f} %"
                     for x in out if x["run"] == "together" and base.get(x["side"])]
             click.echo("bandwidth lost to the other side: " + ", ".join(lost))
+        if nic is not None and f"nic.{nic}.ops_per_second" in df:
+            k = f"nic.{nic}."
+            nrows = df[df[k + "ops_per_second"].notna()]
+            nstages = [c[len(k) + 6:-3] for c in df.columns if c.startswith(k + "stage.")]
+            click.echo(f"NIC {nic}: RAO {rao_kernel} {rao_op} by {rao_mechanism}, {rao_threads} host threads "
+                       "(millions of operations per second); latency and its stages in mean ns per operation")
+            ntab = pd.DataFrame({"run": nrows["run"], "mops": nrows[k + "ops_per_second"] / 1e6,
+                                 "latency_ns": nrows[k + "latency_ns_mean"],
+                                 **{st: nrows[f"{k}stage.{st}_ns"] for st in nstages}})
+            click.echo(table(ntab, ["run", "mops", "latency_ns"] + nstages))
+            if compare and len(ntab) > 1 and ntab["mops"].iloc[-1]:
+                click.echo(f"NIC operation rate lost to the others: "
+                           f"{round(100 * (1 - ntab['mops'].iloc[0] / ntab['mops'].iloc[-1]), 1) + 0.0:.1f} %")
         windows_table(df.assign(memory=df["run"]))
     write_outputs(df, None, csv_path, "mixed")
 

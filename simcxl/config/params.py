@@ -353,9 +353,11 @@ class System:
                                  "a name of its own")
         spans = [(w.name, w.range.base, w.end) for w in self.map or []]
         check_devices(self.devices, self.prefix, spans)
-        if (self.lone_device or self.nic is not None) and len(self.devices) != 1:
-            raise ParamError(f"{'nic' if self.nic is not None else 'lone_device'}: {self.name} has devices "
-                             f"{', '.join(self.device_names())}; allowed: one device")
+        # A NIC's system has the NIC first (simcxl.workloads.nic runs it alone; simcxl.workloads.mixed beside other
+        # devices).
+        if self.lone_device and len(self.devices) != 1:
+            raise ParamError(f"lone_device: {self.name} has devices {', '.join(self.device_names())}; allowed: "
+                             "one device")
         if self.nic is not None:
             self.nic.validate("nic")
 

@@ -77,7 +77,7 @@ def _devices(b: _Builder, host: str, home, devices: List[AccelDevice], nic=None)
         link = f"{d.name}_link"
         b.add(link, "link", top=d.link)
         groups = {g: getattr(d, g) for g in ("cache", "accel", "dma", "media")}
-        if nic is not None:
+        if nic is not None and i == 0:  # a system's NIC is its first device
             b.add(d.name, "nic", nic=nic, **groups)
         else:
             b.add(d.name, "accelerator", **groups)

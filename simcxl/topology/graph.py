@@ -346,6 +346,11 @@ def _take_from(c: Component, spec: Any, fragments: Fragments) -> None:
     except ParamError as e:
         raise TopologyError(f"{c.name}.from = {spec!r}: {e}") from None
     same = [x for x in src.components.values() if x.type == c.type]
+    if not same and c.type == "nic":
+        # A NIC is a Type-1 device with a NIC's engines: an accelerator preset gives the device, the schema
+        # the NIC's own parameters (as simcxl.workloads.nic.load does).
+        _take_from(c, "defaults", fragments)
+        same = [x for x in src.components.values() if x.type == "accelerator"]
     if which:
         match = [x for x in same if x.name == which]
     else:

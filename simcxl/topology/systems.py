@@ -68,7 +68,7 @@ def _remote_memory(t: Topology, rs: Component) -> RemoteMemory:
     return RemoteMemory(link=rs.group(""), dram=t.below(rs.name, "down")[0].group(""))
 
 
-def _accel_devices(t: Topology, host: Component, allow_nic: bool) -> Tuple[Optional[Component], List[AccelDevice]]:
+def _accel_devices(t: Topology, host: Component) -> Tuple[Optional[Component], List[AccelDevice]]:
     homes = t.below(host.name, "home")
     if not homes:
         return None, []
@@ -76,17 +76,14 @@ def _accel_devices(t: Topology, host: Component, allow_nic: bool) -> Tuple[Optio
     for k in t.down(homes[0].name, "root_port"):
         link = t.components[k.b.comp]
         dev = t.below(link.name, "down")[0]
-        if dev.type == "nic" and not allow_nic:
-            raise TopologyError(f"{dev.name}: a nic runs with 'simcxl run rao' or 'run rpc'; here use an "
-                                "accelerator (type accelerator)")
         out.append(AccelDevice(name=dev.name, link=link.group(""),
                                **{g: dev.group(g) for g in ("cache", "accel", "dma", "media")}))
     return homes[0], out
 
 
-def memory_system(spec: Union[Topology, Any], allow_nic: bool = False, lone_device: bool = False) -> System:
-    """The engine's System of a graph: one memory or an address map of windows, with any accelerators
-    (``allow_nic``: or a NIC; ``lone_device``: a single device named as a preset's, cache.mshrs)."""
+def memory_system(spec: Union[Topology, Any], lone_device: bool = False) -> System:
+    """The engine's System of a graph: one memory or an address map of windows, with any accelerators and
+    a NIC (``lone_device``: a single device named as a preset's, cache.mshrs)."""
     t = load(spec)
     host = _host(t)
     ws = t.down(host.name, "mem")
@@ -114,7 +111,7 @@ def memory_system(spec: Union[Topology, Any], allow_nic: bool = False, lone_devi
             else:
                 windows.append(Window(tgt.name, "cxl-type3", rng, cxl=_cxl_memory(t, tgt)))
         kw.update(kind=MAP_KIND, map=windows)
-    home, devs = _accel_devices(t, host, allow_nic)
+    home, devs = _accel_devices(t, host)
     if home is not None:
         kw.update(home=home.group(""), devices=devs, lone_device=lone_device and len(devs) == 1)
     nics = t.of_type("nic")
@@ -139,7 +136,7 @@ def accel_system(spec: Union[Topology, Any]) -> System:
                             "window (no base or size); with other memories use 'simcxl run mixed'")
     if not t.below(host.name, "home"):
         raise TopologyError(f"{host.name}.home: port left open; accelerator workloads need a home_agent with devices")
-    return memory_system(t, allow_nic=True, lone_device=True)
+    return memory_system(t, lone_device=True)
 
 
 def nic_system(spec: Union[Topology, Any]) -> System:

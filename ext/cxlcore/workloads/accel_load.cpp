@@ -120,6 +120,7 @@ void AccelLoad::done(Txn* x) {
     if (pace_ && completed_ == pace_ / 10) {
         s_.resetStats();
         open(s_.loop.now());
+        if (onWindow) onWindow(true, s_.loop.now());
     }
     if (counting_) {
         lat_[q.stream].add(*x, x->done);
@@ -128,6 +129,7 @@ void AccelLoad::done(Txn* x) {
     s_.pool.put(x);
     if (pace_ && completed_ == pace_ - pace_ / 10) {
         close(s_.loop.now());
+        if (onWindow) onWindow(false, s_.loop.now());
         s_.loop.stop();
         return;
     }

@@ -5,6 +5,7 @@
 // host's workload) are counted, with their latency and stages.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ class AccelLoad : public Client {
     // Per description, over the window: accesses, latency and stages.
     void report(Report& r) const;
     uint64_t completed() const { return completed_; }
+    // Paced: told when the window opens (true) and closes.
+    std::function<void(bool, Tick)> onWindow;
     Tick from() const { return from_; }
     Tick to() const { return to_; }
 

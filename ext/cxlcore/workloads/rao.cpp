@@ -11,8 +11,6 @@ namespace cxlcore {
 namespace {
 
 constexpr uint64_t kArrayBase = 1ull << 32, kIndexBase = 1ull << 36, kRingBase = 1ull << 38;
-const char* const kKernels[] = {"rand", "stride1", "striden", "central", "scatter", "gather", "ptrchase"};
-enum Kernel { Rand, Stride1, StrideN, Central, Scatter, Gather, PtrChase };
 // A PCIe NIC operation's phases: driver and doorbell; descriptor fetch; the
 // operand's DMA read (after waiting for its line and inputs); compute, DMA
 // write, completion record and the driver noticing it.
@@ -22,137 +20,7 @@ void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
 }
 
-int kernelOf(const std::string& k) {
-    for (int i = 0; i < 7; ++i)
-        if (k == kKernels[i]) return i;
-    throw ConfigError("rao.kernel = '" + k +
-                      "' is not allowed; allowed values: rand, stride1, striden, central, scatter, gather, ptrchase");
-}
-
 }  // namespace
-
-void checkRao(const SystemParams& p, const NicParams& n, const RaoConfig& c) {
-    p.validate();
-    n.validate("nic");
-    // The NIC is the system's first device; any others stay idle beside it.
-    need(!p.accelerators.empty(), "rao: the system has no device; allowed: a Type-1 device first, the NIC");
-    kernelOf(c.kernel);
-    need(c.op == "add" || c.op == "cas", "rao.op = '" + c.op + "' is not allowed; allowed values: add, cas");
-    need(c.mechanism == "cxl-nic" || c.mechanism == "pcie-nic" || c.mechanism == "host",
-         "rao.mechanism = '" + c.mechanism + "' is not allowed; allowed values: cxl-nic, pcie-nic, host");
-    need(c.threads >= 1 && c.threads <= 256, "rao.threads = " + fmtNum(c.threads) + " is out of range; allowed: 1 to 256");
-    need(c.iters >= 1 && c.iters <= (1ull << 32),
-         "rao.iters = " + fmtNum(double(c.iters)) + " is out of range; allowed: 1 to 4294967296");
-    need(c.elements >= 8 && c.elements <= (1ull << 30),
-         "rao.elements = " + fmtNum(double(c.elements)) + " is out of range; allowed: 8 to 1073741824");
-    need(c.stride >= 1 && c.stride <= (1ull << 30),
-         "rao.stride = " + fmtNum(double(c.stride)) + " is out of range; allowed: 1 to 1073741824");
-    need(c.noise_threads <= 64, "rao.noise_threads = " + fmtNum(c.noise_threads) + " is out of range; allowed: 0 to 64");
-    need(c.noise_threads == 0 || c.mechanism == "cxl-nic",
-         "rao.noise_threads = " + fmtNum(c.noise_threads) + " is not allowed with mechanism '" + c.mechanism +
-             "'; allowed: 0 (host cores touch the NIC's lines only with cxl-nic)");
-    const int k = kernelOf(c.kernel);
-    if (k == Scatter || k == Gather)
-        need(uint64_t(c.threads) * c.iters <= (1ull << 28),
-             "rao.iters = " + fmtNum(double(c.iters)) + " is out of range for " + c.kernel + " with " +
-                 fmtNum(c.threads) + " threads; allowed: threads x iters up to 268435456 (its index array)");
-    need(!c.record || uint64_t(c.threads) * c.iters <= 10000000,
-         "rao.record is not allowed with threads x iters = " + fmtNum(double(uint64_t(c.threads) * c.iters)) +
-             "; allowed: up to 10000000 when recording");
-}
-
-RaoKernel::RaoKernel(const RaoConfig& c, uint64_t seed) : c_(c), seed_(seed), kernel_(kernelOf(c.kernel)) {
-    const bool cas = c.op == "cas";
-    per_ = kernel_ == Scatter || kernel_ == Gather ? (cas ? 5 : 3) : cas ? 2 : 1;
-    Rng rng(seed * 7919 + 17);
-    if (kernel_ == Scatter || kernel_ == Gather) {
-        idx_.resize(size_t(c.threads) * c.iters + 2);
-        for (auto& v : idx_) v = rng.below(c.elements);
-    } else if (kernel_ == PtrChase) {
-        // One cycle through every element (Sattolo's shuffle), so no chase ends early.
-        idx_.resize(c.elements);
-        for (uint64_t i = 0; i < c.elements; ++i) idx_[i] = i;
-        for (uint64_t i = c.elements - 1; i > 0; --i) std::swap(idx_[i], idx_[rng.below(i)]);
-    } else {
-        idx_.assign(1, 0);
-    }
-}
-
-AtomicOp RaoKernel::op(uint32_t t, uint64_t i) const {
-    const uint64_t it = i / per_, j = i % per_, base = it * per_;
-    const bool cas = c_.op == "cas";
-    const uint64_t E = c_.elements, n = c_.iters;
-    AtomicOp out[5];
-    uint32_t m = 0;
-    // "word += v" (v: an immediate plus the result of operation vDep): one
-    // FETCH_ADD/ADD, or a FETCH and a CAS of the value fetched to the sum.
-    // Returns the operation whose result is the word's previous value.
-    auto modify = [&](uint8_t region, uint64_t index, int64_t addrDep, AtomicCode code, uint64_t imm, int64_t vDep) {
-        AtomicOp o;
-        o.region = region;
-        o.index = index;
-        o.addrDep = addrDep;
-        if (!cas) {
-            o.code = code;
-            o.aImm = imm;
-            o.aDep[0] = vDep;
-            out[m++] = o;
-            return int64_t(base + m - 1);
-        }
-        o.code = AtomicCode::Fetch;
-        out[m++] = o;
-        const int64_t f = int64_t(base + m - 1);
-        o.code = AtomicCode::Cas;
-        o.aDep[0] = f;
-        o.bDep[0] = f;
-        o.bDep[1] = vDep;
-        o.bImm = imm;
-        out[m++] = o;
-        return f;
-    };
-    auto fetch = [&](uint8_t region, uint64_t index, int64_t addrDep) {
-        AtomicOp o;
-        o.region = region;
-        o.index = index;
-        o.addrDep = addrDep;
-        out[m++] = o;
-        return int64_t(base + m - 1);
-    };
-    const uint64_t g = uint64_t(t) * n + it;  // the thread's share of the arrays, as CircusTent splits them
-    switch (kernel_) {
-        case Rand: modify(0, Rng(seed_ * 1000003 + (uint64_t(t) << 40) + it).next() % E, -1, AtomicCode::FetchAdd, 1, -1); break;
-        case Stride1: modify(0, g % E, -1, AtomicCode::FetchAdd, 1, -1); break;
-        case StrideN: modify(0, (uint64_t(t) * n * c_.stride + it * c_.stride) % E, -1, AtomicCode::FetchAdd, 1, -1); break;
-        case Central: modify(0, 0, -1, AtomicCode::FetchAdd, 1, -1); break;
-        case Scatter: {
-            const int64_t d = fetch(1, g + 1, -1);
-            const int64_t v = modify(0, g % E, -1, AtomicCode::FetchAdd, 1, -1);
-            modify(0, 0, d, AtomicCode::Add, 0, v);
-            break;
-        }
-        case Gather: {
-            const int64_t d = fetch(1, g + 1, -1);
-            const int64_t v = modify(0, 0, d, AtomicCode::FetchAdd, 1, -1);
-            modify(0, g % E, -1, AtomicCode::Add, 0, v);
-            break;
-        }
-        case PtrChase: {
-            // Each step reads the next element's index from the one before.
-            const uint64_t start = uint64_t(t) * E / c_.threads;
-            const int64_t prev = it ? int64_t((it - 1) * per_) : -1;
-            const int64_t x = fetch(1, start, prev);
-            if (cas) {
-                AtomicOp o = out[0];
-                o.code = AtomicCode::Cas;
-                o.aDep[0] = x;
-                o.bDep[0] = x;
-                out[m++] = o;
-            }
-            break;
-        }
-    }
-    return out[j];
-}
 
 namespace {
 
@@ -184,23 +52,37 @@ class AlarmClock : public Component {
     TimedQueue<Alarm> q_;
 };
 
-// One RAO run: the coherent system, the host threads and the mechanism.
+}  // namespace
+
+// One RAO run on a coherent system: the host threads and the mechanism, on
+// accelerator `dev` (the NIC). `endless`: the threads run until someone else
+// stops the system (a mixed run's pacer), counted over the window it opens.
 class RaoRun : public Client, public DmaClient {
   public:
-    RaoRun(const SystemParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress)
-        : p_(p), n_(n), c_(c), progress_(progress), sys_(p, c.check), kernel_(c, p.seed),
+    RaoRun(System& sys, const NicParams& n, const RaoConfig& c, const Progress& progress, uint32_t dev = 0,
+           bool endless = false)
+        : p_(sys.params()), n_(n), c_(c), progress_(progress), sys_(sys), kernel_(c, p_.seed),
           mem_(kArrayBase, c.elements, kIndexBase, kernel_.index(), c.record), per_(kernel_.opsPerThread()),
-          clock_(sys_.loop, *this) {
+          clock_(sys_.loop, *this), dev_(dev), nicEntry_(sys.accelEntry.at(dev)) {
+        if (endless) per_ = ~0ull / c.threads;
         mech_ = c.mechanism == "cxl-nic" ? 0 : c.mechanism == "pcie-nic" ? 1 : 2;
         threads_.resize(c.threads);
         for (auto& t : threads_) {
             t.results = ThreadResults(resultsRing(n.ring_entries));
             t.postedAt.assign(n.ring_entries, 0);
+            t.storedAt.assign(n.ring_entries, 0);
         }
         total_ = per_ * c.threads;
         guard_ = 4 * sys_.stallWindow() + nsToTicks(n.host_poll_ns + n.poll_ns + 4 * n.wire_latency_ns);
     }
     Report run();
+    // Starts the threads (and the NIC); the system's owner runs it.
+    void start();
+    // Counts completions from `t` on / stops counting.
+    void open(Tick t);
+    void close(Tick t);
+    // Over the window, under `k`: operations, their rate and latency, its stages.
+    void report(Report& r, const std::string& k) const;
     void fire(const Alarm& a);
     // A host core's access is done (its tag says which step; ctx its thread or core).
     void done(Txn* x) override;
@@ -216,7 +98,7 @@ class RaoRun : public Client, public DmaClient {
         bool pollNext = false;
         Tick busyUntil = 0;
         ThreadResults results;
-        std::vector<Tick> postedAt;
+        std::vector<Tick> postedAt, storedAt;  // a ring slot's post began / its descriptor was stored
     };
     struct PJob {
         DmaJob job;
@@ -238,7 +120,8 @@ class RaoRun : public Client, public DmaClient {
         a->ctx = reinterpret_cast<void*>(uintptr_t(who));
         return a;
     }
-    void completed(Tick latency);
+    // An operation seen complete, `latency` after it was posted; s0-s3: its stages.
+    void completed(Tick latency, Tick s0 = 0, Tick s1 = 0, Tick s2 = 0, Tick s3 = 0);
     // CXL-NIC: the host thread's side of the rings.
     void nicStep(uint32_t t);
     // PCIe NIC
@@ -252,11 +135,17 @@ class RaoRun : public Client, public DmaClient {
     void noiseStep(uint32_t h);
     bool allDone() const { return done_ == total_; }
 
+  public:
+    bool finished() const { return allDone(); }
+    Tick lastCompletion() const { return last_; }
+
+  private:
+
     SystemParams p_;
     NicParams n_;
     RaoConfig c_;
     Progress progress_;
-    System sys_;
+    System& sys_;
     RaoKernel kernel_;
     AtomicMemory mem_;
     uint64_t per_, total_ = 0, done_ = 0, storeSeq_ = 0, noiseOps_ = 0;
@@ -276,9 +165,30 @@ class RaoRun : public Client, public DmaClient {
     Tick last_ = 0;
     size_t pcieInFlight_ = 0, maxPcieInFlight_ = 0;
     Tick phase_[4] = {0, 0, 0, 0};  // PCIe NIC: summed doorbell, descriptor, data, completion phases
+    uint32_t dev_;       // the NIC's accelerator
+    uint32_t nicEntry_;  // its description
+    // The window: operations completed in it, their latency and stages
+    // (cxl-nic: the descriptor's store, the NIC's execution, the poll that
+    // saw the completion; pcie-nic: its four phases).
+    bool counting_ = false;
+    Tick from_ = 0, to_ = 0;
+    uint64_t wOps_ = 0;
+    LogHistogram wLat_;
+    Tick wStage_[4] = {0, 0, 0, 0};
+    NicStats nicAtOpen_, nicAtClose_;
+    void count(Tick latency, Tick s0, Tick s1, Tick s2, Tick s3) {
+        if (!counting_) return;
+        ++wOps_;
+        wLat_.add(latency);
+        wStage_[0] += s0;
+        wStage_[1] += s1;
+        wStage_[2] += s2;
+        wStage_[3] += s3;
+    }
 };
 
-void RaoRun::completed(Tick latency) {
+void RaoRun::completed(Tick latency, Tick s0, Tick s1, Tick s2, Tick s3) {
+    count(latency, s0, s1, s2, s3);
     lat_.add(latency);
     last_ = now();
     ++done_;
@@ -317,7 +227,7 @@ void RaoRun::fire(const Alarm& a) {
         }
         case PcieRelease: {
             PJob* j = static_cast<PJob*>(a.p);
-            sys_.accels[0]->dmaRelease(&j->job);
+            sys_.accels[dev_]->dmaRelease(&j->job);
             break;
         }
         case PcieFinish: order_->finish(&static_cast<PJob*>(a.p)->slot); break;
@@ -359,6 +269,7 @@ void RaoRun::done(Txn* x) {
     if (step == PostDescriptor) {
         const uint64_t op = x->value - 1;
         rings_[t].desc[op % n_.ring_entries] = kernel_.op(t, op);
+        h.storedAt[op % n_.ring_entries] = now();
         ++h.posted;
         sys_.pool.put(x);
         nicStep(t);
@@ -375,7 +286,10 @@ void RaoRun::done(Txn* x) {
     // Every completion of the polled line the data read includes, in order.
     bool seen = false;
     while (h.consumed < h.posted && ring.cqLine(h.consumed) == x->addr && ring.completedIn(h.consumed, x->value)) {
-        completed(now() - h.postedAt[h.consumed % n_.ring_entries]);
+        const size_t slot = h.consumed % n_.ring_entries;
+        const Tick post = h.storedAt[slot] - h.postedAt[slot], notice = now() - x->birth;
+        const Tick total = now() - h.postedAt[slot];
+        completed(total, post, total - post - notice, 0, notice);
         ++h.consumed;
         seen = true;
     }
@@ -415,10 +329,10 @@ void RaoRun::pciePost(uint32_t t) {
         d.ctx = j;
         // The driver writes the descriptor and rings the doorbell (dma.setup_ns), one post after another.
         const Tick start = std::max(now(), th.busyUntil);
-        th.busyUntil = start + nsToTicks(sys_.params().accelerators.at(0).dma.setup_ns);
+        th.busyUntil = start + nsToTicks(sys_.params().accelerators.at(nicEntry_).dma.setup_ns);
         ++pcieInFlight_;
         maxPcieInFlight_ = std::max(maxPcieInFlight_, pcieInFlight_);
-        sys_.home->doorbell(0, &d, start - now());
+        sys_.home->doorbell(uint16_t(dev_), &d, start - now());
     }
 }
 
@@ -449,7 +363,8 @@ void RaoRun::dmaDone(DmaJob* x) {
     phase_[1] += x->descriptorAt - x->doorbellAt;
     phase_[2] += x->dataAt - x->descriptorAt;
     phase_[3] += x->noticedAt - x->dataAt;
-    completed(x->noticedAt - x->start);
+    completed(x->noticedAt - x->start, x->doorbellAt - x->start, x->descriptorAt - x->doorbellAt,
+              x->dataAt - x->descriptorAt, x->noticedAt - x->dataAt);
     const uint32_t who = j->slot.ring;
     jobs_.put(j);
     pciePost(who);
@@ -463,7 +378,7 @@ void RaoRun::pcieReady(PJob* j) {
     } else if (j->inHold) {
         j->readyNow = true;
     } else {
-        sys_.accels[0]->dmaRelease(&j->job);
+        sys_.accels[dev_]->dmaRelease(&j->job);
     }
 }
 
@@ -514,11 +429,11 @@ void RaoRun::noiseStep(uint32_t h) {
     hostAtomic(c_.threads + h, mem_.line(0, noiseIndex_[h]), true);
 }
 
-Report RaoRun::run() {
+void RaoRun::start() {
     const std::string& m = c_.mechanism;
     if (m == "cxl-nic") {
         rings_ = makeRings(c_.threads, n_, kRingBase);
-        nic_.reset(new CxlNic(sys_.loop, n_, *sys_.accels[0], rings_, mem_, storeSeq_, sys_.pool));
+        nic_.reset(new CxlNic(sys_.loop, n_, *sys_.accels[dev_], rings_, mem_, storeSeq_, sys_.pool));
         nic_->start();
         for (uint32_t t = 0; t < c_.threads; ++t) nicStep(t);
         for (uint32_t h = 0; h < c_.noise_threads; ++h) {
@@ -537,6 +452,45 @@ Report RaoRun::run() {
         for (uint32_t t = 0; t < c_.threads; ++t) hostStep(t);
     }
     last_ = now();
+}
+
+void RaoRun::open(Tick t) {
+    counting_ = true;
+    from_ = t;
+    if (nic_) nicAtOpen_ = nic_->stats();
+}
+
+void RaoRun::close(Tick t) {
+    counting_ = false;
+    to_ = t;
+    if (nic_) nicAtClose_ = nic_->stats();
+}
+
+void RaoRun::report(Report& r, const std::string& k) const {
+    const double ns = ticksToNs(to_ - from_), ops = double(wOps_);
+    r.emplace_back(k + "ops", ops);
+    r.emplace_back(k + "ops_per_second", ns > 0 ? ops / ns * 1e9 : 0.0);
+    r.emplace_back(k + "latency_ns_mean", ops > 0 ? ticksToNs(wLat_.sum()) / ops : 0.0);
+    reportTails(r, k, wLat_);
+    auto mean = [ops](Tick sum) { return ops > 0 ? ticksToNs(sum) / ops : 0.0; };
+    if (mech_ == 0) {
+        // The NIC's execution (its operand line's access) is its own count over
+        // the operations it executed in the window; the rest of the time between
+        // the descriptor's store and the poll that saw the result is waiting:
+        // the doorbell, the descriptor's fetch, ordering behind earlier operations.
+        const uint64_t nicOps = nicAtClose_.ops - nicAtOpen_.ops;
+        const double execute = nicOps ? ticksToNs(nicAtClose_.executing - nicAtOpen_.executing) / double(nicOps) : 0.0;
+        r.emplace_back(k + "stage.post_ns", mean(wStage_[0]));
+        r.emplace_back(k + "stage.wait_ns", std::max(0.0, mean(wStage_[1]) - execute));
+        r.emplace_back(k + "stage.execute_ns", execute);
+        r.emplace_back(k + "stage.notice_ns", mean(wStage_[3]));
+    } else if (mech_ == 1) {
+        for (int i = 0; i < 4; ++i) r.emplace_back(k + "stage." + kPhases[i] + "_ns", mean(wStage_[i]));
+    }
+}
+
+Report RaoRun::run() {
+    start();
     sys_.run();
     need(allDone(), "internal: the RAO run stopped with " + std::to_string(total_ - done_) + " operations outstanding");
     Report r;
@@ -581,12 +535,11 @@ Report RaoRun::run() {
     return r;
 }
 
-}  // namespace
-
 RaoResult runRao(const SystemParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress) {
     checkRao(p, n, c);
     need(c.mechanism != "pcie-nic" || p.accelerators.at(0).dma.engines >= 1, "dma.engines must be at least 1");
-    RaoRun run(p, n, c, progress);
+    System sys(p, c.check);
+    RaoRun run(sys, n, c, progress);
     RaoResult out;
     out.report = run.run();
     out.log = std::move(run.result.log);
@@ -594,5 +547,16 @@ RaoResult runRao(const SystemParams& p, const NicParams& n, const RaoConfig& c, 
     out.index = std::move(run.result.index);
     return out;
 }
+
+RaoLoad::RaoLoad(System& s, const NicParams& n, const RaoConfig& c, uint32_t device, bool endless,
+                 const Progress& progress)
+    : run_(new RaoRun(s, n, c, endless ? Progress() : progress, device, endless)) {}
+RaoLoad::~RaoLoad() = default;
+void RaoLoad::start() { run_->start(); }
+void RaoLoad::open(Tick t) { run_->open(t); }
+void RaoLoad::close(Tick t) { run_->close(t); }
+bool RaoLoad::done() const { return run_->finished(); }
+Tick RaoLoad::last() const { return run_->lastCompletion(); }
+void RaoLoad::report(Report& r, const std::string& k) const { run_->report(r, k); }
 
 }  // namespace cxlcore

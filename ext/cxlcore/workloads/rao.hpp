@@ -3,6 +3,7 @@
 // cores themselves.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,26 @@ struct RaoResult {
     std::vector<uint64_t> array, index;
 };
 RaoResult runRao(const SystemParams& p, const NicParams& n, const RaoConfig& c, const Progress& progress);
+
+class RaoRun;  // rao.cpp
+// RAO on a system someone else builds and runs (runMixed), its NIC on
+// accelerator `device`. `endless`: the threads run until the system's owner
+// stops it, measured over the window open() and close() mark; otherwise
+// they run iters operations each, and done() says when all completed.
+class RaoLoad {
+  public:
+    RaoLoad(System& s, const NicParams& n, const RaoConfig& c, uint32_t device, bool endless, const Progress& progress);
+    ~RaoLoad();
+    void start();
+    void open(Tick t);
+    void close(Tick t);
+    bool done() const;
+    Tick last() const;  // the latest completion
+    // Over the window, under `k`: ops, ops_per_second, latency_ns_mean, its tail and stages.
+    void report(Report& r, const std::string& k) const;
+
+  private:
+    std::unique_ptr<RaoRun> run_;
+};
 
 }  // namespace cxlcore

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import simcxl
+import simcxl.topology
 
 from conftest import REPO
 

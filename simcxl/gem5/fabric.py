@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Union
 
 from ..config.params import ParamError
-
-PORT_SEED_STRIDE = 17  # root port i's link: seed + 17 i, as in the standalone engine
+from .components import PORT_SEED_STRIDE  # root port i's link: seed + 17 i, as in the standalone engine
 
 
 class HostWindow(NamedTuple):

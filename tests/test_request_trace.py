@@ -219,3 +219,29 @@ def test_tracing_off_changes_nothing():
                       lines_per_thread=200, target="ddr", devices={"gpu": {"requesters": 2, "depth": 2}})
     assert rec.recorded == 500
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_rows_csv_is_the_same_table(tmp_path):
+    """What an engine without Python (gem5's host bridge) writes, the core's rows as CSV, reads back
+    as the very frame the binding gives; two files (two host bridges) become runs 0 and 1 of one
+    trace whose events are well formed."""
+    rec = reqtrace.Recorder(2, 300)
+    with rec:
+        mixed.run(topology.GraphSystem(topology.load(str(MIXED)), topology.memory_system).replace(), threads=2,
+                  lines_per_thread=200, target="ddr", devices={"gpu": {"requesters": 2, "depth": 2}})
+    rows = tmp_path / "t.rows.csv"
+    rec.sink.write_rows(str(rows))
+    direct, back = rec.frame(), reqtrace.read_rows(rows)
+    assert len(direct) > 300 and set(direct["kind"]) >= {"request", "span", "flit"}
+    pd.testing.assert_frame_equal(direct, back, check_dtype=False)
+    jpath, ppath = reqtrace.convert([rows, rows], tmp_path / "two")
+    df = reqtrace.read(ppath)
+    assert sorted(df["run"].unique()) == [0, 1]
+    assert (df[df["run"] == 1].drop(columns="run").reset_index(drop=True)
+            .equals(df[df["run"] == 0].drop(columns="run").reset_index(drop=True)))
+    counts = check_trace_events(json.loads(jpath.read_text()))
+    assert counts["X"] == 2 * int(((direct["kind"] == "request") | (direct["kind"] == "span")).sum())
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(reqtrace.ParamError, match="not a trace's rows"):
+        reqtrace.read_rows(bad)

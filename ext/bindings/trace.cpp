@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
 
 #include "cxlcore/kernel/stats.hpp"
@@ -22,70 +23,25 @@ struct PySink {
     std::unique_ptr<TraceSink::Scope> scope;
 };
 
-// Every record (a row of kind "request"), its spans and marks, as columns of equal length.
+// Every record's rows (kernel/trace.hpp) as a dict of columns.
 py::dict rows(const TraceSink& s) {
-    std::vector<uint32_t> run;
-    std::vector<uint64_t> id, addr, birth, done;
-    std::vector<std::string> op, stream, component, kind;
-    std::vector<uint16_t> src;
-    std::vector<int16_t> stage;  // -1: a mark
-    std::vector<uint64_t> start, end, value;
-    std::vector<bool> finished;
-    auto req = [&](const TraceRecord& r) {
-        run.push_back(r.run);
-        id.push_back(r.id);
-        addr.push_back(r.addr);
-        op.push_back(command(r.opc).name);
-        src.push_back(r.src);
-        birth.push_back(r.birth);
-        done.push_back(r.done);
-        stream.push_back(r.stream);
-        finished.push_back(r.finished);
-    };
-    for (const TraceRecord& r : s.records()) {
-        // The request itself, issue to completion (to issue when it never completed).
-        req(r);
-        component.push_back("requests");
-        kind.push_back("request");
-        stage.push_back(-1);
-        start.push_back(r.birth);
-        end.push_back(std::max(r.birth, r.done));
-        value.push_back(0);
-        for (const TraceSpan& sp : r.spans) {
-            req(r);
-            component.push_back(sp.who);
-            kind.push_back("span");
-            stage.push_back(int16_t(sp.stage));
-            start.push_back(sp.start);
-            end.push_back(sp.end);
-            value.push_back(0);
-        }
-        for (const TraceMark& m : r.marks) {
-            req(r);
-            component.push_back(m.who);
-            kind.push_back(m.what);
-            stage.push_back(-1);
-            start.push_back(m.at);
-            end.push_back(m.at);
-            value.push_back(m.value);
-        }
-    }
+    TraceRows t = traceRows(s);
     py::dict d;
-    d["run"] = run;
-    d["request"] = id;
-    d["address"] = addr;
-    d["op"] = op;
-    d["source"] = src;
-    d["issued_ps"] = birth;
-    d["done_ps"] = done;
-    d["stream"] = stream;
-    d["finished"] = finished;
-    d["component"] = component;
-    d["kind"] = kind;
-    d["stage"] = stage;
-    d["start_ps"] = start;
-    d["end_ps"] = end;
-    d["value"] = value;
+    d["run"] = t.run;
+    d["request"] = t.request;
+    d["address"] = t.address;
+    d["op"] = t.op;
+    d["source"] = t.source;
+    d["issued_ps"] = t.issued;
+    d["done_ps"] = t.done;
+    d["stream"] = t.stream;
+    d["finished"] = t.finished;
+    d["component"] = t.component;
+    d["kind"] = t.kind;
+    d["stage"] = t.stage;
+    d["start_ps"] = t.start;
+    d["end_ps"] = t.end;
+    d["value"] = t.value;
     return d;
 }
 
@@ -172,6 +128,13 @@ void bindTrace(py::module_& m) {
         .def_property_readonly("max_requests", [](const PySink& p) { return p.sink.maxRequests(); })
         .def("rows", [](const PySink& p) { return rows(p.sink); },
              "Every span and mark: columns of equal length (stage -1: a mark).")
+        .def("write_rows",
+             [](const PySink& p, const std::string& path) {
+                 std::ofstream f(path);
+                 if (!f) throw ConfigError("trace rows: cannot write " + path);
+                 writeTraceRows(p.sink, f);
+             },
+             py::arg("path"), "The rows as CSV (what gem5's host bridge writes for simcxl.engine.reqtrace).")
         .def("requests", [](const PySink& p) { return requests(p.sink); },
              "One row per recorded request: its stages as its statistics counted them (ps).");
 }

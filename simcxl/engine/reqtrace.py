@@ -30,7 +30,7 @@ import heapq
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -44,7 +44,8 @@ DEFAULT_MAX_REQUESTS = 10_000
 MAX_REQUESTS_LIMIT = 100_000_000
 SAMPLE_LIMIT = 1 << 40
 
-__all__ = ["Recorder", "check_args", "paths", "read", "breakdown", "chrome_events", "STAGES"]
+__all__ = ["Recorder", "check_args", "paths", "read", "read_rows", "convert", "breakdown", "chrome_events",
+           "STAGES"]
 
 
 def _whole(name: str, value, lo: int, hi: int, what: str) -> int:
@@ -120,12 +121,7 @@ class Recorder:
         the request, '' if none), finished, component, kind ('request', 'span', 'flit', 'credit',
         'credit_wait'), stage (spans only, else None), start/end (ps), value (a flit's half-slots),
         and the times in ns."""
-        df = pd.DataFrame(self.sink.rows())
-        df["stage"] = [STAGES[s] if s >= 0 else None for s in df["stage"]] if len(df) else pd.Series(dtype=object)
-        for c in ("start", "end", "issued", "done"):
-            df[f"{c}_ns"] = df[f"{c}_ps"] / 1000.0
-        df["duration_ns"] = (df["end_ps"] - df["start_ps"]) / 1000.0
-        return df
+        return _frame(pd.DataFrame(self.sink.rows()))
 
     def requests(self) -> pd.DataFrame:
         """One row per recorded request, with the stages (ps) its run's statistics counted."""
@@ -142,20 +138,66 @@ class Recorder:
 
     def write(self, path: Union[str, Path], meta: Optional[dict] = None) -> Tuple[Path, Path]:
         """Writes FILE.json (trace events) and FILE.parquet; returns their paths."""
-        jpath, ppath = paths(path)
-        df = self.frame()
-        info = {**self.meta(), **(meta or {})}
-        doc = {"traceEvents": chrome_events(df), "displayTimeUnit": "ns",
-               "otherData": {k: str(v) for k, v in info.items()}}
-        with open(jpath, "w") as f:
-            f.write(json.dumps(doc, separators=(",", ":")))  # one string: json.dump writes in small pieces
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                               b"simcxl.trace": json.dumps(info).encode()})
-        pq.write_table(table, ppath)
-        return jpath, ppath
+        return write_frame(self.frame(), path, {**self.meta(), **(meta or {})})
+
+
+def _frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The trace frame from the core's rows (stage numbers named, times also in ns)."""
+    df["stage"] = [STAGES[s] if s >= 0 else None for s in df["stage"]] if len(df) else pd.Series(dtype=object)
+    for c in ("start", "end", "issued", "done"):
+        df[f"{c}_ns"] = df[f"{c}_ps"] / 1000.0
+    df["duration_ns"] = (df["end_ps"] - df["start_ps"]) / 1000.0
+    return df
+
+
+def write_frame(df: pd.DataFrame, path: Union[str, Path], info: dict) -> Tuple[Path, Path]:
+    """FILE.json (trace events) and FILE.parquet of a trace frame, ``info`` (sample, max_requests,
+    ...) in both; returns their paths."""
+    jpath, ppath = paths(path)
+    doc = {"traceEvents": chrome_events(df), "displayTimeUnit": "ns",
+           "otherData": {k: str(v) for k, v in info.items()}}
+    with open(jpath, "w") as f:
+        f.write(json.dumps(doc, separators=(",", ":")))  # one string: json.dump writes in small pieces
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           b"simcxl.trace": json.dumps(info).encode()})
+    pq.write_table(table, ppath)
+    return jpath, ppath
+
+
+ROW_COLUMNS = ("run", "request", "address", "op", "source", "issued_ps", "done_ps", "stream", "finished",
+               "component", "kind", "stage", "start_ps", "end_ps", "value")
+
+
+def read_rows(path: Union[str, Path]) -> pd.DataFrame:
+    """A trace frame from the rows an engine without Python wrote as CSV (gem5's host bridge with
+    ``trace_file``; ``_core.TraceSink.write_rows``)."""
+    df = pd.read_csv(path, dtype={"op": str, "stream": str, "component": str, "kind": str},
+                     keep_default_na=False)
+    if tuple(df.columns) != ROW_COLUMNS:
+        raise ParamError(f"{path} is not a trace's rows: its columns are {', '.join(df.columns)}; expected "
+                         + ", ".join(ROW_COLUMNS))
+    df["finished"] = df["finished"].astype(str) == "True"
+    return _frame(df)
+
+
+def convert(rows: Union[str, Path, Sequence[Union[str, Path]]], path: Union[str, Path],
+            info: Optional[dict] = None) -> Tuple[Path, Path]:
+    """FILE.json and FILE.parquet from rows CSVs (see :func:`read_rows`); several files (one per
+    gem5 host bridge) become runs 0, 1, ... in their order."""
+    files = [rows] if isinstance(rows, (str, Path)) else list(rows)
+    if not files:
+        raise ParamError("convert: no rows file given")
+    parts = []
+    for i, f in enumerate(files):
+        df = read_rows(f)
+        df["run"] += i
+        parts.append(df)
+    df = pd.concat(parts, ignore_index=True)
+    return write_frame(df, path, {"rows": ", ".join(str(f) for f in files),
+                                  "recorded": int((df["kind"] == "request").sum()), **(info or {})})
 
 
 def read(path: Union[str, Path]) -> pd.DataFrame:
@@ -311,3 +353,15 @@ def timeline(df: pd.DataFrame, path: Union[str, Path], first: int = 0, count: in
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+if __name__ == "__main__":  # python -m simcxl.engine.reqtrace ROWS.csv... FILE: what gem5 configurations run
+    import sys
+    if len(sys.argv) < 3:
+        sys.exit("usage: python -m simcxl.engine.reqtrace ROWS.csv [ROWS.csv ...] FILE  (writes FILE.json and "
+                 "FILE.parquet)")
+    try:
+        for p in convert(sys.argv[1:-1], sys.argv[-1]):
+            print(f"wrote {p}")
+    except (ParamError, OSError) as e:
+        sys.exit(f"error: {e}")

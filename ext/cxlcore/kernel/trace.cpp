@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ostream>
 
 #include "cxlcore/config/params.hpp"
 
@@ -126,6 +127,12 @@ TraceRecord* TraceSink::admit(const Txn& t) {
     return &r;
 }
 
+void TraceSink::retract(Txn& t) {
+    if (offered_) --offered_;
+    if (t.trace && !records_.empty() && t.trace == &records_.back()) records_.pop_back();
+    t.trace = nullptr;
+}
+
 void TraceSink::counted(const Txn& t, Tick done, const void* stats) {
     TraceRecord& r = *t.trace;
     // Counted twice (a run's whole stream, then one device's part of it): the first names it.
@@ -138,6 +145,67 @@ void TraceSink::counted(const Txn& t, Tick done, const void* stats) {
 void TraceSink::label(const void* stats, const std::string& key) {
     for (TraceRecord& r : records_)
         if (int64_t(r.run) == run_ && r.counted == stats && r.stream.empty()) r.stream = key;
+}
+
+TraceRows traceRows(const TraceSink& s) {
+    TraceRows t;
+    auto row = [&](const TraceRecord& r, const char* component, const char* kind, int stage, Tick start, Tick end,
+                   uint64_t value) {
+        t.run.push_back(r.run);
+        t.request.push_back(r.id);
+        t.address.push_back(r.addr);
+        t.op.push_back(command(r.opc).name);
+        t.source.push_back(r.src);
+        t.issued.push_back(r.birth);
+        t.done.push_back(r.done);
+        t.stream.push_back(r.stream);
+        t.finished.push_back(r.finished);
+        t.component.push_back(component);
+        t.kind.push_back(kind);
+        t.stage.push_back(int16_t(stage));
+        t.start.push_back(start);
+        t.end.push_back(end);
+        t.value.push_back(value);
+    };
+    for (const TraceRecord& r : s.records()) {
+        // The request itself, issue to completion (to issue when it never completed).
+        row(r, "requests", "request", -1, r.birth, std::max(r.birth, r.done), 0);
+        for (const TraceSpan& sp : r.spans) row(r, sp.who, "span", sp.stage, sp.start, sp.end, 0);
+        for (const TraceMark& m : r.marks) row(r, m.who, m.what, -1, m.at, m.at, m.value);
+    }
+    return t;
+}
+
+namespace {
+
+// A CSV field: quoted when it holds a separator, a quote or a line break.
+void csvField(std::ostream& out, const std::string& v) {
+    if (v.find_first_of(",\"\r\n") == std::string::npos) {
+        out << v;
+        return;
+    }
+    out << '"';
+    for (char c : v) out << (c == '"' ? "\"\"" : std::string(1, c));
+    out << '"';
+}
+
+}  // namespace
+
+void writeTraceRows(const TraceSink& s, std::ostream& out) {
+    const TraceRows t = traceRows(s);
+    out << "run,request,address,op,source,issued_ps,done_ps,stream,finished,component,kind,stage,start_ps,end_ps,"
+           "value\n";
+    for (size_t i = 0; i < t.run.size(); ++i) {
+        out << t.run[i] << ',' << t.request[i] << ',' << t.address[i] << ',';
+        csvField(out, t.op[i]);
+        out << ',' << t.source[i] << ',' << t.issued[i] << ',' << t.done[i] << ',';
+        csvField(out, t.stream[i]);
+        out << ',' << (t.finished[i] ? "True" : "False") << ',';
+        csvField(out, t.component[i]);
+        out << ',';
+        csvField(out, t.kind[i]);
+        out << ',' << t.stage[i] << ',' << t.start[i] << ',' << t.end[i] << ',' << t.value[i] << '\n';
+    }
 }
 
 TraceSink* TraceSink::current() { return tlsSink; }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,9 @@ class TraceSink {
     // The record for a request being issued now, or nullptr when it is not
     // sampled (or the cap is reached).
     TraceRecord* admit(const Txn& t);
+    // The issuer took t back before any component saw it (refused: it will
+    // be offered again): its record, if any, and its place in the sampling go.
+    void retract(Txn& t);
     // Statistics `stats` counted request t (finished at `done`).
     static void counted(const Txn& t, Tick done, const void* stats);
     // Those statistics are reported under `key` (run to run, their address may repeat).
@@ -112,6 +116,23 @@ class TraceSink {
     int64_t run_ = -1;
     std::deque<TraceRecord> records_;  // a deque: transactions point at records
 };
+
+// Every record as rows of one table: the request itself (kind "request",
+// component "requests", issue to completion), then each span and mark.
+// Columns of equal length; stage -1 for rows that are not spans.
+struct TraceRows {
+    std::vector<uint32_t> run;
+    std::vector<uint64_t> request, address, issued, done;
+    std::vector<std::string> op, stream, component, kind;
+    std::vector<uint16_t> source;
+    std::vector<int16_t> stage;
+    std::vector<uint64_t> start, end, value;
+    std::vector<bool> finished;
+};
+TraceRows traceRows(const TraceSink& s);
+// The same rows as CSV with a header (the columns of simcxl.engine.reqtrace's
+// frame, times in ps): how an engine without Python (gem5) hands a trace over.
+void writeTraceRows(const TraceSink& s, std::ostream& out);
 
 // A request made on behalf of `parent` (a memory read for a CXL.cache access)
 // records into the parent's record, to be absorbed with its stages.

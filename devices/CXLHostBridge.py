@@ -10,6 +10,7 @@
 
 from m5.objects.AbstractMemory import AbstractMemory
 from m5.params import *
+from m5.util.pybind import PyBindMethod
 
 
 class CXLHostBridge(AbstractMemory):
@@ -28,6 +29,14 @@ class CXLHostBridge(AbstractMemory):
     host_index = Param.Unsigned(
         0, "this host in the fabric (0 to 15): a switch routes its responses by it, a multi-logical device "
         "gives it a logical device; host bridges of different hosts sharing a switch need different indexes")
+
+    trace_file = Param.String(
+        "", "request trace: write the sampled requests' paths here as CSV rows (at exit, and on writeTrace()); "
+        "python -m simcxl.engine.reqtrace ROWS FILE turns them into FILE.json (Perfetto) and FILE.parquet. "
+        "Empty: no trace")
+    trace_sample = Param.UInt64(1, "request trace: every Nth request (1 to 2^40)")
+    trace_max_requests = Param.UInt64(10000, "request trace: at most this many requests (1 to 100000000)")
+    cxx_exports = [PyBindMethod("writeTrace")]
 
     watchdog_window_ns = Param.Float(
         1e7, "Progress watchdog: the run ends with an error naming the queue that holds the oldest request when "

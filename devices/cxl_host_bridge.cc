@@ -1,12 +1,14 @@
 #include "devices/cxl_host_bridge.hh"
 
 #include <algorithm>
+#include <fstream>
 #include <iterator>
 #include <string>
 
 #include "base/logging.hh"
 #include "base/trace.hh"
 #include "debug/CXLMem.hh"
+#include "sim/sim_exit.hh"
 #include "sim/stats.hh"
 
 namespace gem5
@@ -84,6 +86,31 @@ CXLHostBridge::CXLHostBridge(const Params &p)
     }
     bridge->setRequester(&upstream);
     bridgeLatencyNs = b.req_latency_ns + b.resp_latency_ns;
+    if (!p.trace_file.empty()) {
+        try {
+            trace = std::make_unique<cxlcore::TraceSink>(
+                p.trace_sample, p.trace_max_requests);
+        } catch (const cxlcore::ConfigError &e) {
+            fatal("%s: bad CXLHostBridge parameter: %s", name(), e.what());
+        }
+        trace->beginRun();
+        traceFile = p.trace_file;
+        registerExitCallback([this] { writeTrace(); });
+    }
+}
+
+void
+CXLHostBridge::writeTrace()
+{
+    if (!trace)
+        return;
+    trace->label(&stats.reads, name() + ".read");
+    std::ofstream f(traceFile);
+    if (!f)
+        warn("%s: cannot write the request trace to %s", name(),
+             traceFile);
+    else
+        cxlcore::writeTraceRows(*trace, f);
 }
 
 Port &
@@ -140,8 +167,12 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
     const uint64_t id = t->id;
     const uint32_t rp = portOf(t->addr);
     inflight[id] = InFlight{pkt, rp};
+    if (trace)
+        t->trace = trace->admit(*t);
     if (!bridge->tryReq(t)) {
         inflight.erase(id);
+        if (trace)
+            trace->retract(*t);
         pool.put(t);
         retryReq = true;
         ++stats.retries;
@@ -199,8 +230,10 @@ CXLHostBridge::respond(cxlcore::Txn *t)
     ++stats.devLoad[t->devLoad & 3];
     if (t->isRead()) {
         const Tick lat = done - t->birth;
+        ++stats.readsCompleted;
         stats.totalReadLatency += lat;
         stats.readLatency.sample(lat);
+        stats.reads.add(*t, done);
         for (int s = 0; s < cxlcore::kNumStages; ++s)
             stats.stageTicks[s] += t->stage[s];
     }
@@ -366,11 +399,14 @@ CXLHostBridge::BridgeStats::BridgeStats(CXLHostBridge &b)
       ADD_STAT(writeBandwidth, statistics::units::Rate<
                statistics::units::Byte, statistics::units::Second>::get(),
                "Write bandwidth (host to device)", writeBytes / simSeconds),
+      ADD_STAT(readsCompleted, statistics::units::Count::get(),
+               "Reads completed (requests still in flight at a dump are in "
+               "readReqs, not here)"),
       ADD_STAT(totalReadLatency, statistics::units::Tick::get(),
                "Sum of read latencies"),
       ADD_STAT(avgReadLatency, statistics::units::Rate<
                statistics::units::Tick, statistics::units::Count>::get(),
-               "Mean read latency", totalReadLatency / readReqs),
+               "Mean read latency", totalReadLatency / readsCompleted),
       ADD_STAT(readLatency, statistics::units::Tick::get(),
                "Read latency histogram"),
       ADD_STAT(stageTicks, statistics::units::Tick::get(),
@@ -379,13 +415,28 @@ CXLHostBridge::BridgeStats::BridgeStats(CXLHostBridge &b)
                statistics::units::Tick, statistics::units::Count>::get(),
                "Mean read latency per stage"),
       ADD_STAT(devLoad, statistics::units::Count::get(),
-               "Responses by CXL DevLoad value (all root ports)")
+               "Responses by CXL DevLoad value (all root ports)"),
+      ADD_STAT(read_latency_p50_ns, statistics::units::Unspecified::get(),
+               "Read latency, median (ns)"),
+      ADD_STAT(read_latency_p90_ns, statistics::units::Unspecified::get(),
+               "Read latency, 90th percentile (ns)"),
+      ADD_STAT(read_latency_p99_ns, statistics::units::Unspecified::get(),
+               "Read latency, 99th percentile (ns)"),
+      ADD_STAT(read_latency_p999_ns, statistics::units::Unspecified::get(),
+               "Read latency, 99.9th percentile (ns)")
 {
+    // As the standalone engine names and computes them (its histogram,
+    // within 1/128 of the exact order statistic).
+    const std::pair<statistics::Value *, double> tails[] = {
+        {&read_latency_p50_ns, 0.5}, {&read_latency_p90_ns, 0.9},
+        {&read_latency_p99_ns, 0.99}, {&read_latency_p999_ns, 0.999}};
+    for (const auto &[stat, q] : tails)
+        stat->functor([this, q = q] { return reads.percentileNs(q); });
     // Vectors get their size before a formula uses them.
     stageTicks.init(cxlcore::kNumStages);
     for (int s = 0; s < cxlcore::kNumStages; ++s)
         stageTicks.subname(s, cxlcore::stageName(cxlcore::Stage(s)));
-    avgStage = stageTicks / readReqs;
+    avgStage = stageTicks / readsCompleted;
     static const char *loads[4] = {"light", "optimal", "moderate",
                                    "severe"};
     devLoad.init(4);
@@ -397,6 +448,7 @@ void
 CXLHostBridge::BridgeStats::resetStats()
 {
     statistics::Group::resetStats();
+    reads.reset();
     // The core keeps its own counters; they restart with gem5's (each
     // expander resets its link's and device's).
     br.bridge->resetStats();

@@ -18,6 +18,8 @@
 #include "devices/cxl_event_host.hh"
 #include "devices/cxl_port_target.hh"
 #include "cxlcore/fabric/host_bridge.hpp"
+#include "cxlcore/kernel/stats.hpp"
+#include "cxlcore/kernel/trace.hpp"
 #include "mem/abstract_mem.hh"
 #include "mem/port.hh"
 #include "params/CXLHostBridge.hh"
@@ -86,6 +88,11 @@ class CXLHostBridge : public memory::AbstractMemory
     // (and its tracker entry) until bridge->retryResp().
     bool coreRespWaiting = false;
 
+    // Sampled requests' paths (trace_file): written as the core's trace rows
+    // (kernel/trace.hpp) by writeTrace and at exit.
+    std::unique_ptr<cxlcore::TraceSink> trace;
+    std::string traceFile;
+
     // The root port of a window offset (a pure function of the decoder).
     uint32_t portOf(Addr offset) const;
     void sendResponses();
@@ -106,12 +113,17 @@ class CXLHostBridge : public memory::AbstractMemory
         statistics::Scalar readReqs, writeReqs, retries;
         statistics::Scalar readBytes, writeBytes;
         statistics::Formula readBandwidth, writeBandwidth;
-        statistics::Scalar totalReadLatency;
+        // Latencies and stages are of completed reads: means divide by these.
+        statistics::Scalar readsCompleted, totalReadLatency;
         statistics::Formula avgReadLatency;
         statistics::Histogram readLatency;
         statistics::Vector stageTicks;
         statistics::Formula avgStage;
         statistics::Vector devLoad;
+        // Read latency tails, named as the standalone engine's results.
+        cxlcore::LatencyStats reads;
+        statistics::Value read_latency_p50_ns, read_latency_p90_ns,
+            read_latency_p99_ns, read_latency_p999_ns;
     } stats;
 
   public:
@@ -123,6 +135,9 @@ class CXLHostBridge : public memory::AbstractMemory
     DrainState drain() override;
     void serialize(CheckpointOut &cp) const override;
     void unserialize(CheckpointIn &cp) override;
+    // The trace so far as CSV rows at trace_file (nothing without one); the
+    // rows of the reads counted in the stats carry stream "<name>.read".
+    void writeTrace();
 };
 
 } // namespace gem5

@@ -23,6 +23,7 @@ from m5.objects import PyTrafficGen, Root, SrcClockDomain, System, SystemXBar, V
 from m5.ticks import fromSeconds  # noqa: E402
 from m5.util.convert import toLatency, toMemoryBandwidth, toMemorySize  # noqa: E402
 
+from simcxl.gem5 import tracing  # noqa: E402
 from simcxl.gem5.components import read_stats, stat, write_csv  # noqa: E402
 from simcxl.gem5.fabric import host_windows  # noqa: E402
 
@@ -37,6 +38,7 @@ parser.add_argument("--rate", default="64GiB/s", help="offered load of each host
 parser.add_argument("--duration", default="200us")
 parser.add_argument("--size", default="1GiB", help="bytes of each host's window the generator spans")
 parser.add_argument("--csv", default=None, help="write the table here")
+tracing.add_options(parser)
 args = parser.parse_args()
 if not 0 <= args.rd_perc <= 100:
     parser.error(f"--rd-perc = {args.rd_perc} is out of range; allowed: 0 to 100")
@@ -53,6 +55,7 @@ for w in windows:
     s.cxl = w.bridge
     s.cxl.port = s.membus.mem_side_ports
     setattr(root, w.host, s)
+tracing.enable([w.bridge for w in windows], args)  # runs 0, 1, ... of the trace: the hosts in file order
 m5.instantiate()
 
 duration = fromSeconds(toLatency(args.duration))
@@ -75,6 +78,7 @@ event = m5.simulate()
 run_seconds = time.perf_counter() - t0
 print(f"exit: {event.getCause()} at tick {m5.curTick()}")
 m5.stats.dump()
+tracing.finish([w.bridge for w in windows], args)
 
 stats = read_stats(Path(m5.options.outdir) / "stats.txt")
 rows = []
@@ -85,10 +89,11 @@ for w in windows:
     row = {"host": w.host, "host_index": w.index, "pattern": args.pattern, "rd_perc": args.rd_perc,
            "rate": args.rate, "read_gbps": own.get("readBandwidth", 0.0) / 1e9,
            "write_gbps": own.get("writeBandwidth", 0.0) / 1e9, "read_latency_ns": own.get("avgReadLatency", 0.0) / 1e3,
+           **{f"read_latency_{q}_ns": own.get(f"read_latency_{q}_ns", 0.0) for q in ("p50", "p90", "p99", "p999")},
            "reads": reads, "writes": own.get("writeReqs", 0.0), "retries": own.get("retries", 0.0),
            "run_seconds": run_seconds}
     for s in STAGES:
-        row[f"{s}_ns"] = own.get(f"stageTicks::{s}", 0.0) / max(reads, 1.0) / 1e3
+        row[f"{s}_ns"] = own.get(f"stageTicks::{s}", 0.0) / max(own.get("readsCompleted", 0.0), 1.0) / 1e3
     rows.append(row)
     print("  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
 write_csv(args.csv, rows)

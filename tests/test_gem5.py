@@ -78,7 +78,7 @@ def test_configs_run_with_writes_and_report_every_stage(tmp_path):
                       "--rate", "8GiB/s", "--duration", "50us")
     assert float(row["reads"]) > 1000 and float(row["writes"]) > 300
     assert float(row["write_gbps"]) > 0
-    stages = [float(v) for k, v in row.items() if k.endswith("_ns") and k != "read_latency_ns"]
+    stages = [float(v) for k, v in row.items() if k.endswith("_ns") and not k.startswith("read_latency")]
     assert sum(stages) == pytest.approx(float(row["read_latency_ns"]), rel=1e-3)
 
 
@@ -322,3 +322,17 @@ def test_one_host_alone_through_the_switch_has_the_standalone_idle_latency(tmp_p
     assert ref["read.stage.host_uncore_ns"] == pytest.approx(host)
     assert float(rows[0]["reads"]) > 900
     assert g5 == pytest.approx(sa, rel=0.02)
+
+
+def test_gem5_own_memories_as_baselines(tmp_path):
+    """gem5-simple and gem5-ddr4 (benchmarks/gem5_overhead.py's baselines) serve the same generator:
+    a load below every memory's capacity is served in full, and SimpleMemory's latency is its setting."""
+    rows = {m: run_traffic(tmp_path / m, "--memory", m, "--pattern", "random", "--rate", "4GiB/s",
+                           "--duration", "20us", "--simple-latency", "240ns")
+            for m in ("gem5-simple", "gem5-ddr4")}
+    # 4 GiB/s of 64 B for 20 us: 1,342 requests offered (a few still in flight at the end).
+    for m, row in rows.items():
+        assert 1300 <= float(row["reads"]) <= 1342, m
+    assert float(rows["gem5-simple"]["read_latency_ns"]) == pytest.approx(240.0, abs=1.0)
+    r = gem5(tmp_path, "cxl_traffic.py", "--memory", "gem5-simple", "--param", "link_lanes=8", check=False)
+    assert r.returncode != 0 and "gem5-simple has neither" in r.stderr

@@ -8,6 +8,7 @@ import ast
 
 import pytest
 
+from simcxl.engine import reqtrace
 from simcxl.gem5 import components as g5
 
 from conftest import REPO
@@ -38,6 +39,10 @@ def test_host_bridge_declares_what_simcxl_gem5_sets():
     assert decl.pop("host_index") == ("Param.Unsigned", 0)  # the standalone engine's first host
     # The standalone engine's watchdog window: 10 ms (kernel/sim.hpp Watchdog::kDefaultWindow).
     assert decl.pop("watchdog_window_ns") == ("Param.Float", 1e7)
+    # Request traces: off unless a file is named, sampling as `simcxl run --trace`'s defaults.
+    assert decl.pop("trace_file") == ("Param.String", "")
+    assert decl.pop("trace_sample") == ("Param.UInt64", reqtrace.DEFAULT_SAMPLE)
+    assert decl.pop("trace_max_requests") == ("Param.UInt64", reqtrace.DEFAULT_MAX_REQUESTS)
     assert list(decl) == list(g5.bridge_names())
 
 
@@ -54,7 +59,8 @@ def test_simobject_params_of_a_preset(presets):
     assert b["bridge_req_queue"] == s.cxl.bridge.req_queue
     assert e0["link_lanes"] == s.cxl.link.lanes and e0["media_tRCD_ns"] == s.cxl.media.tRCD_ns
     # The preset sets every parameter but the run-control ones (watchdog, fault injection).
-    assert set(b) == set(declared("CXLHostBridge")) - {"root_ports", "host_index", "watchdog_window_ns"}
+    assert set(b) == set(declared("CXLHostBridge")) - {"root_ports", "host_index", "watchdog_window_ns", "trace_file",
+                                                        "trace_sample", "trace_max_requests"}
     assert set(e0) == set(declared("CXLType3Expander")) - {"fault_device_stops_after"}
     # Root port i's link draws its CRC errors from seed + 17 i, as in the standalone engine.
     assert (e0["seed"], e1["seed"]) == (s.seed, s.seed + 17)

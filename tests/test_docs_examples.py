@@ -24,6 +24,8 @@ Markers (``<!-- example: MARKER -->``):
 - ``exit N``: the commands must fail with exit status N (a documented error).
 - ``gem5``: needs a gem5 build (or a full-system guest); checked, not run: the block
   must name gem5 or the ``simcxl fs``/``guest`` commands.
+- ``external``: builds or runs software from outside the project (DRAMsim3, Ramulator2: sources
+  fetched from the network); checked, not run: the block must clone what it builds.
 - ``readme``: one of the README's two commands, which CI runs anyway (``.ci/run`` is
   the second); checked, not run: the block must be exactly one of them (the README holds
   both; a page may repeat them).
@@ -99,7 +101,7 @@ class Block:
 
     @property
     def kind(self) -> str:
-        """What the test does with it: run, file, parse, gem5, readme, text, schematic, or bad: WHY."""
+        """What the test does with it: run, file, parse, gem5, external, readme, text, schematic, or bad: WHY."""
         m, lang = self.marker, self.lang
         if m.startswith("file "):
             return "file" if m[5:].strip() else "bad: 'file' needs a path"
@@ -111,6 +113,10 @@ class Block:
             if lang not in SHELL | PYTHON | TEXT:
                 return f"bad: 'gem5' marks commands, not {lang!r}"
             return "gem5" if GEM5_WORDS.search(self.text) else "bad: marked gem5 but names neither gem5 nor simcxl fs/guest"
+        if m == "external":
+            if lang not in SHELL:
+                return f"bad: 'external' marks shell commands, not {lang!r}"
+            return "external" if "git clone " in self.text else "bad: marked external but clones nothing"
         if m == "readme":
             if self.text.strip() not in README_COMMANDS:
                 return "bad: 'readme' marks only the README's two commands, verbatim"
@@ -184,6 +190,7 @@ def summary(by_kind: Dict[str, List[Block]]) -> str:
             f"of {sum(commands(b) for b in run if b.lang in SHELL)} commands, "
             f"{len(run) - shell} python), {len(by_kind.get('file', []))} written as files, "
             f"{len(by_kind.get('parse', [])) + len(by_kind.get('same-as', []))} parsed, {len(by_kind.get('gem5', []))} need gem5 (checked, not run), "
+            f"{len(by_kind.get('external', []))} build outside software (checked, not run), "
             f"{len(by_kind.get('readme', []))} README commands (CI runs them), "
             f"{len(by_kind.get('text', [])) + len(by_kind.get('schematic', []))} output or schematic")
 

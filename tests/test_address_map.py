@@ -219,6 +219,7 @@ def test_window_parameters_are_addressed_by_name(ddr_cxl):
     assert s.get("cxl0.media.ranks") == 2 and s.map[1].cxl.link.lanes == 16
     assert "cxl0.base" in s.parameters() and "ddr.size" in s.parameters()
     with pytest.raises(ParamError, match=r"cxl9.media.ranks is not a parameter of this address-map system; "
+                                         r"did you mean cxl0.media.ranks\? "
                                          r"allowed groups: host, local_dram, ddr, cxl0, cxl0.bridge"):
         ddr_cxl.replace(**{"cxl9.media.ranks": 2})
     with pytest.raises(ParamError, match=r"^cxl0.link.lanes = 3 is not allowed; allowed values: 1, 2, 4, 8, 16$"):

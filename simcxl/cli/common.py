@@ -286,7 +286,7 @@ def writable(ctx, param, value):
     if value is None or value == "-":
         return value
     if not value.strip():
-        raise click.BadParameter(f"{value!r} is not a file name")
+        raise click.BadParameter(f"{value!r} is not a file name; give a file's path")
     path = Path(value)
     for up in (path.parent, *path.parent.parents):
         if up.exists():

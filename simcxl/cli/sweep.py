@@ -83,8 +83,8 @@ def plot_cmd(folder, x, y, hue, z, col, png):
         if not pd.api.types.is_numeric_dtype(ok[c]):
             nums = [k for k in ok.columns if pd.api.types.is_numeric_dtype(ok[k]) and not k.startswith("param.")
                     and k not in ("wall_seconds", "seed")]
-            raise ParamError(f"{opt} {c} is not a number column and cannot be plotted; numeric metrics: "
-                             f"{', '.join(nums)}")
+            raise ParamError(f"{opt} {c} is not a number column and cannot be plotted; give one of the numeric "
+                             f"metrics: {', '.join(nums)}")
         name = f"{_slug(z)}-over-{_slug(x)}-and-{_slug(y)}" if z else \
             f"{_slug(y)}-vs-{_slug(x)}" + (f"-by-{_slug(hue)}" if hue else "")
         name += f"-per-{_slug(col)}" if col else ""

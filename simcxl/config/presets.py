@@ -90,7 +90,8 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
     if "base" in data:
         name = data["base"]
         if not isinstance(name, str):
-            raise ParamError(f"preset file {path}: base = {name!r} is not a preset name or file")
+            raise ParamError(f"preset file {path}: base = {name!r} is not a preset name or file; allowed: a string, a "
+                             f"preset ({', '.join(load_names())}) or a preset file's path")
         ref = name if name in load_names() or Path(name).is_absolute() else str(path.parent / name)
         if name not in load_names() and not Path(name).suffix and not Path(ref).exists():
             raise ParamError(f"preset file {path}: base = {name!r} is neither a preset nor a file; "

@@ -267,8 +267,9 @@ class Sweep:
                 continue
             where = f"axis {shown(a.param)}"
             if a.values is None and (a.lo is None or self.method == "grid"):
-                raise ParamError(f"{where}: values is missing; allowed: values = [...]"
-                                 + ("" if self.method == "grid" else " or range = [low, high]"))
+                raise ParamError(f"{where}: values is missing; add values = [...] to the axis"
+                                 + ("" if self.method == "grid" else " or range = [low, high]")
+                                 + ", e.g. values = [4, 8, 16]")
             if a.values is not None and not a.values:
                 raise ParamError(f"{where}: values is empty; allowed: a list of one or more values")
             if a.param.startswith("workload."):

@@ -181,7 +181,7 @@ def test_a_footprint_beyond_its_window_is_refused(ddr_cxl):
 @pytest.mark.parametrize("target,message", [
     ("cxl9", r"^target: 'cxl9' is not a window of ddr=ddr-local\+cxl0=cxl-asic's address map; did you mean cxl0\? "
              r"allowed: ddr, cxl0$"),
-    ("ddr:3,cxl9:1", r"'cxl9' is not a window .*; allowed: ddr, cxl0$"),
+    ("ddr:3,cxl9:1", r"'cxl9' is not a window .*; did you mean cxl0\? allowed: ddr, cxl0$"),
     ("ddr:0,cxl0:1", r"^target: weight of ddr = 0 is out of range; allowed: a whole number from 1 to 255"),
     ("ddr:-2,cxl0:1", r"^target: weight of ddr = -2 is out of range; allowed: a whole number from 1 to 255"),
     ("ddr:256", r"weight of ddr = 256 is out of range"),

@@ -57,6 +57,7 @@ _COMP_KEYS = ("type", "from", "description")
 _CONN_KEYS = ("from", "to", "base", "size", "qos_limit", "qos_allocation")
 #: A host's LD on CXL memory (CXL 2.0 QoS telemetry), as fractions of a device's peak completions.
 _QOS_KEYS = ("qos_limit", "qos_allocation")
+_VALID = "fix the file there ('simcxl topology show cxl-asic --toml' prints a valid topology file)"
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,6 @@ def load(spec: Union[str, Path, Dict[str, Any], Topology], fragments: Fragments 
         raise TopologyError(f"{path}: {e}") from None
 
 
-_VALID = "fix the file there ('simcxl topology show cxl-asic --toml' prints a valid topology file)"
-
-
 def _toml_loads(text: str) -> Dict[str, Any]:
     try:
         import tomllib
@@ -252,8 +250,7 @@ def _ref(text: Any, where: str, comps: Dict[str, Component]) -> Tuple[PortRef, P
         raise TopologyError(f"{where}: {ref.comp} ({c.type}) has no port {ref.port}; {did_you_mean(ref.port, ports)}"
                             f"allowed: {', '.join(ports)}")
     if ref.index is not None and not p.multi:
-        raise TopologyError(f"{where}: {ref.comp}.{ref.port} is a single port and takes no index; remove the "
-                            f"[{ref.index}]")
+        raise TopologyError(f"{where}: {ref.comp}.{ref.port} is a single port and takes no index; remove it")
     return ref, p
 
 
@@ -267,8 +264,7 @@ def from_dict(data: Any, default_name: str = "topology", fragments: Fragments = 
     for k in ("components", "connections"):
         if k not in data:
             raise TopologyError(f"{k} is missing; a topology names its components and joins their ports: add "
-                                + ("[components.NAME] tables (type = ...)" if k == "components" else
-                                   "[[connections]] tables (from = \"COMPONENT.PORT\", to = \"COMPONENT.PORT\")"))
+                                + ("[components.NAME] tables" if k == "components" else "[[connections]] tables"))
     name = data.get("name", default_name)
     for k in ("name", "description", "source"):
         if k in data and not isinstance(data[k], str):
@@ -417,17 +413,15 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
     (ra, pa), (rb, pb) = (_ref(e, where, comps) for e in ends)
     if pa.faces == pb.faces:
         raise TopologyError(f"{where}: {ra} and {rb} both {'send' if pa.faces == 'down' else 'receive'} requests; "
-                            "a connection joins a port that sends them to one that receives them: join "
-                            f"{ra} to {'an up' if pa.faces == 'down' else 'a down'} port ('simcxl topology types' "
-                            "lists each type's ports)")
+                            f"a connection joins a port that sends them to one that receives them: join {ra} to "
+                            f"{'an up' if pa.faces == 'down' else 'a down'} port ('simcxl topology types' lists them)")
     if pa.faces == "up":
         (ra, pa), (rb, pb) = (rb, pb), (ra, pa)
     if pa.channel != pb.channel:
         raise TopologyError(f"{where}: channel type mismatch: {ra} is a {pa.channel} port, {rb} a {pb.channel} port; "
-                            f"join {ra} to a {pa.channel} port ('simcxl topology types' lists each type's ports)")
+                            f"join {ra} to a {pa.channel} port ('simcxl topology types' lists them)")
     if base is not None and not (comps[ra.comp].type == "host" and ra.port == "mem"):
-        raise TopologyError(f"{where}: base and size are given on {ra} -> {rb}; only a window (host.mem) has them: "
-                            "remove them")
+        raise TopologyError(f"{where}: base and size on {ra} -> {rb}: only a window (host.mem) has them; remove them")
     if qos and not (comps[ra.comp].type == "host" and ra.port == "mem" and comps[rb.comp].type == "host_bridge"):
         raise TopologyError(f"{where}: qos_limit and qos_allocation are given on {ra} -> {rb}; only a host.mem "
                             "connection onto a host_bridge has them (a host's logical devices on CXL memory)")
@@ -484,8 +478,7 @@ def _check_ports(t: Topology) -> None:
                                     f"connection an index ({comp}.{port}[0], {comp}.{port}[1], ...) or none")
             if len(set(given)) != len(given):
                 dup = next(i for i in given if given.count(i) > 1)
-                raise TopologyError(f"{comp}.{port}[{dup}]: two things on one port; give each connection an index "
-                                    f"of its own ({comp}.{port}[0], {comp}.{port}[1], ...)")
+                raise TopologyError(f"{comp}.{port}[{dup}]: two things on one port; give each connection its own index")
     for c in t.components.values():
         for p in c.ctype.ports:
             if p.required and (c.name, p.name) not in used:
@@ -499,9 +492,8 @@ def _joining(t: Topology, c: Component, p: Port) -> str:
     used = {(r.comp, r.port) for k in t.connections for r in (k.a, k.b)}
     free = [f"{x.name}.{q.name}" for x in t.components.values() if x is not c for q in x.ctype.ports
             if q.faces != p.faces and q.channel == p.channel and (q.multi or (x.name, q.name) not in used)]
-    other = free[0] if free else "COMPONENT.PORT"
-    me = f"{c.name}.{p.name}"
-    return f'from = "{me}", to = "{other}"' if p.faces == "down" else f'from = "{other}", to = "{me}"'
+    ends = (f"{c.name}.{p.name}", free[0] if free else "COMPONENT.PORT")
+    return 'from = "{}", to = "{}"'.format(*(ends if p.faces == "down" else ends[::-1]))
 
 
 def _check_cycles(t: Topology) -> None:
@@ -617,13 +609,11 @@ def _check_host(t: Topology, host: Component, first: bool) -> None:
                             "of its own; the host has one local DRAM: map it, or join it to local")
     if not locals_ and not direct:
         raise TopologyError(f"{host.name}.local: port left open; with no DRAM window the host's own DRAM (its page "
-                            f"tables) joins host.local: add a [[connections]] table, e.g. from = \"{host.name}.local\", "
-                            "to = \"local_dram.up\" with a component local_dram of type dram")
+                            f"tables) joins host.local: add a connection from {host.name}.local to a dram's up port")
     homes = t.below(host.name, "home")
     if homes and not first:
         raise TopologyError(f"{host.name}.home: CXL.cache devices hang below the first host "
-                            f"({t.of_type('host')[0].name}) only so far; join the home_agent to "
-                            f"{t.of_type('host')[0].name}.home instead")
+                            f"({t.of_type('host')[0].name}) only so far; join the home_agent to its home port")
     if homes and len(t.down(homes[0].name, "root_port")) > 16:
         raise TopologyError(f"{homes[0].name}.root_port: more than 16 accelerators; allowed: up to 16 per host")
 
@@ -634,8 +624,7 @@ def _check_windows(t: Topology, host: Component) -> None:
     if len(ws) > 1 and len(bounded) != len(ws):
         k = next(k for k in ws if k.base is None)
         raise TopologyError(f"{k}: base and size are missing; with several windows each gives where it lies: add "
-                            "base = ADDRESS and size = BYTES to that connection (e.g. base = 0x10000000000, "
-                            "size = \"64g\")")
+                            "base = ADDRESS and size = BYTES to it")
     for k in bounded:
         b, e = k.base, k.base + k.size
         if b % 64 or k.size % 64:

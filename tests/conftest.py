@@ -150,11 +150,12 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_terminal_summary(terminalreporter):
     """Shows at the end of a run the count of documentation examples that
-    tests/test_docs_examples.py collected (its `record_property("docs_examples", ...)`),
+    tests/test_docs_examples.py collected (its `record_property("docs_examples", ...)`)
+    and of error-message cases in tests/test_error_messages.py ("error_messages"),
     also when the test ran on an xdist worker, whose output is not shown."""
     for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
         for key, value in getattr(report, "user_properties", ()):
-            if key == "docs_examples":
+            if key in ("docs_examples", "error_messages"):
                 terminalreporter.write_line(value)
 
 

@@ -179,8 +179,9 @@ def test_a_footprint_beyond_its_window_is_refused(ddr_cxl):
 
 
 @pytest.mark.parametrize("target,message", [
-    ("cxl9", r"^target: 'cxl9' is not a window of ddr=ddr-local\+cxl0=cxl-asic's address map; allowed: ddr, cxl0$"),
-    ("ddr:3,cxl9:1", r"'cxl9' is not a window .*; allowed: ddr, cxl0$"),
+    ("cxl9", r"^target: 'cxl9' is not a window of ddr=ddr-local\+cxl0=cxl-asic's address map; did you mean cxl0\? "
+             r"allowed: ddr, cxl0$"),
+    ("ddr:3,cxl9:1", r"'cxl9' is not a window .*; did you mean cxl0\? allowed: ddr, cxl0$"),
     ("ddr:0,cxl0:1", r"^target: weight of ddr = 0 is out of range; allowed: a whole number from 1 to 255"),
     ("ddr:-2,cxl0:1", r"^target: weight of ddr = -2 is out of range; allowed: a whole number from 1 to 255"),
     ("ddr:256", r"weight of ddr = 256 is out of range"),
@@ -219,6 +220,7 @@ def test_window_parameters_are_addressed_by_name(ddr_cxl):
     assert s.get("cxl0.media.ranks") == 2 and s.map[1].cxl.link.lanes == 16
     assert "cxl0.base" in s.parameters() and "ddr.size" in s.parameters()
     with pytest.raises(ParamError, match=r"cxl9.media.ranks is not a parameter of this address-map system; "
+                                         r"did you mean cxl0.media.ranks( or [\w.]+)*\? "
                                          r"allowed groups: host, local_dram, ddr, cxl0, cxl0.bridge"):
         ddr_cxl.replace(**{"cxl9.media.ranks": 2})
     with pytest.raises(ParamError, match=r"^cxl0.link.lanes = 3 is not allowed; allowed values: 1, 2, 4, 8, 16$"):

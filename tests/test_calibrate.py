@@ -424,7 +424,7 @@ def test_cli_rejects_unknown_memory_and_malformed_testbed(tmp_path):
     assert "Traceback" not in r.stderr
     r = subprocess.run([exe, "calibrate", "--testbed", str(TESTBED), "--out", str(tmp_path / "w"), "--workers", "0"],
                        capture_output=True, text=True)
-    assert r.returncode == 2 and "'--workers': 0 is not in the range x>=1" in r.stderr
+    assert r.returncode == 2 and "'--workers': 0 is out of range; allowed: a whole number from 1 on" in r.stderr
     assert not (tmp_path / "o").exists() and not (tmp_path / "w").exists()
 
 

@@ -80,10 +80,10 @@ ACC = ("run", "accel", "--requests", "100")
 
 def test_negative_counts_of_the_cxl_cache_commands():
     errors_at_once([
-        (ACC + ("--depth", "-1"), ["--depth", "-1", "1<=x<=4096"]),
-        (ACC + ("--requesters", "-3"), ["--requesters", "-3", "1<=x<=1024"]),
+        (ACC + ("--depth", "-1"), ["--depth", "-1", "from 1 to 4096"]),
+        (ACC + ("--requesters", "-3"), ["--requesters", "-3", "from 1 to 1024"]),
         (("run", "accel", "--requests", "-10"), ["--requests", "-10"]),
-        (ACC + ("--host-threads", "-1"), ["--host-threads", "-1", "0<=x<=1024"]),
+        (ACC + ("--host-threads", "-1"), ["--host-threads", "-1", "from 0 to 1024"]),
         (("run", "sharing", "--rounds", "-5"), ["--rounds", "-5"]),
         (("run", "sharing", "--mode", "producer-consumer", "--lines", "-1"), ["--lines", "-1"]),
         (("run", "coherence-stress", "--ops", "-5"), ["--ops", "-5"]),

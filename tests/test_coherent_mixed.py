@@ -146,7 +146,7 @@ def test_device_names_and_lists_are_checked():
         System.from_dict({**pair("type1", "type1").to_dict(), "cache": {}})
     # A run's streams name devices of the system, and one at least is busy.
     s = pair("type1", "type1")
-    with pytest.raises(ParamError, match=r"accel.devices: c is not a device of a\+b; devices: a, b"):
+    with pytest.raises(ParamError, match=r"accel.devices: c is not a device of a\+b; allowed: a, b"):
         coherent.accel(s, requests=10, devices={"c": {"op": "store"}})
     with pytest.raises(ValueError, match="accel.streams: every device is idle"):
         coherent.accel(s, requests=10, devices={"a": {"requesters": 0}, "b": {"requesters": 0}})

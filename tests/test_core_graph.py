@@ -47,7 +47,7 @@ BAD = [
     ("unknown type", lambda d: d["components"]["cxl_dev0"].update(type="type4"),
      "cxl_dev0.type = 'type4' is not a component type; allowed: host, dram"),
     ("unknown port", lambda d: conn(d, "cxl_link0.down").update(to="cxl_dev0.upp"),
-     "cxl_dev0.upp: a type3 has no port upp; ports: up"),
+     "cxl_dev0.upp: a type3 has no port upp; allowed: up"),
     ("unknown component", lambda d: conn(d, "cxl_link0.down").update(to="nobody.up"),
      "nobody.up: no component named nobody"),
     ("index on a single port", lambda d: conn(d, "cxl_link0.down").update(to="cxl_dev0.up[0]"),

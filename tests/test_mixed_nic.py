@@ -99,7 +99,7 @@ def test_bad_input_names_it():
     with pytest.raises(ParamError, match="rao: mixed has no NIC"):
         mixed.run(plain, rao=RAO)
     s = nic_system()
-    with pytest.raises(ParamError, match="devices: 'nick' is not a device of mixed-nic; devices: gpu, nic0"):
+    with pytest.raises(ParamError, match="devices: 'nick' is not a device of mixed-nic; allowed: gpu, nic0"):
         mixed.run(s, devices={"nick": {"requesters": 1}}, rao=RAO)
     with pytest.raises(ParamError, match="rao.device = 'gpu' is not the NIC of mixed-nic; allowed: nic0"):
         mixed.run(s, rao=dict(RAO, device="gpu"))

@@ -71,7 +71,7 @@ def test_sweep_cli_refuses_no_workers(tmp_path):
     spec_path = write_spec(tmp_path / "s.toml", 2)
     r = subprocess.run([EXE, "sweep", str(spec_path), "--out", str(tmp_path / "o"), "--workers", "0"],
                        capture_output=True, text=True)
-    assert r.returncode == 2 and "'--workers': 0 is not in the range x>=1" in r.stderr
+    assert r.returncode == 2 and "'--workers': 0 is out of range; allowed: a whole number from 1 on" in r.stderr
     assert not (tmp_path / "o").exists()
 
 

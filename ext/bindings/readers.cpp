@@ -36,7 +36,7 @@ void onlyKeys(const py::dict& d, const std::set<std::string>& allowed, const std
 CXL_PARAM_GROUPS(CXL_DEFINE_READER)
 
 py::dict sub(const py::dict& d, const char* key, const std::string& where) {
-    if (!d.contains(key)) throw ConfigError(where + "." + key + " is missing");
+    if (!d.contains(key)) throw ConfigError(where + "." + key + " is missing; add its table of parameters ('simcxl topology types' lists them)");
     py::object v = d[key];
     if (!py::isinstance<py::dict>(v)) throw ConfigError(where + "." + key + " must be a table of parameters");
     return v.cast<py::dict>();
@@ -72,7 +72,7 @@ PortRef readPortRef(py::handle v, const std::string& at) {
 
 void readGroup(const std::string& schema, const py::dict& d, const std::string& where, ComponentParams& cp) {
     CXL_PARAM_GROUPS(CXL_READ_GROUP)
-    throw ConfigError(where + ": no parameter group " + schema);
+    throw ConfigError(where + ": no parameter group " + schema + "; allowed: the groups 'simcxl topology types' lists");
 }
 
 // One component: {type, description?, its top-level group's fields, its other groups as tables}.
@@ -132,7 +132,7 @@ void readDecoders(const py::dict& d, Graph& g) {
             onlyKeys(e, {"index", "base", "size", "ways", "granularity", "targets", "dpa_base", "dpa_size", "locked",
                          "host_only"}, w, "key");
             for (const char* k : {"base", "size", "ways", "granularity"})
-                if (!e.contains(k)) throw ConfigError(w + "." + k + " is missing");
+                if (!e.contains(k)) throw ConfigError(w + "." + k + " is missing; add " + k + " to it (every committed decoder gives base, size, ways, granularity)");
             cxlio::CommittedDecoder x;
             x.index = e.contains("index") ? field<uint32_t>(e["index"], w, "index", 0, 31) : uint32_t(i - 1);
             x.base = field<uint64_t>(e["base"], w, "base", 0, space);
@@ -177,12 +177,12 @@ Graph readGraph(const py::dict& d) {
         if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table {from, to}");
         py::dict k = item.cast<py::dict>();
         onlyKeys(k, {"from", "to", "base", "size", "qos_limit", "qos_allocation"}, at, "connection key");
-        if (!k.contains("from") || !k.contains("to")) throw ConfigError(at + ": from and to are both needed");
+        if (!k.contains("from") || !k.contains("to")) throw ConfigError(at + ": from and to are both needed; add the missing one, e.g. {from = 'host.mem', to = 'ddr.up'}");
         Connection c;
         c.from = readPortRef(k["from"], at + ".from");
         c.to = readPortRef(k["to"], at + ".to");
         const bool base = k.contains("base") && !k["base"].is_none(), size = k.contains("size") && !k["size"].is_none();
-        if (base != size) throw ConfigError(at + ": base and size come together (a window)");
+        if (base != size) throw ConfigError(at + ": base and size come together (a window); give both or neither");
         if (base) {
             c.window = true;
             c.base = field<uint64_t>(k["base"], at, "base", 0, space);
@@ -207,7 +207,7 @@ MemTarget readTarget(py::handle v) {
     if (v.is_none()) return t;
     for (py::handle item : v) {
         auto pair = item.cast<py::tuple>();
-        if (pair.size() != 2) throw ConfigError("target: each entry is (window, weight)");
+        if (pair.size() != 2) throw ConfigError("target: each entry is (window, weight); allowed: pairs such as ('cxl0', 1)");
         t.windows.push_back(pair[0].cast<std::string>());
         t.weights.push_back(field<uint32_t>(pair[1], "target", "weight", 1, 255));
     }

@@ -143,9 +143,11 @@ def load(folder) -> Testbed:
     problems: List[str] = []
     toml_path = folder / "testbed.toml"
     if not folder.is_dir():
-        raise TestbedError(f"{folder}: not a folder")
+        raise TestbedError(f"{folder}: not a folder; allowed: a testbed folder holding testbed.toml, "
+                           "e.g. calibration/testbeds/spr-cxl-dmsim")
     if not toml_path.exists():
-        raise TestbedError(f"{toml_path}: missing (every testbed needs testbed.toml)")
+        raise TestbedError(f"{toml_path}: missing (every testbed needs testbed.toml); add one, as "
+                           "docs/tutorials/calibration.md shows")
     try:
         text = read_text(toml_path)
     except ParamError as e:

@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 
 from ..engine.progress import kept
-from .common import user_errors, writable
+from .common import Command, user_errors, writable
 
 
-@click.command("calibrate")
+@click.command("calibrate", cls=Command,
+               example="simcxl calibrate --testbed calibration/testbeds/spr-cxl-dmsim --out calib-out")
 @click.option("--testbed", required=True, type=click.Path(file_okay=False), help="Testbed folder.")
 @click.option("--memories", default=None, help="Comma-separated memories of the testbed (default: all).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for presets, report, summary.")

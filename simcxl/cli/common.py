@@ -32,9 +32,65 @@ class UserError(click.ClickException):
 
 def _one_line(e: click.ClickException) -> str:
     msg = " ".join(e.format_message().split())
-    if isinstance(e, click.UsageError) and not isinstance(e, click.BadParameter) and e.ctx is not None:
+    if isinstance(e, click.MissingParameter) and e.ctx is not None:
+        return msg.rstrip(".") + f"; e.g. {_example(e.ctx)} (see '{e.ctx.command_path} -h')"
+    if isinstance(e, click.BadParameter):
+        return _bad_parameter(e, msg)
+    if isinstance(e, click.UsageError) and e.ctx is not None:
         msg += f" (see '{e.ctx.command_path} -h')"
     return msg
+
+
+def _example(ctx: click.Context) -> str:
+    """The command's example invocation (Command's example), else one made of its required parameters."""
+    given = getattr(ctx.command, "example", None)
+    if given:
+        return given
+    words = [ctx.command_path]
+    for p in ctx.command.params:
+        if p.required:
+            words.append(p.make_metavar(ctx) if isinstance(p, click.Argument) else f"{p.opts[0]} VALUE")
+    return " ".join(words)
+
+
+def _bad_parameter(e: click.BadParameter, msg: str) -> str:
+    """click's own conversion errors ("'x' is not a valid integer", "'x' is not one of 'a', 'b'") in the
+    project's form: what was wrong, then what is allowed; messages of our own callbacks say it already."""
+    if re.search(r"\b(allowed|give|e\.g\.)", msg) or e.param is None:
+        return msg
+    t = e.param.type
+    head, _, rest = msg.partition(": ")
+    value = re.match(r"('[^']*'|\S+) is not", rest)
+    shown = value.group(1) if value else "the value"
+    if isinstance(t, click.Choice):
+        from ..config.param_group import did_you_mean
+        choices = [str(c) for c in t.choices]
+        return (f"{head}: {shown} is not allowed; {did_you_mean(shown.strip(chr(39)), choices)}allowed: "
+                + ", ".join(choices))
+    whole = isinstance(t, click.types.IntParamType)
+    what = "a whole number" if whole else "a number"
+    if isinstance(t, (click.IntRange, click.FloatRange)):
+        span = (f" from {t.min} to {t.max}" if t.min is not None and t.max is not None else
+                f" from {t.min} on" if t.min is not None else f" up to {t.max}" if t.max is not None else "")
+        wrong = "is out of range" if "is not in the range" in rest else f"is not {what}"
+        return f"{head}: {shown} {wrong}; allowed: {what}{span}"
+    if isinstance(t, (click.types.IntParamType, click.types.FloatParamType)):
+        return f"{head}: {shown} is not {what}; allowed: {what}"
+    if isinstance(t, click.Path):
+        kind = "file" if not t.dir_okay else "folder" if not t.file_okay else "file or folder"
+        return msg.rstrip(".") + f"; allowed: {'an existing' if t.exists else 'a'} {kind}'s path"
+    return msg
+
+
+class Command(click.Command):
+    """A command with an example invocation (``example=``), shown at the end of its help and in the
+    error for a missing required argument or option."""
+
+    def __init__(self, *args, example: Optional[str] = None, **kwargs):
+        self.example = example
+        if example and not kwargs.get("epilog"):
+            kwargs["epilog"] = f"Example: {example}"
+        super().__init__(*args, **kwargs)
 
 
 class Group(click.Group):
@@ -48,6 +104,7 @@ class Group(click.Group):
         # Usage as before (newer click writes [COMMAND] for such a group): a bare group only shows its help.
         kwargs.setdefault("subcommand_metavar", "COMMAND [ARGS]...")
         super().__init__(*args, **kwargs)
+        self.command_class = Command
         own = self.callback
 
         def callback(*a, **kw):
@@ -229,7 +286,7 @@ def writable(ctx, param, value):
     if value is None or value == "-":
         return value
     if not value.strip():
-        raise click.BadParameter(f"{value!r} is not a file name")
+        raise click.BadParameter(f"{value!r} is not a file name; give a file's path")
     path = Path(value)
     for up in (path.parent, *path.parent.parents):
         if up.exists():
@@ -302,7 +359,7 @@ def parse_sizes(text: str, name: str, lo: int, hi: int) -> List[int]:
             try:
                 v = engine.parse_size(part.strip())
             except ParamError as e:
-                raise ParamError(f"{name}: {e} (e.g. 4k,1m,1g)") from None
+                raise ParamError(f"{name}: {e}, from {plots_size(lo)} to {plots_size(hi)} (e.g. 4k,1m,1g)") from None
             if not lo <= v <= hi:
                 raise ParamError(f"{name}: size {part.strip()!r} is out of range; allowed: {plots_size(lo)} to "
                                  f"{plots_size(hi)}")
@@ -323,7 +380,7 @@ def parse_floats(text: str, name: str) -> List[float]:
     try:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise UserError(f"{name} {text!r} is not a comma-separated list of numbers") from None
+        raise UserError(f"{name} {text!r} is not a comma-separated list of numbers; give e.g. 1,2,4") from None
     if not out:
         raise UserError(f"{name} {text!r} names no value; give a comma-separated list, e.g. 1,2,4")
     return out
@@ -368,7 +425,8 @@ def parse_kv(overrides: List[str], example: str) -> dict:
         try:
             kv[k.strip()] = int(v.strip(), 16) if v.strip().lower().startswith("0x") else json.loads(v)
         except (json.JSONDecodeError, ValueError):
-            raise ParamError(f"--set {k}: value {v!r} is not a number") from None
+            raise ParamError(f"--set {k}: value {v!r} is not a number; allowed: a number or 0x... (e.g. "
+                             f"{example})") from None
     return kv
 
 

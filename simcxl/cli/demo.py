@@ -22,5 +22,6 @@ def demo(out, testbed, quick):
     from ..workloads import demo as demo_mod
     with user_errors():
         if testbed is not None and not (Path(testbed) / "lat_mem_rd.csv").is_file():
-            raise ParamError(f"--testbed {testbed}: no testbed there (lat_mem_rd.csv and stream.csv)")
+            raise ParamError(f"--testbed {testbed}: no testbed there; allowed: a folder with lat_mem_rd.csv and "
+                             "stream.csv, e.g. calibration/testbeds/spr-cxl-dmsim (or leave --testbed out)")
         demo_mod.run(Path(out), Path(testbed) if testbed else demo_mod.TESTBED, quick=quick)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..config.params import ParamError
-from .common import Group, emit_json, json_opt, user_errors
+from .common import Command, Group, emit_json, json_opt, user_errors
 
 
 @click.group("guest", cls=Group)
@@ -36,7 +36,7 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
             click.echo(f"{k}={v}")
 
 
-@click.command("fs")
+@click.command("fs", cls=Command, example="simcxl fs --gem5 gem5/build/X86/gem5.opt --out fs-out")
 @click.option("--gem5", envvar="GEM5", required=True, help="gem5 X86 binary built with this repository as EXTRAS "
               "(default $GEM5).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")

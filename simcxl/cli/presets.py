@@ -9,7 +9,7 @@ import click
 
 from ..config import presets
 from ..config.groups import HomeParams, NicParams
-from ..config.params import DEVICE_GROUPS, AccelDevice, ParamError, System
+from ..config.params import DEVICE_GROUPS, AccelDevice, ParamError, System, did_you_mean
 from .common import Group, emit_json, json_opt, user_errors
 
 
@@ -66,13 +66,17 @@ def _origins(s) -> dict:
             for k, v in s.parameters().items()}
 
 
-@presets_group.command("show")
+@presets_group.command("show", example="simcxl presets show cxl-asic")
 @click.argument("memory")
 @json_opt
 def presets_show(memory, as_json):
     """Every parameter of a preset (name or file), and where each came from."""
     from ..workloads import coherent
     with user_errors():
+        every = presets.names() + coherent.preset_names()
+        if memory not in every and "+" not in memory and not Path(memory).suffix and not Path(memory).exists():
+            raise ParamError(f"{memory!r} is neither a preset nor a preset file; {did_you_mean(memory, every)}"
+                             f"allowed presets: {', '.join(every)} ('simcxl presets list' describes them)")
         s = coherent.load(memory) if _is_accel(memory) else presets.load(memory)
     if as_json:
         click.echo(json.dumps(s.to_dict(), indent=2))

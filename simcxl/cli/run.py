@@ -39,7 +39,7 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, target, 
         if sizes is not None:
             ws = parse_sizes(sizes, "--sizes", 64, 1 << 40)
         else:
-            top = engine.parse_size(max_size) if max_size else 1 << 30
+            top = engine.parse_size(max_size, "--max-size") if max_size else 1 << 30
             ws = [s for s in engine.LMBENCH_SIZES if s <= top]
         df = run_each(systems, "lmbench",
                       lambda s, cb: engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb,
@@ -164,7 +164,7 @@ def run_traffic(memories, overrides, threads, rf, pattern, rate, arrivals, reque
     """Random or sequential requests at a target rate (or as fast as possible)."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        size = engine.parse_size(footprint)
+        size = engine.parse_size(footprint, "--footprint")
         df = run_each(systems, "traffic", lambda s, cb: engine.traffic(
             s, threads, rf, pattern, size, requests, rate_gbps=rate, progress=cb, target=target, arrivals=arrivals))
     cols = ["memory"] + target_col(df) + ["read_gbps", "write_gbps", "total_gbps", "read_latency_ns_mean",
@@ -195,7 +195,7 @@ def run_hosts(memories, overrides, only, threads, rf, pattern, rate, requests, f
     multi-logical devices they share (see docs/tutorials/hosts.md)."""
     with user_errors():
         systems = load_memories(memories, overrides)
-        size = engine.parse_size(footprint)
+        size = engine.parse_size(footprint, "--footprint")
         df = run_each(systems, "hosts", lambda s, cb: engine.hosts(
             s, {h: {} for h in (only or engine.host_names(s))}, cb, threads=threads, read_fraction=rf,
             pattern=pattern, rate_gbps=rate, requests=requests, footprint_bytes=size))
@@ -240,10 +240,10 @@ def run_shared(memories, overrides, only, threads, pattern, lines, store, access
     write_outputs(df, None, csv_path, "shared")
 
 
-@run.command("trace")
+@run.command("trace", example="simcxl run trace my.trace -m cxl-asic")
 @memory_opt
 @set_opt
-@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.argument("trace_file", type=click.Path())
 @click.option("--max-outstanding", default=64, show_default=True, help="Requests in flight at once.")
 @target_opt
 @json_opt
@@ -256,8 +256,8 @@ def run_trace(memories, overrides, trace_file, max_outstanding, target, as_json,
         df = run_each(systems, "trace", lambda s, cb: engine.trace(s, trace_file, max_outstanding, progress=cb,
                                                                    target=target))
         if not (df["requests"] > 0).all():
-            raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); "
-                             "lines: time_ns op address [size]")
+            raise ParamError(f"trace {trace_file} has no requests (only blank lines and comments); add lines "
+                             "'time_ns op address [size]', e.g. '0 R 0x1000'")
     cols = ["memory"] + target_col(df) + ["requests", "read_gbps", "write_gbps", "read_latency_ns_mean",
                                            "read_latency_p99_ns", "write_latency_ns_mean"]
     if as_json:
@@ -271,15 +271,16 @@ def _check_trace(path: str) -> None:
     """What the engine's parser cannot say well: a missing, special or binary file."""
     p = Path(path)
     if not p.exists():
-        raise ParamError(f"trace file {path} does not exist")
+        raise ParamError(f"trace file {path} does not exist; check the path (allowed: a text file of lines "
+                         "'time_ns op address [size]', e.g. '0 R 0x1000')")
     if not p.is_file():
-        raise ParamError(f"trace file {path} is not a regular file (a trace is a text file of lines "
-                         "'time_ns op address [size]')")
+        raise ParamError(f"trace file {path} is not a regular file; allowed: a text file of lines "
+                         "'time_ns op address [size]'")
     with open(p, "rb") as f:
         head = f.read(1 << 16)
     nul = head.find(b"\0")
     if nul >= 0:
-        raise ParamError(f"trace file {path} is binary (a NUL byte at offset {nul}); a trace is "
+        raise ParamError(f"trace file {path} is binary (a NUL byte at offset {nul}); allowed: "
                          "a text file of lines 'time_ns op address [size]'")
 
 

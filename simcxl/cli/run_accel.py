@@ -138,7 +138,8 @@ def run_mixed_cmd(memory, accel, system_file, overrides, kernel, threads, lines,
         devices = _device_settings(per_device)
         nic = mixed.nic_device(s)
         if with_rao and nic is None:
-            raise ParamError(f"--rao: {s.name} has no NIC (a component of type nic on the home agent)")
+            raise ParamError(f"--rao: {s.name} has no NIC (a component of type nic on the home agent); leave --rao "
+                             "out, or give a system with one (e.g. --system examples/topologies/mixed-nic.toml)")
         rao = None
         if with_rao or (with_rao is None and nic is not None):
             rao = dict(kernel=rao_kernel, op=rao_op, mechanism=rao_mechanism, threads=rao_threads, iters=rao_iters)

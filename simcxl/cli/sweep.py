@@ -10,12 +10,12 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from ..config.params import ParamError
+from ..config.params import ParamError, did_you_mean
 from ..engine.progress import kept, progress_bar
-from .common import plot_path, user_errors
+from .common import Command, plot_path, user_errors
 
 
-@click.command("sweep")
+@click.command("sweep", cls=Command, example="simcxl sweep examples/sweeps/fabric.toml --out sweep-out")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Results folder (rerun to resume).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
@@ -47,7 +47,8 @@ def _slug(col: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", col.replace("param.", "").replace("workload.", "")).strip("-")
 
 
-@click.command("plot")
+@click.command("plot", cls=Command,
+               example="simcxl plot sweep-out --x param.base.hosts --y total_gbps --hue param.base.levels")
 @click.argument("folder", type=click.Path(file_okay=False, exists=True))
 @click.option("--x", "x", required=True, help="Column on the x axis (e.g. param.cxl.link.lanes).")
 @click.option("--y", "y", required=True, help="Column on the y axis (a metric, or a parameter for heatmaps).")
@@ -63,7 +64,8 @@ def plot_cmd(folder, x, y, hue, z, col, png):
     with user_errors():
         df = sw.load_results(Path(folder))
         if not len(df):
-            raise ParamError(f"{folder} has no results (results.jsonl)")
+            raise ParamError(f"{folder} has no results (results.jsonl); run a sweep into it first: simcxl sweep "
+                             f"SPEC --out {folder}")
         cols = [c for c in (x, y, hue, z, col) if c is not None]
         if len(set(cols)) < len(cols):
             raise ParamError(f"--x, --y, --hue, --z and --col name the same column twice ({', '.join(cols)}); "
@@ -71,17 +73,18 @@ def plot_cmd(folder, x, y, hue, z, col, png):
         for c in cols:
             if c not in df.columns:
                 short = [k for k in df.columns if k.endswith("." + c) or k == f"param.{c}"]
-                raise ParamError(f"column {c!r} is not in the results" + (f"; did you mean {short[0]}?" if short else
-                                 f"; columns: {', '.join(df.columns)}"))
+                near = f"did you mean {short[0]}? " if short else did_you_mean(c, df.columns)
+                raise ParamError(f"column {c!r} is not in the results; {near}allowed: {', '.join(df.columns)}")
         ok = df[df["status"] == "ok"] if "status" in df.columns else df
         if not len(ok):
-            raise ParamError(f"{folder} has no successful points to plot")
+            raise ParamError(f"{folder} has no successful points to plot; see the error column of "
+                             f"{Path(folder) / 'results.csv'}, fix the spec and run the sweep again")
         opt, c = ("--z", z) if z else ("--y", y)
         if not pd.api.types.is_numeric_dtype(ok[c]):
             nums = [k for k in ok.columns if pd.api.types.is_numeric_dtype(ok[k]) and not k.startswith("param.")
                     and k not in ("wall_seconds", "seed")]
-            raise ParamError(f"{opt} {c} is not a number column and cannot be plotted; numeric metrics: "
-                             f"{', '.join(nums)}")
+            raise ParamError(f"{opt} {c} is not a number column and cannot be plotted; give one of the numeric "
+                             f"metrics: {', '.join(nums)}")
         name = f"{_slug(z)}-over-{_slug(x)}-and-{_slug(y)}" if z else \
             f"{_slug(y)}-vs-{_slug(x)}" + (f"-by-{_slug(hue)}" if hue else "")
         name += f"-per-{_slug(col)}" if col else ""

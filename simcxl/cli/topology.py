@@ -12,7 +12,7 @@ def topology_group():
     """Systems as graphs: show a topology file (or a preset drawn as one), list the component types."""
 
 
-@topology_group.command("show")
+@topology_group.command("show", example="simcxl topology show examples/topologies/switch-1level.toml")
 @click.argument("spec")
 @set_opt
 @json_opt

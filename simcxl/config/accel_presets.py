@@ -8,7 +8,7 @@ import copy
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .params import ParamError, System, check_device_name
+from .params import ParamError, System, check_device_name, did_you_mean
 from .presets import ACCEL_DIR as PRESET_DIR
 from .presets import accel_names as preset_names
 from .presets import load_file, split_joined
@@ -57,8 +57,9 @@ def load(system: Union[str, Path, System]) -> System:
         return load_joined(text)
     path = PRESET_DIR / f"{text}.json" if text in preset_names() else Path(text)
     if not path.exists():
-        raise ParamError(f"accel = {text!r} is neither an accelerator preset nor a preset file; presets: "
-                         f"{', '.join(preset_names())} (several join with +, e.g. a=type1-asic+b=type2-bias)")
+        raise ParamError(f"accel = {text!r} is neither an accelerator preset nor a preset file; "
+                         f"{did_you_mean(text, preset_names())}allowed presets: {', '.join(preset_names())} (several "
+                         "join with +, e.g. a=type1-asic+b=type2-bias)")
     s = load_file(path, load)
     if not s.devices:
         raise ParamError(f"preset file {path}: it describes no accelerator; allowed: a file with a device's groups "

@@ -7,15 +7,15 @@ from pathlib import Path
 from .params import ParamError
 
 
-def read_text(path) -> str:
+def read_text(path, missing: str = "name a preset: 'simcxl presets list'") -> str:
     """A user's file as UTF-8 text (a byte-order mark, as spreadsheets write,
     is dropped); an unreadable file or other encoding is a ParamError that
-    starts with the path."""
+    starts with the path; ``missing`` says what else to give where no file is."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as e:
-        hint = f" (in {Path.cwd()}); check the path, or name a preset: 'simcxl presets list'" if e.errno == 2 else ""
+        hint = f" (in {Path.cwd()}); check the path, or {missing}" if e.errno == 2 else ""
         raise ParamError(f"{path}: {e.strerror}{hint}") from None
     try:
         return data.decode("utf-8-sig")

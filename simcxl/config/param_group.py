@@ -6,8 +6,9 @@ The schema itself (``groups.py``: every group; ``params.py``: the System they ma
 from __future__ import annotations
 
 from dataclasses import field, fields
+import difflib
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 
 class ParamError(ValueError):
@@ -44,15 +45,25 @@ def shown(key: Any) -> str:
     return key if isinstance(key, str) and key.isprintable() else repr(key)
 
 
+def did_you_mean(name: Any, valid: Iterable[Any]) -> str:
+    """"did you mean X? " for the valid names closest to a typo (difflib, as git and click suggest), else ""."""
+    near = difflib.get_close_matches(str(name), [str(v) for v in valid], n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(near)}? " if near else ""
+
+
 def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str) -> None:
     """Sets ``group.leaf`` among named parameter groups (whole floats become ints for int fields)."""
     group, _, leaf = path.rpartition(".")
     obj = groups.get(group)
+    listing = "'simcxl presets show NAME' lists them"
     if obj is None:
-        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed groups: {', '.join(groups)}")
+        every = [f"{g}.{f.name}" for g, o in groups.items() for f in fields(o)]
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; {did_you_mean(path, every)}allowed groups: "
+                         f"{', '.join(groups)} ({listing})")
     names = [f.name for f in fields(obj)]
     if leaf not in names:
-        raise ParamError(f"{shown(path)} is not a parameter of {what}; allowed in {group}: {', '.join(names)}")
+        raise ParamError(f"{shown(path)} is not a parameter of {what}; {did_you_mean(leaf, names)}allowed in "
+                         f"{group}: {', '.join(names)} ({listing})")
     ftype = next(f.type for f in fields(obj) if f.name == leaf)
     if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -95,7 +106,8 @@ class ParamGroup:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; allowed: {', '.join(sorted(names))}")
+            raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; {did_you_mean(unknown[0], names)}"
+                             f"allowed: {', '.join(sorted(names))}")
         obj = cls(**d)
         obj.validate(where)
         return obj

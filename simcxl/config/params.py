@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 from .groups import (AccelParams, BridgeParams, DCacheParams, DeviceParams, DmaParams, DramParams, HomeParams,
                      HostParams, InterSocketParams, LinkParams, NicParams)
-from .param_group import ParamError, ParamGroup, check_name, param, set_dotted, shown
+from .param_group import ParamError, ParamGroup, check_name, did_you_mean, param, set_dotted, shown
 
 @dataclass
 class RemoteMemory:
@@ -188,7 +188,8 @@ def read_device_list(lst: Any, where: str) -> List[AccelDevice]:
             raise ParamError(f"{where}: {at}.{shown(bad[0])} is not a device key; allowed: name, "
                              + ", ".join(g for g, _ in DEVICE_GROUPS))
         if "name" not in x:
-            raise ParamError(f"{where}: {at}.name is missing")
+            raise ParamError(f"{where}: {at}.name is missing; add \"name\": \"NAME\" to it (e.g. \"gpu\"), a name "
+                             "of its own")
         check_device_name(x["name"], f"{at}.name")
         devs.append(AccelDevice.from_dict(x, x["name"], x["name"] + "."))
     return devs
@@ -283,13 +284,15 @@ class System:
         self._validate_devices()
         if self.kind == "remote-numa":
             if self.remote is None:
-                raise ParamError("remote is missing: a remote-numa system needs [remote.link] and [remote.dram]")
+                raise ParamError("remote is missing: a remote-numa system needs [remote.link] and [remote.dram]; add "
+                                 "them, as 'simcxl presets show ddr-remote --json' shows")
             self.remote.link.validate("remote.link")
             self.remote.dram.validate("remote.dram")
         if self.kind == "cxl-type3":
             if self.cxl is None:
                 raise ParamError("cxl is missing: a cxl-type3 system needs [cxl.bridge], [cxl.link], "
-                                 "[cxl.device] and [cxl.media]")
+                                 "[cxl.device] and [cxl.media]; add them, as 'simcxl presets show cxl-asic --json' "
+                                 "shows")
             self.cxl.validate("cxl")
         return self
 
@@ -297,7 +300,8 @@ class System:
         if self.kind != MAP_KIND:
             raise ParamError(f"map is not allowed with kind = {self.kind!r}; allowed: kind = {MAP_KIND!r}")
         if not isinstance(self.map, list) or not self.map:
-            raise ParamError("map is missing or empty: an address-map system needs one or more windows")
+            raise ParamError("map is missing or empty: an address-map system needs one or more windows; add them "
+                             "to map, as 'simcxl presets show ddr-local+cxl-asic --json' shows")
         if self.remote is not None or self.cxl is not None:
             raise ParamError("remote and cxl are not allowed in an address-map system; its memories are windows of map")
         seen: Dict[str, Window] = {}
@@ -318,7 +322,8 @@ class System:
             need = {"remote-numa": "remote", "cxl-type3": "cxl"}.get(w.kind)
             for key in ("remote", "cxl"):
                 if key != need and getattr(w, key) is not None:
-                    raise ParamError(f"{w.name}.{key} is not allowed in a {w.kind} window")
+                    raise ParamError(f"{w.name}.{key} is not allowed in a {w.kind} window; remove it, or make the "
+                                     f"window's kind {'remote-numa' if key == 'remote' else 'cxl-type3'}")
             if need is not None:
                 mem = getattr(w, need)
                 if mem is None:
@@ -372,7 +377,8 @@ class System:
         for d in self.devices or []:
             if d.name == name or name is None:
                 return d
-        raise ParamError(f"device {name!r} is not a device of {self.name}; devices: {', '.join(self.device_names())}")
+        raise ParamError(f"device {name!r} is not a device of {self.name}; {did_you_mean(name, self.device_names())}"
+                         f"allowed: {', '.join(self.device_names())}")
 
     def device_kinds(self) -> str:
         return ", ".join(f"{d.name}: {d.kind()}" for d in self.devices or [])
@@ -461,7 +467,8 @@ class System:
             raise ParamError(f"{at}.{shown(unknown[0])} is not a window key; allowed: {', '.join(sorted(allowed))}")
         for req in ("name", "kind"):
             if req not in d:
-                raise ParamError(f"{at}.{req} is missing")
+                raise ParamError(f"{at}.{req} is missing; add \"{req}\": " + ("\"NAME\" (e.g. \"cxl0\")" if req == "name"
+                                 else f"KIND, one of {', '.join(KINDS)}") + f" to {at}")
         name = d["name"]
         check_window_name(name, f"{at}.name")
         rng = WindowRange.from_dict({k: d[k] for k in ("base", "size") if k in d}, name)
@@ -480,7 +487,8 @@ class System:
             raise ParamError(f"{where}: {shown(unknown[0])} is not a preset key; allowed: {', '.join(sorted(allowed))}")
         for req, allowed in (("name", "a string"), ("kind", f"values: {', '.join(KINDS)}")):
             if req not in d:
-                raise ParamError(f"{where}: {req} is missing; allowed {allowed}")
+                raise ParamError(f"{where}: {req} is missing; add \"{req}\" at the top level (allowed {allowed}), or "
+                                 "\"base\": \"PRESET\" to change a preset")
         kw: Dict[str, Any] = {k: d[k] for k in ("name", "kind", "description", "source", "seed", "provenance")
                               if k in d}
         kw["host"] = HostParams.from_dict(d.get("host", {}), "host")
@@ -511,7 +519,8 @@ class System:
     def get(self, path: str) -> Any:
         params = self.parameters()
         if path not in params:
-            raise ParamError(f"{shown(path)} is not a parameter of {self._what()}")
+            raise ParamError(f"{shown(path)} is not a parameter of {self._what()}; {did_you_mean(path, params)}"
+                             "'simcxl presets show NAME' lists the allowed ones")
         return params[path]
 
     def replace(self, **overrides: Any) -> "System":
@@ -570,7 +579,8 @@ class System:
         """The parameter group of a dotted prefix (``host``, ``cxl.media``, ``cxl0.media``, ``cxl0``)."""
         groups = self._groups(named=True)
         if name not in groups:
-            raise ParamError(f"{shown(name)} is not a parameter group of this {self.kind} system; allowed: "
+            raise ParamError(f"{shown(name)} is not a parameter group of this {self.kind} system; "
+                             f"{did_you_mean(name, groups)}allowed: "
                              f"{', '.join(groups)}")
         return groups[name]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .files import read_text
+from .param_group import did_you_mean
 from .groups import HomeParams
 from .params import (DEVICE_GROUPS, MAP_KIND, WINDOW_STRIDE, AccelDevice, CxlMemory, ParamError, RemoteMemory, System,
                      Window, WindowRange)
@@ -39,7 +40,8 @@ def read_json(path: Union[str, Path]) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ParamError(f"preset file {path} line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise ParamError(f"preset file {path} line {e.lineno} column {e.colno}: {e.msg}; a preset file is JSON, "
+                         "as 'simcxl presets show NAME --json' prints one") from None
     except RecursionError:
         raise ParamError(f"preset file {path}: nested too deeply to be a preset") from None
 
@@ -58,7 +60,10 @@ def _require(template: Dict[str, Any], given: Dict[str, Any], prefix: str, why: 
     missing = [p for p in _leaves(template) if p not in have]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise ParamError(f"{prefix}{missing[0]} is missing{more}; {why}")
+        *groups, leaf = missing[0].split(".")
+        inside = "".join(f'"{g}": {{' for g in groups) + "..." + "}" * len(groups)
+        raise ParamError(f"{prefix}{missing[0]} is missing{more}; {why}: add \"{leaf}\": VALUE "
+                         f"{'inside ' + inside if groups else 'at the top level'}")
 
 
 def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
@@ -85,11 +90,17 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
     if "base" in data:
         name = data["base"]
         if not isinstance(name, str):
-            raise ParamError(f"preset file {path}: base = {name!r} is not a preset name or file")
+            raise ParamError(f"preset file {path}: base = {name!r} is not a preset name or file; allowed: a string, a "
+                             f"preset ({', '.join(load_names())}) or a preset file's path")
         ref = name if name in load_names() or Path(name).is_absolute() else str(path.parent / name)
+        if name not in load_names() and not Path(name).suffix and not Path(ref).exists():
+            raise ParamError(f"preset file {path}: base = {name!r} is neither a preset nor a file; "
+                             f"{did_you_mean(name, load_names())}allowed: a preset ({', '.join(load_names())}) or "
+                             "a preset file")
         me = path.resolve()
         if me in _BASES:
-            raise ParamError(f"preset file {path}: base {name!r} leads back to this file")
+            raise ParamError(f"preset file {path}: base {name!r} leads back to this file; allowed: a base that "
+                             f"does not, e.g. a shipped preset: {', '.join(load_names())}")
         _BASES.append(me)
         try:
             base = load_base(name if name in load_names() else ref)
@@ -111,7 +122,7 @@ def complete(data: Any, path: Path, full: Callable[[Dict[str, Any]], Dict[str, A
         return merged
     _require({k: v for k, v in full(data).items() if k in groups}, {k: v for k, v in data.items() if k in groups},
              f"preset file {path}: ", "a preset file gives every parameter, as 'simcxl presets show NAME --json' "
-             "prints them, or names the preset it changes with \"base\": \"NAME\"")
+             "prints them, or names the preset it changes with \"base\": \"NAME\" and gives only what differs")
     return data
 
 
@@ -154,7 +165,8 @@ def _complete_windows(data: Any) -> None:
         name = w.get("name", f"map[{i}]")
         for key in ("base", "size"):
             if key not in w:
-                raise ParamError(f"{name}.{key} is missing; a window gives its base and size (bytes)")
+                raise ParamError(f"{name}.{key} is missing; add \"{key}\": BYTES to window {name} of map: a window "
+                                 "gives its base and size (bytes)")
         key = {"remote-numa": "remote", "cxl-type3": "cxl"}.get(w.get("kind"))
         if key is None or not isinstance(w.get(key), dict):
             continue
@@ -203,8 +215,9 @@ def load(memory: Union[str, Path, System]) -> System:
         return load_map(text)
     if path.suffix == ".json" or path.exists():
         return load_file(path)
-    raise ParamError(f"memory = {text!r} is neither a preset nor a preset file; presets: {', '.join(names())}"
-                     " (an address map joins them with +, e.g. ddr-local+cxl-asic)")
+    raise ParamError(f"memory = {text!r} is neither a preset nor a preset file; {did_you_mean(text, names())}"
+                     f"allowed presets: {', '.join(names())} (an address map joins them with +, e.g. "
+                     "ddr-local+cxl-asic)")
 
 
 def split_joined(text: str, load_one: Callable[[str], Any], what: str, part: str, examples: Sequence[str]) -> list:

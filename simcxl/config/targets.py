@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple, Union
 
-from .params import ParamError, System, shown
+from .params import ParamError, System, did_you_mean, shown
 
 Target = Union[None, str, Dict[str, int], List[Tuple[str, int]]]
 
@@ -47,8 +47,8 @@ def parse_target(target: Target, system: System, where: str = "target") -> Optio
     seen = set()
     for n, w in pairs:
         if n not in allowed:
-            raise ParamError(f"{where}: {shown(n)!r} is not a window of {system.name}'s address map; allowed: "
-                             f"{', '.join(allowed)}")
+            raise ParamError(f"{where}: {shown(n)!r} is not a window of {system.name}'s address map; "
+                             f"{did_you_mean(n, allowed)}allowed: {', '.join(allowed)}")
         if n in seen:
             raise ParamError(f"{where} names window {n!r} twice; allowed: each window once")
         seen.add(n)

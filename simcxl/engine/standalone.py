@@ -369,7 +369,7 @@ def trace(memory: Memory, path: Union[str, Path], max_outstanding: int = 64,
     pairs = parse_target(target, system)
     if not os.path.isfile(path):
         raise ParamError(f"trace file {path} " + ("is not a file; expected a trace file" if os.path.exists(path)
-                                                  else "does not exist"))
+                                                  else "does not exist") + "; allowed: a text file of lines 'time_ns op address [size]'")
     r = _core.run_trace(core_graph(system), str(path), _check_int("max_outstanding", max_outstanding, 1, 65536),
                         progress, pairs)
     df = pd.DataFrame([r])

@@ -29,7 +29,7 @@ from ..config import presets
 from . import points as sb
 from .points import run_point
 from ..config.files import read_text
-from ..config.params import ParamError, System, shown
+from ..config.params import ParamError, System, did_you_mean, shown
 from ..config.targets import parse_target
 
 if sys.version_info >= (3, 11):
@@ -124,11 +124,12 @@ class Sweep:
     def from_toml(cls, path) -> "Sweep":
         path = Path(path)
         try:
-            raw = tomllib.loads(read_text(path))
+            raw = tomllib.loads(read_text(path, "see docs/tutorials/sweeps.md for a spec (e.g. "
+                                                  "examples/sweeps/fabric.toml)"))
         except ParamError as e:
             raise ParamError(f"sweep spec {e}") from None
         except tomllib.TOMLDecodeError as e:
-            raise ParamError(f"sweep spec {path}: {e}") from None
+            raise ParamError(f"sweep spec {path}: {e}; fix the TOML there (see docs/tutorials/sweeps.md)") from None
         except RecursionError:
             raise ParamError(f"sweep spec {path}: nested too deeply to be a sweep spec") from None
         return cls.from_dict(raw, path.parent)
@@ -140,17 +141,21 @@ class Sweep:
             raise ParamError(f"sweep: a spec must be a table; allowed keys: {', '.join(sorted(known))}")
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ParamError(f"sweep: {shown(unknown[0])} is not a sweep key; allowed: {', '.join(sorted(known))}")
+            raise ParamError(f"sweep: {shown(unknown[0])} is not a sweep key; {did_you_mean(unknown[0], known)}"
+                             f"allowed: {', '.join(sorted(known))}")
         _check_shape(raw)
         if "base" not in raw and not any(a.get("param") == sb.AXIS for a in raw.get("axes", [])):
-            raise ParamError("sweep: base is missing (a preset name or preset file)")
+            raise ParamError("sweep: base is missing; add it before the first [table]: a preset name, a preset "
+                             "file, a topology file or a [base] generator table, e.g. base = \"cxl-asic\"")
         axes = []
         for i, a in enumerate(raw.get("axes", [])):
             if not isinstance(a, dict) or "param" not in a:
-                raise ParamError(f"sweep: axes[{i}] needs a param")
+                raise ParamError(f"sweep: axes[{i}] needs a param; add param = \"NAME\" to it, e.g. "
+                                 "param = \"cxl.link.lanes\"")
             rng = a.get("range")
             if rng is not None and (not isinstance(rng, list) or len(rng) != 2):
-                raise ParamError(f"sweep: axis {a['param']}: range must be [low, high]")
+                raise ParamError(f"sweep: axis {a['param']}: range = {rng!r} is not allowed; allowed: [low, high], "
+                                 "e.g. range = [4, 16]")
             axes.append(Axis(a["param"], a.get("values"), rng[0] if rng else None, rng[1] if rng else None,
                              bool(a.get("log", False))))
         samp = raw.get("sampling", {})
@@ -209,7 +214,8 @@ class Sweep:
                              "(gem5 runs join when the gem5 SimObjects are built)")
         kind = self.workload.get("kind", "traffic")
         if kind not in WORKLOADS:
-            raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed; allowed: {', '.join(WORKLOADS)}")
+            raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed; {did_you_mean(kind, WORKLOADS)}"
+                             f"allowed: {', '.join(WORKLOADS)}")
         if isinstance(self.base, dict) and kind in COHERENT + ("mixed",):
             raise ParamError(f"sweep: workload.kind = {kind!r} is not allowed with a generator base (its systems have "
                              "no accelerators); allowed: traffic, stream, lmbench, loaded-latency, hosts")
@@ -238,7 +244,8 @@ class Sweep:
                 raise ParamError(f"{e}{sb.where(structural)}") from None
         for m in self.metrics:
             if not isinstance(m, str):
-                raise ParamError(f"sweep: metrics must be names, not {m!r}")
+                raise ParamError(f"sweep: metrics must be names, not {m!r}; allowed: a list of metric names, e.g. "
+                                 "metrics = [\"read_gbps\"]")
 
     def _check_against(self, base, kind: str) -> None:
         """The workload and the parameter axes against one base system."""
@@ -260,8 +267,9 @@ class Sweep:
                 continue
             where = f"axis {shown(a.param)}"
             if a.values is None and (a.lo is None or self.method == "grid"):
-                raise ParamError(f"{where}: values is missing; allowed: values = [...]"
-                                 + ("" if self.method == "grid" else " or range = [low, high]"))
+                raise ParamError(f"{where}: values is missing; add values = [...] to the axis"
+                                 + ("" if self.method == "grid" else " or range = [low, high]")
+                                 + ", e.g. values = [4, 8, 16]")
             if a.values is not None and not a.values:
                 raise ParamError(f"{where}: values is empty; allowed: a list of one or more values")
             if a.param.startswith("workload."):
@@ -417,8 +425,8 @@ def _check_shape(raw: Dict[str, Any]) -> None:
 def _check_workload(kind: str, name: str, value: Any, where: str) -> None:
     spec = WORKLOADS[kind].get(name)
     if spec is None:
-        raise ParamError(f"{where}: {shown(name)} is not a parameter of the {kind} workload; allowed: "
-                         f"{', '.join(WORKLOADS[kind])}")
+        raise ParamError(f"{where}: {shown(name)} is not a parameter of the {kind} workload; "
+                         f"{did_you_mean(name, WORKLOADS[kind])}allowed: {', '.join(WORKLOADS[kind])}")
     if spec is SWITCH:
         if not isinstance(value, bool):
             raise ParamError(f"{where}: {value!r} is not allowed; allowed values: true, false")

@@ -41,7 +41,10 @@ def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:
     if Path(text).suffix.lower() in (".toml", ".json") and Path(text).exists():
         return load(text)
     if Path(text).suffix.lower() in (".toml",):
-        raise TopologyError(f"{text}: no such topology file")
+        from ..config import accel_presets, presets
+        raise TopologyError(f"{text}: no such topology file; check the path, or give a preset instead (allowed: "
+                            f"{', '.join(presets.names() + accel_presets.preset_names())}); 'simcxl topology show "
+                            "PRESET --toml' prints one as a file")
     return preset_topology(text)
 
 

@@ -41,7 +41,7 @@ class _Builder:
 
     def add(self, name: str, t: str, **groups) -> str:
         if name in self.comps:
-            raise ParamError(f"{name}: two components of that name")
+            raise ParamError(f"{name}: two components of that name; rename one")
         self.comps[name] = _comp(name, t, self.origin, **groups)
         return name
 
@@ -96,7 +96,8 @@ def from_system(s: Any) -> Topology:
             rng = dict(base=w.range.base, size=w.range.size)
             if w.kind == "local-dram":
                 if mapped_local:
-                    raise ParamError(f"{w.name}: a second window onto the local DRAM has no graph of its own yet")
+                    raise ParamError(f"{w.name}: a second window onto the local DRAM has no graph of its own yet; "
+                                     "allowed: one local-dram window")
                 mapped_local = True
                 b.add(w.name, "dram", top=s.local_dram)
                 b.join("host.mem", f"{w.name}.up", **rng)

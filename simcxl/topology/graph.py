@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .. import _core
 from ..config.files import read_text
-from ..config.param_group import NAME
+from ..config.param_group import NAME, did_you_mean
 from ..config.groups import BridgeParams
 from ..config.params import PHYS_SPACE, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
@@ -57,6 +57,7 @@ _COMP_KEYS = ("type", "from", "description")
 _CONN_KEYS = ("from", "to", "base", "size", "qos_limit", "qos_allocation")
 #: A host's LD on CXL memory (CXL 2.0 QoS telemetry), as fractions of a device's peak completions.
 _QOS_KEYS = ("qos_limit", "qos_allocation")
+_VALID = "fix the file there ('simcxl topology show cxl-asic --toml' prints a valid topology file)"
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ class Topology:
     def get(self, path: str) -> Any:
         params = self.parameters()
         if path not in params:
-            raise TopologyError(f"{shown(path)} is not a parameter of topology {self.name}")
+            raise TopologyError(f"{shown(path)} is not a parameter of topology {self.name}; "
+                                f"{did_you_mean(path, params)}'simcxl topology show FILE' lists them")
         return params[path]
 
     def replace(self, **overrides: Any) -> "Topology":
@@ -148,11 +150,12 @@ class Topology:
             comp, _, leaf = path.partition(".")
             c = new.components.get(comp)
             if c is None:
-                raise TopologyError(f"{shown(path)}: {shown(comp)} is not a component; components: "
-                                    f"{', '.join(new.components)}")
+                raise TopologyError(f"{shown(path)}: {shown(comp)} is not a component; "
+                                    f"{did_you_mean(comp, new.components)}allowed: {', '.join(new.components)}")
             if leaf not in c.ctype.parameters():
-                raise TopologyError(f"{shown(path)} is not a parameter of {comp} ({c.type}); allowed: "
-                                    f"{', '.join(c.ctype.parameters())}")
+                raise TopologyError(f"{shown(path)} is not a parameter of {comp} ({c.type}); "
+                                    f"{did_you_mean(leaf, c.ctype.parameters())}allowed: "
+                                    f"{', '.join(c.ctype.parameters())} ('simcxl topology types' lists them)")
             c.values[leaf] = value
             c.origin[leaf] = "override"
         _check_values(new)
@@ -205,9 +208,9 @@ def load(spec: Union[str, Path, Dict[str, Any], Topology], fragments: Fragments 
         else:
             data = _toml_loads(text)
     except json.JSONDecodeError as e:
-        raise TopologyError(f"{path} line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise TopologyError(f"{path} line {e.lineno} column {e.colno}: {e.msg}; {_VALID}") from None
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
-        raise TopologyError(f"{path}: {e}") from None
+        raise TopologyError(f"{path}: {e}; {_VALID}") from None
     try:
         return from_dict(data, path.stem, fragments)
     except ParamError as e:
@@ -239,13 +242,15 @@ def _ref(text: Any, where: str, comps: Dict[str, Component]) -> Tuple[PortRef, P
     ref = PortRef(m.group(1), m.group(2), int(m.group(3)) if m.group(3) is not None else None)
     c = comps.get(ref.comp)
     if c is None:
-        raise TopologyError(f"{where}: {ref.comp} is not a component; components: {', '.join(comps)}")
+        raise TopologyError(f"{where}: {ref.comp} is not a component; {did_you_mean(ref.comp, comps)}"
+                            f"allowed: {', '.join(comps)}")
     p = c.ctype.port(ref.port)
     if p is None:
-        raise TopologyError(f"{where}: {ref.comp} ({c.type}) has no port {ref.port}; its ports: "
-                            f"{', '.join(x.name for x in c.ctype.ports)}")
+        ports = [x.name for x in c.ctype.ports]
+        raise TopologyError(f"{where}: {ref.comp} ({c.type}) has no port {ref.port}; {did_you_mean(ref.port, ports)}"
+                            f"allowed: {', '.join(ports)}")
     if ref.index is not None and not p.multi:
-        raise TopologyError(f"{where}: {ref.comp}.{ref.port} is a single port and takes no index")
+        raise TopologyError(f"{where}: {ref.comp}.{ref.port} is a single port and takes no index; remove it")
     return ref, p
 
 
@@ -254,10 +259,12 @@ def from_dict(data: Any, default_name: str = "topology", fragments: Fragments = 
         raise TopologyError("a topology is a table with components and connections")
     unknown = sorted(set(data) - set(_TOP_KEYS), key=str)
     if unknown:
-        raise TopologyError(f"{shown(unknown[0])} is not a topology key; allowed: {', '.join(_TOP_KEYS)}")
+        raise TopologyError(f"{shown(unknown[0])} is not a topology key; {did_you_mean(unknown[0], _TOP_KEYS)}"
+                            f"allowed: {', '.join(_TOP_KEYS)}")
     for k in ("components", "connections"):
         if k not in data:
-            raise TopologyError(f"{k} is missing; a topology names its components and joins their ports")
+            raise TopologyError(f"{k} is missing; a topology names its components and joins their ports: add "
+                                + ("[components.NAME] tables" if k == "components" else "[[connections]] tables"))
     name = data.get("name", default_name)
     for k in ("name", "description", "source"):
         if k in data and not isinstance(data[k], str):
@@ -286,11 +293,12 @@ def _component(name: Any, d: Any, fragments: Fragments) -> Component:
     if not isinstance(d, dict):
         raise TopologyError(f"{name} must be a table (type, from and its parameters)")
     if "type" not in d:
-        raise TopologyError(f"{name}.type is missing; allowed: {', '.join(TYPES)}")
+        raise TopologyError(f"{name}.type is missing; add type = \"TYPE\" to [components.{name}], allowed: "
+                            f"{', '.join(TYPES)} ('simcxl topology types' lists them)")
     t = d["type"]
     if not isinstance(t, str) or t not in TYPES:
-        raise TopologyError(f"{name}.type = {t!r} is not a component type; allowed: {', '.join(TYPES)} "
-                            "('simcxl topology types' lists them)")
+        raise TopologyError(f"{name}.type = {t!r} is not a component type; {did_you_mean(t, TYPES)}allowed: "
+                            f"{', '.join(TYPES)} ('simcxl topology types' lists them)")
     ctype = TYPES[t]
     c = Component(name, t, description=str(d.get("description", "")))
     if "from" in d:
@@ -311,7 +319,8 @@ def _component(name: Any, d: Any, fragments: Fragments) -> Component:
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise TopologyError(f"{name}.{missing[0]} is missing{more}; a component gives every parameter of its type or "
-                            "takes them from a preset (from = \"PRESET\", or \"defaults\")")
+                            "takes them from a preset: add it to [components." + name + "], or add from = \"PRESET\" "
+                            "(or \"defaults\")")
     return c
 
 
@@ -323,11 +332,11 @@ def _set(c: Component, dotted: str, v: Any, allowed) -> None:
     leaf = dotted.rpartition(".")[2]
     why = DERIVED.get(c.type, {}).get(leaf)
     if why:
-        raise TopologyError(f"{c.name}.{dotted} is not set in a topology: it is {why}")
+        raise TopologyError(f"{c.name}.{dotted} is not set in a topology: it is {why}; remove it")
     groups = [g for g, _ in c.ctype.groups if g]
     hint = f"; its groups: {', '.join(groups)}" if groups and "." not in dotted else ""
-    raise TopologyError(f"{c.name}.{shown(dotted)} is not a parameter of a {c.type}{hint} "
-                        f"('simcxl topology types' lists them)")
+    raise TopologyError(f"{c.name}.{shown(dotted)} is not a parameter of a {c.type}{hint}; "
+                        f"{did_you_mean(dotted, allowed)}'simcxl topology types' lists them")
 
 
 def _take_from(c: Component, spec: Any, fragments: Fragments) -> None:
@@ -380,11 +389,13 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
                                 f"{', '.join(_CONN_KEYS)}")
         for k in ("from", "to"):
             if k not in x:
-                raise TopologyError(f"{where}.{k} is missing; a connection joins two ports (from, to)")
+                raise TopologyError(f"{where}.{k} is missing; a connection joins two ports: add {k} = "
+                                "\"COMPONENT.PORT\", e.g. from = \"host.mem\", to = \"ddr.up\"")
         ends = [x["from"], x["to"]]
         if "base" in x or "size" in x:
             if "size" not in x:
-                raise TopologyError(f"{where} ({x['from']} -> {x['to']}): size is missing; a window gives base and size")
+                raise TopologyError(f"{where} ({x['from']} -> {x['to']}): size is missing; a window gives base and "
+                                    "size: add size = BYTES (e.g. \"1g\")")
             base = _size(x.get("base", 0), f"{where}.base", 0) if x.get("base", 0) != 0 else 0
             size = _size(x["size"], f"{where}.size", 64)
         for q in _QOS_KEYS:
@@ -402,13 +413,15 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
     (ra, pa), (rb, pb) = (_ref(e, where, comps) for e in ends)
     if pa.faces == pb.faces:
         raise TopologyError(f"{where}: {ra} and {rb} both {'send' if pa.faces == 'down' else 'receive'} requests; "
-                            "a connection joins a port that sends them to one that receives them")
+                            f"a connection joins a port that sends them to one that receives them: join {ra} to "
+                            f"{'an up' if pa.faces == 'down' else 'a down'} port ('simcxl topology types' lists them)")
     if pa.faces == "up":
         (ra, pa), (rb, pb) = (rb, pb), (ra, pa)
     if pa.channel != pb.channel:
-        raise TopologyError(f"{where}: channel type mismatch: {ra} is a {pa.channel} port, {rb} a {pb.channel} port")
+        raise TopologyError(f"{where}: channel type mismatch: {ra} is a {pa.channel} port, {rb} a {pb.channel} port; "
+                            f"join {ra} to a {pa.channel} port ('simcxl topology types' lists them)")
     if base is not None and not (comps[ra.comp].type == "host" and ra.port == "mem"):
-        raise TopologyError(f"{where}: base and size are given on {ra} -> {rb}; only a window (host.mem) has them")
+        raise TopologyError(f"{where}: base and size on {ra} -> {rb}: only a window (host.mem) has them; remove them")
     if qos and not (comps[ra.comp].type == "host" and ra.port == "mem" and comps[rb.comp].type == "host_bridge"):
         raise TopologyError(f"{where}: qos_limit and qos_allocation are given on {ra} -> {rb}; only a host.mem "
                             "connection onto a host_bridge has them (a host's logical devices on CXL memory)")
@@ -434,7 +447,8 @@ def check(t: Topology) -> None:
     _check_values(t)
     hosts = t.of_type("host")
     if not hosts:
-        raise TopologyError("the topology has no host; allowed: one component of type host")
+        raise TopologyError("the topology has no host; allowed: one component of type host: add "
+                            "[components.host] with type = \"host\" and join its mem port")
     if len(hosts) > MAX_HOSTS:
         raise TopologyError(f"{hosts[MAX_HOSTS].name}: {len(hosts)} hosts; allowed: 1 to {MAX_HOSTS}")
     _check_ports(t)
@@ -455,20 +469,31 @@ def _check_ports(t: Topology) -> None:
         p = t.components[comp].ctype.port(port)
         if not p.multi and len(ks) > 1:
             raise TopologyError(f"{comp}.{port}: two things on one port ({ks[0]} and {ks[1]}); a {p.channel} port "
-                                "joins one other port")
+                                "joins one other port: remove one connection, or add a switch between them")
         if p.multi:
             idx = [(k.a if k.a.comp == comp else k.b).index for k in ks]
             given = [i for i in idx if i is not None]
             if given and len(given) != len(idx):
-                raise TopologyError(f"{comp}.{port}: give every connection an index or none")
+                raise TopologyError(f"{comp}.{port}: some connections give an index, some none; give every "
+                                    f"connection an index ({comp}.{port}[0], {comp}.{port}[1], ...) or none")
             if len(set(given)) != len(given):
                 dup = next(i for i in given if given.count(i) > 1)
-                raise TopologyError(f"{comp}.{port}[{dup}]: two things on one port")
+                raise TopologyError(f"{comp}.{port}[{dup}]: two things on one port; give each connection its own index")
     for c in t.components.values():
         for p in c.ctype.ports:
             if p.required and (c.name, p.name) not in used:
                 raise TopologyError(f"{c.name}.{p.name}: port left open; a {c.type} joins its {p.name} port "
-                                    f"to {'a' if p.faces == 'down' else 'an upstream'} {p.channel} port")
+                                    f"to {'a' if p.faces == 'down' else 'an upstream'} {p.channel} port: add a "
+                                    f"[[connections]] table, e.g. {_joining(t, c, p)}")
+
+
+def _joining(t: Topology, c: Component, p: Port) -> str:
+    """A connection that would close an open port: onto a free port of the other side, if the graph has one."""
+    used = {(r.comp, r.port) for k in t.connections for r in (k.a, k.b)}
+    free = [f"{x.name}.{q.name}" for x in t.components.values() if x is not c for q in x.ctype.ports
+            if q.faces != p.faces and q.channel == p.channel and (q.multi or (x.name, q.name) not in used)]
+    ends = (f"{c.name}.{p.name}", free[0] if free else "COMPONENT.PORT")
+    return 'from = "{}", to = "{}"'.format(*(ends if p.faces == "down" else ends[::-1]))
 
 
 def _check_cycles(t: Topology) -> None:
@@ -483,7 +508,7 @@ def _check_cycles(t: Topology) -> None:
             if state.get(m) == 1:
                 loop = path[path.index(m):] + [m] if m in path else [n, m]
                 raise TopologyError(f"{m}: cycle {' -> '.join(loop)}; requests must not come back to a component "
-                                    "they passed")
+                                    "they passed: remove one of these connections")
             if m not in state:
                 visit(m, path + [m])
         state[n] = 2
@@ -515,7 +540,8 @@ def _check_reach(t: Topology, hosts: List[Component]) -> None:
         by = [h for h in reach if c.name in reach[h]]
         if not by:
             where = f"host {names}" if len(hosts) == 1 else f"any host ({names})"
-            raise TopologyError(f"{c.name}: not reached from {where}; every component hangs below a host")
+            raise TopologyError(f"{c.name}: not reached from {where}; every component hangs below a host: join "
+                                "it below one with a [[connections]] table, or remove it")
         lds = c.group("device").logical_devices if c.type == "type3" else 0
         if c.type == "type3" and len(by) > lds and not c.group("device").shared:
             raise TopologyError(f"{c.name}.device.logical_devices = {lds}: "
@@ -550,11 +576,12 @@ def _check_paths(t: Topology) -> None:
         if b.type not in ok:
             if b.type == "link" and a.type == "link":
                 raise TopologyError(f"{k.a} -> {k.b}: two links in a row; a link joins a root port or a switch's "
-                                    "downstream port to a device or a switch")
+                                    "downstream port to a device or a switch: remove one of the links")
             if b.type in ("type3", "accelerator", "nic", "switch") and a.type in ("host_bridge", "home_agent", "switch"):
-                raise TopologyError(f"{k.a} -> {k.b}: a port reaches what is below it through a link (type link)")
+                raise TopologyError(f"{k.a} -> {k.b}: a port reaches what is below it through a link: add a "
+                                    f"component of type link between {k.a} and {k.b}")
             raise TopologyError(f"{k.a} -> {k.b}: a {a.type}'s {k.a.port} port leads to {' or '.join(ok)}, "
-                                f"not a {b.type}")
+                                f"not a {b.type}; join {k.a} to one of those instead")
         if a.type == "link":
             root = t.up(a.name)
             rp = t.components[root.a.comp].ctype.port(root.a.port)
@@ -562,7 +589,8 @@ def _check_paths(t: Topology) -> None:
             if not rp.protocols & dev.protocols:
                 raise TopologyError(f"{root.a} -> {k.b}: channel type mismatch: {root.a} carries "
                                     f"{'/'.join(sorted(rp.protocols))}, {k.b} ({b.type}) "
-                                    f"{'/'.join(sorted(dev.protocols))}")
+                                    f"{'/'.join(sorted(dev.protocols))}; join {b.name} below a root port that "
+                                    f"carries {'/'.join(sorted(dev.protocols))} ('simcxl topology types' lists them)")
     for sw in t.of_type("switch"):
         n = len(t.down(sw.name, "dsp"))
         if n not in SWITCH_WAYS:
@@ -575,17 +603,17 @@ def _check_host(t: Topology, host: Component, first: bool) -> None:
     direct = [c for c in t.below(host.name, "mem") if c.type == "dram"]
     if len(direct) > 1:
         raise TopologyError(f"{direct[1].name}: a second DRAM on {host.name}.mem; the host has one local DRAM "
-                            f"controller ({direct[0].name}), which one window maps")
+                            f"controller ({direct[0].name}), which one window maps: remove the other")
     if locals_ and direct:
         raise TopologyError(f"{host.name}.local joins {locals_[0].name} while window {direct[0].name} maps a DRAM "
                             "of its own; the host has one local DRAM: map it, or join it to local")
     if not locals_ and not direct:
         raise TopologyError(f"{host.name}.local: port left open; with no DRAM window the host's own DRAM (its page "
-                            "tables) joins host.local")
+                            f"tables) joins host.local: add a connection from {host.name}.local to a dram's up port")
     homes = t.below(host.name, "home")
     if homes and not first:
         raise TopologyError(f"{host.name}.home: CXL.cache devices hang below the first host "
-                            f"({t.of_type('host')[0].name}) only so far")
+                            f"({t.of_type('host')[0].name}) only so far; join the home_agent to its home port")
     if homes and len(t.down(homes[0].name, "root_port")) > 16:
         raise TopologyError(f"{homes[0].name}.root_port: more than 16 accelerators; allowed: up to 16 per host")
 
@@ -595,14 +623,16 @@ def _check_windows(t: Topology, host: Component) -> None:
     bounded = [k for k in ws if k.base is not None]
     if len(ws) > 1 and len(bounded) != len(ws):
         k = next(k for k in ws if k.base is None)
-        raise TopologyError(f"{k}: base and size are missing; with several windows each gives where it lies")
+        raise TopologyError(f"{k}: base and size are missing; with several windows each gives where it lies: add "
+                            "base = ADDRESS and size = BYTES to it")
     for k in bounded:
         b, e = k.base, k.base + k.size
         if b % 64 or k.size % 64:
             raise TopologyError(f"{k}: window [0x{b:x}, 0x{e:x}) is not aligned; allowed: base and size multiples "
                                 "of 64 bytes")
         if e > PHYS_SPACE:
-            raise TopologyError(f"{k}: window ends at 0x{e:x}, beyond the 52-bit physical address space")
+            raise TopologyError(f"{k}: window ends at 0x{e:x}, beyond the 52-bit physical address space; allowed: "
+                                f"base + size up to 0x{PHYS_SPACE:x}")
         tgt = t.components[k.b.comp]
         if tgt.type == "host_bridge":
             g = tgt.values["interleave_bytes"]
@@ -616,4 +646,5 @@ def _check_windows(t: Topology, host: Component) -> None:
     spans = sorted(((k.base, k.base + k.size, k) for k in bounded), key=lambda x: x[0])
     for (b0, e0, k0), (b1, e1, k1) in zip(spans, spans[1:]):
         if b1 < e0:
-            raise TopologyError(f"{k1}: window [0x{b1:x}, 0x{e1:x}) overlaps {k0.b.comp}'s [0x{b0:x}, 0x{e0:x})")
+            raise TopologyError(f"{k1}: window [0x{b1:x}, 0x{e1:x}) overlaps {k0.b.comp}'s [0x{b0:x}, 0x{e0:x}); "
+                                f"allowed: windows that share no address (e.g. base = 0x{e0:x})")

@@ -34,6 +34,7 @@ import copy
 from typing import Any, Dict, List, Optional
 
 from . import cxlio
+from ..config.param_group import did_you_mean
 from ..config.units import parse_size
 from .graph import Topology, TopologyError
 
@@ -90,12 +91,13 @@ class Platform:
         """Creates one region (the keys of a [[regions]] table): device decoders, then the bridge's."""
         unknown = sorted(set(region) - set(KEYS), key=str)
         if unknown:
-            raise TopologyError(f"{where}.{unknown[0]} is not a region key; allowed: {', '.join(KEYS)}")
+            raise TopologyError(f"{where}.{unknown[0]} is not a region key; {did_you_mean(unknown[0], KEYS)}allowed: "
+                                f"{', '.join(KEYS)}")
         hb = region.get("host_bridge")
         if hb is None:
             with_devs = sorted({b for b, _ in self.port_of.values()})
             if len(with_devs) != 1:
-                raise TopologyError(f"{where}.host_bridge is missing; name one of "
+                raise TopologyError(f"{where}.host_bridge is missing; add host_bridge = \"NAME\", one of "
                                     f"{', '.join(with_devs) or '(no host bridge has Type-3 devices)'}")
             hb = with_devs[0]
         if hb not in self.bridges:
@@ -123,10 +125,11 @@ class Platform:
         elif hi - lo < 1 << 52:
             size = hi - base
         else:
-            raise TopologyError(f"{where}.size is missing; the host's window onto {hb} gives no end to take it from")
+            raise TopologyError(f"{where}.size is missing; the host's window onto {hb} gives no end to take it from: "
+                                "add size = BYTES (e.g. \"64g\")")
         if not lo <= base < base + size <= hi:  # as cxl_region refuses a region outside its root decoder
             raise TopologyError(f"{where}: [{base:#x}, {base + size:#x}) lies outside the host's window onto {hb}, "
-                                f"[{lo:#x}, {hi:#x})")
+                                f"[{lo:#x}, {hi:#x}); allowed: base and size within it")
         skip = region.get("skip", 0)
         skips = {d: _bytes(skip.get(d, 0) if isinstance(skip, dict) else skip, f"{where}.skip") for d in targets}
         lock = bool(region.get("lock", False))
@@ -142,7 +145,8 @@ class Platform:
         index = len(fn.committed_decoders())
         limit = BRIDGE_DECODERS if name in self.bridges else 4
         if index >= limit:
-            raise TopologyError(f"{where}: {name} has no decoder left ({limit}, all committed)")
+            raise TopologyError(f"{where}: {name} has no decoder left ({limit}, all committed); allowed: at most "
+                                f"{limit} regions through {name}: remove one")
         try:
             cxlio.commit_decoder(fn, index, **decoder)
         except ValueError as e:

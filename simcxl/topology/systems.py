@@ -13,6 +13,7 @@ from ..config.groups import BridgeParams
 from ..config.params import (MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory, RootPort, System, Window,
                              WindowRange)
 from . import graph, regions
+from ..config.param_group import did_you_mean
 from .convert import from_system
 from .graph import Component, Topology, TopologyError
 
@@ -24,7 +25,8 @@ def preset_topology(name: str) -> Topology:
         return from_system(accel_presets.load(name))
     if name in presets.names() or "+" in name:
         return from_system(presets.load(name))
-    raise ParamError(f"{name!r} is not a preset; presets: {', '.join(presets.names() + accel_presets.preset_names())}")
+    every = presets.names() + accel_presets.preset_names()
+    raise ParamError(f"{name!r} is not a preset; {did_you_mean(name, every)}allowed presets: {', '.join(every)}")
 
 
 def load(spec: Any) -> Topology:
@@ -135,7 +137,9 @@ def accel_system(spec: Union[Topology, Any]) -> System:
         raise TopologyError(f"{host.name}.mem: accelerator workloads run on a host whose memory is one DRAM "
                             "window (no base or size); with other memories use 'simcxl run mixed'")
     if not t.below(host.name, "home"):
-        raise TopologyError(f"{host.name}.home: port left open; accelerator workloads need a home_agent with devices")
+        raise TopologyError(f"{host.name}.home: port left open; accelerator workloads need a home_agent with devices: "
+                            f"join {host.name}.home to a home_agent's up port (examples/topologies/type1-asic.toml "
+                            "shows one)")
     return memory_system(t, lone_device=True)
 
 
@@ -144,7 +148,8 @@ def nic_system(spec: Union[Topology, Any]) -> System:
     s = accel_system(spec)
     if len(s.graph.of_type("nic")) != 1 or len(s.devices) != 1:
         raise TopologyError(f"topology {s.graph.name}: NIC workloads run on one device of type nic "
-                            f"(here: {', '.join(s.device_names())})")
+                            f"(here: {', '.join(s.device_names())}); give a topology with one nic below the home agent, "
+                            "and no other device")
     return s
 
 
@@ -177,7 +182,10 @@ class GraphSystem:
         comp, _, g = name.partition(".")
         c = self.graph.components.get(comp)
         if c is None or g not in dict(c.ctype.groups):
-            raise TopologyError(f"{name} is not a parameter group of topology {self.graph.name}")
+            groups = [f"{x.name}.{gg}" if gg else x.name for x in self.graph.components.values()
+                      for gg, _ in x.ctype.groups]
+            raise TopologyError(f"{name} is not a parameter group of topology {self.graph.name}; "
+                                f"{did_you_mean(name, groups)}allowed: {', '.join(groups)}")
         return c.group(g)
 
     def replace(self, **overrides: Any):

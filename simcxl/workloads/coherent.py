@@ -53,7 +53,7 @@ def index(s: System, name: str) -> int:
         return names.index(name)
     if any(n.startswith(name + "[") for n in names):
         return names.index(name + "[0]")
-    raise ParamError(f"device {name!r} is not a device of {s.name}; devices: {', '.join(names)}")
+    raise ParamError(f"device {name!r} is not a device of {s.name}; allowed: {', '.join(names)}")
 
 
 def _frame(rows: List[Dict[str, Any]], system: System, workload: str, **cfg) -> pd.DataFrame:
@@ -77,7 +77,7 @@ def _streams(s: System, per_device: Optional[Mapping[str, Mapping[str, Any]]]) -
     names = [d.name for d in s.devices]
     for n, kw in per_device.items():
         if n not in names:
-            raise ParamError(f"accel.devices: {shown(n)} is not a device of {s.name}; devices: {', '.join(names)}")
+            raise ParamError(f"accel.devices: {shown(n)} is not a device of {s.name}; allowed: {', '.join(names)}")
         if not isinstance(kw, Mapping):
             raise ParamError(f"accel.devices.{n} must be a table of settings ({', '.join(STREAM_KEYS)})")
         bad = [k for k in kw if k not in STREAM_KEYS]

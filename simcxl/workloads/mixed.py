@@ -97,7 +97,7 @@ def _streams(system: System, devices: Optional[Mapping[str, Mapping[str, Any]]],
     given = dict(devices or {})
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise ParamError(f"devices: {unknown[0]!r} is not a device of {system.name}; devices: {', '.join(names)}")
+        raise ParamError(f"devices: {unknown[0]!r} is not a device of {system.name}; allowed: {', '.join(names)}")
     first = system.window_names()[0]
     out = []
     for n in names:

@@ -49,7 +49,7 @@ void Uncore::outside(uint64_t addr) const {
 }
 
 Target& Uncore::addInput(Requester* agent, double reqNs, double respNs) {
-    if (inputs_.size() >= 254) throw ConfigError("host.uncore: more than 254 agents besides the cores");
+    if (inputs_.size() >= 254) throw ConfigError("host.uncore: more than 254 agents besides the cores; allowed: at most 254 devices and windows on a host");
     inputs_.emplace_back(new Input(*this, uint8_t(inputs_.size() + 1), nsToTicks(reqNs), nsToTicks(respNs)));
     inputs_.back()->setRequester(agent);
     return *inputs_.back();

@@ -177,28 +177,28 @@ std::set<std::string> Graph::reachedFrom(const std::string& comp) const {
 void Graph::check() const {
     std::set<std::string> names;
     for (const Node& c : components) {
-        need(!c.name.empty(), "a component has an empty name");
-        need(names.insert(c.name).second, c.name + ": two components of that name");
+        need(!c.name.empty(), "a component has an empty name; give every component a name");
+        need(names.insert(c.name).second, c.name + ": two components of that name; rename one");
         typeOf(c.name, c.type);
     }
     const std::vector<const Node*> hs = hosts();
-    need(!hs.empty(), "system " + name + ": no component of type host");
+    need(!hs.empty(), "system " + name + ": no component of type host; add one and join its mem port");
     need(hs.size() <= kMaxHosts, hs[std::min<size_t>(hs.size(), kMaxHosts + 1) - 1]->name + ": " +
                                      std::to_string(hs.size()) + " hosts; allowed: 1 to " + std::to_string(kMaxHosts));
     // (component.port) -> the index of each connection on it (-1: none given).
     std::map<std::string, std::vector<int>> used;
     auto end = [&](const PortRef& r, bool down) -> const PortSpec& {
         const Node* c = find(r.comp);
-        need(c != nullptr, r.str() + ": no component named " + r.comp);
+        need(c != nullptr, r.str() + ": no component named " + r.comp + "; add it to components, or name one that is there");
         const PortSpec* p = findType(c->type)->port(r.port);
         if (!p) {
             std::string list;
             for (const PortSpec& s : findType(c->type)->ports) list += (list.empty() ? "" : ", ") + s.name;
-            throw ConfigError(r.str() + ": a " + c->type + " has no port " + r.port + "; ports: " + list);
+            throw ConfigError(r.str() + ": a " + c->type + " has no port " + r.port + "; allowed: " + list);
         }
-        need(p->multi || r.index < 0, r.str() + ": " + r.port + " is a single port and takes no index");
-        need(p->down == down, r.str() + (down ? " is where requests arrive; a connection goes from a port they leave by"
-                                              : " is a port requests leave by; a connection goes to a port they arrive at"));
+        need(p->multi || r.index < 0, r.str() + ": " + r.port + " is a single port and takes no index; remove the index");
+        need(p->down == down, r.str() + (down ? " is where requests arrive; a connection goes from a port they leave by: swap from and to"
+                                              : " is a port requests leave by; a connection goes to a port they arrive at: swap from and to"));
         std::vector<int>& u = used[r.comp + "." + r.port];
         need(p->multi || u.empty(), r.str() + ": two things on one port; allowed: one connection (only switches "
                                               "share devices between hosts)");
@@ -214,12 +214,12 @@ void Graph::check() const {
         const PortSpec& b = end(k.to, false);
         need(a.channel == b.channel, k.from.str() + " -> " + k.to.str() + ": channel mismatch (" +
                                          (a.channel == PortChannel::Mem ? "mem" : "cxl") + " to " +
-                                         (b.channel == PortChannel::Mem ? "mem" : "cxl") + ")");
+                                         (b.channel == PortChannel::Mem ? "mem" : "cxl") + "); join ports of one channel ('simcxl topology types' lists them)");
         const std::string& ft = find(k.from.comp)->type;
         const std::string& tt = find(k.to.comp)->type;
         auto ok = allowedBelow().find(ft + "." + k.from.port);
         need(ok != allowedBelow().end() && ok->second.count(tt),
-             k.from.str() + " -> " + k.to.str() + ": a " + tt + " cannot sit below " + ft + "." + k.from.port);
+             k.from.str() + " -> " + k.to.str() + ": a " + tt + " cannot sit below " + ft + "." + k.from.port + "; join it where docs/topology.md allows");
         need(!k.hasQos || (ft == "host" && k.from.port == "mem" && tt == "host_bridge"),
              k.from.str() + " -> " + k.to.str() + ": qos_limit and qos_allocation belong to host.mem connections "
                                                   "onto a host_bridge (a host's logical devices on CXL memory)");
@@ -228,11 +228,11 @@ void Graph::check() const {
                  fmtNum(k.qos.allocation) + " is not allowed; allowed: 0 < qos_limit <= 1 and "
                                             "0 <= qos_allocation <= qos_limit");
         need(!k.window || (ft == "host" && k.from.port == "mem"),
-             k.from.str() + " -> " + k.to.str() + ": base and size belong to host.mem connections only");
+             k.from.str() + " -> " + k.to.str() + ": base and size belong to host.mem connections only; remove them");
     }
     for (const Node& c : components) {
         for (const PortSpec& p : findType(c.type)->ports)
-            need(!p.required || used.count(c.name + "." + p.name), c.name + "." + p.name + ": port left open");
+            need(!p.required || used.count(c.name + "." + p.name), c.name + "." + p.name + ": port left open; add a connection to it");
         auto rp = used.find(c.name + ".root_port");
         for (const GroupSpec& g : findType(c.type)->groups)
             validateGroup(c, g, rp == used.end() ? 0 : uint32_t(rp->second.size()));
@@ -248,7 +248,7 @@ void Graph::check() const {
         need(std::find(speaks.begin(), speaks.end(), proto) != speaks.end(),
              k.from.str() + " -> " + link.name + " -> " + dev.name + ".up: protocol mismatch (" + proto +
                  (k.from.port == "dsp" ? " downstream port, a " : " root port, a ") + dev.type + " speaks " +
-                 speaks.at(0) + ")");
+                 speaks.at(0) + "); join it below a port of that protocol");
     }
     // Everything hangs below a host: a component no path reaches would never
     // be built. A Type-3 device that several hosts reach gives each a
@@ -264,7 +264,7 @@ void Graph::check() const {
     const std::string from = hs.size() > 1 ? "any host (" + hostNames + ")" : "host " + hostNames;
     for (const Node& c : components) {
         const auto by = reachedBy.find(c.name);
-        need(by != reachedBy.end(), c.name + ": not reached from " + from + "; every component hangs below a host");
+        need(by != reachedBy.end(), c.name + ": not reached from " + from + "; every component hangs below a host: join it below one, or remove it");
         const std::vector<std::string>& h = by->second;
         if (c.type == "type3" && h.size() > c.params.DeviceParams_.logical_devices && !c.params.DeviceParams_.shared) {
             std::string list;
@@ -297,9 +297,9 @@ void Graph::check() const {
         if (mem.size() > 1)
             for (const Connection* k : mem)
                 need(k->window, k->from.str() + " -> " + k->to.str() +
-                                    ": with several windows each host.mem connection gives base and size");
+                                    ": with several windows each host.mem connection gives base and size; add them");
         need(h == hs[0] || leaving(h->name, "home").empty(),
-             h->name + ".home: CXL.cache devices hang below the first host (" + hs[0]->name + ") only so far");
+             h->name + ".home: CXL.cache devices hang below the first host (" + hs[0]->name + ") only so far; join the home agent to it");
     }
     checkDecoders();
 }
@@ -393,7 +393,7 @@ SystemParams Graph::system() const {
             d.media = dev.params.DramParams_;
             p.accelerators.push_back(d);
         }
-        need(!p.accelerators.empty(), home.name + ".root_port: port left open");
+        need(!p.accelerators.empty(), home.name + ".root_port: port left open; join an accelerator below it (through a link)");
         if (loneDeviceUnnamed && p.accelerators.size() == 1) p.accelerators[0].name.clear();
     }
     p.validate();
@@ -406,10 +406,10 @@ NicParams Graph::nic() const {
         if (c.type == "nic") {
             if (found)
                 throw ConfigError("system " + name + ": NIC workloads run on one nic; here " + found->name + " and " +
-                                  c.name);
+                                  c.name + "; keep one");
             found = &c;
         }
-    need(found != nullptr, "system " + name + ": NIC workloads need a component of type nic");
+    need(found != nullptr, "system " + name + ": NIC workloads need a component of type nic; add one below the home agent");
     found->params.NicParams_.validate(found->name + ".nic");
     return found->params.NicParams_;
 }

@@ -126,7 +126,7 @@ Report runHosts(const SystemParams& sp, const std::vector<HostTraffic>& runs, co
             const DcRequest& q = fm[i];
             const std::string k = "fm[" + std::to_string(i) + "]";
             const int h = on.hostIndex(q.host);
-            if (h < 0) throw ConfigError(k + ".host = '" + q.host + "' is not a host of the system");
+            if (h < 0) throw ConfigError(k + ".host = '" + q.host + "' is not a host of the system; allowed: the names of its hosts (simcxl topology show)");
             if (!(q.at_ns >= 0)) throw ConfigError(k + ".at_ns is not allowed; allowed: 0 ns or later");
             const DcCommand::Op op = q.op == "add" ? DcCommand::Add : q.op == "release" ? DcCommand::Release
                                      : q.op == "bind"                ? DcCommand::Bind

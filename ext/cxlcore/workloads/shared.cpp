@@ -155,11 +155,11 @@ Report runShared(const SystemParams& sp, const SharedConfig& cfg, const Progress
     } else {
         for (const std::string& n : cfg.hosts) {
             const int h = s.hostIndex(n);
-            if (h < 0) throw ConfigError("shared.hosts: '" + n + "' is not a host of the system");
+            if (h < 0) throw ConfigError("shared.hosts: '" + n + "' is not a host of the system; allowed: the names of its hosts (simcxl topology show)");
             const MemoryWindow* w = windowOf(size_t(h));
-            if (!w) throw ConfigError("shared.hosts: host '" + n + "' has no window onto " + dev->where());
+            if (!w) throw ConfigError("shared.hosts: host '" + n + "' has no window onto " + dev->where() + "; allowed: hosts that reach it");
             for (const Taking& t : taking)
-                if (t.host == size_t(h)) throw ConfigError("shared.hosts: '" + n + "' is listed twice");
+                if (t.host == size_t(h)) throw ConfigError("shared.hosts: '" + n + "' is listed twice; allowed: each host once");
             taking.push_back({size_t(h), w});
         }
     }

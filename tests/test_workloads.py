@@ -263,7 +263,7 @@ def test_curve_points_in_threads_equal_one_at_a_time(presets):
     # curve's rows are those of one thread, in the order asked for.
     from simcxl.config.params import ParamError
     from simcxl.engine import histograms
-    s = presets["cxl-asic"].replace(**{"host.llc_bytes": 4 << 20})  # 32 MiB goes to memory
+    s = presets["cxl-asic"].replace(**{"host.llc_bytes": 64 * 15 * 4096})  # 3.75 MiB: 32 MiB goes to memory
     sizes = [3 << 20, 16 << 10, 32 << 20, 1 << 20]
     one = simcxl.lmbench(s, sizes, accesses=1500, workers=1)
     two = simcxl.lmbench(s, sizes, accesses=1500, workers=2)

@@ -288,9 +288,7 @@ CORE = REPO / "ext"
 CPP_LIMIT = 600  # lines of a C++ source or header of the core or the bindings
 # C++ files over the limit when it was set, with their line counts then: a
 # ceiling that may only go down, as LONG's.
-CPP_LONG = {
-    "ext/cxlcore/coherence/home_agent.cpp": 769,
-}
+CPP_LONG: dict = {}
 
 
 def _cpp_files():
@@ -300,7 +298,8 @@ def _cpp_files():
 def test_no_cpp_file_is_too_long():
     counts = {str(p.relative_to(REPO)): _lines(p) for p in _cpp_files()}
     # the files split by responsibility when the limit was set stay split
-    for f in ("ext/cxlcore/workloads/memory.cpp", "ext/bindings/module.cpp", "ext/bindings/readers.cpp"):
+    for f in ("ext/cxlcore/workloads/memory.cpp", "ext/bindings/module.cpp", "ext/bindings/readers.cpp",
+              "ext/cxlcore/coherence/home_txn.cpp"):
         assert f in counts
     too_long = [f"{f}: {n} lines, at most {CPP_LONG.get(f, CPP_LIMIT)}" for f, n in counts.items()
                 if n > CPP_LONG.get(f, CPP_LIMIT)]

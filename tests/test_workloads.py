@@ -258,6 +258,29 @@ def test_warm_cache_gives_the_same_results(presets):
     pd.testing.assert_frame_equal(again, fresh)
 
 
+def test_curve_points_in_threads_equal_one_at_a_time(presets):
+    # Each working set is a simulation of its own: side by side in threads, a
+    # curve's rows are those of one thread, in the order asked for.
+    from simcxl.config.params import ParamError
+    from simcxl.engine import histograms
+    s = presets["cxl-asic"].replace(**{"host.llc_bytes": 64 * 15 * 4096})  # 3.75 MiB: 32 MiB goes to memory
+    sizes = [3 << 20, 16 << 10, 32 << 20, 1 << 20]
+    one = simcxl.lmbench(s, sizes, accesses=1500, workers=1)
+    two = simcxl.lmbench(s, sizes, accesses=1500, workers=2)
+    pd.testing.assert_frame_equal(one, two)
+    assert list(two["working_set_bytes"]) == sizes
+    # A histogram sink belongs to the calling thread: with one recording, the
+    # points run there, each run's memory histogram recorded in order.
+    with histograms.record() as h:
+        rec = simcxl.lmbench(s, sizes, accesses=1500, workers=2)
+    pd.testing.assert_frame_equal(one, rec)
+    runs = h.frame().query("stream == 'memory_latency'").groupby("run")["count"].sum()
+    assert one["hit_memory"].iloc[2] > 0.5
+    assert list(runs) == [round(n * 1500) for n in one["hit_memory"] if n > 0]
+    with pytest.raises(ParamError, match="workers = 0 is out of range"):
+        simcxl.lmbench(s, sizes, workers=0)
+
+
 def test_llc_is_thrash_resistant_past_its_size(presets):
     # DRRIP: a cyclic working set twice the LLC keeps close to the LLC's
     # worth of hits (at most half of the loads; LRU would keep none), and

@@ -109,6 +109,8 @@ void scoped(py::class_<P>& c, const char* what) {
 }
 
 void bindTrace(py::module_& m) {
+    m.def("recording", [] { return TraceSink::current() != nullptr || HistogramSink::current() != nullptr; },
+          "Whether a trace or histogram sink is current on this thread (runs on other threads go unrecorded).");
     py::class_<PyHistograms> hs(m, "HistogramSink",
                                 "Keeps the latency histogram of every stream the runs made while it is current "
                                 "(with sink: ...) report.");

@@ -41,9 +41,11 @@ def run_lmbench(memories, overrides, sizes, max_size, stride, accesses, target, 
         else:
             top = engine.parse_size(max_size, "--max-size") if max_size else 1 << 30
             ws = [s for s in engine.LMBENCH_SIZES if s <= top]
+        # Memories behind the same host share its cache walks (the outcomes depend on the host alone).
+        cache = engine._core.WarmCache(len(ws)) if len(systems) > 1 else None
         df = run_each(systems, "lmbench",
                       lambda s, cb: engine.lmbench(s, ws, stride=stride, accesses=accesses, progress=cb,
-                                                   target=target))
+                                                   target=target, cache=cache))
     if as_json:
         keep = ["memory", "working_set_bytes", "latency_ns"] if len(systems) > 1 else ["working_set_bytes", "latency_ns"]
         emit_json(df[keep + target_col(df)].to_dict("records"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence, Union
 
@@ -88,10 +89,46 @@ def _nonempty(name: str, values: Iterable) -> list:
     return out
 
 
+def usable_cpus() -> int:
+    """The processors this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _points(run: Callable[[int], dict], costs: Sequence[int], workers: Optional[int], progress: Progress) -> list:
+    """run(i) for every point i, each its own simulation, in threads (the core releases the GIL), the
+    costliest first; the rows in point order. One thread while a trace or histogram sink records: it
+    belongs to the calling thread, and records runs in their order."""
+    n = len(costs)
+    workers = _check_int("workers", usable_cpus() if workers is None else workers, 1, 1024)
+    rows: list = [None] * n
+    if workers == 1 or n == 1 or _core.recording():
+        for i in range(n):
+            rows[i] = run(i)
+            if progress is not None:
+                progress((i + 1) / n)
+        return rows
+    with ThreadPoolExecutor(max_workers=min(workers, n)) as pool:
+        futures = {pool.submit(run, i): i for i in sorted(range(n), key=lambda i: -costs[i])}
+        try:
+            for done, f in enumerate(as_completed(futures), 1):
+                rows[futures[f]] = f.result()
+                if progress is not None:
+                    progress(done / n)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return rows
+
+
 def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = None, stride: int = 0,
             accesses: int = 20000, warmup: int = 0, progress: Progress = None,
             cache: Optional["_core.WarmCache"] = None,
-            region: Optional[Union[int, str]] = None, target: Target = None) -> pd.DataFrame:
+            region: Optional[Union[int, str]] = None, target: Target = None,
+            workers: Optional[int] = None) -> pd.DataFrame:
     """Dependent pointer chase (``lat_mem_rd``): load-to-use latency per working set.
 
     ``stride=0`` follows ``lat_mem_rd -t``: each working set is whole pages
@@ -101,6 +138,9 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
     positive stride walks the working set at that stride. A
     ``_core.WarmCache`` reuses warmed host caches across calls that share
     the host. ``target`` is where the pages lie (see ``stream``).
+    Each working set is a simulation of its own: ``workers`` threads (default:
+    the processors this process may use) run them side by side, with
+    identical results.
     """
     system = load(memory)
     pairs = parse_target(target, system)
@@ -117,11 +157,8 @@ def lmbench(memory: Memory, working_sets: Optional[Iterable[Union[int, str]]] = 
         raise ParamError(f"region = {region} is out of range; allowed: the largest working set "
                          f"({max(ws)}) to 1099511627776 bytes")
     core = core_graph(system)
-    rows = []
-    for i in range(len(ws)):
-        rows.append(_core.run_lmbench(core, ws, stride, accesses, warmup, i, cache, region, pairs))
-        if progress is not None:
-            progress((i + 1) / len(ws))
+    rows = _points(lambda i: _core.run_lmbench(core, ws, stride, accesses, warmup, i, cache, region, pairs),
+                   ws, workers, progress)
     df = pd.DataFrame(rows)
     df["working_set_bytes"] = df["working_set_bytes"].astype("int64")
     df.insert(0, "memory", system.name)

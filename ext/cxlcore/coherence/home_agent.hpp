@@ -6,10 +6,11 @@
 // earlier GO or write to the same line); device-to-host requests have their
 // own queue so responses never wait behind them.
 //
-// The class's concerns live in separate files: transactions, the host cache
-// and Type-2 bias/back-invalidate handling (coherence/home_agent.cpp), the
-// snoop filter's capacity (coherence/snoop_filter.cpp) and the CXL.io
-// completer (coherence/io_completer.cpp).
+// The class's concerns live in separate files: line state, the host cache and
+// memory access (coherence/home_agent.cpp), a transaction's life with Type-2
+// bias/back-invalidate handling (coherence/home_txn.cpp), device-to-host
+// messages (coherence/home_d2h.cpp), the snoop filter's capacity
+// (coherence/snoop_filter.cpp) and the CXL.io completer (coherence/io_completer.cpp).
 #pragma once
 
 #include <deque>

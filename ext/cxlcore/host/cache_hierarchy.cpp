@@ -4,14 +4,14 @@
 
 namespace cxlcore {
 
-
 TagArray::TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, Index index, uint64_t seed)
-    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), rrip_(bimodalProb >= 0),
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), stride_(setStride<uint32_t>(assoc)),
+      rrip_(bimodalProb >= 0),
       pageHash_(index == Index::kPageHash),
       bimodal_(uint64_t(std::min(1.0, std::max(0.0, bimodalProb)) * 4294967296.0)), rng_(seed) {
-    if (rrip_)
-        fp_.assign(sets_ * assoc_, 0);
-    else {
+    if (rrip_) {
+        fp_.assign(sets_ * stride_, 0);
+    } else {
         tags_.assign(sets_ * assoc_, 0);
         stamp_.assign(sets_ * assoc_, 0);
     }
@@ -19,7 +19,7 @@ TagArray::TagArray(uint64_t entries, uint32_t assoc, double bimodalProb, Index i
 }
 
 void TagArray::clear() {
-    std::fill(fp_.begin(), fp_.end(), 0);
+    if (rrip_) fp_.fill(0);
     std::fill(tags_.begin(), tags_.end(), 0);
     std::fill(stamp_.begin(), stamp_.end(), 0);
     psel_ = 512;
@@ -34,7 +34,10 @@ inline uint64_t setOf(uint64_t key, bool pageHash, bool pow2, uint64_t sets) {
 }  // namespace
 
 void TagArray::prefetch(uint64_t key) const {
-    if (rrip_) __builtin_prefetch(&fp_[setOf(key, pageHash_, pow2_, sets_) * assoc_]);
+    if (!rrip_) return;
+    const uint32_t* t = &fp_[setOf(key, pageHash_, pow2_, sets_) * stride_];
+    __builtin_prefetch(t);
+    if (assoc_ > 16) __builtin_prefetch(t + assoc_ - 1);  // a set of more than a line
 }
 
 bool TagArray::access(uint64_t key) {
@@ -45,7 +48,7 @@ bool TagArray::access(uint64_t key) {
         const uint64_t h = mix64(key);
         const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
         const uint32_t f = (uint32_t(h >> 32) | 4u) & ~3u;
-        uint32_t* t = &fp_[set * assoc_];
+        uint32_t* t = &fp_[set * stride_];
         uint32_t w = 0;
         for (; w < assoc_; ++w) {
             if ((t[w] & ~3u) == f) {
@@ -115,7 +118,7 @@ bool TagArray::brrip(uint64_t set) const {
 bool TagArray::take(uint64_t key) {
     const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
     const uint32_t f = (uint32_t(mix64(key) >> 32) | 4u) & ~3u;
-    uint32_t* t = &fp_[set * assoc_];
+    uint32_t* t = &fp_[set * stride_];
     for (uint32_t w = 0; w < assoc_ && t[w]; ++w) {
         if ((t[w] & ~3u) != f) continue;
         // Keep the valid ways first: the last one fills the hole.
@@ -132,7 +135,7 @@ bool TagArray::take(uint64_t key) {
 void TagArray::insert(uint64_t key, bool reused) {
     const uint64_t set = setOf(key, pageHash_, pow2_, sets_);
     const uint32_t f = (uint32_t(mix64(key) >> 32) | 4u) & ~3u;
-    uint32_t* t = &fp_[set * assoc_];
+    uint32_t* t = &fp_[set * stride_];
     uint32_t w = 0;
     for (; w < assoc_ && t[w]; ++w)
         if ((t[w] & ~3u) == f) {
@@ -145,13 +148,16 @@ void TagArray::insert(uint64_t key, bool reused) {
 }
 
 L2Array::L2Array(uint64_t entries, uint32_t assoc)
-    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), tags_(sets_ * assoc_, 0), age_(sets_ * assoc_, 3) {
+    : sets_(std::max<uint64_t>(1, entries / assoc)), assoc_(assoc), stride_(setStride<uint64_t>(assoc)),
+      ageStride_(setStride<uint8_t>(assoc)) {
+    tags_.assign(sets_ * stride_, 0);
+    age_.assign(sets_ * ageStride_, 3);
     pow2_ = (sets_ & (sets_ - 1)) == 0;
 }
 
 void L2Array::clear() {
-    std::fill(tags_.begin(), tags_.end(), 0);
-    std::fill(age_.begin(), age_.end(), 3);
+    tags_.fill(0);
+    age_.fill(3);
 }
 
 // U1: the lines other than `keep` age until one of them is 3.
@@ -166,8 +172,8 @@ void L2Array::age(uint8_t* a, uint32_t keep) const {
 
 bool L2Array::hit(uint64_t key) {
     const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
-    uint64_t* t = &tags_[set * assoc_];
-    uint8_t* a = &age_[set * assoc_];
+    uint64_t* t = &tags_[set * stride_];
+    uint8_t* a = &age_[set * ageStride_];
     for (uint32_t w = 0; w < assoc_; ++w)
         if (t[w] >> 1 == key + 1) {
             a[w] = 0;  // H00
@@ -179,10 +185,10 @@ bool L2Array::hit(uint64_t key) {
 
 void L2Array::prefetch(uint64_t key) const {
     const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
-    const uint64_t* t = &tags_[set * assoc_];
+    const uint64_t* t = &tags_[set * stride_];
     __builtin_prefetch(t);
     __builtin_prefetch(t + assoc_ - 1);  // a set of 16 tags spans two lines
-    __builtin_prefetch(&age_[set * assoc_]);
+    __builtin_prefetch(&age_[set * ageStride_]);
 }
 
 // The way a fill of `key`'s set takes.
@@ -205,8 +211,8 @@ uint32_t L2Array::fillWay(const uint64_t* t, const uint8_t* a) const {
 
 bool L2Array::peekVictim(uint64_t key, uint64_t& victim) const {
     const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
-    const uint64_t* t = &tags_[set * assoc_];
-    const uint32_t w = fillWay(t, &age_[set * assoc_]);
+    const uint64_t* t = &tags_[set * stride_];
+    const uint32_t w = fillWay(t, &age_[set * ageStride_]);
     if (!t[w]) return false;
     victim = (t[w] >> 1) - 1;
     return true;
@@ -214,8 +220,8 @@ bool L2Array::peekVictim(uint64_t key, uint64_t& victim) const {
 
 bool L2Array::fill(uint64_t key, bool reused, uint64_t& victim, bool& victimReused) {
     const uint64_t set = pow2_ ? key & (sets_ - 1) : key % sets_;
-    uint64_t* t = &tags_[set * assoc_];
-    uint8_t* a = &age_[set * assoc_];
+    uint64_t* t = &tags_[set * stride_];
+    uint8_t* a = &age_[set * ageStride_];
     const uint32_t w = fillWay(t, a);
     const bool evicts = t[w] != 0;
     if (evicts) {

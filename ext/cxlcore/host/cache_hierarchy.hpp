@@ -1,6 +1,7 @@
 // The host's tag-only caches and TLBs, which shape the load-to-use curve.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,6 +17,43 @@ inline uint64_t mix64(uint64_t x) {  // murmur3 finaliser
     x *= 0xc4ceb9fe1a85ec53ull;
     x ^= x >> 33;
     return x;
+}
+
+// Storage whose sets start on the simulator's own 64-byte cache lines: a
+// set is fetched as the lines it fills, never one more across a boundary
+// (the prefetches of a walk name a set's first and last lines).
+template <typename T>
+class LineArray {
+  public:
+    LineArray() = default;
+    LineArray(const LineArray&) = delete;  // data_ points into buf_
+    LineArray& operator=(const LineArray&) = delete;
+    void assign(size_t n, T v) {
+        buf_.assign(n + 64 / sizeof(T), v);
+        const uintptr_t p = (reinterpret_cast<uintptr_t>(buf_.data()) + 63) & ~uintptr_t(63);
+        data_ = reinterpret_cast<T*>(p);
+        n_ = n;
+    }
+    void fill(T v) { std::fill(data_, data_ + n_, v); }
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+
+  private:
+    std::vector<T> buf_;
+    T* data_ = nullptr;
+    size_t n_ = 0;
+};
+
+// Entries a set of `assoc` spans in a LineArray of T: a set of at most a
+// line is padded to a power of two (sets never straddle a line), a larger
+// one to whole lines.
+template <typename T>
+uint32_t setStride(uint32_t assoc) {
+    const uint32_t line = 64 / sizeof(T);
+    uint32_t s = 1;
+    if (assoc > line) return (assoc + line - 1) / line * line;
+    while (s < assoc) s *= 2;
+    return s;
 }
 
 // Tag-only set-associative array. LRU, or DRRIP: the adaptive, thrash-
@@ -53,10 +91,11 @@ class TagArray {
     bool brrip(uint64_t set) const;        // DRRIP: does `set` insert as BRRIP?
     uint64_t sets_;
     uint32_t assoc_;
+    uint32_t stride_;  // DRRIP: entries from one set to the next in fp_
     bool rrip_, pageHash_, pow2_;
     uint64_t bimodal_;            // DRRIP: P(long insertion) in units of 2^-32
     uint32_t psel_ = 512;         // DRRIP: 10-bit policy selector, high = BRRIP misses less
-    std::vector<uint32_t> fp_;    // DRRIP: hash fingerprint << 2 | RRPV; 0 = invalid
+    LineArray<uint32_t> fp_;      // DRRIP: hash fingerprint << 2 | RRPV; 0 = invalid
     std::vector<uint64_t> tags_;  // LRU: key + 1; 0 = invalid
     std::vector<uint64_t> stamp_;
     uint64_t clock_ = 0;
@@ -90,10 +129,10 @@ class L2Array {
     void age(uint8_t* a, uint32_t keep) const;
     uint32_t fillWay(const uint64_t* t, const uint8_t* a) const;
     uint64_t sets_;
-    uint32_t assoc_;
+    uint32_t assoc_, stride_, ageStride_;  // entries from one set to the next in tags_, age_
     bool pow2_;
-    std::vector<uint64_t> tags_;  // (key + 1) << 1 | reused; 0 = invalid
-    std::vector<uint8_t> age_;
+    LineArray<uint64_t> tags_;  // (key + 1) << 1 | reused; 0 = invalid
+    LineArray<uint8_t> age_;
 };
 
 // L1, L2 and LLC, DTLB/STLB, page walks through the caches. L1 and the TLBs
@@ -129,9 +168,8 @@ class CacheHierarchy {
     }
     // 0: DTLB hit, 1: STLB hit, 2: page walk needed.
     int translate(uint64_t vaddr);
-    static uint64_t pteAddr(uint64_t vaddr, uint64_t pageBytes) {
-        return kPageTableFlag | (kPageTableBase + (vaddr / pageBytes) * 8);
-    }
+    static uint64_t pteAddr(uint64_t vaddr, uint64_t pageBytes) { return pteOfPage(vaddr / pageBytes); }
+    static uint64_t pteOfPage(uint64_t vpn) { return kPageTableFlag | (kPageTableBase + vpn * 8); }
 
   private:
     TagArray l1_;

@@ -79,18 +79,19 @@ class ChaseWalk {
                 words_[i] = r;
             }
         }
-        for (uint64_t k = 0; k < kAhead; ++k) ahead_[k] = aheadOf(k);
-    }
-    uint64_t addrOf(uint64_t k) const {
-        if (paged_) {
-            k %= n_;
-            const uint64_t pass = k / npages_, i = k % npages_;
-            return shuffle_(i) * page_ + words_[(pass + i) % perPage_] * kLineBytes;
+        while ((1ull << pageShift_) < page_) ++pageShift_;  // pages are a power of two (HostParams)
+        // Each pass visits every page: their virtual and physical places are
+        // worked out once (read in order, a page per step) rather than on
+        // every visit, up to 16 MiB of table.
+        if (paged_ && npages_ <= (1u << 20)) {
+            pages_.resize(npages_);
+            for (uint64_t i = 0; i < npages_; ++i) pages_[i] = Ahead{shuffle_(i) * page_, physOf(i, 0)};
         }
-        return (random_ ? shuffle_(k % n_) : k % n_) * stride_;
+        for (uint64_t k = 0; k < kAhead; ++k) ahead_[k] = aheadNext();
     }
     uint64_t lines() const { return n_; }
-    // The physical address of the k-th load. lat_mem_rd's initialisation
+    // The physical address of a load (by `touch`, the order in which its
+    // page was first written). lat_mem_rd's initialisation
     // writes its pages in chase order (a stride chase in address order), so
     // that is the order they fault in and take frames: Linux refills a CPU's
     // free-page list with pcp->batch (kBatch) frames at a time, taken in
@@ -98,9 +99,7 @@ class ChaseWalk {
     // at a random frame, and within it a run of consecutive frames ends at
     // each page with probability 1 / frame_run_pages (the blocks a zone's
     // free lists hold are of several orders when it is fragmented).
-    uint64_t physOf(uint64_t k) const { return physOf(k, addrOf(k)); }
-    uint64_t physOf(uint64_t k, uint64_t va) const {
-        const uint64_t touch = paged_ ? (k % n_) % npages_ : va / page_;
+    uint64_t physOf(uint64_t touch, uint64_t va) const {
         const uint64_t batch = touch / kBatch, off = touch % kBatch;
         Runs& c = runs_[batch & 1];
         if (c.batch != batch) {  // which pages of the batch start a run (page 0 always)
@@ -113,7 +112,7 @@ class ChaseWalk {
         const uint64_t mask = c.starts & (off == 63 ? ~0ull : (2ull << off) - 1);
         const uint64_t start = 63 - uint64_t(__builtin_clzll(mask));
         const uint64_t frame = (mix64(batch * kBatch + start + runSeed_ * 3) >> 24) + (off - start);
-        return frame * page_ + va % page_;
+        return frame * page_ + (va & (page_ - 1));
     }
     ChaseLoad step() {
         // The order is known ahead: each load's addresses are computed kAhead
@@ -121,17 +120,17 @@ class ChaseWalk {
         // fetched while this one is looked up (the simulated caches' tags are
         // larger than the simulator's own caches).
         const Ahead cur = ahead_[k_ % kAhead];
-        const Ahead& next = ahead_[k_ % kAhead] = aheadOf(k_ + kAhead);
+        const Ahead& next = ahead_[k_ % kAhead] = aheadNext();  // load k_ + kAhead
         h_.prefetchSets(next.pa);
-        h_.prefetchSets(CacheHierarchy::pteAddr(next.va, page_));
+        h_.prefetchSets(CacheHierarchy::pteOfPage(next.va >> pageShift_));
         const Ahead& mid = ahead_[(k_ + kAhead / 2) % kAhead];  // its sets are here by now
         h_.prefetchVictim(mid.pa);
-        h_.prefetchVictim(CacheHierarchy::pteAddr(mid.va, page_));
+        h_.prefetchVictim(CacheHierarchy::pteOfPage(mid.va >> pageShift_));
         ++k_;
         ChaseLoad o;
         o.addr = cur.va;
         o.translate = uint8_t(h_.translate(o.addr));
-        o.pte = o.translate == 2 ? uint8_t(h_.access(CacheHierarchy::pteAddr(o.addr, page_))) : 0;
+        o.pte = o.translate == 2 ? uint8_t(h_.access(CacheHierarchy::pteOfPage(o.addr >> pageShift_))) : 0;
         o.data = uint8_t(h_.access(cur.pa));
         return o;
     }
@@ -173,11 +172,39 @@ class ChaseWalk {
         uint64_t va, pa;
     };
     static constexpr uint64_t kAhead = 32;
-    Ahead aheadOf(uint64_t k) const {
-        const uint64_t va = addrOf(k);
-        return Ahead{va, physOf(k, va)};
+    // Loads are looked ahead at in order, 0, 1, 2, ...: the next one's place
+    // in the chain is kept as counters (k % n_; paged, its pass and page),
+    // so no step divides.
+    struct Cursor {
+        uint64_t k = 0, pass = 0, i = 0;
+    };
+    Cursor at_;
+    unsigned pageShift_ = 0;
+    Ahead aheadNext() {
+        if (!paged_) {
+            const uint64_t va = (random_ ? shuffle_(at_.k) : at_.k) * stride_;
+            if (++at_.k == n_) at_.k = 0;
+            return Ahead{va, physOf(va >> pageShift_, va)};
+        }
+        // Pass p reads line words[(p + i) % lines-per-page] of the i-th page.
+        const uint64_t off = words_[(at_.pass + at_.i) & (perPage_ - 1)] * kLineBytes;
+        Ahead a;
+        if (!pages_.empty()) {
+            a = pages_[at_.i];
+            a.va += off;
+            a.pa += off;
+        } else {
+            a.va = shuffle_(at_.i) * page_ + off;
+            a.pa = physOf(at_.i, a.va);
+        }
+        if (++at_.i == npages_) {
+            at_.i = 0;
+            if (++at_.pass == perPage_) at_.pass = 0;
+        }
+        return a;
     }
     Ahead ahead_[kAhead];
+    std::vector<Ahead> pages_;  // paged: the i-th page's first byte, virtual and physical
 };
 
 class ChaseDriver : public Driver {
@@ -262,12 +289,14 @@ class ChaseDriver : public Driver {
 }  // namespace
 
 std::shared_ptr<const std::vector<ChaseLoad>> WarmCache::find(const std::string& key) const {
+    std::lock_guard<std::mutex> g(m_);
     for (const Entry& e : entries_)
         if (e.key == key) return e.loads;
     return nullptr;
 }
 
 void WarmCache::put(std::string key, std::shared_ptr<const std::vector<ChaseLoad>> loads) {
+    std::lock_guard<std::mutex> g(m_);
     if (entries_.size() >= cap_) entries_.pop_front();
     entries_.push_back(Entry{std::move(key), std::move(loads)});
 }

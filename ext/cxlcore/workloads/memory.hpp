@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,7 @@ struct ChaseLoad {
 // depend only on the host's cache geometry and the working set, not on any
 // latency, so runs that differ in timing parameters alone (a calibration)
 // walk the caches once.
+// Runs on several threads may share one (a curve's points run side by side).
 class WarmCache {
   public:
     explicit WarmCache(size_t capacity = 4) : cap_(capacity ? capacity : 1) {}
@@ -107,16 +109,23 @@ class WarmCache {
     };
     std::shared_ptr<const std::vector<ChaseLoad>> find(const std::string& key) const;
     void put(std::string key, std::shared_ptr<const std::vector<ChaseLoad>> loads);
-    size_t size() const { return entries_.size(); }
+    size_t size() const {
+        std::lock_guard<std::mutex> g(m_);
+        return entries_.size();
+    }
     size_t capacity() const { return cap_; }
-    const std::deque<Entry>& entries() const { return entries_; }
+    std::deque<Entry> entries() const {
+        std::lock_guard<std::mutex> g(m_);
+        return entries_;
+    }
     void update(const WarmCache& other) {
-        for (const Entry& e : other.entries_)
+        for (const Entry& e : other.entries())
             if (!find(e.key)) put(e.key, e.loads);
     }
 
   private:
     size_t cap_;
+    mutable std::mutex m_;
     std::deque<Entry> entries_;  // most recent last
 };
 

@@ -156,8 +156,11 @@ class DramParams(ParamGroup):
     min_writes_per_switch: int = param(16, 1, 4096, "", "writes per burst before turning back to reads")
     max_writes_per_switch: int = param(0, 0, 4096, "", "writes per burst after which waiting reads take the bus "
                                        "back, however full the write queue (0: only the low watermark ends a burst)")
-    page_policy: int = param(0, 0, 1, "", "0: open page, a row stays open until another or a refresh closes it; "
-                             "1: closed adaptive, a row closes after an access no queued request hits", (0, 1))
+    page_policy: int = param(0, 0, 2, "", "0: open page, a row stays open until another or a refresh closes it; "
+                             "1: closed adaptive, a row closes after an access no queued request hits; 2: open with "
+                             "an idle timer, a row closes page_timeout_ns after its last access", (0, 1, 2))
+    page_timeout_ns: float = param(50, 0, 100000, "ns", "page_policy 2: idle time after a row's last column command "
+                                   "before the controller precharges it (no earlier than tRAS, tRTP or tWR allow)")
     frontend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller front end (request to queue)")
     backend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller back end (data to response)")
 

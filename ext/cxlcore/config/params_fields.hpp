@@ -80,13 +80,14 @@
     X(double, write_low_watermark, 0.5, 0.0, 0.99)   \
     X(uint32_t, min_writes_per_switch, 16, 1, 4096)  \
     X(uint32_t, max_writes_per_switch, 0, 0, 4096)   \
-    X(uint32_t, page_policy, 0, 0, 1)                \
+    X(uint32_t, page_policy, 0, 0, 2)                \
+    X(double, page_timeout_ns, 50.0, 0.0, 100000.0)  \
     X(double, frontend_latency_ns, 5.0, 0.0, 1000.0) \
     X(double, backend_latency_ns, 5.0, 0.0, 1000.0)
 #define CXL_DRAM_CHOICES(X)   \
     X(refresh_per_bank, 0, 1) \
     X(posted_writes, 0, 1)    \
-    X(page_policy, 0, 1)
+    X(page_policy, 0, 1, 2)
 
 // InterSocketParams: The link to the other socket (UPI-like), per direction.
 #define CXL_INTERSOCKET_FIELDS(X)                 \

@@ -28,6 +28,7 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     // visits each bank of a group once per tREFI.
     tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? p_.banks_per_group : 1);
     tRFC_ = nsToTicks(p_.refresh_per_bank ? p_.tRFCsb_ns : p_.tRFC_ns);
+    pageTimeout_ = p_.page_policy == 2 ? nsToTicks(p_.page_timeout_ns) : kNever;
     front_ = nsToTicks(p_.frontend_latency_ns);
     back_ = nsToTicks(p_.backend_latency_ns);
     // Commit a request early enough that a row miss leaves no bubble on the bus.
@@ -141,6 +142,7 @@ void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
             v(bn + ".openRow", rk.banks[b].openRow);
             v(bn + ".actAllowed", rk.banks[b].actAllowed);
             v(bn + ".preAllowed", rk.banks[b].preAllowed);
+            v(bn + ".closeAt", rk.banks[b].closeAt);
         }
         for (size_t g = 0; g < rk.groupColAllowed.size(); ++g) {
             v(rn + ".colAllowed" + std::to_string(g), rk.groupColAllowed[g]);
@@ -234,6 +236,7 @@ void DramChannel::refresh(Rank& r, Tick start, uint32_t count) {
             const Tick s = std::max(start, b.preAllowed);
             b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + count * c_.tRFC_);
             b.openRow = ~0ull;
+            b.closeAt = kNever;
         }
         return;
     }
@@ -243,6 +246,7 @@ void DramChannel::refresh(Rank& r, Tick start, uint32_t count) {
             const Tick s = std::max(start, b.preAllowed);
             b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + c_.tRFC_);
             b.openRow = ~0ull;
+            b.closeAt = kNever;
         }
         r.refBank = (r.refBank + 1) % p.banks_per_group;
     }
@@ -369,12 +373,12 @@ void DramChannel::schedule(Tick t) {
     // rather than once per candidate (0 where they impose nothing): the
     // same estimates with a third of the work.
     struct RankView {
-        const Bank* banks;
+        Bank* banks;
         const Tick *groupAct, *groupCol, *groupRead;
         Tick act, col, bus;
     } view[16];  // DramParams allows up to 16 ranks
     for (size_t k = 0; k < ranks_.size(); ++k) {
-        const Rank& rk = ranks_[k];
+        Rank& rk = ranks_[k];
         RankView& v = view[k];
         v.banks = rk.banks.data();
         v.groupAct = rk.groupActAllowed.data();
@@ -392,7 +396,8 @@ void DramChannel::schedule(Tick t) {
     for (; i < window && q[i].ready <= t; ++i) {
         const Req& r = q[i];
         const RankView& v = view[r.rank];
-        const Bank& b = v.banks[r.bank];
+        Bank& b = v.banks[r.bank];
+        expire(b, t);  // a timer that ran out precharged the row: it is closed at t
         const bool hit = b.openRow == r.row;
         Tick est = t;
         if (!hit) {  // activateAt
@@ -415,6 +420,7 @@ void DramChannel::schedule(Tick t) {
     if (best == floor && !bestHit) {
         for (++i; i < window && q[i].ready <= t; ++i) {
             const Req& r = q[i];
+            expire(view[r.rank].banks[r.bank], t);
             if (view[r.rank].banks[r.bank].openRow != r.row) continue;
             const Tick est = std::max(std::max(t, colReady(ranks_[r.rank], r.group, write)) + cas, view[r.rank].bus);
             if (est == floor) {
@@ -491,10 +497,14 @@ void DramChannel::schedule(Tick t) {
     }
     // Closed adaptive: with no queued request for this row, the bank precharges
     // as soon as it may, so the next access to it pays no precharge.
-    if (c.p_.page_policy && !pendingHit(r, readQ_) && !pendingHit(r, writeQ_)) {
+    if (c.p_.page_policy == 1 && !pendingHit(r, readQ_) && !pendingHit(r, writeQ_)) {
         b.openRow = ~0ull;
         b.actAllowed = std::max(b.actAllowed, b.preAllowed + c.tRP_);
     }
+    // Timer: the row stays open for the next access that comes within the
+    // timeout, then precharges (Ramulator's `Timeout` row policy; Intel's
+    // adaptive page management closes a row on a per-bank idle timer).
+    b.closeAt = c.p_.page_policy == 2 ? std::max(b.preAllowed, col + c.pageTimeout_) : kNever;
     rk.lastUse = end;
     --rk.queued;
     busFree_ = end;

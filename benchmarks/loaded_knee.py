@@ -104,10 +104,13 @@ def dram_alone(system, loads=(0.01, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), n=40000):
 
 # Section 3's variants of the DRAM: refresh and page policy.
 VARIANTS = (("preset", {}), ("refresh off", dict(tREFI_ns=0)), ("closed-adaptive", dict(page_policy=1)),
-            ("both", dict(tREFI_ns=0, page_policy=1)), ("open, timer 50 ns", dict(page_policy=2)),
+            ("both", dict(tREFI_ns=0, page_policy=1)),
+            *((f"open, timer {t} ns", dict(page_policy=2, page_timeout_ns=t)) for t in (25, 50, 100, 200)),
             ("all-bank, postpone 4", dict(refresh_per_bank=0, refresh_postpone=4)),
             ("same-bank refresh", dict(refresh_per_bank=1)),
-            ("same-bank, timer 50 ns", dict(refresh_per_bank=1, page_policy=2)))
+            ("same-bank, timer 50 ns", dict(refresh_per_bank=1, page_policy=2, page_timeout_ns=50)),
+            ("same-bank, postpone 4, timer 50 ns", dict(refresh_per_bank=1, refresh_postpone=4, page_policy=2,
+                                                        page_timeout_ns=50)))
 
 
 def dram_part(s, variants=VARIANTS):
@@ -116,7 +119,7 @@ def dram_part(s, variants=VARIANTS):
         v = variant(s, **kw)
         i0, p0 = idle_latency(v), peak(v)
         cells = [f"{probe(v, rate_gbps=f * p0).probe_latency_ns_mean / i0:.3f}" for f in (0.5, 0.8)]
-        print(f"   {label:22s} idle {i0:6.1f} ns  peak {p0:5.2f}  50 %: {cells[0]}  80 %: {cells[1]}", flush=True)
+        print(f"   {label:34s} idle {i0:6.1f} ns  peak {p0:5.2f}  50 %: {cells[0]}  80 %: {cells[1]}", flush=True)
 
 
 def main(memories):

@@ -98,8 +98,9 @@ class CXLType3Expander(CXLPortTarget):
     media_tREFI_ns = Param.Float(3900.0, "average interval of all-bank refreshes (0: no refresh) (ns, 0 to 100000)")
     media_tRFC_ns = Param.Float(295.0, "all-bank refresh cycle time (ns, 0 to 5000)")
     media_refresh_per_bank = Param.Unsigned(
-        0, "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), one bank of every group every "
-        "tREFI / banks_per_group, for tRFCsb (one of 0, 1)")
+        0, "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb, fine-granularity mode), one "
+        "bank of every group every tREFI / (2 x banks_per_group), for tRFCsb: each bank once per tREFI2 = "
+        "tREFI / 2 (one of 0, 1)")
     media_tRFCsb_ns = Param.Float(130.0, "same-bank refresh cycle time (ns, 0 to 5000)")
     media_refresh_postpone = Param.Unsigned(
         4, "refreshes a rank with queued requests may postpone, caught up back to back at the limit or as "

@@ -15,14 +15,15 @@ def tail(d) -> float:
 
 
 def test_a_read_during_a_same_bank_refresh_waits_only_for_its_own_bank():
-    # REFsb (JESD79-5): every tREFI / banks_per_group the same bank of every
-    # group refreshes for tRFCsb; the others serve. One rank: the first
-    # REFsb is due at tREFI / 4 = 975 ns and takes bank 0 of each group. A
+    # REFsb (JESD79-5, fine-granularity mode): every tREFI2 / banks_per_group
+    # = tREFI / (2 banks_per_group) the same bank of every group refreshes for
+    # tRFCsb; the others serve. One rank: the first REFsb is due at
+    # 3900 / 8 = 487.5 ns and takes bank 0 of each group. A
     # read to bank 1 of group 3 arriving 10 ns in goes at once (front end +
     # tRCD + tCL + a burst + back end); one to bank 0 of group 5 waits for
     # the refresh: its bank opens tRP + tRFCsb after the refresh began.
     d = dram(tREFI_ns=3900.0, refresh_per_bank=1, refresh_postpone=0)
-    due = d.tREFI_ns / d.banks_per_group
+    due = d.tREFI_ns / (2 * d.banks_per_group)
     r = replay(d, [(due + 10.0, "R", address(d, 0, 3, bank=1)), (due + 12.0, "R", address(d, 0, 5, bank=0))])
     assert r["done_ns"][0] == pytest.approx(due + 10.0 + d.frontend_latency_ns + tail(d), abs=0.01)
     assert r["done_ns"][1] == pytest.approx(due + d.tRP_ns + d.tRFCsb_ns + tail(d), abs=0.01)
@@ -34,9 +35,9 @@ def test_refresh_costs_light_random_reads_the_share_of_time_their_bank_is_away(p
     # Random reads at 1 GB/s on one rank, closed-adaptive pages (every read a
     # miss, with or without refresh). A bank is away for tRP + tRFC once per
     # tREFI under all-bank refresh (8.0 % of the time), for tRP + tRFCsb once
-    # per tREFI under same-bank refresh (3.8 %); a read that finds its bank
-    # away waits on average half of that. So refresh adds
-    # busy / tREFI x busy / 2: 12.45 ns all-bank, 2.76 ns same-bank.
+    # per tREFI2 = tREFI / 2 under same-bank refresh (7.5 %); a read that
+    # finds its bank away waits on average half of that. So refresh adds
+    # busy / interval x busy / 2: 12.45 ns all-bank, 5.52 ns same-bank.
     n = 20000
     rng = np.random.default_rng(11)
     at = np.cumsum(rng.exponential(64 / 1.0, n))
@@ -47,7 +48,7 @@ def test_refresh_costs_light_random_reads_the_share_of_time_their_bank_is_away(p
         return float((np.array(replay(d, reqs)["done_ns"]) - at)[n // 10:].mean())
     d = dram()
     busy = d.tRP_ns + (d.tRFCsb_ns if per_bank else d.tRFC_ns)
-    expect = busy / 3900.0 * busy / 2
+    expect = busy / (1950.0 if per_bank else 3900.0) * busy / 2
     assert mean_latency(3900.0) - mean_latency(0.0) == pytest.approx(expect, rel=0.2)
 
 
@@ -57,11 +58,11 @@ def test_a_busy_rank_owes_at_most_the_postponement_limit(per_bank):
     # postpones its first `postpone` refreshes and issues each later one when
     # it falls due (never owing more than the limit, JESD79-5); every refresh
     # due by the end ran but those postponed: due = end / interval, with the
-    # interval tREFI for all-bank refresh and tREFI / banks_per_group per bank.
+    # interval tREFI for all-bank refresh, tREFI / (2 banks_per_group) per bank.
     d = dram(tREFI_ns=3900.0, refresh_postpone=4, refresh_per_bank=per_bank)
     reqs = [(i * 2.0, "R", (i * 64 * 4099) % (1 << 30)) for i in range(20000)]
     r = replay(d, reqs)
-    interval = 3900.0 / (d.banks_per_group if per_bank else 1)
+    interval = 3900.0 / (2 * d.banks_per_group if per_bank else 1)
     due = int(max(r["done_ns"]) // interval)
     assert r["refreshes_postponed"] == 4
     assert r["refreshes"] in (due - 4, due - 3)  # the last may fall due after the last request's decision

@@ -140,8 +140,9 @@ class DramParams(ParamGroup):
     tCCD_L_ns: float = param(5.0, 0, 100, "ns", "column to column, same bank group")
     tREFI_ns: float = param(3900, 0, 100000, "ns", "average interval of all-bank refreshes (0: no refresh)")
     tRFC_ns: float = param(295, 0, 5000, "ns", "all-bank refresh cycle time")
-    refresh_per_bank: int = param(0, 0, 1, "", "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), "
-                                  "one bank of every group every tREFI / banks_per_group, for tRFCsb", (0, 1))
+    refresh_per_bank: int = param(0, 0, 1, "", "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb, "
+                                  "fine-granularity mode), one bank of every group every tREFI / (2 x banks_per_group), "
+                                  "for tRFCsb: each bank once per tREFI2 = tREFI / 2", (0, 1))
     tRFCsb_ns: float = param(130, 0, 5000, "ns", "same-bank refresh cycle time")
     refresh_postpone: int = param(4, 0, 8, "", "refreshes a rank with queued requests may postpone, caught up "
                                   "back to back at the limit or as soon as the rank is idle")
@@ -183,9 +184,9 @@ class DramParams(ParamGroup):
         if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
             raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed; "
                              "allowed: 0 (no refresh) or above tRFC_ns")
-        if self.refresh_per_bank and self.tREFI_ns and self.tREFI_ns <= self.tRFCsb_ns * self.banks_per_group:
+        if self.refresh_per_bank and self.tREFI_ns and self.tREFI_ns <= 2 * self.tRFCsb_ns * self.banks_per_group:
             raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed with refresh_per_bank = 1; "
-                             "allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group")
+                             "allowed: 0 (no refresh) or above 2 x tRFCsb_ns x banks_per_group")
 
     @property
     def peak_gbps(self) -> float:

@@ -91,9 +91,9 @@ void DramParams::validate(const std::string& where) const {
                 fmtNum(min_writes_per_switch) + ")");
     require(tREFI_ns == 0 || tREFI_ns > tRFC_ns,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) + " is not allowed; allowed: 0 (no refresh) or above tRFC_ns");
-    require(!refresh_per_bank || tREFI_ns == 0 || tREFI_ns > tRFCsb_ns * banks_per_group,
+    require(!refresh_per_bank || tREFI_ns == 0 || tREFI_ns > 2 * tRFCsb_ns * banks_per_group,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) +
-                " is not allowed with refresh_per_bank = 1; allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group");
+                " is not allowed with refresh_per_bank = 1; allowed: 0 (no refresh) or above 2 x tRFCsb_ns x banks_per_group");
 }
 
 void InterSocketParams::validate(const std::string& where) const {

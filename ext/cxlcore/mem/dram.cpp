@@ -24,9 +24,10 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     tFAW_ = nsToTicks(p_.tFAW_ns);
     tCCD_S_ = nsToTicks(p_.tCCD_S_ns);
     tCCD_L_ = nsToTicks(p_.tCCD_L_ns);
-    // The interval between a rank's refresh commands: same-bank refresh
-    // visits each bank of a group once per tREFI.
-    tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? p_.banks_per_group : 1);
+    // The interval between a rank's refresh commands. Same-bank refresh is
+    // a fine-granularity-mode command (JESD79-5, 4.13): every bank of a group
+    // is refreshed once per tREFI2 = tREFI / 2, one REFsb a bank index.
+    tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? 2 * p_.banks_per_group : 1);
     tRFC_ = nsToTicks(p_.refresh_per_bank ? p_.tRFCsb_ns : p_.tRFC_ns);
     pageTimeout_ = p_.page_policy == 2 ? nsToTicks(p_.page_timeout_ns) : kNever;
     front_ = nsToTicks(p_.frontend_latency_ns);
@@ -342,6 +343,15 @@ bool DramChannel::pickMode() {
     return writeMode_;
 }
 
+// Page policy 2: a row whose timer ran out while a request for it waited in
+// a queue was kept open for that request, as a controller does.
+void DramChannel::keepQueuedHits(const std::vector<Req>& q, Tick t) {
+    for (const Req& r : q) {
+        Bank& b = ranks_[r.rank].banks[r.bank];
+        if (b.closeAt <= t && b.openRow == r.row && r.ready <= b.closeAt) b.closeAt = kNever;
+    }
+}
+
 bool DramChannel::pendingHit(const Req& r, const std::vector<Req>& q) {
     for (const Req& o : q)
         if (o.row == r.row && o.bank == r.bank && o.rank == r.rank) return true;
@@ -354,6 +364,10 @@ void DramChannel::schedule(Tick t) {
     for (Rank& rk : ranks_)
         if (rk.queued && rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
+    if (c.pageTimeout_ != kNever) {
+        keepQueuedHits(readQ_, t);
+        keepQueuedHits(writeQ_, t);
+    }
     std::vector<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue, by when each request's data could
     // go on the bus: while the bus is busy every candidate waits for it, one

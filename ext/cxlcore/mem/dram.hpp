@@ -127,6 +127,7 @@ class DramChannel : public Component {
     void schedule(Tick t);
     // Whether a queued request is for the same row as r (closed-adaptive page policy).
     static bool pendingHit(const Req& r, const std::vector<Req>& q);
+    void keepQueuedHits(const std::vector<Req>& q, Tick t);
     // Page policy 2: the row's idle timer ran out by t, so its precharge has begun.
     void expire(Bank& b, Tick t) const {
         if (b.closeAt > t) return;

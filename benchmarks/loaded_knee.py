@@ -14,9 +14,9 @@ threads, 100 000 requests a point, seed 1):
    stream, and MLC's closed loop with a pause between a thread's accesses;
 2. stages: where a read's time goes at 0-90 % of the peak (periodic arrivals),
    with the DRAM's row-conflict rate and mean read queue;
-3. the DRAM's part: the same at 50 and 80 % with refresh off, with
-   closed-adaptive pages, both, an idle timer closing rows, refresh
-   postponed, and same-bank refresh;
+3. the DRAM's part: the same at 50 and 80 % with the DRAM's page policy
+   (open, closed-adaptive, an idle timer, adaptive or fixed) and refresh
+   (off, postponed, same-bank) changed from the preset's, one at a time;
 4. MLC's loaded-latency sweep (its default injection delays, and more between
    20 and 80 ns where the default ones jump to saturation): latency over idle
    at 50 and 80 % of the sweep's peak bandwidth, read off the curve by linear
@@ -103,14 +103,14 @@ def dram_alone(system, loads=(0.01, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), n=40000):
 
 
 # Section 3's variants of the DRAM: refresh and page policy.
-VARIANTS = (("preset", {}), ("refresh off", dict(tREFI_ns=0)), ("closed-adaptive", dict(page_policy=1)),
-            ("both", dict(tREFI_ns=0, page_policy=1)),
-            *((f"open, timer {t} ns", dict(page_policy=2, page_timeout_ns=t)) for t in (25, 50, 100, 200)),
+VARIANTS = (("preset", {}), ("open page", dict(page_policy=0)), ("closed-adaptive", dict(page_policy=1)),
+            ("adaptive timer 25-400 ns", dict(page_policy=2, page_timeout_ns=25, page_timeout_max_ns=400)),
+            ("fixed timer 25 ns", dict(page_policy=2, page_timeout_ns=25, page_timeout_max_ns=25)),
+            ("fixed timer 50 ns", dict(page_policy=2, page_timeout_ns=50, page_timeout_max_ns=50)),
+            ("refresh off", dict(tREFI_ns=0)),
             ("all-bank, postpone 4", dict(refresh_per_bank=0, refresh_postpone=4)),
-            ("same-bank refresh", dict(refresh_per_bank=1)),
-            ("same-bank, timer 50 ns", dict(refresh_per_bank=1, page_policy=2, page_timeout_ns=50)),
-            ("same-bank, postpone 4, timer 50 ns", dict(refresh_per_bank=1, refresh_postpone=4, page_policy=2,
-                                                        page_timeout_ns=50)))
+            ("same-bank refresh (DDR5)", dict(refresh_per_bank=1)),
+            ("same-bank, postpone 4", dict(refresh_per_bank=1, refresh_postpone=4)))
 
 
 def dram_part(s, variants=VARIANTS):

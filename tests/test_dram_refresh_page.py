@@ -107,3 +107,33 @@ def test_the_idle_timer_waits_for_tras_before_it_closes_a_row():
     assert 33.0 + front >= front + d.tRAS_ns
     assert r["done_ns"][1] == pytest.approx(front + d.tRAS_ns + d.tRP_ns + tail(d), abs=0.01)
     assert (r["row_misses"], r["row_conflicts"]) == (2, 0)
+
+
+def test_the_idle_timer_doubles_when_it_closed_a_row_too_soon_and_halves_when_too_late():
+    # Timer 25 ns, at most 400. Reads of row 0 of one bank every 200 ns: each
+    # finds the row its timer closed (a miss) and doubles the timer: 50, 100,
+    # 200. The fifth is ready 183 ns after the fourth's column command,
+    # within its 200 ns: a row hit, front end + tCL + burst + back end. A
+    # read of row 1 at 950 ns finds row 0 still open (a conflict: tRP, then
+    # the tail), and halves the timer to 100: a read of row 0 arriving 150 ns
+    # after that one's column command finds the bank precharged (a miss).
+    d = dram(page_policy=2, page_timeout_ns=25.0, page_timeout_max_ns=400.0)
+    front = d.frontend_latency_ns
+    row0 = [(200.0 * k, "R", address(d, 0, 2, row=0, skip=k)) for k in range(5)]
+    conflict = (950.0, "R", address(d, 0, 2, row=1))
+    r = replay(d, row0 + [conflict])
+    hit = d.tCL_ns + burst(d) + d.backend_latency_ns
+    assert r["done_ns"][4] == pytest.approx(800.0 + front + hit, abs=0.01)
+    assert r["done_ns"][5] == pytest.approx(950.0 + front + d.tRP_ns + tail(d), abs=0.01)
+    assert (r["row_misses"], r["row_hits"], r["row_conflicts"]) == (4, 1, 1)
+    col = 950.0 + front + d.tRP_ns + d.tRCD_ns  # the conflict's column command; its row closes 100 ns later
+    late = replay(d, row0 + [conflict, (col + 150.0 - front, "R", address(d, 0, 2, row=0, skip=6))])
+    assert late["done_ns"][6] == pytest.approx(col + 150.0 + tail(d), abs=0.01)
+    assert late["row_misses"] == 5
+
+
+def test_the_timer_range_is_checked():
+    from simcxl.config.params import ParamError, System
+    with pytest.raises(ParamError, match=r"page_timeout_max_ns = 10 is not allowed; allowed: at least page_timeout_ns"):
+        System("t", "local-dram").replace(**{"local_dram.page_timeout_ns": 50.0,
+                                             "local_dram.page_timeout_max_ns": 10.0}).validate()

@@ -159,9 +159,13 @@ class DramParams(ParamGroup):
                                        "back, however full the write queue (0: only the low watermark ends a burst)")
     page_policy: int = param(0, 0, 2, "", "0: open page, a row stays open until another or a refresh closes it; "
                              "1: closed adaptive, a row closes after an access no queued request hits; 2: open with "
-                             "an idle timer, a row closes page_timeout_ns after its last access", (0, 1, 2))
-    page_timeout_ns: float = param(50, 0, 100000, "ns", "page_policy 2: idle time after a row's last column command "
-                                   "before the controller precharges it (no earlier than tRAS, tRTP or tWR allow)")
+                             "an adaptive idle timer per bank, a row closes when it has been idle that long", (0, 1, 2))
+    page_timeout_ns: float = param(50, 0, 100000, "ns", "page_policy 2: the shortest idle time after a row's last column "
+                                   "command before the controller precharges it (no earlier than tRAS, tRTP or tWR "
+                                   "allow), and each bank's timer at the start")
+    page_timeout_max_ns: float = param(400, 0, 100000, "ns", "page_policy 2: the longest timer; a bank's timer doubles "
+                                       "when the row it closed is the next one wanted (closed too soon) and halves when "
+                                       "the next access finds another row still open (closed too late)")
     frontend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller front end (request to queue)")
     backend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller back end (data to response)")
 
@@ -181,6 +185,9 @@ class DramParams(ParamGroup):
         if self.max_writes_per_switch and self.max_writes_per_switch < self.min_writes_per_switch:
             raise ParamError(f"{where}.max_writes_per_switch = {self.max_writes_per_switch} is not allowed; "
                              f"allowed: 0 (no limit) or at least min_writes_per_switch ({self.min_writes_per_switch})")
+        if self.page_timeout_max_ns < self.page_timeout_ns:
+            raise ParamError(f"{where}.page_timeout_max_ns = {fmt(self.page_timeout_max_ns)} is not allowed; "
+                             f"allowed: at least page_timeout_ns ({fmt(self.page_timeout_ns)}) up to 100000")
         if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
             raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed; "
                              "allowed: 0 (no refresh) or above tRFC_ns")

@@ -30,6 +30,7 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? 2 * p_.banks_per_group : 1);
     tRFC_ = nsToTicks(p_.refresh_per_bank ? p_.tRFCsb_ns : p_.tRFC_ns);
     pageTimeout_ = p_.page_policy == 2 ? nsToTicks(p_.page_timeout_ns) : kNever;
+    pageTimeoutMax_ = nsToTicks(p_.page_timeout_max_ns);
     front_ = nsToTicks(p_.frontend_latency_ns);
     back_ = nsToTicks(p_.backend_latency_ns);
     // Commit a request early enough that a row miss leaves no bubble on the bus.
@@ -123,6 +124,7 @@ DramChannel::DramChannel(Host& host, DramController& c, uint32_t index) : Compon
     ranks_.resize(p.ranks);
     for (uint32_t r = 0; r < p.ranks; ++r) {
         ranks_[r].banks.resize(p.bank_groups * p.banks_per_group);
+        for (Bank& b : ranks_[r].banks) b.timeout = c.pageTimeout_;
         ranks_[r].groupColAllowed.assign(p.bank_groups, 0);
         ranks_[r].groupActAllowed.assign(p.bank_groups, 0);
         ranks_[r].groupReadAllowed.assign(p.bank_groups, 0);
@@ -144,6 +146,8 @@ void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
             v(bn + ".actAllowed", rk.banks[b].actAllowed);
             v(bn + ".preAllowed", rk.banks[b].preAllowed);
             v(bn + ".closeAt", rk.banks[b].closeAt);
+            v(bn + ".timeout", rk.banks[b].timeout);
+            v(bn + ".closedRow", rk.banks[b].closedRow);
         }
         for (size_t g = 0; g < rk.groupColAllowed.size(); ++g) {
             v(rn + ".colAllowed" + std::to_string(g), rk.groupColAllowed[g]);
@@ -343,6 +347,18 @@ bool DramChannel::pickMode() {
     return writeMode_;
 }
 
+// Page policy 2: the bank's timer learns from the access that follows it
+// (Intel's adaptive page management, patent EP1461706): the row the timer
+// closed wanted again, it was too short, so it doubles; another row found
+// still open, too long, so it halves; within page_timeout_ns..._max_ns.
+void DramChannel::adaptTimer(Bank& b, uint64_t row) const {
+    if (b.openRow == ~0ull && b.closedRow == row)
+        b.timeout = std::min(std::max(2 * b.timeout, nsToTicks(1.0)), c_.pageTimeoutMax_);
+    else if (b.openRow != ~0ull && b.openRow != row)
+        b.timeout = std::max(b.timeout / 2, c_.pageTimeout_);
+    b.closedRow = ~0ull;
+}
+
 // Page policy 2: a row whose timer ran out while a request for it waited in
 // a queue was kept open for that request, as a controller does.
 void DramChannel::keepQueuedHits(const std::vector<Req>& q, Tick t) {
@@ -468,6 +484,7 @@ void DramChannel::schedule(Tick t) {
     Rank& rk = ranks_[r.rank];
     Bank& b = rk.banks[r.bank];
     DramStats& st = c_.stats_;
+    if (c.pageTimeout_ != kNever) adaptTimer(b, r.row);
     Tick start, col;
     if (b.openRow == r.row) {
         ++st.rowHits;
@@ -518,7 +535,7 @@ void DramChannel::schedule(Tick t) {
     // Timer: the row stays open for the next access that comes within the
     // timeout, then precharges (Ramulator's `Timeout` row policy; Intel's
     // adaptive page management closes a row on a per-bank idle timer).
-    b.closeAt = c.p_.page_policy == 2 ? std::max(b.preAllowed, col + c.pageTimeout_) : kNever;
+    b.closeAt = c.p_.page_policy == 2 ? std::max(b.preAllowed, col + b.timeout) : kNever;
     rk.lastUse = end;
     --rk.queued;
     busFree_ = end;

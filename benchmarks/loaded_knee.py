@@ -14,14 +14,16 @@ threads, 100 000 requests a point, seed 1):
    stream, and MLC's closed loop with a pause between a thread's accesses;
 2. stages: where a read's time goes at 0-90 % of the peak (periodic arrivals),
    with the DRAM's row-conflict rate and mean read queue;
-3. the DRAM's part: the same at 50 and 80 % with refresh off, with
-   closed-adaptive pages, and both;
+3. the DRAM's part: the same at 50 and 80 % with the DRAM's page policy
+   (open, closed-adaptive, an idle timer, adaptive or fixed) and refresh
+   (off, postponed, same-bank) changed from the preset's, one at a time;
 4. MLC's loaded-latency sweep (its default injection delays, and more between
    20 and 80 ns where the default ones jump to saturation): latency over idle
    at 50 and 80 % of the sweep's peak bandwidth, read off the curve by linear
    interpolation.
 
     python benchmarks/loaded_knee.py [memory ...]      (about a minute a memory)
+    python benchmarks/loaded_knee.py --variants [memory ...]   (section 3 alone)
 """
 from __future__ import annotations
 
@@ -100,7 +102,32 @@ def dram_alone(system, loads=(0.01, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), n=40000):
         print(f"   {label:18s} " + " ".join(f"{v:7.1f}" for v in row))
 
 
+# Section 3's variants of the DRAM: refresh and page policy.
+VARIANTS = (("preset", {}), ("open page", dict(page_policy=0)), ("closed-adaptive", dict(page_policy=1)),
+            ("adaptive timer 25-400 ns", dict(page_policy=2, page_timeout_ns=25, page_timeout_max_ns=400)),
+            ("fixed timer 25 ns", dict(page_policy=2, page_timeout_ns=25, page_timeout_max_ns=25)),
+            ("fixed timer 50 ns", dict(page_policy=2, page_timeout_ns=50, page_timeout_max_ns=50)),
+            ("refresh off", dict(tREFI_ns=0)),
+            ("all-bank, postpone 4", dict(refresh_per_bank=0, refresh_postpone=4)),
+            ("same-bank refresh (DDR5)", dict(refresh_per_bank=1)),
+            ("same-bank, postpone 4", dict(refresh_per_bank=1, refresh_postpone=4)))
+
+
+def dram_part(s, variants=VARIANTS):
+    print("3. the DRAM's part: probe latency / idle at 50 % and 80 % of the peak (periodic arrivals)")
+    for label, kw in variants:
+        v = variant(s, **kw)
+        i0, p0 = idle_latency(v), peak(v)
+        cells = [f"{probe(v, rate_gbps=f * p0).probe_latency_ns_mean / i0:.3f}" for f in (0.5, 0.8)]
+        print(f"   {label:34s} idle {i0:6.1f} ns  peak {p0:5.2f}  50 %: {cells[0]}  80 %: {cells[1]}", flush=True)
+
+
 def main(memories):
+    if memories and memories[0] == "--variants":  # section 3 alone: python loaded_knee.py --variants ddr-local
+        for name in memories[1:]:
+            print(f"\n{name}")
+            dram_part(simcxl.load_preset(name))
+        return
     for name in memories:
         s = simcxl.load_preset(name)
         idle, top = idle_latency(s), peak(s)
@@ -127,13 +154,7 @@ def main(memories):
             print(f"   {f:4.2f} {r.total_gbps:6.2f} {r.read_latency_ns_mean:6.1f} " +
                   " ".join(f"{r[f'read.stage.{k}_ns']:13.1f}" for k in SHOWN) +
                   f"  {r[dram + '.row_conflict_rate']:9.2f}  {r[dram + '.mean_read_queue']:10.1f}")
-        print("3. the DRAM's part: probe latency / idle at 50 % and 80 % of the peak (periodic arrivals)")
-        for label, kw in (("preset", {}), ("refresh off", dict(tREFI_ns=0)), ("closed-adaptive", dict(page_policy=1)),
-                          ("both", dict(tREFI_ns=0, page_policy=1))):
-            v = variant(s, **kw)
-            i0, p0 = idle_latency(v), peak(v)
-            cells = [f"{probe(v, rate_gbps=f * p0).probe_latency_ns_mean / i0:.3f}" for f in (0.5, 0.8)]
-            print(f"   {label:16s} idle {i0:6.1f} ns  peak {p0:5.2f}  50 %: {cells[0]}  80 %: {cells[1]}")
+        dram_part(s)
         print("4. MLC --loaded_latency sweep (default delays and the -d values between 20 and 80 ns, where the "
               "default sweep jumps from about 70 % of the peak to saturation): latency / idle")
         df = simcxl.loaded_latency(s, threads=[THREADS], requests=REQUESTS, inject_delay_ns=EXTRA_DELAYS)

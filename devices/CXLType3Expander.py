@@ -98,8 +98,9 @@ class CXLType3Expander(CXLPortTarget):
     media_tREFI_ns = Param.Float(3900.0, "average interval of all-bank refreshes (0: no refresh) (ns, 0 to 100000)")
     media_tRFC_ns = Param.Float(295.0, "all-bank refresh cycle time (ns, 0 to 5000)")
     media_refresh_per_bank = Param.Unsigned(
-        0, "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), one bank of every group every "
-        "tREFI / banks_per_group, for tRFCsb (one of 0, 1)")
+        0, "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb, fine-granularity mode), one "
+        "bank of every group every tREFI / (2 x banks_per_group), for tRFCsb: each bank once per tREFI2 = "
+        "tREFI / 2 (one of 0, 1)")
     media_tRFCsb_ns = Param.Float(130.0, "same-bank refresh cycle time (ns, 0 to 5000)")
     media_refresh_postpone = Param.Unsigned(
         4, "refreshes a rank with queued requests may postpone, caught up back to back at the limit or as "
@@ -120,7 +121,16 @@ class CXLType3Expander(CXLPortTarget):
         "only the low watermark ends a burst) (0 to 4096)")
     media_page_policy = Param.Unsigned(
         0, "0: open page, a row stays open until another or a refresh closes it; 1: closed adaptive, a row "
-        "closes after an access no queued request hits (one of 0, 1)")
+        "closes after an access no queued request hits; 2: open with an adaptive idle timer per bank, a row "
+        "closes when it has been idle that long (one of 0, 1, 2)")
+    media_page_timeout_ns = Param.Float(
+        50.0, "page_policy 2: the shortest idle time after a row's last column command before the controller "
+        "precharges it (no earlier than tRAS, tRTP or tWR allow), and each bank's timer at the start (ns, 0 "
+        "to 100000)")
+    media_page_timeout_max_ns = Param.Float(
+        400.0, "page_policy 2: the longest timer; a bank's timer doubles when the row it closed is the next "
+        "one wanted (closed too soon) and halves when the next access finds another row still open (closed "
+        "too late) (ns, 0 to 100000)")
     media_frontend_latency_ns = Param.Float(5.0, "controller front end (request to queue) (ns, 0 to 1000)")
     media_backend_latency_ns = Param.Float(5.0, "controller back end (data to response) (ns, 0 to 1000)")
     # END GENERATED PARAMS

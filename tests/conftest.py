@@ -102,9 +102,11 @@ def set_path(d: dict, path: str, value) -> dict:
 
 
 def quiet_dram(**kw) -> DramParams:
-    """DDR5-4800 with refresh off, so idle latencies are exact sums."""
+    """DDR5-4800 with refresh off and open pages (a row stays open until another is wanted), so idle
+    latencies are exact sums."""
     d = simcxl.load_preset("ddr-local").local_dram
     d.tREFI_ns = 0
+    d.page_policy = 0
     for k, v in kw.items():
         setattr(d, k, v)
     return d

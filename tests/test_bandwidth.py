@@ -133,12 +133,16 @@ def test_no_direction_exceeds_its_capacity(presets, name, rf):
         assert r["remote.link.back.data_gbps"] <= cap * 64 / 80 * 1.001
 
 
-def test_sequential_reads_reach_most_of_dram_peak():
+@pytest.mark.parametrize("policy", [0, 2])
+def test_sequential_reads_reach_most_of_dram_peak(policy):
     # A few streams, enough misses in flight to cover the latency, and 64-entry
     # queues (not the preset's fitted depth) for the scheduler to find each
     # stream's open rows in. Eight streams share the 64 banks of a channel, so
     # some rows close between a stream's visits; random lines hit almost none.
-    s = System("t", "local-dram", local_dram=quiet_dram(read_queue=64, write_queue=64)).replace(**{"host.cores": 8})
+    # The same with the adaptive idle timer (policy 2): a bank whose closed
+    # row is wanted next keeps its rows open longer.
+    s = System("t", "local-dram", local_dram=quiet_dram(read_queue=64, write_queue=64, page_policy=policy)).replace(
+        **{"host.cores": 8})
     r = saturate(s, pattern="sequential")
     assert r["local_dram.row_hit_rate"] > 0.35
     assert 0.8 * r["local_dram.peak_gbps"] < r["read_gbps"] <= r["local_dram.peak_gbps"]

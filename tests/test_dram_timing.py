@@ -207,13 +207,14 @@ def test_an_idle_rank_pays_the_refreshes_it_postponed():
 
 
 def test_same_bank_refresh_runs_banks_per_group_times_as_often_and_stalls_less():
-    # DDR5 REFsb: every tREFI / banks_per_group one bank of each group
-    # refreshes for tRFCsb, the others keep working.
+    # DDR5 REFsb (fine-granularity mode, JESD79-5): every tREFI2 / banks_per_group
+    # = tREFI / (2 banks_per_group) one bank of each group refreshes for
+    # tRFCsb, the others keep working.
     ab = dram(tREFI_ns=3900.0, refresh_postpone=0)
     sb = dram(tREFI_ns=3900.0, refresh_postpone=0, refresh_per_bank=1)
     a, s = busy_rank(ab, 20.0), busy_rank(sb, 20.0)
     span = max(s["done_ns"])
-    assert s["refreshes"] == pytest.approx(span / (3900.0 / sb.banks_per_group), abs=1)
+    assert s["refreshes"] == pytest.approx(span / (3900.0 / (2 * sb.banks_per_group)), abs=1)
     assert a["refreshes"] == pytest.approx(max(a["done_ns"]) / 3900.0, abs=1)
     assert max(s["done_ns"]) < max(a["done_ns"])
 
@@ -221,7 +222,7 @@ def test_same_bank_refresh_runs_banks_per_group_times_as_often_and_stalls_less()
 def test_refresh_options_are_checked():
     with pytest.raises(ParamError, match="refresh_per_bank"):
         System("t", "local-dram").replace(**{"local_dram.refresh_per_bank": 2}).validate()
-    with pytest.raises(ParamError, match="tRFCsb_ns x banks_per_group"):
+    with pytest.raises(ParamError, match="2 x tRFCsb_ns x banks_per_group"):
         System("t", "local-dram").replace(**{"local_dram.refresh_per_bank": 1, "local_dram.tREFI_ns": 500.0}).validate()
 
 

@@ -162,8 +162,11 @@ def test_the_asic_preset_peaks_at_a_read_heavy_mix_and_writes_alone_carry_less_t
                                   stores="write-allocate", requests=200000).bandwidth_gbps.to_numpy() for k in (1, 2)]
     bw = dict(zip(fractions, (runs[0] + runs[1]) / 2))
     best = max(bw, key=bw.get)
+    # Read-heavy best, above reads only by more than 5 %. (It was also held 0.3 % above 1:1; since
+    # the host's rows close on an idle timer and the presets were refitted, 3:2 is 0.1 % above 1:1,
+    # less than the spread between seeds, 0.14 GB/s: two seeds cannot resolve such a margin.)
     assert best in (0.75, 0.6), bw
-    assert bw[best] > 1.05 * bw[1.0] and bw[best] > 1.003 * bw[0.5], bw
+    assert bw[best] > 1.05 * bw[1.0], bw
     alone = simcxl.loaded_latency(s, threads=(16,), modes=["R", "W6"], requests=100000).set_index("mode")
     assert alone.bandwidth_gbps["W6"] < 0.8 * alone.bandwidth_gbps["R"]
 

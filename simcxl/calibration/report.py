@@ -77,6 +77,32 @@ def _target_rows(tb: Testbed, r: FitResult) -> List[dict]:
     return out
 
 
+KINDS = ("idle", "stream", "loaded", "mix")
+
+
+def curve_kind(p: dict) -> str:
+    """A point's kind of curve: idle latency (lat_mem_rd, an idle probe), STREAM, loaded traffic of one
+    direction (reads only or writes only), or a read/write mix."""
+    if p["experiment"] in ("lat_mem_rd", "idle_latency"):
+        return "idle"
+    if p["experiment"] == "stream":
+        return "stream"
+    x = json.loads(p["x"]) if isinstance(p["x"], str) and p["x"].startswith("{") else {}
+    return "mix" if 0 < float(x.get("read_fraction", 1.0)) < 1 else "loaded"
+
+
+def by_kind(points: List[dict]) -> dict:
+    """Fit and validation MAE for each kind of curve among the points."""
+    out = {}
+    for k in KINDS:
+        fit = [p for p in points if p["role"] == "fit" and curve_kind(p) == k]
+        val = [p for p in points if p["role"] == "validation" and curve_kind(p) == k]
+        if fit or val:
+            out[k] = {"fit_points": len(fit), "validation_points": len(val), "fit_mae_pct": _mae(fit),
+                      "validation_mae_pct": _mae(val)}
+    return out
+
+
 def summarize(tb: Testbed, results: List[FitResult], engine_name: str, date: str, checks: List[dict]) -> dict:
     points = [p for r in results for p in r.points]
     per = {}
@@ -87,7 +113,7 @@ def summarize(tb: Testbed, results: List[FitResult], engine_name: str, date: str
         per[r.memory] = {"fit_mae_pct": _mae(fit), "validation_mae_pct": _mae(val),
                          "validation_llc_and_beyond_mae_pct": _mae(target), "fitted": r.fitted,
                          "fit_points_within_2pct": all(abs(p["error_pct"]) <= FIT_TOLERANCE_PCT for p in fit),
-                         "validation_within_5pct_mae": (_mae(target) or 0) <= 5,
+                         "validation_within_5pct_mae": (_mae(target) or 0) <= 5, "by_kind": by_kind(r.points),
                          "notes": [n for n in r.notes if not n.startswith("  ")]}
     misses = [p for p in points if (p["role"] == "fit" and abs(p["error_pct"]) > FIT_TOLERANCE_PCT)]
     summary = {
@@ -97,7 +123,8 @@ def summarize(tb: Testbed, results: List[FitResult], engine_name: str, date: str
         "memories": per,
         "overall": {"fit_mae_pct": _mae([p for p in points if p["role"] == "fit"]),
                     "validation_mae_pct": _mae([p for p in points if p["role"] == "validation"]),
-                    "validation_llc_and_beyond_mae_pct": _mae([p for r in results for p in _target_rows(tb, r)])},
+                    "validation_llc_and_beyond_mae_pct": _mae([p for r in results for p in _target_rows(tb, r)]),
+                    "by_kind": by_kind(points)},
         "fit_misses": misses,
         "consistency": checks,
     }
@@ -208,7 +235,17 @@ def report(out: Path, tb: Testbed, results: List[FitResult], summary: dict) -> N
     o = summary["overall"]
     lines += ["", f"Overall: fit MAE {_f(o['fit_mae_pct'])} %; validation MAE {_f(o['validation_mae_pct'])} % over "
               f"all validation points, {_f(o['validation_llc_and_beyond_mae_pct'])} % at/after the LLC and other "
-              "kernels.", ""]
+              "kernels.", "",
+              "## Errors per curve kind", "",
+              "idle: lat_mem_rd and idle-latency points; stream: STREAM kernels; loaded: loaded bandwidth or "
+              "latency of reads only or writes only; mix: loaded points of a read/write mix.", "",
+              "| memory | kind | fit points | fit MAE % | validation points | validation MAE % |",
+              "|---|---|---|---|---|---|"]
+    for m, v in list(summary["memories"].items()) + [("overall", o)]:
+        for k, e in v["by_kind"].items():
+            lines.append(f"| {m} | {k} | {e['fit_points']} | {_f(e['fit_mae_pct'])} | {e['validation_points']} | "
+                         f"{_f(e['validation_mae_pct'])} |")
+    lines.append("")
     if "latency_ratio_vs_local" in summary:
         ratios = [summary["latency_ratio_vs_local"], summary.get("stream_copy_fraction_of_local", {})]
         lines += ["## Headline ratios", "",

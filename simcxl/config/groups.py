@@ -140,8 +140,9 @@ class DramParams(ParamGroup):
     tCCD_L_ns: float = param(5.0, 0, 100, "ns", "column to column, same bank group")
     tREFI_ns: float = param(3900, 0, 100000, "ns", "average interval of all-bank refreshes (0: no refresh)")
     tRFC_ns: float = param(295, 0, 5000, "ns", "all-bank refresh cycle time")
-    refresh_per_bank: int = param(0, 0, 1, "", "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb), "
-                                  "one bank of every group every tREFI / banks_per_group, for tRFCsb", (0, 1))
+    refresh_per_bank: int = param(0, 0, 1, "", "0: all-bank refresh every tREFI; 1: same-bank refresh (DDR5 REFsb, "
+                                  "fine-granularity mode), one bank of every group every tREFI / (2 x banks_per_group), "
+                                  "for tRFCsb: each bank once per tREFI2 = tREFI / 2", (0, 1))
     tRFCsb_ns: float = param(130, 0, 5000, "ns", "same-bank refresh cycle time")
     refresh_postpone: int = param(4, 0, 8, "", "refreshes a rank with queued requests may postpone, caught up "
                                   "back to back at the limit or as soon as the rank is idle")
@@ -156,8 +157,15 @@ class DramParams(ParamGroup):
     min_writes_per_switch: int = param(16, 1, 4096, "", "writes per burst before turning back to reads")
     max_writes_per_switch: int = param(0, 0, 4096, "", "writes per burst after which waiting reads take the bus "
                                        "back, however full the write queue (0: only the low watermark ends a burst)")
-    page_policy: int = param(0, 0, 1, "", "0: open page, a row stays open until another or a refresh closes it; "
-                             "1: closed adaptive, a row closes after an access no queued request hits", (0, 1))
+    page_policy: int = param(0, 0, 2, "", "0: open page, a row stays open until another or a refresh closes it; "
+                             "1: closed adaptive, a row closes after an access no queued request hits; 2: open with "
+                             "an adaptive idle timer per bank, a row closes when it has been idle that long", (0, 1, 2))
+    page_timeout_ns: float = param(50, 0, 100000, "ns", "page_policy 2: the shortest idle time after a row's last column "
+                                   "command before the controller precharges it (no earlier than tRAS, tRTP or tWR "
+                                   "allow), and each bank's timer at the start")
+    page_timeout_max_ns: float = param(400, 0, 100000, "ns", "page_policy 2: the longest timer; a bank's timer doubles "
+                                       "when the row it closed is the next one wanted (closed too soon) and halves when "
+                                       "the next access finds another row still open (closed too late)")
     frontend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller front end (request to queue)")
     backend_latency_ns: float = param(5.0, 0, 1000, "ns", "controller back end (data to response)")
 
@@ -177,12 +185,15 @@ class DramParams(ParamGroup):
         if self.max_writes_per_switch and self.max_writes_per_switch < self.min_writes_per_switch:
             raise ParamError(f"{where}.max_writes_per_switch = {self.max_writes_per_switch} is not allowed; "
                              f"allowed: 0 (no limit) or at least min_writes_per_switch ({self.min_writes_per_switch})")
+        if self.page_timeout_max_ns < self.page_timeout_ns:
+            raise ParamError(f"{where}.page_timeout_max_ns = {fmt(self.page_timeout_max_ns)} is not allowed; "
+                             f"allowed: at least page_timeout_ns ({fmt(self.page_timeout_ns)}) up to 100000")
         if self.tREFI_ns and self.tREFI_ns <= self.tRFC_ns:
             raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed; "
                              "allowed: 0 (no refresh) or above tRFC_ns")
-        if self.refresh_per_bank and self.tREFI_ns and self.tREFI_ns <= self.tRFCsb_ns * self.banks_per_group:
+        if self.refresh_per_bank and self.tREFI_ns and self.tREFI_ns <= 2 * self.tRFCsb_ns * self.banks_per_group:
             raise ParamError(f"{where}.tREFI_ns = {fmt(self.tREFI_ns)} is not allowed with refresh_per_bank = 1; "
-                             "allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group")
+                             "allowed: 0 (no refresh) or above 2 x tRFCsb_ns x banks_per_group")
 
     @property
     def peak_gbps(self) -> float:

@@ -89,11 +89,14 @@ void DramParams::validate(const std::string& where) const {
             where + ".max_writes_per_switch = " + fmtNum(max_writes_per_switch) +
                 " is not allowed; allowed: 0 (no limit) or at least min_writes_per_switch (" +
                 fmtNum(min_writes_per_switch) + ")");
+    require(page_timeout_max_ns >= page_timeout_ns, where + ".page_timeout_max_ns = " + fmtNum(page_timeout_max_ns) +
+                                                        " is not allowed; allowed: at least page_timeout_ns (" +
+                                                        fmtNum(page_timeout_ns) + ") up to 100000");
     require(tREFI_ns == 0 || tREFI_ns > tRFC_ns,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) + " is not allowed; allowed: 0 (no refresh) or above tRFC_ns");
-    require(!refresh_per_bank || tREFI_ns == 0 || tREFI_ns > tRFCsb_ns * banks_per_group,
+    require(!refresh_per_bank || tREFI_ns == 0 || tREFI_ns > 2 * tRFCsb_ns * banks_per_group,
             where + ".tREFI_ns = " + fmtNum(tREFI_ns) +
-                " is not allowed with refresh_per_bank = 1; allowed: 0 (no refresh) or above tRFCsb_ns x banks_per_group");
+                " is not allowed with refresh_per_bank = 1; allowed: 0 (no refresh) or above 2 x tRFCsb_ns x banks_per_group");
 }
 
 void InterSocketParams::validate(const std::string& where) const {

@@ -41,52 +41,54 @@
 
 // DramParams: A DRAM controller and its devices. A channel is an independent data bus (DDR5: one
 // 32-bit sub-channel; DDR4: one 64-bit channel).
-#define CXL_DRAM_FIELDS(X)                           \
-    X(uint32_t, channels, 2, 1, 64)                  \
-    X(uint32_t, ranks, 1, 1, 16)                     \
-    X(uint32_t, bank_groups, 8, 1, 16)               \
-    X(uint32_t, banks_per_group, 4, 1, 16)           \
-    X(uint32_t, row_bytes, 4096, 256, 65536)         \
-    X(double, data_rate_mts, 4800.0, 100.0, 20000.0) \
-    X(uint32_t, bus_bytes, 4, 1, 64)                 \
-    X(uint32_t, burst_length, 16, 1, 64)             \
-    X(uint32_t, interleave_bytes, 256, 64, 65536)    \
-    X(double, tRCD_ns, 16.67, 0.0, 200.0)            \
-    X(double, tCL_ns, 16.67, 0.0, 200.0)             \
-    X(double, tCWL_ns, 15.83, 0.0, 200.0)            \
-    X(double, tRP_ns, 16.67, 0.0, 200.0)             \
-    X(double, tRAS_ns, 32.0, 0.0, 500.0)             \
-    X(double, tWR_ns, 30.0, 0.0, 500.0)              \
-    X(double, tWTR_ns, 10.0, 0.0, 200.0)             \
-    X(double, tWTR_S_ns, 2.5, 0.0, 200.0)            \
-    X(double, tRTW_ns, 5.0, 0.0, 200.0)              \
-    X(double, tRTP_ns, 7.5, 0.0, 200.0)              \
-    X(double, tRTRS_ns, 0.83, 0.0, 100.0)            \
-    X(double, tRRD_ns, 3.33, 0.0, 200.0)             \
-    X(double, tRRD_L_ns, 5.0, 0.0, 200.0)            \
-    X(double, tFAW_ns, 13.33, 0.0, 500.0)            \
-    X(double, tCCD_S_ns, 3.33, 0.0, 100.0)           \
-    X(double, tCCD_L_ns, 5.0, 0.0, 100.0)            \
-    X(double, tREFI_ns, 3900.0, 0.0, 100000.0)       \
-    X(double, tRFC_ns, 295.0, 0.0, 5000.0)           \
-    X(uint32_t, refresh_per_bank, 0, 0, 1)           \
-    X(double, tRFCsb_ns, 130.0, 0.0, 5000.0)         \
-    X(uint32_t, refresh_postpone, 4, 0, 8)           \
-    X(uint32_t, read_queue, 64, 1, 4096)             \
-    X(uint32_t, write_queue, 64, 1, 4096)            \
-    X(uint32_t, write_buffer, 0, 0, 65536)           \
-    X(uint32_t, posted_writes, 1, 0, 1)              \
-    X(double, write_high_watermark, 0.85, 0.01, 1.0) \
-    X(double, write_low_watermark, 0.5, 0.0, 0.99)   \
-    X(uint32_t, min_writes_per_switch, 16, 1, 4096)  \
-    X(uint32_t, max_writes_per_switch, 0, 0, 4096)   \
-    X(uint32_t, page_policy, 0, 0, 1)                \
-    X(double, frontend_latency_ns, 5.0, 0.0, 1000.0) \
+#define CXL_DRAM_FIELDS(X)                               \
+    X(uint32_t, channels, 2, 1, 64)                      \
+    X(uint32_t, ranks, 1, 1, 16)                         \
+    X(uint32_t, bank_groups, 8, 1, 16)                   \
+    X(uint32_t, banks_per_group, 4, 1, 16)               \
+    X(uint32_t, row_bytes, 4096, 256, 65536)             \
+    X(double, data_rate_mts, 4800.0, 100.0, 20000.0)     \
+    X(uint32_t, bus_bytes, 4, 1, 64)                     \
+    X(uint32_t, burst_length, 16, 1, 64)                 \
+    X(uint32_t, interleave_bytes, 256, 64, 65536)        \
+    X(double, tRCD_ns, 16.67, 0.0, 200.0)                \
+    X(double, tCL_ns, 16.67, 0.0, 200.0)                 \
+    X(double, tCWL_ns, 15.83, 0.0, 200.0)                \
+    X(double, tRP_ns, 16.67, 0.0, 200.0)                 \
+    X(double, tRAS_ns, 32.0, 0.0, 500.0)                 \
+    X(double, tWR_ns, 30.0, 0.0, 500.0)                  \
+    X(double, tWTR_ns, 10.0, 0.0, 200.0)                 \
+    X(double, tWTR_S_ns, 2.5, 0.0, 200.0)                \
+    X(double, tRTW_ns, 5.0, 0.0, 200.0)                  \
+    X(double, tRTP_ns, 7.5, 0.0, 200.0)                  \
+    X(double, tRTRS_ns, 0.83, 0.0, 100.0)                \
+    X(double, tRRD_ns, 3.33, 0.0, 200.0)                 \
+    X(double, tRRD_L_ns, 5.0, 0.0, 200.0)                \
+    X(double, tFAW_ns, 13.33, 0.0, 500.0)                \
+    X(double, tCCD_S_ns, 3.33, 0.0, 100.0)               \
+    X(double, tCCD_L_ns, 5.0, 0.0, 100.0)                \
+    X(double, tREFI_ns, 3900.0, 0.0, 100000.0)           \
+    X(double, tRFC_ns, 295.0, 0.0, 5000.0)               \
+    X(uint32_t, refresh_per_bank, 0, 0, 1)               \
+    X(double, tRFCsb_ns, 130.0, 0.0, 5000.0)             \
+    X(uint32_t, refresh_postpone, 4, 0, 8)               \
+    X(uint32_t, read_queue, 64, 1, 4096)                 \
+    X(uint32_t, write_queue, 64, 1, 4096)                \
+    X(uint32_t, write_buffer, 0, 0, 65536)               \
+    X(uint32_t, posted_writes, 1, 0, 1)                  \
+    X(double, write_high_watermark, 0.85, 0.01, 1.0)     \
+    X(double, write_low_watermark, 0.5, 0.0, 0.99)       \
+    X(uint32_t, min_writes_per_switch, 16, 1, 4096)      \
+    X(uint32_t, max_writes_per_switch, 0, 0, 4096)       \
+    X(uint32_t, page_policy, 0, 0, 2)                    \
+    X(double, page_timeout_ns, 50.0, 0.0, 100000.0)      \
+    X(double, page_timeout_max_ns, 400.0, 0.0, 100000.0) \
+    X(double, frontend_latency_ns, 5.0, 0.0, 1000.0)     \
     X(double, backend_latency_ns, 5.0, 0.0, 1000.0)
 #define CXL_DRAM_CHOICES(X)   \
     X(refresh_per_bank, 0, 1) \
     X(posted_writes, 0, 1)    \
-    X(page_policy, 0, 1)
+    X(page_policy, 0, 1, 2)
 
 // InterSocketParams: The link to the other socket (UPI-like), per direction.
 #define CXL_INTERSOCKET_FIELDS(X)                 \

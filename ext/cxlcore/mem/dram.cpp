@@ -24,10 +24,13 @@ DramController::DramController(Host& host, const DramParams& p, const std::strin
     tFAW_ = nsToTicks(p_.tFAW_ns);
     tCCD_S_ = nsToTicks(p_.tCCD_S_ns);
     tCCD_L_ = nsToTicks(p_.tCCD_L_ns);
-    // The interval between a rank's refresh commands: same-bank refresh
-    // visits each bank of a group once per tREFI.
-    tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? p_.banks_per_group : 1);
+    // The interval between a rank's refresh commands. Same-bank refresh is
+    // a fine-granularity-mode command (JESD79-5, 4.13): every bank of a group
+    // is refreshed once per tREFI2 = tREFI / 2, one REFsb a bank index.
+    tREFI_ = nsToTicks(p_.tREFI_ns) / (p_.refresh_per_bank ? 2 * p_.banks_per_group : 1);
     tRFC_ = nsToTicks(p_.refresh_per_bank ? p_.tRFCsb_ns : p_.tRFC_ns);
+    pageTimeout_ = p_.page_policy == 2 ? nsToTicks(p_.page_timeout_ns) : kNever;
+    pageTimeoutMax_ = nsToTicks(p_.page_timeout_max_ns);
     front_ = nsToTicks(p_.frontend_latency_ns);
     back_ = nsToTicks(p_.backend_latency_ns);
     // Commit a request early enough that a row miss leaves no bubble on the bus.
@@ -121,6 +124,7 @@ DramChannel::DramChannel(Host& host, DramController& c, uint32_t index) : Compon
     ranks_.resize(p.ranks);
     for (uint32_t r = 0; r < p.ranks; ++r) {
         ranks_[r].banks.resize(p.bank_groups * p.banks_per_group);
+        for (Bank& b : ranks_[r].banks) b.timeout = c.pageTimeout_;
         ranks_[r].groupColAllowed.assign(p.bank_groups, 0);
         ranks_[r].groupActAllowed.assign(p.bank_groups, 0);
         ranks_[r].groupReadAllowed.assign(p.bank_groups, 0);
@@ -141,6 +145,9 @@ void DramChannel::checkpoint(StateVisitor& v, const std::string& n) {
             v(bn + ".openRow", rk.banks[b].openRow);
             v(bn + ".actAllowed", rk.banks[b].actAllowed);
             v(bn + ".preAllowed", rk.banks[b].preAllowed);
+            v(bn + ".closeAt", rk.banks[b].closeAt);
+            v(bn + ".timeout", rk.banks[b].timeout);
+            v(bn + ".closedRow", rk.banks[b].closedRow);
         }
         for (size_t g = 0; g < rk.groupColAllowed.size(); ++g) {
             v(rn + ".colAllowed" + std::to_string(g), rk.groupColAllowed[g]);
@@ -234,6 +241,7 @@ void DramChannel::refresh(Rank& r, Tick start, uint32_t count) {
             const Tick s = std::max(start, b.preAllowed);
             b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + count * c_.tRFC_);
             b.openRow = ~0ull;
+            b.closeAt = kNever;
         }
         return;
     }
@@ -243,6 +251,7 @@ void DramChannel::refresh(Rank& r, Tick start, uint32_t count) {
             const Tick s = std::max(start, b.preAllowed);
             b.actAllowed = std::max(b.actAllowed, s + c_.tRP_ + c_.tRFC_);
             b.openRow = ~0ull;
+            b.closeAt = kNever;
         }
         r.refBank = (r.refBank + 1) % p.banks_per_group;
     }
@@ -338,6 +347,27 @@ bool DramChannel::pickMode() {
     return writeMode_;
 }
 
+// Page policy 2: the bank's timer learns from the access that follows it
+// (Intel's adaptive page management, patent EP1461706): the row the timer
+// closed wanted again, it was too short, so it doubles; another row found
+// still open, too long, so it halves; within page_timeout_ns..._max_ns.
+void DramChannel::adaptTimer(Bank& b, uint64_t row) const {
+    if (b.openRow == ~0ull && b.closedRow == row)
+        b.timeout = std::min(std::max(2 * b.timeout, nsToTicks(1.0)), c_.pageTimeoutMax_);
+    else if (b.openRow != ~0ull && b.openRow != row)
+        b.timeout = std::max(b.timeout / 2, c_.pageTimeout_);
+    b.closedRow = ~0ull;
+}
+
+// Page policy 2: a row whose timer ran out while a request for it waited in
+// a queue was kept open for that request, as a controller does.
+void DramChannel::keepQueuedHits(const std::vector<Req>& q, Tick t) {
+    for (const Req& r : q) {
+        Bank& b = ranks_[r.rank].banks[r.bank];
+        if (b.closeAt <= t && b.openRow == r.row && r.ready <= b.closeAt) b.closeAt = kNever;
+    }
+}
+
 bool DramChannel::pendingHit(const Req& r, const std::vector<Req>& q) {
     for (const Req& o : q)
         if (o.row == r.row && o.bank == r.bank && o.rank == r.rank) return true;
@@ -350,6 +380,10 @@ void DramChannel::schedule(Tick t) {
     for (Rank& rk : ranks_)
         if (rk.queued && rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
+    if (c.pageTimeout_ != kNever) {
+        keepQueuedHits(readQ_, t);
+        keepQueuedHits(writeQ_, t);
+    }
     std::vector<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue, by when each request's data could
     // go on the bus: while the bus is busy every candidate waits for it, one
@@ -369,12 +403,12 @@ void DramChannel::schedule(Tick t) {
     // rather than once per candidate (0 where they impose nothing): the
     // same estimates with a third of the work.
     struct RankView {
-        const Bank* banks;
+        Bank* banks;
         const Tick *groupAct, *groupCol, *groupRead;
         Tick act, col, bus;
     } view[16];  // DramParams allows up to 16 ranks
     for (size_t k = 0; k < ranks_.size(); ++k) {
-        const Rank& rk = ranks_[k];
+        Rank& rk = ranks_[k];
         RankView& v = view[k];
         v.banks = rk.banks.data();
         v.groupAct = rk.groupActAllowed.data();
@@ -392,7 +426,8 @@ void DramChannel::schedule(Tick t) {
     for (; i < window && q[i].ready <= t; ++i) {
         const Req& r = q[i];
         const RankView& v = view[r.rank];
-        const Bank& b = v.banks[r.bank];
+        Bank& b = v.banks[r.bank];
+        expire(b, t);  // a timer that ran out precharged the row: it is closed at t
         const bool hit = b.openRow == r.row;
         Tick est = t;
         if (!hit) {  // activateAt
@@ -415,6 +450,7 @@ void DramChannel::schedule(Tick t) {
     if (best == floor && !bestHit) {
         for (++i; i < window && q[i].ready <= t; ++i) {
             const Req& r = q[i];
+            expire(view[r.rank].banks[r.bank], t);
             if (view[r.rank].banks[r.bank].openRow != r.row) continue;
             const Tick est = std::max(std::max(t, colReady(ranks_[r.rank], r.group, write)) + cas, view[r.rank].bus);
             if (est == floor) {
@@ -448,6 +484,7 @@ void DramChannel::schedule(Tick t) {
     Rank& rk = ranks_[r.rank];
     Bank& b = rk.banks[r.bank];
     DramStats& st = c_.stats_;
+    if (c.pageTimeout_ != kNever) adaptTimer(b, r.row);
     Tick start, col;
     if (b.openRow == r.row) {
         ++st.rowHits;
@@ -491,10 +528,14 @@ void DramChannel::schedule(Tick t) {
     }
     // Closed adaptive: with no queued request for this row, the bank precharges
     // as soon as it may, so the next access to it pays no precharge.
-    if (c.p_.page_policy && !pendingHit(r, readQ_) && !pendingHit(r, writeQ_)) {
+    if (c.p_.page_policy == 1 && !pendingHit(r, readQ_) && !pendingHit(r, writeQ_)) {
         b.openRow = ~0ull;
         b.actAllowed = std::max(b.actAllowed, b.preAllowed + c.tRP_);
     }
+    // Timer: the row stays open for the next access that comes within the
+    // timeout, then precharges (Ramulator's `Timeout` row policy; Intel's
+    // adaptive page management closes a row on a per-bank idle timer).
+    b.closeAt = c.p_.page_policy == 2 ? std::max(b.preAllowed, col + b.timeout) : kNever;
     rk.lastUse = end;
     --rk.queued;
     busFree_ = end;

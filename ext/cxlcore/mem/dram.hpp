@@ -5,6 +5,7 @@
 // that a busy rank may postpone.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -70,7 +71,7 @@ class DramController : public Target {
     DramParams p_;
     Tick tBurst_, tRCD_, tCL_, tCWL_, tRP_, tRAS_, tWR_, tWTR_L_, tWTR_S_, tRTW_, tRTP_, tRTRS_, tRRD_S_, tRRD_L_,
         tFAW_, tCCD_S_, tCCD_L_, tREFI_, tRFC_, tRFCsb_;
-    Tick front_, back_, lookahead_;
+    Tick front_, back_, lookahead_, pageTimeout_, pageTimeoutMax_;
     Divisor interleave_, channels_, groups_, perGroup_, ranks_, rowLines_, banks_, linesPerChunk_;
     std::vector<std::unique_ptr<DramChannel>> ch_;
     bool needRetry_ = false;
@@ -97,6 +98,9 @@ class DramChannel : public Component {
     struct Bank {
         uint64_t openRow = ~0ull;
         Tick actAllowed = 0, preAllowed = 0;
+        Tick closeAt = kNever;  // page_policy 2: when the idle timer precharges the open row
+        Tick timeout = 0;       // page_policy 2: this bank's timer, adapted to its accesses
+        uint64_t closedRow = ~0ull;  // the row the timer closed last
     };
     struct Rank {
         std::vector<Bank> banks;
@@ -125,6 +129,16 @@ class DramChannel : public Component {
     void schedule(Tick t);
     // Whether a queued request is for the same row as r (closed-adaptive page policy).
     static bool pendingHit(const Req& r, const std::vector<Req>& q);
+    void keepQueuedHits(const std::vector<Req>& q, Tick t);
+    void adaptTimer(Bank& b, uint64_t row) const;
+    // Page policy 2: the row's idle timer ran out by t, so its precharge has begun.
+    void expire(Bank& b, Tick t) const {
+        if (b.closeAt > t) return;
+        b.closedRow = b.openRow;
+        b.openRow = ~0ull;
+        b.actAllowed = std::max(b.actAllowed, b.closeAt + c_.tRP_);
+        b.closeAt = kNever;
+    }
     void wakeForDecision();
     bool pickMode();
     void refreshRank(Rank& r, Tick t);

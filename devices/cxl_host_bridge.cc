@@ -449,6 +449,8 @@ CXLHostBridge::BridgeStats::resetStats()
 {
     statistics::Group::resetStats();
     reads.reset();
+    if (br.trace)  // the trace's breakdown stays the stats' breakdown
+        br.trace->uncount(&reads);
     // The core keeps its own counters; they restart with gem5's (each
     // expander resets its link's and device's).
     br.bridge->resetStats();

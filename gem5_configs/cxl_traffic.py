@@ -38,6 +38,8 @@ parser.add_argument("--rd-perc", type=int, default=100, help="read percentage, 0
 parser.add_argument("--rate", default="64GiB/s", help="offered load of the generator")
 parser.add_argument("--duration", default="200us")
 parser.add_argument("--size", default="1GiB", help="memory size the generator spans")
+parser.add_argument("--warmup", default=None,
+                    help="reset the statistics after this much of --duration (e.g. 20us): the table is the rest")
 parser.add_argument("--ways", type=int, default=None, help="HDM interleave ways = root ports = expanders")
 parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="set a SimObject parameter directly: bridge_* on the CXLHostBridge, others (link_lanes=8, "
@@ -78,6 +80,11 @@ board = TestBoard(clk_freq="1GHz", generator=generator, memory=memory, cache_hie
 tracing.enable(bridges, args)
 simulator = Simulator(board=board)
 t0 = time.perf_counter()
+if args.warmup:
+    from m5.ticks import fromSeconds
+    from m5.util.convert import toLatency
+    simulator.run(max_ticks=fromSeconds(toLatency(args.warmup)))
+    m5.stats.reset()
 simulator.run()
 run_seconds = time.perf_counter() - t0
 print(f"exit: {simulator.get_last_exit_event_cause()} at tick {simulator.get_current_tick()}")

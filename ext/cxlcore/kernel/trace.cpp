@@ -147,6 +147,11 @@ void TraceSink::label(const void* stats, const std::string& key) {
         if (int64_t(r.run) == run_ && r.counted == stats && r.stream.empty()) r.stream = key;
 }
 
+void TraceSink::uncount(const void* stats) {
+    for (TraceRecord& r : records_)
+        if (r.counted == stats && r.stream.empty()) r.counted = nullptr;
+}
+
 TraceRows traceRows(const TraceSink& s) {
     TraceRows t;
     auto row = [&](const TraceRecord& r, const char* component, const char* kind, int stage, Tick start, Tick end,

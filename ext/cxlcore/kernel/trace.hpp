@@ -84,6 +84,8 @@ class TraceSink {
     static void counted(const Txn& t, Tick done, const void* stats);
     // Those statistics are reported under `key` (run to run, their address may repeat).
     void label(const void* stats, const std::string& key);
+    // Those statistics were reset: the requests they counted so far are no longer theirs.
+    void uncount(const void* stats);
 
     const std::deque<TraceRecord>& records() const { return records_; }
     uint64_t offered() const { return offered_; }

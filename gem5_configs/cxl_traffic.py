@@ -81,11 +81,16 @@ tracing.enable(bridges, args)
 simulator = Simulator(board=board)
 t0 = time.perf_counter()
 if args.warmup:
-    from m5.ticks import fromSeconds
+    from m5.ticks import fixGlobalFrequency, fromSeconds
     from m5.util.convert import toLatency
-    simulator.run(max_ticks=fromSeconds(toLatency(args.warmup)))
+    fixGlobalFrequency()  # ticks per second are fixed at instantiation, which run() does later
+    warm = fromSeconds(toLatency(args.warmup))
+    simulator.run(max_ticks=warm)
     m5.stats.reset()
-simulator.run()
+    # The stdlib simulator keeps a run's tick limit for the next run: give it the rest of the traffic.
+    simulator.run(max_ticks=max(fromSeconds(toLatency(args.duration)) - warm, 1))
+else:
+    simulator.run()
 run_seconds = time.perf_counter() - t0
 print(f"exit: {simulator.get_last_exit_event_cause()} at tick {simulator.get_current_tick()}")
 m5.stats.dump()

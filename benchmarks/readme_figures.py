@@ -27,11 +27,11 @@ from simcxl.workloads.demo import MEMORIES
 def demo():
     """`simcxl demo`'s last table: where a 1 GiB-working-set miss spends its time."""
     readme = {
-        "ddr-local": dict(host_uncore=42.1, media_queue=18.6, media_service=42.9),
-        "ddr-remote": dict(host_uncore=42.1, link_down=37.3, media_queue=18.2, media_service=42.3, link_up=38.3),
-        "cxl-asic": dict(host_uncore=42.1, host_port=30.0, link_down=27.2, device=78.0, media_queue=16.3,
-                         media_service=42.0, link_up=29.3),
-        "cxl-fpga": dict(host_uncore=42.1, host_port=30.0, link_down=26.1, device=166.9, media_queue=22.9,
+        "ddr-local": dict(host_uncore=43.1, media_queue=18.7, media_service=41.3),
+        "ddr-remote": dict(host_uncore=43.1, link_down=37.3, media_queue=17.7, media_service=41.3, link_up=38.3),
+        "cxl-asic": dict(host_uncore=43.1, host_port=30.0, link_down=27.2, device=76.9, media_queue=16.1,
+                         media_service=41.9, link_up=29.3),
+        "cxl-fpga": dict(host_uncore=43.1, host_port=30.0, link_down=26.1, device=165.9, media_queue=22.9,
                          media_service=50.8, link_up=27.2),
     }
     for m in MEMORIES:

@@ -87,7 +87,7 @@ def dma():
 
 def numa_nodes():
     """The full-system board's HMAT figures from the standalone engine (simcxl.gem5.numa.measure)."""
-    for m, lat, rd, wr in (("ddr-local", 103.7, 30.5, 31.6), ("cxl-asic", 264.5, 24.0, 14.7),
+    for m, lat, rd, wr in (("ddr-local", 103.3, 30.2, 31.3), ("cxl-asic", 264.5, 24.1, 14.9),
                            ("cxl-fpga", 365.9, 11.6, 11.7)):
         n = numa.measure(m)
         yield f"{m} read latency (ns)", lat, n.read_latency_ns
@@ -98,9 +98,9 @@ def numa_nodes():
 def fs_reference():
     """The standalone figures the full-system runs are compared with: a 1 GiB chase, STREAM at 1 and 16 threads."""
     mems = ("ddr-local", "cxl-asic", "cxl-fpga")
-    for m, v in zip(mems, (131.6, 285.6, 382.5)):
+    for m, v in zip(mems, (131.2, 285.6, 382.5)):
         yield f"{m} 1 GiB chase (ns)", v, float(engine.lmbench(m, ["1g"]).iloc[0]["latency_ns"])
-    for threads, vals in ((1, (9.17, 3.66, 2.62)), (16, (22.89, 18.86, 10.34))):
+    for threads, vals in ((1, (9.00, 3.68, 2.63)), (16, (21.94, 18.89, 10.24))):
         for m, v in zip(mems, vals):
             got = engine.stream(m, ["triad"], threads=threads).iloc[0]["stream_gbps"]
             yield f"{m} STREAM triad, {threads} threads (GB/s)", v, float(got)

@@ -27,11 +27,11 @@ from simcxl.workloads.demo import MEMORIES
 def demo():
     """`simcxl demo`'s last table: where a 1 GiB-working-set miss spends its time."""
     readme = {
-        "ddr-local": dict(host_uncore=42.1, media_queue=18.6, media_service=42.9),
-        "ddr-remote": dict(host_uncore=42.1, link_down=37.3, media_queue=18.2, media_service=42.3, link_up=38.3),
-        "cxl-asic": dict(host_uncore=42.1, host_port=30.0, link_down=27.2, device=78.0, media_queue=16.3,
-                         media_service=42.0, link_up=29.3),
-        "cxl-fpga": dict(host_uncore=42.1, host_port=30.0, link_down=26.1, device=166.9, media_queue=22.9,
+        "ddr-local": dict(host_uncore=43.1, media_queue=18.7, media_service=41.3),
+        "ddr-remote": dict(host_uncore=43.1, link_down=37.3, media_queue=17.7, media_service=41.3, link_up=38.3),
+        "cxl-asic": dict(host_uncore=43.1, host_port=30.0, link_down=27.2, device=76.9, media_queue=16.1,
+                         media_service=41.9, link_up=29.3),
+        "cxl-fpga": dict(host_uncore=43.1, host_port=30.0, link_down=26.1, device=165.9, media_queue=22.9,
                          media_service=50.8, link_up=27.2),
     }
     for m in MEMORIES:
@@ -44,9 +44,9 @@ def address_map():
     """STREAM triad over ddr=ddr-local+cxl0=cxl-asic, alone and interleaved w:1."""
     s = "ddr=ddr-local+cxl0=cxl-asic"
     kw = dict(kernels=["triad"], threads=16, lines_per_thread=4000, placement="contiguous")
-    for t, v in (("ddr", 22.73), ("cxl0", 19.11)):
+    for t, v in (("ddr", 22.33), ("cxl0", 18.90)):
         yield f"{t} alone (GB/s)", v, float(engine.stream(s, target=t, **kw).iloc[0]["stream_gbps"])
-    for w, v in ((1, 39.46), (2, 33.97), (3, 30.04), (4, 28.16), (8, 25.48)):
+    for w, v in ((1, 38.17), (2, 34.37), (3, 29.85), (4, 27.85), (8, 25.32)):
         got = engine.stream(s, target=f"ddr:{w},cxl0:1", **kw).iloc[0]["stream_gbps"]
         yield f"interleave ddr:{w},cxl0:1 (GB/s)", v, float(got)
 
@@ -54,9 +54,9 @@ def address_map():
 def mixed_runs():
     """`simcxl run mixed` with type1-asic's 8 requesters x 16 loads beside host STREAM triad, 16 threads."""
     s = mixed.attach("ddr=ddr-local+cxl0=cxl-asic", "gpu=type1-asic")
-    for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 22.82, 22.82, 10.10, 10.09),
-                                                            ("ddr", "ddr", 22.82, 18.86, 13.86, 3.90),
-                                                            ("cxl0", "cxl0", 19.28, 16.67, 10.10, 3.73)):
+    for host_on, dev_on, h_alone, h_tog, a_alone, a_tog in (("ddr", "cxl0", 21.87, 21.87, 10.64, 10.63),
+                                                            ("ddr", "ddr", 21.87, 18.81, 15.79, 3.93),
+                                                            ("cxl0", "cxl0", 18.90, 15.55, 10.64, 3.53)):
         dev = {"gpu": {"target": dev_on}}
         tog = mixed.run(s, target=host_on, devices=dev).iloc[0]
         ha = mixed.run(s, target=host_on, accelerators=False).iloc[0]
@@ -87,7 +87,7 @@ def dma():
 
 def numa_nodes():
     """The full-system board's HMAT figures from the standalone engine (simcxl.gem5.numa.measure)."""
-    for m, lat, rd, wr in (("ddr-local", 103.7, 30.5, 31.6), ("cxl-asic", 264.5, 24.0, 14.7),
+    for m, lat, rd, wr in (("ddr-local", 103.3, 30.2, 31.3), ("cxl-asic", 264.5, 24.1, 14.9),
                            ("cxl-fpga", 365.9, 11.6, 11.7)):
         n = numa.measure(m)
         yield f"{m} read latency (ns)", lat, n.read_latency_ns
@@ -98,9 +98,9 @@ def numa_nodes():
 def fs_reference():
     """The standalone figures the full-system runs are compared with: a 1 GiB chase, STREAM at 1 and 16 threads."""
     mems = ("ddr-local", "cxl-asic", "cxl-fpga")
-    for m, v in zip(mems, (131.6, 285.6, 382.5)):
+    for m, v in zip(mems, (131.2, 285.6, 382.5)):
         yield f"{m} 1 GiB chase (ns)", v, float(engine.lmbench(m, ["1g"]).iloc[0]["latency_ns"])
-    for threads, vals in ((1, (9.17, 3.66, 2.62)), (16, (22.89, 18.86, 10.34))):
+    for threads, vals in ((1, (9.00, 3.68, 2.63)), (16, (21.94, 18.89, 10.24))):
         for m, v in zip(mems, vals):
             got = engine.stream(m, ["triad"], threads=threads).iloc[0]["stream_gbps"]
             yield f"{m} STREAM triad, {threads} threads (GB/s)", v, float(got)

@@ -34,6 +34,9 @@ def enable(bridges: Sequence, args) -> None:
     them: a bad value stops the run naming the parameter)."""
     if not args.trace:
         return
+    if not bridges:
+        sys.exit(f"error: --trace {args.trace}: traces come from SimCXL host bridges, and this memory has none; "
+                 "trace a preset or topology file (e.g. --memory cxl-asic)")
     folder = Path(args.trace).resolve().parent
     if not folder.is_dir():
         sys.exit(f"error: --trace {args.trace}: folder {folder} does not exist")
@@ -54,7 +57,7 @@ def _python() -> str:
 
 def finish(bridges: Sequence, args) -> None:
     """After the run: the rows written, then converted (or the command to do it printed)."""
-    if not args.trace:
+    if not args.trace or not bridges:
         return
     files = rows_files(args.trace, len(bridges))
     for b in bridges:

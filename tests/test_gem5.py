@@ -350,3 +350,5 @@ def test_gem5_own_memories_as_baselines(tmp_path):
     assert float(rows["gem5-simple"]["read_latency_ns"]) == pytest.approx(240.0, abs=1.0)
     r = gem5(tmp_path, "cxl_traffic.py", "--memory", "gem5-simple", "--param", "link_lanes=8", check=False)
     assert r.returncode != 0 and "gem5-simple has neither" in r.stderr
+    r = gem5(tmp_path, "cxl_traffic.py", "--memory", "gem5-simple", "--trace", str(tmp_path / "t"), check=False)
+    assert r.returncode == 2 and "traces come from SimCXL host bridges" in r.stderr

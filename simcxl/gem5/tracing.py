@@ -22,6 +22,12 @@ def add_options(parser) -> None:
                         help="trace at most N requests per host bridge (1 to 100000000)")
 
 
+def _stop(message: str) -> None:
+    # gem5's Python takes only whole numbers as exit codes (a string aborts it).
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def rows_files(path: str, count: int) -> List[Path]:
     """Where each of `count` host bridges writes its rows: FILE.rows.csv, or FILE.<i>.rows.csv."""
     base = Path(path)
@@ -35,11 +41,11 @@ def enable(bridges: Sequence, args) -> None:
     if not args.trace:
         return
     if not bridges:
-        sys.exit(f"error: --trace {args.trace}: traces come from SimCXL host bridges, and this memory has none; "
-                 "trace a preset or topology file (e.g. --memory cxl-asic)")
+        _stop(f"--trace {args.trace}: traces come from SimCXL host bridges, and this memory has none; "
+              "trace a preset or topology file (e.g. --memory cxl-asic)")
     folder = Path(args.trace).resolve().parent
     if not folder.is_dir():
-        sys.exit(f"error: --trace {args.trace}: folder {folder} does not exist")
+        _stop(f"--trace {args.trace}: folder {folder} does not exist; create it or name a file in an existing one")
     for b, f in zip(bridges, rows_files(args.trace, len(bridges))):
         b.trace_file = str(f)
         b.trace_sample = args.trace_sample

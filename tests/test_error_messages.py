@@ -259,8 +259,11 @@ def cases(d: Path) -> List[Case]:
               closest("requester", ["op", "pattern", "target", "requesters", "depth", "footprint", "requests"])]),
         Case("accel-op", ["run", "accel", "--op", "loadd"], ["--op", "loadd"],
              [every("load", "store", "rdcurr", "rdany", "itomwr", "wrinv")]),
-        Case("hosts-unknown-host", ["run", "hosts", "--host", "host9", "--requests", "500"], ["host9"],
+        Case("hosts-unknown-host", ["run", "hosts", "--host", "host9", "--requests", "500"], ["--host", "host9"],
              [every("host", label="hosts")]),
+        Case("hosts-unknown-host-of-a-pool", ["run", "hosts", "--system", str(REPO / "examples" / "topologies" /
+                                                                         "pool-4hosts-mld.toml"), "--host", "h9"],
+             ["--host", "h9", "pool-4hosts-mld"], [every("h0", "h1", "h2", "h3", label="hosts")]),
         Case("shared-no-shared-device", ["run", "shared", "--accesses", "100"], ["shared"],
              [says("device.shared = 1")]),
         Case("mixed-rao-no-nic", ["run", "mixed", "--rao", "--no-compare", "--lines", "100"], ["--rao"],

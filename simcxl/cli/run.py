@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..engine import standalone as engine
+from ..config.param_group import did_you_mean
 from ..config.params import ParamError
 from . import run_accel
 from .tracing import add_trace_options
@@ -198,6 +199,8 @@ def run_hosts(memories, overrides, only, threads, rf, pattern, rate, requests, f
     with user_errors():
         systems = load_memories(memories, overrides)
         size = engine.parse_size(footprint, "--footprint")
+        for s in systems:
+            _check_hosts(only, s)
         df = run_each(systems, "hosts", lambda s, cb: engine.hosts(
             s, {h: {} for h in (only or engine.host_names(s))}, cb, threads=threads, read_fraction=rf,
             pattern=pattern, rate_gbps=rate, requests=requests, footprint_bytes=size))
@@ -207,6 +210,15 @@ def run_hosts(memories, overrides, only, threads, rf, pattern, rate, requests, f
     else:
         click.echo(table(df, cols))
     write_outputs(df, None, csv_path, "hosts")
+
+
+def _check_hosts(only, system) -> None:
+    """--host names the option, the closest valid host and every allowed one."""
+    names = engine.host_names(system)
+    for h in only:
+        if h not in names:
+            raise ParamError(f"--host {h!r} is not a host of {system.name}; {did_you_mean(h, names)}allowed: "
+                             f"{', '.join(names)} (simcxl topology show lists them)")
 
 
 @run.command("shared")

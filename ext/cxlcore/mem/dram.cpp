@@ -359,15 +359,6 @@ void DramChannel::adaptTimer(Bank& b, uint64_t row) const {
     b.closedRow = ~0ull;
 }
 
-// Page policy 2: a row whose timer ran out while a request for it waited in
-// a queue was kept open for that request, as a controller does.
-void DramChannel::keepQueuedHits(const std::vector<Req>& q, Tick t) {
-    for (const Req& r : q) {
-        Bank& b = ranks_[r.rank].banks[r.bank];
-        if (b.closeAt <= t && b.openRow == r.row && r.ready <= b.closeAt) b.closeAt = kNever;
-    }
-}
-
 bool DramChannel::pendingHit(const Req& r, const std::vector<Req>& q) {
     for (const Req& o : q)
         if (o.row == r.row && o.bank == r.bank && o.rank == r.rank) return true;
@@ -380,10 +371,6 @@ void DramChannel::schedule(Tick t) {
     for (Rank& rk : ranks_)
         if (rk.queued && rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
-    if (c.pageTimeout_ != kNever) {
-        keepQueuedHits(readQ_, t);
-        keepQueuedHits(writeQ_, t);
-    }
     std::vector<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue, by when each request's data could
     // go on the bus: while the bus is busy every candidate waits for it, one
@@ -427,7 +414,7 @@ void DramChannel::schedule(Tick t) {
         const Req& r = q[i];
         const RankView& v = view[r.rank];
         Bank& b = v.banks[r.bank];
-        expire(b, t);  // a timer that ran out precharged the row: it is closed at t
+        expire(b, r.rank, r.bank, t);
         const bool hit = b.openRow == r.row;
         Tick est = t;
         if (!hit) {  // activateAt
@@ -450,7 +437,7 @@ void DramChannel::schedule(Tick t) {
     if (best == floor && !bestHit) {
         for (++i; i < window && q[i].ready <= t; ++i) {
             const Req& r = q[i];
-            expire(view[r.rank].banks[r.bank], t);
+            expire(view[r.rank].banks[r.bank], r.rank, r.bank, t);
             if (view[r.rank].banks[r.bank].openRow != r.row) continue;
             const Tick est = std::max(std::max(t, colReady(ranks_[r.rank], r.group, write)) + cas, view[r.rank].bus);
             if (est == floor) {

@@ -129,11 +129,22 @@ class DramChannel : public Component {
     void schedule(Tick t);
     // Whether a queued request is for the same row as r (closed-adaptive page policy).
     static bool pendingHit(const Req& r, const std::vector<Req>& q);
-    void keepQueuedHits(const std::vector<Req>& q, Tick t);
+    // A request in q for bank b's open row, there before its timer ran out.
+    static bool queuedFor(const std::vector<Req>& q, uint32_t rank, uint32_t bank, const Bank& b) {
+        for (const Req& o : q)
+            if (o.bank == bank && o.rank == rank && o.row == b.openRow && o.ready <= b.closeAt) return true;
+        return false;
+    }
     void adaptTimer(Bank& b, uint64_t row) const;
-    // Page policy 2: the row's idle timer ran out by t, so its precharge has begun.
-    void expire(Bank& b, Tick t) const {
+    // Page policy 2 at time t: a timer that ran out precharged the row,
+    // unless a request for that row was queued before it ran out (a
+    // controller keeps the row open for it).
+    void expire(Bank& b, uint32_t rank, uint32_t bank, Tick t) const {
         if (b.closeAt > t) return;
+        if (queuedFor(readQ_, rank, bank, b) || queuedFor(writeQ_, rank, bank, b)) {
+            b.closeAt = kNever;
+            return;
+        }
         b.closedRow = b.openRow;
         b.openRow = ~0ull;
         b.actAllowed = std::max(b.actAllowed, b.closeAt + c_.tRP_);

@@ -10,6 +10,17 @@ using namespace accelwl;
 
 // ---------------------------------------------------------------- DMA vs CXL.cache
 
+namespace {
+
+// The bandwidth half of a size's row: `transfers` of `bytes` each, the last done at `last`.
+void addBandwidth(Report& r, uint64_t bytes, uint64_t transfers, Tick last, bool dma) {
+    r.emplace_back("bandwidth_gbps", double(bytes * transfers) / ticksToNs(last));
+    r.emplace_back("bandwidth_transfers", double(transfers));
+    r.emplace_back("mechanism_dma", dma ? 1.0 : 0.0);
+}
+
+}  // namespace
+
 std::vector<Report> runDmaVsCache(const SystemParams& p, const DmaVsCacheConfig& c, const Progress& progress) {
     need(!c.sizes.empty(), "dma_vs_cache.sizes is empty; allowed: one or more sizes from 1 to 1073741824 bytes");
     for (uint64_t s : c.sizes)
@@ -69,10 +80,7 @@ std::vector<Report> runDmaVsCache(const SystemParams& p, const DmaVsCacheConfig&
                 r.emplace_back("phase_completion_ns", ticksToNs(j.noticedAt - j.dataAt));
                 out.push_back(r);
             } else {
-                Report& lr = out.back();
-                lr.emplace_back("bandwidth_gbps", double(size * n) / ticksToNs(last));
-                lr.emplace_back("bandwidth_transfers", double(n));
-                lr.emplace_back("mechanism_dma", 1.0);
+                addBandwidth(out.back(), size, n, last, true);
             }
             tick();
         }
@@ -115,10 +123,7 @@ std::vector<Report> runDmaVsCache(const SystemParams& p, const DmaVsCacheConfig&
                 reportLatency(r, lat, "line_");
                 out.push_back(r);
             } else {
-                Report& lr = out.back();
-                lr.emplace_back("bandwidth_gbps", double(size * count) / ticksToNs(last));
-                lr.emplace_back("bandwidth_transfers", double(count));
-                lr.emplace_back("mechanism_dma", 0.0);
+                addBandwidth(out.back(), size, count, last, false);
             }
             tick();
         }

@@ -233,7 +233,9 @@ CXLHostBridge::respond(cxlcore::Txn *t)
         ++stats.readsCompleted;
         stats.totalReadLatency += lat;
         stats.readLatency.sample(lat);
-        stats.reads.add(*t, done);
+        stats.reads.add(lat);  // stages are summed in stageTicks already
+        if (t->trace)
+            cxlcore::TraceSink::counted(*t, done, &stats.reads);
         for (int s = 0; s < cxlcore::kNumStages; ++s)
             stats.stageTicks[s] += t->stage[s];
     }
@@ -431,7 +433,7 @@ CXLHostBridge::BridgeStats::BridgeStats(CXLHostBridge &b)
         {&read_latency_p50_ns, 0.5}, {&read_latency_p90_ns, 0.9},
         {&read_latency_p99_ns, 0.99}, {&read_latency_p999_ns, 0.999}};
     for (const auto &[stat, q] : tails)
-        stat->functor([this, q = q] { return reads.percentileNs(q); });
+        stat->functor([this, q = q] { return reads.percentile(q) / 1000.0; });
     // Vectors get their size before a formula uses them.
     stageTicks.init(cxlcore::kNumStages);
     for (int s = 0; s < cxlcore::kNumStages; ++s)

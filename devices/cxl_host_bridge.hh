@@ -121,7 +121,7 @@ class CXLHostBridge : public memory::AbstractMemory
         statistics::Formula avgStage;
         statistics::Vector devLoad;
         // Read latency tails, named as the standalone engine's results.
-        cxlcore::LatencyStats reads;
+        cxlcore::LogHistogram reads;
         statistics::Value read_latency_p50_ns, read_latency_p90_ns,
             read_latency_p99_ns, read_latency_p999_ns;
     } stats;

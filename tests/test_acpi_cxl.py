@@ -215,3 +215,61 @@ def test_acpica_loads_the_namespace_and_reads_each_bridges_uid_bus_and_windows(t
     lens = [int(v, 16) for v in re.findall(r"Address Length : ([0-9A-F]+)", out)]
     assert mins == [v for b in BRIDGES for v in (b["first_bus"], b["mmio_base"])], out
     assert lens == [v for b in BRIDGES for v in (b["last_bus"] - b["first_bus"] + 1, b["mmio_size"])], out
+
+
+QEMU = shutil.which("qemu-system-x86_64")
+
+
+@pytest.mark.slow
+def test_linux_cxl_acpi_finds_our_root_host_bridges_and_interleaved_window(tmp_path):
+    """A third reader, Linux's own CXL drivers: our AML (as an SSDT beside QEMU's DSDT) and our CEDT
+    handed to the project's guest under QEMU (q35 without cxl=on: QEMU writes no CEDT or CXL objects of
+    its own). cxl_acpi binds to ACPI0017, enumerates each ACPI0016 bridge as a PCI root on the bus its
+    _BBN gives, matches it to its CHBS by _UID and turns the CFMWS into a root decoder: `cxl list` must
+    show both bridges as root0's dports (pci0000:80 and pci0000:90, ids 7 and 9), a port for each, and
+    the decoder with the window's base, size, ways, granularity and targets in the CFMWS's order."""
+    import importlib.util
+    import json
+    from conftest import REPO
+    if QEMU is None:
+        pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
+    spec = importlib.util.spec_from_file_location("build_guest", REPO / "benchmarks" / "guest" / "build_guest.py")
+    bg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bg)
+    paths = bg.built()
+    if paths is None:
+        pytest.skip("the guest is not built: run `simcxl guest build`")
+    # Buses 0x80-0x9F and their ECAM clear of q35's own (its MMCONFIG: buses 0-255 at 0xB0000000; PCI
+    # devices on bus 0 only); component registers where nothing answers (no HDM capability: ports probe
+    # no further).
+    bridges = [dict(uid=7, first_bus=0x80, last_bus=0x8F, mmio_base=0x80_0000_0000, mmio_size=GiB),
+               dict(uid=9, first_bus=0x90, last_bus=0x9F, mmio_base=0x80_4000_0000, mmio_size=GiB)]
+    ecam = [dict(base=0xE000_0000 - (0x80 << 20), first_bus=0x80, last_bus=0x9F)]
+    window = dict(base=1 << 40, size=8 * GiB, ways=2, granularity=8192, targets=[9, 7])
+    chbs = [(b["uid"], 1, 0xFE00_0000 + k * 0x10000, 0x10000) for k, b in enumerate(bridges)]
+    tables = {"ssdt": A.table("SSDT", 2, A.dsdt(bridges, ecam)),
+              "cedt": A.table("CEDT", A.REVISIONS["CEDT"], A.cedt(chbs, [window]))}
+    args = []
+    for name, raw in tables.items():
+        f = tmp_path / f"{name}.dat"
+        f.write_bytes(raw)
+        args += ["-acpitable", f"file={f}"]
+    run = ("for d in /sys/bus/acpi/devices/ACPI001*; do echo acpi ${d##*/} $(cat $d/uid 2>/dev/null); done; "
+           "echo cxl-devices $(ls /sys/bus/cxl/devices); echo cxl-list-begin; cxl list -B -D -v; echo cxl-list-end")
+    cmd = [QEMU, "-accel", "tcg", "-machine", "q35", "-m", "2G", "-smp", "2", "-nographic", "-vga", "none", "-net",
+           "none", "-no-reboot", *args, "-kernel", str(paths["bzimage"]), "-initrd", str(paths["initramfs"]),
+           "-append", f'console=ttyS0 panic=-1 simcxl.run="{run}" simcxl.after=reboot']
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL).stdout
+    lines = [ln.rstrip("\r") for ln in out.splitlines() if not re.match(r"\[\s*\d+\.\d+\]", ln)]
+    assert "acpi ACPI0016:00 7" in lines and "acpi ACPI0016:01 9" in lines, out[-4000:]
+    assert any(ln.startswith("acpi ACPI0017:00") for ln in lines), out[-4000:]
+    devices = next(ln for ln in lines if ln.startswith("cxl-devices ")).split()[1:]
+    assert {"root0", "port1", "port2", "decoder0.0"} <= set(devices), devices
+    listing = json.loads("\n".join(lines[lines.index("cxl-list-begin") + 1:lines.index("cxl-list-end")]))
+    bus, = [b for b in listing if b.get("bus") == "root0"]
+    assert bus["provider"] == "ACPI.CXL"
+    assert sorted((d["id"], d["alias"]) for d in bus["dports"]) == [(7, "pci0000:80"), (9, "pci0000:90")]
+    d, = bus["decoders:root0"]
+    assert (d["resource"], d["size"]) == (window["base"], window["size"]), d
+    assert (d["interleave_ways"], d["interleave_granularity"]) == (2, 8192), d
+    assert sorted((t["position"], t["id"]) for t in d["targets"]) == [(0, 9), (1, 7)], d  # listed in dport order

@@ -217,8 +217,6 @@ def test_acpica_loads_the_namespace_and_reads_each_bridges_uid_bus_and_windows(t
     assert lens == [v for b in BRIDGES for v in (b["last_bus"] - b["first_bus"] + 1, b["mmio_size"])], out
 
 
-QEMU = shutil.which("qemu-system-x86_64")
-
 
 @pytest.mark.slow
 def test_linux_cxl_acpi_finds_our_root_host_bridges_and_interleaved_window(tmp_path):
@@ -228,17 +226,9 @@ def test_linux_cxl_acpi_finds_our_root_host_bridges_and_interleaved_window(tmp_p
     _BBN gives, matches it to its CHBS by _UID and turns the CFMWS into a root decoder: `cxl list` must
     show both bridges as root0's dports (pci0000:80 and pci0000:90, ids 7 and 9), a port for each, and
     the decoder with the window's base, size, ways, granularity and targets in the CFMWS's order."""
-    import importlib.util
     import json
-    from conftest import REPO
-    if QEMU is None:
-        pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
-    spec = importlib.util.spec_from_file_location("build_guest", REPO / "benchmarks" / "guest" / "build_guest.py")
-    bg = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bg)
-    paths = bg.built()
-    if paths is None:
-        pytest.skip("the guest is not built: run `simcxl guest build`")
+    from conftest import qemu_guest
+    qemu, paths = qemu_guest()
     # Buses 0x80-0x9F and their ECAM clear of q35's own (its MMCONFIG: buses 0-255 at 0xB0000000; PCI
     # devices on bus 0 only); component registers where nothing answers (no HDM capability: ports probe
     # no further).
@@ -256,7 +246,7 @@ def test_linux_cxl_acpi_finds_our_root_host_bridges_and_interleaved_window(tmp_p
         args += ["-acpitable", f"file={f}"]
     run = ("for d in /sys/bus/acpi/devices/ACPI001*; do echo acpi ${d##*/} $(cat $d/uid 2>/dev/null); done; "
            "echo cxl-devices $(ls /sys/bus/cxl/devices); echo cxl-list-begin; cxl list -B -D -v; echo cxl-list-end")
-    cmd = [QEMU, "-accel", "tcg", "-machine", "q35", "-m", "2G", "-smp", "2", "-nographic", "-vga", "none", "-net",
+    cmd = [qemu, "-accel", "tcg", "-machine", "q35", "-m", "2G", "-smp", "2", "-nographic", "-vga", "none", "-net",
            "none", "-no-reboot", *args, "-kernel", str(paths["bzimage"]), "-initrd", str(paths["initramfs"]),
            "-append", f'console=ttyS0 panic=-1 simcxl.run="{run}" simcxl.after=reboot']
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL).stdout

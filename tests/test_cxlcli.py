@@ -55,19 +55,9 @@ def test_a_size_that_is_not_one_is_refused():
 def test_the_guest_lists_qemus_cxl_devices_as_recorded(tmp_path):
     """The recording's run again, live: the project's guest under QEMU q35,cxl=on with the same devices
     must list the same memdevs, ports and root decoder."""
-    import importlib.util
-    import shutil
     import subprocess
-    from conftest import REPO
-    qemu = shutil.which("qemu-system-x86_64")
-    if qemu is None:
-        pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
-    spec = importlib.util.spec_from_file_location("build_guest", REPO / "benchmarks" / "guest" / "build_guest.py")
-    bg = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bg)
-    paths = bg.built()
-    if paths is None:
-        pytest.skip("the guest is not built: run `simcxl guest build`")
+    from conftest import qemu_guest
+    qemu, paths = qemu_guest()
     devs = []
     for k, (mem, slot) in enumerate(((256, 2), (512, 3))):
         devs += ["-object", f"memory-backend-file,id=cxl-mem{k},share=on,mem-path={tmp_path}/mem{k},size={mem}M",

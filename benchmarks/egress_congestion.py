@@ -23,18 +23,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from test_qos_egress import PROBE, READERS, WRITERS, X4_READ, X4_WRITE, cascade, run, write_pool  # noqa: E402
+from test_qos_egress import READERS, WRITERS, X4_READ, X4_WRITE, cascade, compare, run, write_pool  # noqa: E402
 
 
 def figures(build, runs, busy, kind, port, sw):
-    idle = run(build(congestion=0, throttle=0), {"h2": dict(PROBE, requests=2000)}).loc["h2", "probe_latency_ns_mean"]
-    rows = []
-    # Unthrottled hosts ignore DevLoad: the switches measure (the same figures as without, as
+    # Unthrottled hosts ignore DevLoad: their switches measure (the same figures as without, as
     # tests/test_qos_egress.py checks) to show their ports' backpressure.
-    for name, kw in (("unthrottled", dict(congestion=1, throttle=0)),
-                     ("throttled by the device's DevLoad", dict(congestion=0, throttle=1)),
-                     ("throttled with egress congestion", dict(congestion=1, throttle=1))):
-        df = run(build(**kw), runs)
+    idle, *dfs = compare(build, runs, measure=1)
+    rows = []
+    for name, df in zip(("unthrottled", "throttled by the device's DevLoad", "throttled with egress congestion"), dfs):
         c = df.attrs["components"]
         rows.append({"run": name, f"{kind}_gbps": df.loc[busy, f"{kind}_gbps"].sum(),
                      "probe_ns": df.loc["h2", "probe_latency_ns_mean"],
@@ -54,9 +51,7 @@ def main():
           f"{idle:.1f} ns; backpressure: sw.dsp0's share of the window)")
     print(df.to_string(), "\n")
 
-    def build(congestion, throttle, **sw):
-        return cascade(congestion=congestion, throttle=throttle, **sw)
-    idle, df = figures(build, READERS, busy, "read", "up0", "sw1")
+    idle, df = figures(cascade, READERS, busy, "read", "up0", "sw1")
     print(f"2. readers through a shared x4 trunk above sw1's upstream port (bound by hand {X4_READ:.2f} GB/s; "
           f"probe alone {idle:.1f} ns; backpressure: sw1.up0's share of the window)")
     print(df.to_string(), "\n")

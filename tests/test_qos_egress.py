@@ -91,6 +91,13 @@ def light_share(c):
     return c["d0.device.devload_light"] / sum(c[f"d0.device.devload_{x}"] for x in loads)
 
 
+def compare(build, runs, measure=0):
+    """The probe's latency alone, then ``runs`` unthrottled (its switches measuring if ``measure``),
+    throttled by the device's DevLoad alone, and throttled with egress congestion."""
+    idle = run(build(congestion=0, throttle=0), {"h2": dict(PROBE, requests=2000)}).loc["h2", "probe_latency_ns_mean"]
+    return (idle, *(run(build(congestion=c, throttle=t), runs) for c, t in ((measure, 0), (0, 1), (1, 1))))
+
+
 WRITERS = {"h0": dict(read_fraction=0.0), "h1": dict(read_fraction=0.0), "h2": PROBE}
 READERS = {"h0": {}, "h1": {}, "h2": PROBE}
 
@@ -123,11 +130,7 @@ def test_writers_on_a_shared_downstream_port_throttled_by_its_congestion():
     # those crossing the PHY or whose credit rides back (20 ns + a flit + 20 ns). The device is
     # never loaded (its queue is light), so throttling by its load alone changes nothing; with the
     # switch's egress congestion the writers back off until the port is rarely backpressured.
-    alone = run(write_pool(congestion=0, throttle=0), {"h2": dict(PROBE, requests=2000)})
-    idle = alone.loc["h2", "probe_latency_ns_mean"]
-    plain = run(write_pool(congestion=0, throttle=0), WRITERS)
-    by_device = run(write_pool(congestion=0, throttle=1), WRITERS)
-    by_egress = run(write_pool(congestion=1, throttle=1), WRITERS)
+    idle, plain, by_device, by_egress = compare(write_pool, WRITERS)
     writers = ["h0", "h1"]
     assert plain.loc[writers, "write_gbps"].sum() == pytest.approx(X4_WRITE, rel=0.02)
     backlog = 64 * RWD_NS - (20 + X4_FLIT_NS + 20)
@@ -153,11 +156,7 @@ def test_readers_through_a_shared_upstream_port_throttled_by_its_congestion():
     # port's congestion, the readers hold their requests at home: the port is rarely backpressured
     # and the probe keeps most of its unloaded latency, at a cost in bandwidth (the loop reacts an
     # interval late: the docs give the figures).
-    alone = run(cascade(throttle=0, congestion=0), {"h2": dict(PROBE, requests=2000)})
-    idle = alone.loc["h2", "probe_latency_ns_mean"]
-    plain = run(cascade(throttle=0, congestion=0), READERS)
-    by_device = run(cascade(throttle=1, congestion=0), READERS)
-    by_egress = run(cascade(throttle=1, congestion=1), READERS)
+    idle, plain, by_device, by_egress = compare(cascade, READERS)
     readers = ["h0", "h1"]
     assert plain.loc[readers, "read_gbps"].sum() == pytest.approx(X4_READ, rel=0.03)
     assert by_device[["read_gbps", "probe_latency_ns_mean"]].equals(plain[["read_gbps", "probe_latency_ns_mean"]])

@@ -7,6 +7,7 @@ quarter of x16's 52.72 GB/s of read data, tests/test_bandwidth.py), from the que
 the same system run with the signal off."""
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +189,22 @@ def test_bad_congestion_settings_are_refused_in_python_and_in_the_core(changes, 
     with pytest.raises(_core.ConfigError) as e:
         _core.validate(core)
     assert_one_line_rejection(e.value, *names)
+
+
+def test_the_shipped_congested_trunk():
+    # examples/topologies/congested-trunk.toml: cxl-asic hosts, the same two switches and x4 trunk.
+    # Unthrottled the two readers carry the trunk's bound; as shipped (every bridge throttling,
+    # both switches measuring) the trunk's upstream port is rarely backpressured and the probe
+    # keeps most of its unloaded latency.
+    path = Path(__file__).resolve().parents[1] / "examples" / "topologies" / "congested-trunk.toml"
+    free = {f"h{i}_cxl.devload_throttle": 0 for i in range(3)}
+    loads = {"h0": {}, "h1": {}, "h2": PROBE}
+    idle = simcxl.hosts(topology.memory_system(topology.load(path)), {"h2": dict(PROBE, requests=2000)})
+    idle = idle.set_index("host").loc["h2", "probe_latency_ns_mean"]
+    plain = run(topology.load(path).replace(**free), loads)
+    shipped = run(topology.load(path), loads)
+    assert plain.loc[["h0", "h1"], "read_gbps"].sum() == pytest.approx(X4_READ, rel=0.03)
+    assert shipped.attrs["components"]["sw1.switch.up0.egress_backpressure"] < SwitchParams().egress_moderate
+    extra_plain = plain.loc["h2", "probe_latency_ns_mean"] - idle
+    extra = shipped.loc["h2", "probe_latency_ns_mean"] - idle
+    assert extra < extra_plain / 5, (idle, extra_plain, extra)

@@ -41,6 +41,20 @@ void channelReport(Report& r, const std::string& k, const FlitChannel& c, double
     r.emplace_back(k + ".crc_errors", double(st.crcErrors));
     r.emplace_back(k + ".replayed_flits", double(st.replayedFlits));
 }
+
+// A switch measuring egress congestion: the responses whose DevLoad it raised,
+// and each port's share of the window its egress was backpressured.
+void congestionReport(Report& r, const CxlSwitch& sw, Tick s, Tick e) {
+    const std::string& k = sw.where();
+    const double span = e > s ? double(e - s) : 1.0;
+    r.emplace_back(k + ".switch.devload_raised", double(sw.stats().devLoadRaised));
+    for (uint32_t j = 0; j < sw.ports(); ++j)
+        r.emplace_back(k + ".switch.dsp" + std::to_string(j) + ".egress_backpressure",
+                       double(sw.portBackpressure(j)) / span);
+    for (uint32_t u = 0; u < sw.upstreamPorts(); ++u)
+        r.emplace_back(k + ".switch.up" + std::to_string(u) + ".egress_backpressure",
+                       double(sw.upstreamBackpressure(u)) / span);
+}
 }  // namespace
 
 void System::reportMemory(Report& r, Tick s, Tick e) const {
@@ -125,6 +139,7 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
                     r.emplace_back(d + ".requests", double(sw->upstreamStats(u).requests));
                     r.emplace_back(d + ".responses", double(sw->upstreamStats(u).responses));
                 }
+                if (sw->measuresCongestion()) congestionReport(r, *sw, s, e);
             }
             if (w.bridge) r.emplace_back(w.p.name + ".bridge.refused", double(w.bridge->stats().refused));
             if (w.bridge && w.bridge->routes()) {  // requests no committed decoder covered

@@ -160,18 +160,36 @@ bool CxlSwitch::moveOne(Usp& u, Tick t) {
     }
 }
 
-void CxlSwitch::route(Tick t) {
+uint32_t CxlSwitch::route(Tick t, Tick& later) {
     // A round-robin arbiter over the upstream ports: each move goes to the
     // first port at or after the one whose turn it is that can make one, and
     // a port's turn lasts its weight in moves. A port that cannot move does
     // not lose its turn, so ports blocked at a full egress queue share its
     // freed entries in turn.
-    const uint32_t n = uint32_t(usps_.size());
-    while (usBusy_) {
-        uint32_t i = urr_, j = 0;
-        for (; j < n; ++j, i = i + 1 == n ? 0 : i + 1)
-            if ((usBusy_ >> i & 1) && moveOne(*usps_[i], t)) break;
-        if (j == n) return;
+    //
+    // Only ports whose earliest unblocked head is due by t take part: nothing
+    // joins an upstream buffer while the switch routes (moves only go down)
+    // and only a port's own move blocks one of its classes, so a port that
+    // cannot move now cannot for the rest of this call, and its earliest head
+    // is a wake-up time as it stands. With 16 hosts' upstream ports busy a
+    // scan of every port and class per move was most of the switch's cost.
+    uint32_t cand = 0;
+    for (uint32_t m = usBusy_; m; m &= m - 1) {
+        const uint32_t i = uint32_t(__builtin_ctz(m));
+        const Usp& u = *usps_[i];
+        Tick h = kNever;
+        for (int k = 0; k < kM2SChannels; ++k)
+            if (!u.blocked[k]) h = std::min(h, u.in[k].headReady());
+        if (h <= t) cand |= 1u << i;
+        else later = std::min(later, h);
+    }
+    const uint32_t took = cand, n = uint32_t(usps_.size());
+    while (cand) {
+        const uint32_t i = next(cand, urr_);
+        if (!moveOne(*usps_[i], t)) {
+            cand &= ~(1u << i);  // as a port the scan passes over
+            continue;
+        }
         if (i != urr_) {
             urr_ = i;
             ugrants_ = usps_[i]->weight;
@@ -181,6 +199,7 @@ void CxlSwitch::route(Tick t) {
             ugrants_ = usps_[urr_]->weight;
         }
     }
+    return took;
 }
 
 uint32_t CxlSwitch::next(uint32_t mask, uint32_t from) const {
@@ -302,16 +321,16 @@ void CxlSwitch::process() {
             if (cong_) p.bp.stop(t, p.stats, statsFrom_);
         }
     }
-    route(t);
     // Only the upstream ports holding something: idle hosts cost nothing.
     Tick w = kNever;
+    const uint32_t routed = route(t, w);
     bool room = outBusy_ != (usps_.size() == 32 ? ~0u : (1u << usps_.size()) - 1);  // a port with an empty out
     for (uint32_t m = outBusy_; m; m &= m - 1) {
         const Usp& u = *usps_[__builtin_ctz(m)];
         if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));
         room |= !u.out.full();
     }
-    for (uint32_t m = usBusy_; m; m &= m - 1) {
+    for (uint32_t m = usBusy_ & routed; m; m &= m - 1) {  // the others' heads are in w already (route)
         const Usp& u = *usps_[__builtin_ctz(m)];
         for (int k = 0; k < kM2SChannels; ++k)
             if (!u.blocked[k]) w = std::min(w, due(u.in[k].headReady(), t));

@@ -155,7 +155,8 @@ class CxlSwitch final : public Component {
     // Sends what waits for each upstream link; sets `waiting` for those left waiting for a credit.
     void flushUp(Tick t);
     // Upstream receive buffers -> the downstream egress queues, the upstream ports in turns.
-    void route(Tick t);
+    // Returns the ports that took part; `later` gets the earliest head of the others.
+    uint32_t route(Tick t, Tick& later);
     bool moveOne(Usp& u, Tick t);
     // Responses from the downstream ports onto the upstream egress queues, in turns.
     void arbitrate(Tick t);

@@ -1,4 +1,4 @@
-"""A core's non-temporal stores and write-backs are posted at their home agent.
+"""A core's non-temporal stores and write-backs are posted at their home agent; a host bridge's tracker scales with its root ports.
 
 A non-temporal store fills a write-combining buffer (one of the core's fill buffers, the model's
 MSHRs) and leaves as one line; the buffer is free again once the home agent has taken the line
@@ -69,3 +69,20 @@ def test_stores_to_the_other_socket_stay_the_cores_until_they_complete():
     hold = go_round_trip_ns(s) + 2 * link.latency_ns
     assert nt_store_gbps(s) < s.host.mshrs_per_core * LINE / hold
 
+
+def read_gbps(s, threads=16):
+    return simcxl.traffic(s, threads=threads, read_fraction=1.0, requests=60000,
+                          footprint_bytes=1 << 30).iloc[0]["read_gbps"]
+
+
+def test_a_host_bridge_tracks_req_queue_requests_per_root_port():
+    # With 8 tracker entries a port, reads are bound by the tracker (8 lines
+    # per round trip, about 2 GB/s, far below the link and the media): two
+    # interleaved root ports, each with its own link and device, carry twice
+    # one port's reads (Little's law, the same round trip). A bridge-wide
+    # tracker of 8 entries carried the same as one port.
+    one = simcxl.load_preset("cxl-asic").replace(**{"cxl.bridge.req_queue": 8})
+    two = one.replace(**{"cxl.bridge.root_ports": 2, "cxl.bridge.interleave_ways": 2})
+    bw1, bw2 = read_gbps(one), read_gbps(two)
+    assert bw1 < 0.2 * 26.35  # the tracker binds, not the x8 link's 26.35 GB/s of reads
+    assert bw2 == pytest.approx(2 * bw1, rel=0.03)

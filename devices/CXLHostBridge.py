@@ -47,7 +47,9 @@ class CXLHostBridge(AbstractMemory):
     # bridge_*: BridgeParams. CXL host bridge / root complex with its HDM decoder.
     bridge_req_latency_ns = Param.Float(15.0, "host-side protocol latency, request direction (ns, 0 to 10000)")
     bridge_resp_latency_ns = Param.Float(15.0, "host-side protocol latency, response direction (ns, 0 to 10000)")
-    bridge_req_queue = Param.Unsigned(128, "requests outstanding to CXL at once (1 to 65536)")
+    bridge_req_queue = Param.Unsigned(
+        128, "requests outstanding to CXL at once per root port (pooled over the bridge's root ports) (1 to "
+        "65536)")
     bridge_resp_queue = Param.Unsigned(
         128, "response buffer entries per root port; S2M responses in flight or waiting for the host may not "
         "exceed it (1 to 65536)")

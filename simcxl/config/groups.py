@@ -218,7 +218,8 @@ class BridgeParams(ParamGroup):
     """CXL host bridge / root complex with its HDM decoder."""
     req_latency_ns: float = param(15.0, 0, 10000, "ns", "host-side protocol latency, request direction")
     resp_latency_ns: float = param(15.0, 0, 10000, "ns", "host-side protocol latency, response direction")
-    req_queue: int = param(128, 1, 65536, "", "requests outstanding to CXL at once")
+    req_queue: int = param(128, 1, 65536, "", "requests outstanding to CXL at once per root port (pooled over "
+                           "the bridge's root ports)")
     resp_queue: int = param(128, 1, 65536, "", "response buffer entries per root port; S2M responses "
                             "in flight or waiting for the host may not exceed it")
     root_ports: int = param(1, 1, 64, "", "root ports, each with one link and one Type-3 device")

@@ -23,10 +23,19 @@ HostBridge::HostBridge(Host& host, const BridgeParams& p, const std::string& whe
 void HostBridge::addPort(CxlLink* link, MemEndpoint* dev) {
     if (ports_.size() >= 64)
         throw ConfigError(where_ + ": at most 64 root ports; allowed: root_ports 1 to 64");
+    // Each root port brings its own req_queue tracker entries (a root port's
+    // M2S requests are tracked by its own transaction layer, as its S2M
+    // buffer is its own): pooled here, so requests interleaved over the ports
+    // see per-port trackers without one port's full tracker blocking another's.
+    // A port's queue and the unrouted completions may hold all of them.
+    const uint32_t entries = p_.req_queue * uint32_t(ports_.size() + 1);
+    tracker_.init(entries, 0);
+    unrouted_.reset(entries);
+    for (auto& q : ports_) q->out.reset(entries);
     auto port = std::make_unique<Port>(*this);
     port->link = link;
     port->dev = dev;
-    port->out.reset(p_.req_queue);
+    port->out.reset(entries);
     port->in.reset(p_.resp_queue);
     port->targetPortIndex = uint32_t(ports_.size());
     port->capMilli = uint64_t(p_.req_queue) * 1000;

@@ -26,9 +26,10 @@ uint32_t Uncore::routeOf(Target* t, Stage full) {
 }
 
 void Uncore::addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end,
-                       Target* target, bool rebase, Stage full) {
+                       Target* target, bool rebase, Stage full, bool home) {
     const size_t before = routes_.size();
     const uint32_t r = routeOf(target, full);
+    routes_[r].home = home;
     if (routes_.size() > before) routes_[r].out.name("host.uncore (LLC miss path to " + path + ")");
     windows_.push_back(Window{base, end, rebase ? base : 0, r, uint32_t(windows_.size()), name});
     stats_.emplace_back();
@@ -76,7 +77,11 @@ bool Uncore::accept(Txn* t, uint8_t input, Tick reqLat) {
     // its whole cost): the target sees it at once, as a direct port would.
     if (ready == now() && r.out.empty() && !r.blocked) {
         t->leave(kStageUncore, ready, kName);
-        if (r.target->tryReq(t)) return true;
+        const bool post = postable(r, t);
+        if (r.target->tryReq(t)) {
+            if (post) up_->posted(t, now() + respLat_);
+            return true;
+        }
         r.blocked = true;
     }
     r.out.push(ready, t);
@@ -124,11 +129,13 @@ void Uncore::process() {
             // Time it waited here for room in the target counts in the target's first
             // stage (as before); its span is on the uncore's track, where it waited.
             x->leave(r.full, t, kName);
+            const bool post = postable(r, x);
             if (!r.target->tryReq(x)) {
                 r.blocked = true;
                 break;
             }
             r.out.pop();
+            if (post) up_->posted(x, t + respLat_);
         }
         w = std::min(w, r.blocked ? r.target->retryAt() : r.out.headReady());
     }

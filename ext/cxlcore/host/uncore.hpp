@@ -38,8 +38,13 @@ class Uncore : public Component, public Target, public Requester {
     // `full`: the stage a request is in while it waits because the target
     // has no room (a DRAM's full queue is media queueing, a host bridge's
     // full tracker is the host port's).
+    // `home`: the target is the home agent of its lines on this socket (a
+    // memory controller, a CXL host bridge), so a core's write is globally
+    // observed once the target takes it (Requester::posted); a remote
+    // socket's lines are homed across the inter-socket link, and a core's
+    // write to them stays the core's until it completes.
     void addWindow(const std::string& name, const std::string& path, uint64_t base, uint64_t end, Target* target,
-                   bool rebase, Stage full);
+                   bool rebase, Stage full, bool home = true);
     // The host it belongs to: every request leaving it carries the number (Txn::host).
     void setHost(uint8_t h) { host_ = h; }
     // Where page-table reads go (after the windows: a target of its own is the last route).
@@ -73,6 +78,7 @@ class Uncore : public Component, public Target, public Requester {
         TimedQueue<Txn*> out;
         bool blocked = false;
         Stage full = kStageUncore;  // where the wait for room in the target is counted
+        bool home = false;          // the target is its lines' home agent (addWindow)
     };
     struct Window {
         uint64_t base, end, rebase;  // rebase: subtracted from the address (0 or base)
@@ -80,6 +86,8 @@ class Uncore : public Component, public Target, public Requester {
         std::string name;
     };
     uint32_t routeOf(Target* t, Stage full);
+    // A core's write to a home target: posted once the target takes it (Requester::posted).
+    static bool postable(const Route& r, const Txn* t) { return r.home && t->route == 0 && !t->isRead(); }
     [[noreturn]] void outside(uint64_t addr) const;
     const Window& find(uint64_t addr) const {
         // The common case first: one window, or the address in the first.

@@ -96,6 +96,11 @@ class Requester {
     // itself: the target then needs no wake-up of its own only to call
     // retryReq (nullptr: retryReq is called).
     virtual Component* retrier() { return nullptr; }
+    // A core's write (a write-back or a non-temporal store) was taken by the
+    // memory target its home agent sends it to; the global-observation
+    // message reaches the core at `go`. A core frees the write's buffer then,
+    // not when the memory completes it (the home agent tracks it from here).
+    virtual void posted(Txn*, Tick /*go*/) {}
 };
 
 // Called by the event loop every so many events, to notice a run that has

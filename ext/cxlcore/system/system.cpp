@@ -158,7 +158,7 @@ void System::buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows) {
                            : w.p.kind == MemoryKind::RemoteNuma ? kStageLinkDown
                                                                  : kStageHostPort;
         h.uncore->addWindow(w.p.name, prefix + (h.mapped ? w.p.name : "memory"), w.p.base, w.p.end(), w.target,
-                            rebase, full);
+                            rebase, full, w.p.kind != MemoryKind::RemoteNuma);
         w.target->setRequester(h.uncore.get());
     }
     h.uncore->setPageTables(h.localDram.get());

@@ -15,7 +15,8 @@ namespace memload {
 
 // ---------------------------------------------------------------- traffic (STREAM, MLC, rate, bench)
 
-enum Tag : uint8_t { kLoad = 0, kRfo = 1, kWb = 2, kNtStore = 3, kProbe = 4 };
+// kNtPosted, kWbPosted: a non-temporal store, a write-back, its home agent has taken (its buffer is free again).
+enum Tag : uint8_t { kLoad = 0, kRfo = 1, kWb = 2, kNtStore = 3, kProbe = 4, kNtPosted = 5, kWbPosted = 6 };
 
 class TrafficDriver : public Driver {
   public:
@@ -146,6 +147,28 @@ class TrafficDriver : public Driver {
         if (w != kNever) requestWake(w);
     }
 
+    // A non-temporal store fills a write-combining buffer (one of the core's
+    // fill buffers, the MSHRs here) and is handed to the uncore whole; a
+    // write-back leaves from the write-back buffer. Either buffer is free
+    // again when the home agent's global observation comes back, not when
+    // the memory completes the write: the home agent tracks it from then on
+    // (a CXL host bridge's tracker, a memory controller's write queue), and
+    // those bound it. A line homed on another socket stays the core's until
+    // it completes (no posted()).
+    void posted(Txn* x, Tick go) override {
+        Core& k = cores_[x->src];
+        if (x->tag == kNtStore) {
+            x->tag = kNtPosted;
+            k.freeing.push(go, 0);
+        } else if (x->tag == kWb) {
+            x->tag = kWbPosted;
+            k.wbFreeing.push(go, 0);
+        } else {
+            return;
+        }
+        requestWake(go);
+    }
+
     void complete(Txn* x, Tick t) override {
         Core& k = cores_[x->src];
         if (measuring()) {
@@ -159,6 +182,11 @@ class TrafficDriver : public Driver {
                 return;
             case kWb:
                 --k.wb;
+                break;
+            case kWbPosted:  // its buffer was freed at its global observation
+                break;
+            case kNtPosted:
+                countOp(true, t);
                 break;
             case kRfo:
                 freeMshr(k, t);
@@ -186,7 +214,8 @@ class TrafficDriver : public Driver {
   private:
     struct Core {
         uint32_t mshr = 0, wb = 0;
-        TimedQueue<char> freeing;  // paced cores: MSHRs whose response lands later than now
+        TimedQueue<char> freeing;  // MSHRs whose response (or a store's global observation) lands later than now
+        TimedQueue<char> wbFreeing;  // write-back buffers whose global observation lands later than now
         std::deque<uint64_t> dirty;
         uint64_t pos = 0;
         uint64_t phase = 0;  // sequential traffic: the line of its region a thread starts at
@@ -209,6 +238,10 @@ class TrafficDriver : public Driver {
         while (k.freeing.headReady() <= t) {
             k.freeing.pop();
             --k.mshr;
+        }
+        while (k.wbFreeing.headReady() <= t) {
+            k.wbFreeing.pop();
+            --k.wb;
         }
     }
 

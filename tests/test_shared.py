@@ -31,7 +31,7 @@ def shared_system(hosts, one_credit=False, **device):
 
 def counters(df, dev="d0"):
     c = df.attrs["components"]
-    return {k: c[f"{dev}.device.{k}"] for k in ("bisnp_inv", "bisnp_data", "birsp_i", "birsp_s", "sf_evictions")}
+    return {k: c[f"{dev}.{k}"] for k in ("bisnp_inv", "bisnp_data", "birsp_i", "birsp_s", "sf_evictions")}
 
 
 @pytest.mark.parametrize("hosts", [2, 4, 8, 16])

@@ -12,14 +12,14 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Optional, Sequence
 
-from .. import _core
+from .types import STATS
 
 DOCS = "docs/reference/stats.md"
 
-#: {type: [{"name", "unit", "when", "doc"}, ...]}; `<i>` in a name stands for an index, `<w>` for a window.
-STATS: Dict[str, List[dict]] = {t["name"]: list(t["stats"]) for t in _core.component_types()}
+# STATS: {type: [{"name", "unit", "when", "doc"}, ...]}; `<i>` in a name stands for an index, `<w>` for a window.
+__all__ = ["STATS", "DOCS", "pattern", "render", "main"]
 
 
 def pattern(ctype: str) -> "re.Pattern":
@@ -45,9 +45,10 @@ def render() -> str:
              "a multi-logical device's LD (`ld<i>`, the i-th host to reach it). The same functions name gem5's",
              "statistics under each CXL SimObject.",
              "",
-             "A workload's own results (bandwidth, latency and its percentiles, `read.stage.<stage>_ns`, and",
-             "per initiator `<host>.read_gbps`, `accel.<device>.*`, `nic.<device>.*`) are not component",
-             "statistics and keep their names. Rates are over the run's measurement window.",
+             "A workload's own results (bandwidth, latency and its percentiles, the breakdowns",
+             "`read.stage.<stage>_ns` and lmbench's `memory.stage.<stage>_ns`, and per initiator",
+             "`<host>.read_gbps`, `accel.<device>.*`, `nic.<device>.*`) are not component statistics and",
+             "keep their names. Rates are over the run's measurement window.",
              ""]
     for ctype, stats in STATS.items():
         if not stats:
@@ -58,8 +59,10 @@ def render() -> str:
         lines.append("")
     quiet = [t for t, s in STATS.items() if not s]
     if quiet:
-        lines += [f"Types with no statistics of their own in this list yet: {', '.join(quiet)} (the CXL.cache",
-                  "counters of a run with accelerators are listed in docs/model/coherence.md).", ""]
+        lines += [f"Types with no statistics in this list yet: {', '.join(quiet)}. A run with CXL.cache devices",
+                  "reports the coherent part's counters under names of their own so far (`device_loads`,",
+                  "`home_requests_<opcode>`, `host_hits`, ..., summed over the devices; with several devices",
+                  "`<device>.device_loads`, ...).", ""]
     return "\n".join(lines)
 
 

@@ -39,6 +39,18 @@ class CXLSwitch(CXLPortTarget):
     switch_weighted_arbitration = Param.Unsigned(
         0, "responses onto the upstream port: 0 round-robin, one per port in turn; 1 weighted, as many in a "
         "turn as the port's link has lanes (one of 0, 1)")
+    switch_egress_congestion = Param.Unsigned(
+        0, "1: a response crossing the switch carries at least Moderate (Severe) DevLoad when an egress port "
+        "on its way (the downstream port toward its device, the upstream port toward its host) was "
+        "backpressured, a message waiting for its link's credits, for egress_moderate (egress_severe) of the "
+        "last congestion interval (CXL 2.0 QoS telemetry's egress port congestion) (one of 0, 1)")
+    switch_egress_moderate = Param.Float(
+        0.1, "fraction of the congestion interval an egress port is backpressured from which responses "
+        "through it report Moderate overload (0.001 to 1)")
+    switch_egress_severe = Param.Float(0.25, "the same for Severe overload (at least egress_moderate) (0.001 to 1)")
+    switch_congestion_interval_ns = Param.Float(
+        1000.0, "interval over which each port's backpressure is measured for egress_congestion (ns, 10 to "
+        "1000000)")
     # link_*: LinkParams. A CXL link: PCIe electricals, flits, credits, CRC and replay.
     link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (one of 5, 6)")
     link_lanes = Param.Unsigned(16, "link width (one of 1, 2, 4, 8, 16)")

@@ -115,8 +115,8 @@ CXLSwitch::SwitchStats::regStats()
     // Every port is attached by now (host bridges attach when built).
     const cxlcore::CxlSwitch &sw = *owner.sw;
     core.reg(this, "", [&sw](cxlcore::Report &r, const std::string &path,
-                             cxlcore::Tick, cxlcore::Tick) {
-        cxlcore::reportSwitch(r, path, sw);
+                             cxlcore::Tick s, cxlcore::Tick e) {
+        cxlcore::reportSwitch(r, path, sw, s, e);
     });
 }
 

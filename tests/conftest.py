@@ -65,6 +65,22 @@ def build_guest(folder: Path, name: str) -> Path:
     return out
 
 
+def qemu_guest():
+    """(qemu-system-x86_64, the built guest's paths) for a test that boots the project's guest under QEMU;
+    skips, saying what is missing, when either is."""
+    import importlib.util
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
+    spec = importlib.util.spec_from_file_location("build_guest", REPO / "benchmarks" / "guest" / "build_guest.py")
+    bg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bg)
+    paths = bg.built()
+    if paths is None:
+        pytest.skip("the guest is not built: run `simcxl guest build`")
+    return qemu, paths
+
+
 def build_chase(folder: Path) -> Path:
     return build_guest(folder, "chase")
 

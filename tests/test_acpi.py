@@ -197,8 +197,6 @@ def test_acpica_loads_our_fadt_and_dsdt_as_an_os_does_and_finds_the_pm1_blocks(t
     assert "Required FADT field Pm1aControlBlock has zero address" in run(bytes(bad))
 
 
-QEMU = shutil.which("qemu-system-x86_64")
-
 
 @pytest.mark.slow
 def test_linux_reads_our_srat_slit_and_hmat_as_the_numa_nodes_and_access_classes_they_give(tmp_path):
@@ -206,16 +204,8 @@ def test_linux_reads_our_srat_slit_and_hmat_as_the_numa_nodes_and_access_classes
     project's guest under QEMU (-acpitable; QEMU's own FADT and DSDT enable ACPI, and it writes no SRAT
     or HMAT of its own without -numa). Linux reports HMAT latencies in ns rounded up from the table's
     picoseconds and bandwidths in MB/s (drivers/acpi/numa/hmat.c, hmat_normalize for revision 2)."""
-    import importlib.util
-    from conftest import REPO
-    if QEMU is None:
-        pytest.skip("qemu-system-x86_64 is not installed (apt-get install -y qemu-system-x86)")
-    spec = importlib.util.spec_from_file_location("build_guest", REPO / "benchmarks" / "guest" / "build_guest.py")
-    bg = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bg)
-    paths = bg.built()
-    if paths is None:
-        pytest.skip("the guest is not built: run `simcxl guest build`")
+    from conftest import qemu_guest
+    qemu, paths = qemu_guest()
     tables = {
         "srat": A.srat([(0, 0), (1, 0)], [(0, GiB, 0, False), (GiB, GiB, 1, False)]),
         "slit": A.slit(2, [10, 26, 26, 10]),
@@ -230,7 +220,7 @@ def test_linux_reads_our_srat_slit_and_hmat_as_the_numa_nodes_and_access_classes
         f = tmp_path / f"{name}.dat"
         f.write_bytes(A.table(name.upper(), A.REVISIONS[name.upper()], body))
         args += ["-acpitable", f"file={f}"]
-    cmd = [QEMU, "-accel", "tcg", "-machine", "pc", "-m", "2G", "-smp", "2", "-nographic", "-no-reboot", *args,
+    cmd = [qemu, "-accel", "tcg", "-machine", "pc", "-m", "2G", "-smp", "2", "-nographic", "-no-reboot", *args,
            "-kernel", str(paths["bzimage"]), "-initrd", str(paths["initramfs"]),
            "-append", 'console=ttyS0 panic=-1 simcxl.run="true" simcxl.after=reboot']
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL).stdout

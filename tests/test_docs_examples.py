@@ -61,7 +61,7 @@ PYTHON = {"python", "py"}
 DATA = {"toml", "json"}
 TEXT = {"text"}
 # Read-only folders a page's commands may name as from the repository root.
-LINKED = ("examples", "calibration", "benchmarks", "gem5_configs", "devices")
+LINKED = ("examples", "calibration", "benchmarks", "gem5_configs", "devices", "tests")
 README_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/simcxl demo",
     "python3 -m venv .venv && .venv/bin/pip install -q '.[test]' && .venv/bin/pytest -q",

@@ -156,7 +156,7 @@ def elf_interpreter(data: bytes) -> bool:
 
 @pytest.fixture(scope="module")
 def initramfs(tmp_path_factory):
-    need = [p for p in ("busybox-static", "numactl", "cpio") if bg.package_version(p) is None]
+    need = [p for p in ("busybox-static", "numactl", "ndctl", "daxctl", "cpio") if bg.package_version(p) is None]
     if need or CC is None:
         pytest.skip(f"needs Debian packages {' '.join(need) or 'build-essential'} for the initramfs")
     d = tmp_path_factory.mktemp("initramfs")
@@ -176,6 +176,11 @@ def test_initramfs_holds_the_guest(initramfs):
     assert elf_interpreter(m["usr/bin/numactl"][1])  # Debian's, with what ldd names beside it
     for lib in ("lib/x86_64-linux-gnu/libnuma.so.1", "lib/x86_64-linux-gnu/libc.so.6", "lib64/ld-linux-x86-64.so.2"):
         assert m[lib][1][:4] == b"\x7fELF", lib
+    # cxl-cli and daxctl for Linux's CXL flow, each with every library the host's ldd resolves for it.
+    for tool in ("usr/bin/cxl", "usr/bin/daxctl"):
+        assert elf_interpreter(m[tool][1]), tool
+        for lib in bg.shared_libraries("/" + tool):
+            assert m[lib.lstrip("/")][1][:4] == b"\x7fELF", (tool, lib)
 
 
 def test_m5exit_encodes_gem5s_ops(initramfs):

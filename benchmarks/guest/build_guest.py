@@ -4,8 +4,8 @@
     python3 benchmarks/guest/build_guest.py [--cache DIR] [--install] [--base tinyconfig]
 
 The kernel comes from Debian's linux-source-6.12 (else bookworm's 6.1), configured as `make tinyconfig`
-plus kernel.config beside this file; the initramfs holds busybox-static, numactl
-(Debian's dynamic binary with the libraries ldd names: no deb-src is needed), the
+plus kernel.config beside this file; the initramfs holds busybox-static, numactl, cxl, daxctl
+(Debian's dynamic binaries with the libraries ldd names: no deb-src is needed), the
 guest benchmarks built static from the C sources beside this file, m5exit (gem5's
 pseudo-ops) and an /init that reads its work from the kernel command line:
 
@@ -17,7 +17,8 @@ pseudo-ops) and an /init that reads its work from the kernel command line:
 Outputs go to a cache outside the repository (--cache, else $SIMCXL_GUEST_CACHE,
 else ~/.cache/simcxl/guest), one directory per input hash: kernel-<hash> from the
 fragment, the base config and the source package's version; initramfs-<hash>
-from the benchmark sources, the /init text and the busybox and numactl versions.
+from the benchmark sources, the /init text and the busybox, numactl, ndctl and daxctl
+versions.
 A second run with the same inputs builds nothing. It prints `key=value` lines:
 one per step with its seconds, then vmlinux=, bzimage=, initramfs= and
 vmlinux_initramfs= paths (the last: the kernel with the initramfs built in, for
@@ -76,6 +77,8 @@ PACKAGES = {
     KERNEL_PACKAGE: "the kernel source",
     "busybox-static": "the initramfs's shell and tools",
     "numactl": "numactl in the guest",
+    "ndctl": "cxl (cxl-cli) in the guest: list, create regions",
+    "daxctl": "daxctl in the guest: online a region's memory as a NUMA node",
     "build-essential": "gcc and make",
     "bc": "the kernel build",
     "bison": "the kernel's kconfig",
@@ -85,6 +88,8 @@ PACKAGES = {
     "cpio": "the initramfs archive",
     "xz-utils": "unpacking the kernel source",
 }
+#: Debian's dynamic tools in the guest, each with the libraries ldd names beside it.
+TOOLS = ("numactl", "cxl", "daxctl")
 #: Static guest programs: source, extra compiler flags.
 PROGRAMS = {
     "chase": ("chase.c", []),
@@ -265,7 +270,7 @@ def kernel_dir(cache: Path, base: str = "tinyconfig", tarball: Path = KERNEL_TAR
 
 
 def initramfs_dir(cache: Path) -> Path:
-    versions = {p: package_version(p) or "" for p in ("busybox-static", "numactl")}
+    versions = {p: package_version(p) or "" for p in ("busybox-static", "numactl", "ndctl", "daxctl")}
     return cache / f"initramfs-{initramfs_key(benchmark_sources(), INIT, versions)}"
 
 
@@ -364,13 +369,15 @@ def assemble_initramfs(root: Path, out: Path, src: Path = HERE, cc: str = "gcc")
         if not link.exists() and rel != "bin/busybox":
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(os.path.relpath(busybox, link.parent))
-    numactl = shutil.which("numactl", path="/usr/bin:/bin")
-    if numactl is None:
-        raise GuestBuildError("numactl not found in /usr/bin: `apt-get install -y numactl`")
-    for f in [numactl] + shared_libraries(numactl):
-        dest = root / f.lstrip("/")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(os.path.realpath(f), dest)
+    packages = {"numactl": "numactl", "cxl": "ndctl", "daxctl": "daxctl"}
+    for tool in TOOLS:
+        path = shutil.which(tool, path="/usr/bin:/bin")
+        if path is None:
+            raise GuestBuildError(f"{tool} not found in /usr/bin: `apt-get install -y {packages[tool]}`")
+        for f in [path] + shared_libraries(path):
+            dest = root / f.lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(os.path.realpath(f), dest)
     for name, (source, flags) in PROGRAMS.items():
         r = subprocess.run(["nice", "-n", "19", cc, *CFLAGS, *flags, "-o", str(root / "bin" / name), str(src / source)],
                            capture_output=True, text=True, check=False)

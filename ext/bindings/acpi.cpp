@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "cxlcore/platform/acpi.hpp"
+#include "cxlcore/platform/aml.hpp"
 #include "cxlcore/system/graph.hpp"
 
 namespace py = pybind11;
@@ -11,6 +12,13 @@ using namespace cxlcore;
 
 namespace {
 py::bytes asBytes(const std::vector<uint8_t>& v) { return py::bytes(reinterpret_cast<const char*>(v.data()), v.size()); }
+std::vector<acpi::EcamRange> ecamRanges(const std::vector<py::dict>& ecam) {
+    std::vector<acpi::EcamRange> r;
+    for (const py::dict& d : ecam)
+        r.push_back({d["base"].cast<uint64_t>(), d.contains("segment") ? d["segment"].cast<uint16_t>() : uint16_t(0),
+                     d["first_bus"].cast<uint8_t>(), d["last_bus"].cast<uint8_t>()});
+    return r;
+}
 }  // namespace
 
 void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&)) {
@@ -18,7 +26,8 @@ void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&)) {
     m.attr("HEADER_BYTES") = acpi::kHeaderBytes;
     m.attr("REVISIONS") = py::dict(py::arg("SRAT") = acpi::kSratRevision, py::arg("SLIT") = acpi::kSlitRevision,
                                    py::arg("HMAT") = acpi::kHmatRevision, py::arg("CEDT") = acpi::kCedtRevision,
-                                   py::arg("FACP") = acpi::kFadtRevision, py::arg("DSDT") = acpi::kDsdtRevision);
+                                   py::arg("FACP") = acpi::kFadtRevision, py::arg("DSDT") = acpi::kDsdtRevision,
+                                   py::arg("MCFG") = acpi::kMcfgRevision);
     m.def("srat", [](const std::vector<std::pair<uint32_t, uint32_t>>& cpus,
                      const std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>>& memory) {
         std::vector<acpi::CpuAffinity> c;
@@ -62,6 +71,18 @@ void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&)) {
     }, py::arg("bridges"), py::arg("windows"),
        "bridges: [(uid, cxl_version, base, length)]; windows: dicts of base, size, ways, granularity, targets "
        "(bridge UIDs), restrictions, qtg_id.");
+    m.def("mcfg", [](const std::vector<py::dict>& ecam) { return asBytes(acpi::mcfgBody(ecamRanges(ecam))); },
+          py::arg("ecam"), "ecam: dicts of base (bus 0's address), segment, first_bus, last_bus.");
+    m.def("dsdt", [](const std::vector<py::dict>& bridges, const std::vector<py::dict>& ecam) {
+        std::vector<acpi::CxlRootBridge> b;
+        for (const py::dict& d : bridges)
+            b.push_back({d["uid"].cast<uint32_t>(), d.contains("segment") ? d["segment"].cast<uint16_t>() : uint16_t(0),
+                         d["first_bus"].cast<uint8_t>(), d["last_bus"].cast<uint8_t>(), d["mmio_base"].cast<uint64_t>(),
+                         d["mmio_size"].cast<uint64_t>()});
+        return asBytes(acpi::dsdtBody(b, ecamRanges(ecam)));
+    }, py::arg("bridges"), py::arg("ecam"),
+       "AML: the CXL root (ACPI0017), a root bridge (ACPI0016) per dict of uid (its CHBS UID), segment, first_bus, "
+       "last_bus, mmio_base, mmio_size, and the ECAM ranges reserved (PNP0C02).");
     m.def("cdat", [](const std::vector<py::dict>& ranges, uint32_t sequence) {
         std::vector<acpi::CdatRange> r;
         for (const py::dict& d : ranges) {

@@ -247,6 +247,20 @@ class SwitchParams(ParamGroup):
                                   "interleaves over the downstream ports", (256, 512, 1024, 2048, 4096, 8192, 16384))
     weighted_arbitration: int = param(0, 0, 1, "", "responses onto the upstream port: 0 round-robin, one per port "
                                       "in turn; 1 weighted, as many in a turn as the port's link has lanes", (0, 1))
+    egress_congestion: int = param(0, 0, 1, "", "1: a response crossing the switch carries at least Moderate "
+        "(Severe) DevLoad when an egress port on its way (the downstream port toward its device, the upstream port "
+        "toward its host) was backpressured, a message waiting for its link's credits, for egress_moderate "
+        "(egress_severe) of the last congestion interval (CXL 2.0 QoS telemetry's egress port congestion)", (0, 1))
+    egress_moderate: float = param(0.10, 0.001, 1, "", "fraction of the congestion interval an egress port is "
+                                   "backpressured from which responses through it report Moderate overload")
+    egress_severe: float = param(0.25, 0.001, 1, "", "the same for Severe overload (at least egress_moderate)")
+    congestion_interval_ns: float = param(1000.0, 10, 1e6, "ns", "interval over which each port's backpressure "
+                                          "is measured for egress_congestion")
+
+    def _check(self, where: str) -> None:
+        if self.egress_moderate > self.egress_severe:
+            raise ParamError(f"{where}.egress_moderate = {self.egress_moderate:g} is not allowed with egress_severe = "
+                             f"{self.egress_severe:g}; allowed: egress_moderate <= egress_severe")
 
 
 @dataclass

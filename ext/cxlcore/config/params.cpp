@@ -117,6 +117,9 @@ void BridgeParams::validate(const std::string& where) const {
 void SwitchParams::validate(const std::string& where) const {
     CXL_SWITCH_FIELDS(CXL_CHECK_FIELD)
     CXL_SWITCH_CHOICES(CXL_CHECK_CHOICE)
+    require(egress_moderate <= egress_severe, where + ".egress_moderate = " + fmtNum(egress_moderate) +
+                                                  " is not allowed with egress_severe = " + fmtNum(egress_severe) +
+                                                  "; allowed: egress_moderate <= egress_severe");
 }
 
 void LinkParams::validate(const std::string& where) const {

@@ -11,6 +11,8 @@ constexpr uint8_t kUnbound = 0xff;
 CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where)
     : Component(host), p_((p.validate(where), p)), where_(where), name_(internName(where)), lat_(nsToTicks(p.latency_ns)) {
     std::fill(std::begin(hostUsp_), std::end(hostUsp_), kUnbound);
+    cong_ = p_.egress_congestion != 0;
+    congInterval_ = nsToTicks(p_.congestion_interval_ns);
 }
 
 void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
@@ -150,6 +152,7 @@ bool CxlSwitch::moveOne(Usp& u, Tick t) {
         x->addr = tg.dpa;
         ++u.stats.requests;
         if (!(p.egress[k].empty() && sendDown(p, x, t))) {
+            if (cong_) p.bp.start(t);
             p.egress[k].push(t, x);
             egBusy_ |= 1u << p.index;
         }
@@ -217,7 +220,9 @@ void CxlSwitch::arbitrate(Tick t) {
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
         x->addr = u.hdm->encode(p.index, x->addr);
+        if (cong_) raiseDevLoad(p, u, x, t);
         if (!(u.out.empty() && sendUp(u, x, t))) {
+            if (cong_) u.bp.start(t);
             u.out.push(t, x);
             outBusy_ |= 1u << u.index;
         }
@@ -225,6 +230,25 @@ void CxlSwitch::arbitrate(Tick t) {
             rr_ = rr_ + 1 == n ? 0 : rr_ + 1;
             grants_ = ports_[rr_]->weight;
         }
+    }
+}
+
+void CxlSwitch::closeCongestionInterval(Tick t) {
+    for (auto& p : ports_) p->bp.close(congStart_, t, p_.egress_moderate, p_.egress_severe, p->stats, statsFrom_);
+    for (auto& u : usps_) u->bp.close(congStart_, t, p_.egress_moderate, p_.egress_severe, u->stats, statsFrom_);
+    congStart_ = t;
+}
+
+void CxlSwitch::raiseDevLoad(Port& p, Usp& u, Txn* x, Tick t) {
+    // Only the responses that carry DevLoad (NDR, DRS): a BISnp carries none.
+    if (x->channel() != kS2MNdr && x->channel() != kS2MDrs) return;
+    // Like the device's load, measured over intervals each closed by the
+    // first response after its end.
+    if (t >= congStart_ + congInterval_) closeCongestionInterval(t);
+    const uint8_t d = std::max(p.bp.level, u.bp.level);
+    if (d > x->devLoad) {
+        x->devLoad = d;
+        ++stats_.devLoadRaised;
     }
 }
 
@@ -241,7 +265,10 @@ void CxlSwitch::flushUp(Tick t) {
             }
             u.out.pop();
         }
-        if (u.out.empty()) outBusy_ &= ~(1u << u.index);
+        if (u.out.empty()) {
+            outBusy_ &= ~(1u << u.index);
+            if (cong_) u.bp.stop(t, u.stats, statsFrom_);
+        }
     }
 }
 
@@ -270,7 +297,10 @@ void CxlSwitch::process() {
                     u.blocked[k] = false;
                 }
             }
-        if (p.egress[0].empty() && p.egress[1].empty() && p.egress[2].empty()) egBusy_ &= ~(1u << p.index);
+        if (p.egress[0].empty() && p.egress[1].empty() && p.egress[2].empty()) {
+            egBusy_ &= ~(1u << p.index);
+            if (cong_) p.bp.stop(t, p.stats, statsFrom_);
+        }
     }
     route(t);
     // Only the upstream ports holding something: idle hosts cost nothing.

@@ -15,6 +15,7 @@
 // downstream ports at the upstream ones (round-robin, or weighted by lanes).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,12 +34,47 @@ static_assert(kM2SReq == 0 && kM2SRwD == 1 && kM2SBIRsp == 2, "M2S channels inde
 struct PortStats {
     uint64_t requests = 0, responses = 0;
     Tick responseWait = 0;
+    Tick backpressured = 0;  // time its egress held a message waiting for its link (egress_congestion only)
+};
+
+// Egress-port congestion (SwitchParams::egress_congestion): how long a port's
+// egress queue held something over the current interval. The switch queues a
+// message only when its link has no credit for it (or one queued before it
+// waits), so a non-empty egress queue is a backpressured port.
+struct Backpressure {
+    Tick since = kNever, busy = 0;  // the current stretch's start (kNever: empty), the interval's sum before it
+    uint8_t level = 0;              // the DevLoad floor the last closed interval set (0, 2 or 3)
+    void start(Tick t) {
+        if (since == kNever) since = t;
+    }
+    void stop(Tick t, PortStats& s, Tick statsFrom) {
+        if (since == kNever) return;
+        busy += t - since;
+        s.backpressured += t - std::max(since, statsFrom);
+        since = kNever;
+    }
+    // Its backpressured time since `statsFrom`, the stretch under way included.
+    Tick total(const PortStats& s, Tick t, Tick statsFrom) const {
+        return s.backpressured + (since == kNever ? 0 : t - std::max(since, statsFrom));
+    }
+    // Closes the interval [from, t): its backpressured share against the thresholds.
+    void close(Tick from, Tick t, double moderate, double severe, PortStats& s, Tick statsFrom) {
+        if (since != kNever) {
+            busy += t - since;
+            s.backpressured += t - std::max(since, statsFrom);
+            since = t;
+        }
+        const double f = double(busy) / double(t - from);
+        level = f >= severe ? 3 : f >= moderate ? 2 : 0;
+        busy = 0;
+    }
 };
 
 struct SwitchStats {
     uint64_t requests = 0, responses = 0;
     uint64_t egressFull = 0;  // times a request waited because its downstream egress queue was full
     uint64_t creditWaits = 0;  // times a port had a message ready but no credit of its link
+    uint64_t devLoadRaised = 0;  // responses whose DevLoad egress congestion raised (egress_congestion)
 };
 
 class CxlSwitch final : public Component {
@@ -60,7 +96,12 @@ class CxlSwitch final : public Component {
     const PortStats& upstreamStats(uint32_t i) const { return usps_[i]->stats; }
     const std::string& upstreamName(uint32_t i) const { return usps_[i]->name; }
     const CxlLink& upstreamLink(uint32_t i) const { return usps_[i]->link; }
+    bool measuresCongestion() const { return cong_; }
+    // Time downstream port i's egress (M2S) and upstream port i's (S2M) were backpressured since the stats began.
+    Tick portBackpressure(uint32_t i) const { return ports_[i]->bp.total(ports_[i]->stats, now(), statsFrom_); }
+    Tick upstreamBackpressure(uint32_t i) const { return usps_[i]->bp.total(usps_[i]->stats, now(), statsFrom_); }
     void resetStats() {
+        statsFrom_ = now();
         stats_ = SwitchStats();
         for (auto& p : ports_) p->stats = PortStats();
         for (auto& u : usps_) u->stats = PortStats();
@@ -85,6 +126,7 @@ class CxlSwitch final : public Component {
         TimedFifo<Txn*> in;      // S2M responses received, crossing the switch toward an upstream port
         uint32_t weight = 1;     // responses it may send in one turn of the arbiter
         PortStats stats;
+        Backpressure bp;         // of its egress queues (M2S, toward its device)
     };
     struct Usp final : MemEndpoint {
         Usp(CxlSwitch& s, uint32_t i, CxlLink& l) : sw(s), index(i), link(l) {}
@@ -103,6 +145,7 @@ class CxlSwitch final : public Component {
         bool blocked[kM2SChannels] = {};  // the class's head waits for a full egress queue
         uint32_t weight = 1;    // requests it may move in one turn at a downstream port
         PortStats stats;        // requests it routed down, responses it sent up
+        Backpressure bp;        // of `out` (S2M, toward its hosts)
     };
     void bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos);
     void fromAbove(Usp& u, Txn* t, Tick arrival);
@@ -117,6 +160,11 @@ class CxlSwitch final : public Component {
     // Responses from the downstream ports onto the upstream egress queues, in turns.
     void arbitrate(Tick t);
     uint32_t next(uint32_t mask, uint32_t from) const;
+    // Egress congestion: the DevLoad a response from `p` to `u` leaves with
+    // (at least the level of either port's backpressure over the last
+    // interval), closing the interval when it has ended.
+    void raiseDevLoad(Port& p, Usp& u, Txn* x, Tick t);
+    void closeCongestionInterval(Tick t);
 
     SwitchParams p_;
     std::string where_;
@@ -134,6 +182,8 @@ class CxlSwitch final : public Component {
     uint32_t usBusy_ = 0, usWaiting_ = 0;
     uint32_t outBusy_ = 0;  // upstream ports whose S2M queue holds responses
     SwitchStats stats_;
+    bool cong_ = false;  // egress_congestion
+    Tick congInterval_ = 0, congStart_ = 0, statsFrom_ = 0;
 };
 
 }  // namespace cxlcore

@@ -38,7 +38,7 @@ const std::vector<StatSpec>& componentStats(const std::string& type);
 void reportDram(Report& r, const std::string& path, const DramController& d, Tick s, Tick e);
 void reportLink(Report& r, const std::string& path, const CxlLink& l, Tick s, Tick e);
 void reportType3(Report& r, const std::string& path, const Type3Device& d, Tick s, Tick e);
-void reportSwitch(Report& r, const std::string& path, const CxlSwitch& sw);
+void reportSwitch(Report& r, const std::string& path, const CxlSwitch& sw, Tick s, Tick e);
 void reportHostBridge(Report& r, const std::string& path, const HostBridge& b);
 // The remote socket's inter-socket link (its DRAM is a dram component of its own).
 void reportRemoteSocket(Report& r, const std::string& path, const InterSocket& rs, Tick s, Tick e);

@@ -101,6 +101,7 @@ std::vector<StatSpec> makeType3Stats() {
 
 std::vector<StatSpec> makeSwitchStats() {
     const std::string many = "more than one upstream port";
+    const std::string congestion = "egress_congestion = 1";
     return {{"requests", "count", "", "requests switched downstream"},
             {"responses", "count", "", "responses switched upstream"},
             {"egress_full", "count", "", "times a message waited for room in an egress queue"},
@@ -109,7 +110,10 @@ std::vector<StatSpec> makeSwitchStats() {
             {"dsp<i>.responses", "count", "", "responses that came in on downstream port i"},
             {"dsp<i>.response_wait_ns", "ns", "", "mean time a response from port i waited in the switch"},
             {"up<i>.requests", "count", many, "requests that came in on upstream port i"},
-            {"up<i>.responses", "count", many, "responses sent out of upstream port i"}};
+            {"up<i>.responses", "count", many, "responses sent out of upstream port i"},
+            {"devload_raised", "count", congestion, "responses whose DevLoad the switch raised"},
+            {"dsp<i>.egress_backpressure", "ratio", congestion, "share of the window downstream port i's egress was backpressured"},
+            {"up<i>.egress_backpressure", "ratio", congestion, "share of the window upstream port i's egress was backpressured"}};
 }
 
 std::vector<StatSpec> makeBridgeStats() {
@@ -207,7 +211,7 @@ void reportType3(Report& r, const std::string& k, const Type3Device& d, Tick s, 
     }
 }
 
-void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw) {
+void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw, Tick s, Tick e) {
     const SwitchStats& st = sw.stats();
     r.emplace_back(k + ".requests", double(st.requests));
     r.emplace_back(k + ".responses", double(st.responses));
@@ -225,6 +229,16 @@ void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw) {
         r.emplace_back(d + ".requests", double(sw.upstreamStats(u).requests));
         r.emplace_back(d + ".responses", double(sw.upstreamStats(u).responses));
     }
+    // Measuring egress congestion: the responses whose DevLoad it raised, and
+    // each port's share of the window its egress was backpressured.
+    if (!sw.measuresCongestion()) return;
+    const double span = e > s ? double(e - s) : 1.0;
+    r.emplace_back(k + ".devload_raised", double(st.devLoadRaised));
+    for (uint32_t j = 0; j < sw.ports(); ++j)
+        r.emplace_back(k + ".dsp" + std::to_string(j) + ".egress_backpressure", double(sw.portBackpressure(j)) / span);
+    for (uint32_t u = 0; u < sw.upstreamPorts(); ++u)
+        r.emplace_back(k + ".up" + std::to_string(u) + ".egress_backpressure",
+                       double(sw.upstreamBackpressure(u)) / span);
 }
 
 void reportHostBridge(Report& r, const std::string& k, const HostBridge& b) {

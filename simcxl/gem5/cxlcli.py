@@ -1,0 +1,93 @@
+"""What Linux's CXL drivers built, as tables: the JSON `cxl list` (cxl-cli) prints inside the guest,
+human-readable (`-u`) or not, parsed into memdevs, ports and decoders.
+
+`cxl list` nests what it lists under its parent (``"memdevs:port1"``, ``"decoders:root0"``, ``"root
+decoders"``, ``"ports:port1"``...) and the nesting depends on which objects were asked for; the
+parser walks any of it and keeps each object's parent. Sizes and addresses become bytes: ``-u`` prints
+``"512.00 MiB (536.87 MB)"`` and ``"0x390000000"``, which are exact for the 256 MiB multiples CXL
+decoders use; without ``-u`` they are integers already.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pandas as pd
+
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_SIZE_KEYS = ("size", "resource", "pmem_size", "ram_size", "max_available_extent", "dpa_size", "dpa_resource")
+_PRINTK = re.compile(r"^\[\s*\d+\.\d+\]")
+
+
+def to_bytes(value: Any) -> Optional[int]:
+    """An integer, a hex string or cxl-cli's human size as bytes."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if re.fullmatch(r"0x[0-9a-fA-F]+", text):
+        return int(text, 16)
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    m = re.match(r"([\d.]+) (B|KiB|MiB|GiB|TiB)\b", text)
+    if not m:
+        raise ValueError(f"cxl list size {value!r} is not a size; allowed: an integer, 0x..., or 'N.NN MiB (...)'")
+    return round(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def listings(console: str) -> List[Any]:
+    """Every JSON document `cxl list` printed on a console, in order; kernel messages among its lines
+    are dropped."""
+    lines = [ln.rstrip("\r") for ln in console.splitlines() if not _PRINTK.match(ln)]
+    out, start = [], None
+    for i, ln in enumerate(lines):
+        if start is None and ln in ("[", "{"):
+            start = i
+        elif start is not None and ln in ("]", "}") and ln == {"[": "]", "{": "}"}[lines[start]]:
+            out.append(json.loads("\n".join(lines[start:i + 1])))
+            start = None
+    return out
+
+
+def _walk(node: Any, parent: Optional[str], key: str) -> Iterator[Tuple[Dict[str, Any], Optional[str], str]]:
+    if isinstance(node, list):
+        for v in node:
+            yield from _walk(v, parent, key)
+    elif isinstance(node, dict):
+        name = next((node[k] for k in ("memdev", "decoder", "port", "endpoint", "bus") if k in node), None)
+        if name is not None:
+            yield node, parent, key
+        for k, v in node.items():
+            if isinstance(v, (list, dict)):
+                yield from _walk(v, name if name is not None else parent, k)
+
+
+def tables(listing: Any) -> Dict[str, pd.DataFrame]:
+    """memdevs (memdev, parent, host, pmem_bytes, ram_bytes, serial), ports (port, parent, host, depth)
+    and decoders (decoder, level: root/port/endpoint, parent, resource, size, interleave_ways,
+    interleave_granularity, nr_targets) of one `cxl list` document."""
+    mem, ports, dec = [], [], []
+    for obj, parent, key in _walk(listing, None, ""):
+        if "memdev" in obj:
+            mem.append(dict(memdev=obj["memdev"], parent=parent, host=obj.get("host"),
+                            pmem_bytes=to_bytes(obj.get("pmem_size")) or 0, ram_bytes=to_bytes(obj.get("ram_size")) or 0,
+                            serial=to_bytes(obj.get("serial"))))
+        elif "decoder" in obj:
+            level = ("root" if key == "root decoders" or key.startswith("decoders:root")
+                     else "endpoint" if key.startswith("decoders:endpoint") else "port")
+            dec.append(dict(decoder=obj["decoder"], level=level, parent=parent,
+                            resource=to_bytes(obj.get("resource")), size=to_bytes(obj.get("size")),
+                            interleave_ways=obj.get("interleave_ways"),
+                            interleave_granularity=obj.get("interleave_granularity"),
+                            nr_targets=obj.get("nr_targets")))
+        elif "port" in obj or "endpoint" in obj:
+            ports.append(dict(port=obj.get("port", obj.get("endpoint")), parent=parent, host=obj.get("host"),
+                              depth=obj.get("depth")))
+    cols = {"memdevs": ["memdev", "parent", "host", "pmem_bytes", "ram_bytes", "serial"],
+            "ports": ["port", "parent", "host", "depth"],
+            "decoders": ["decoder", "level", "parent", "resource", "size", "interleave_ways",
+                         "interleave_granularity", "nr_targets"]}
+    return {name: pd.DataFrame(rows, columns=cols[name]).sort_values(cols[name][0], ignore_index=True)
+            for name, rows in (("memdevs", mem), ("ports", ports), ("decoders", dec))}

@@ -1,0 +1,79 @@
+"""`cxl list` output as tables (simcxl.gem5.cxlcli), on what the project's guest printed under QEMU 7.2
+with two emulated Type-3 devices (tests/data/cxl_list_qemu72.txt, its header says how it was made).
+Expected values are QEMU's configuration: 512 MiB and 256 MiB devices on the two root ports of one
+host bridge (ACPI0016:00), a 4 GiB window; and the human (-u) listing must give the same tables as
+the plain one (cxl-cli's two renderings of one state)."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simcxl.gem5 import cxlcli
+
+CONSOLE = (Path(__file__).parent / "data" / "cxl_list_qemu72.txt").read_text()
+MiB, GiB = 1 << 20, 1 << 30
+
+
+def test_both_renderings_of_the_listing_give_the_same_tables():
+    human, plain = cxlcli.listings(CONSOLE)
+    a, b = cxlcli.tables(human), cxlcli.tables(plain)
+    for name in ("memdevs", "ports", "decoders"):
+        pd.testing.assert_frame_equal(a[name], b[name], check_dtype=False)
+
+
+def test_memdevs_ports_and_root_decoder_are_qemus_configuration():
+    t = cxlcli.tables(cxlcli.listings(CONSOLE)[0])
+    # memN follows the order the devices probed in; the PCI address is QEMU's: root port 0's device on
+    # bus 0x0d (256 MiB), root port 1's on 0x0e (512 MiB).
+    m = t["memdevs"].set_index("host")
+    assert m.loc["0000:0d:00.0", "pmem_bytes"] == 256 * MiB and m.loc["0000:0e:00.0", "pmem_bytes"] == 512 * MiB
+    assert (m["ram_bytes"] == 0).all() and set(m["parent"]) == {"port1"}
+    assert list(t["ports"].itertuples(index=False, name=None)) == [("port1", None, "ACPI0016:00", 1)]
+    d, = t["decoders"].to_dict("records")
+    assert (d["decoder"], d["level"], d["size"], d["interleave_ways"]) == ("decoder0.0", "root", 4 * GiB, 1)
+    assert d["resource"] == 0x390000000
+
+
+def test_kernel_messages_among_the_lines_are_ignored():
+    noisy = CONSOLE.replace('"ports":[\n', '"ports":[\n[    7.836369] random: crng init done\n', 1)
+    assert cxlcli.tables(cxlcli.listings(noisy)[0])["memdevs"].shape[0] == 2
+
+
+@pytest.mark.parametrize("text, value", [("512.00 MiB (536.87 MB)", 512 * MiB), ("4.00 GiB (4.29 GB)", 4 * GiB),
+                                         ("0x390000000", 0x390000000), (268435456, 268435456), ("0", 0)])
+def test_sizes_in_every_rendering(text, value):
+    assert cxlcli.to_bytes(text) == value
+
+
+def test_a_size_that_is_not_one_is_refused():
+    with pytest.raises(ValueError, match=r"'lots' is not a size; allowed: an integer"):
+        cxlcli.to_bytes("lots")
+
+
+@pytest.mark.slow
+def test_the_guest_lists_qemus_cxl_devices_as_recorded(tmp_path):
+    """The recording's run again, live: the project's guest under QEMU q35,cxl=on with the same devices
+    must list the same memdevs, ports and root decoder."""
+    import subprocess
+    from conftest import qemu_guest
+    qemu, paths = qemu_guest()
+    devs = []
+    for k, (mem, slot) in enumerate(((256, 2), (512, 3))):
+        devs += ["-object", f"memory-backend-file,id=cxl-mem{k},share=on,mem-path={tmp_path}/mem{k},size={mem}M",
+                 "-object", f"memory-backend-file,id=cxl-lsa{k},share=on,mem-path={tmp_path}/lsa{k},size=256M",
+                 "-device", f"cxl-rp,port={k},bus=cxl.1,id=rp{k},chassis=0,slot={slot}",
+                 "-device", f"cxl-type3,bus=rp{k},memdev=cxl-mem{k},lsa=cxl-lsa{k},id=cxl-pmem{k}"]
+    cmd = [qemu, "-accel", "tcg", "-M", "q35,cxl=on", "-m", "2G,maxmem=8G,slots=4", "-smp", "2", "-nographic",
+           "-vga", "none", "-net", "none", "-no-reboot", "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1", *devs,
+           "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G,cxl-fmw.0.interleave-granularity=8k",
+           "-kernel", str(paths["bzimage"]), "-initrd", str(paths["initramfs"]),
+           "-append", 'console=ttyS0 panic=-1 simcxl.run="cxl list -M -D -P -u" simcxl.after=reboot']
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL).stdout
+    live, = cxlcli.listings(out)
+    want = cxlcli.tables(cxlcli.listings(CONSOLE)[0])
+    got = cxlcli.tables(live)
+    by_host = lambda f: f.drop(columns="memdev").sort_values("host", ignore_index=True)  # memN: probe order
+    pd.testing.assert_frame_equal(by_host(got["memdevs"]), by_host(want["memdevs"]), check_dtype=False)
+    for name in ("ports", "decoders"):
+        pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False)

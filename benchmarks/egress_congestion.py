@@ -36,9 +36,9 @@ def figures(build, runs, busy, kind, port, sw):
         rows.append({"run": name, f"{kind}_gbps": df.loc[busy, f"{kind}_gbps"].sum(),
                      "probe_ns": df.loc["h2", "probe_latency_ns_mean"],
                      "probe_extra_ns": df.loc["h2", "probe_latency_ns_mean"] - idle,
-                     f"{sw}.egress_full": c[f"{sw}.switch.egress_full"],
-                     "backpressure": c.get(f"{sw}.switch.{port}.egress_backpressure", float("nan")),
-                     "device_queue": c["d0.device.mean_occupancy"]})
+                     f"{sw}.egress_full": c[f"{sw}.egress_full"],
+                     "backpressure": c.get(f"{sw}.{port}.egress_backpressure", float("nan")),
+                     "device_queue": c["d0.mean_occupancy"]})
     return idle, pd.DataFrame(rows).set_index("run")
 
 
@@ -65,7 +65,7 @@ def main():
                      "read_gbps": df.loc[busy, "read_gbps"].sum(),
                      "of_bound": df.loc[busy, "read_gbps"].sum() / X4_READ,
                      "probe_extra_ns": df.loc["h2", "probe_latency_ns_mean"] - idle,
-                     "backpressure": c["sw1.switch.up0.egress_backpressure"]})
+                     "backpressure": c["sw1.up0.egress_backpressure"]})
     print("3. readers, throttled with egress congestion, over thresholds and intervals")
     print(pd.DataFrame(rows).to_string(index=False))
 

@@ -34,7 +34,7 @@ def system(edit=None):
 
 
 def dev(df, k):
-    return df.attrs["components"][f"shared_mem.device.{k}"]
+    return df.attrs["components"][f"shared_mem.{k}"]
 
 
 def main() -> None:

@@ -456,6 +456,7 @@ CXLHostBridge::BridgeStats::resetStats()
     // The core keeps its own counters; they restart with gem5's (each
     // expander resets its link's and device's).
     br.bridge->resetStats();
+    core.reset();
 }
 
 void
@@ -463,6 +464,11 @@ CXLHostBridge::BridgeStats::regStats()
 {
     statistics::Group::regStats();
     readLatency.init(40); // buckets widen as latencies grow
+    const cxlcore::HostBridge &b = *br.bridge;
+    core.reg(this, "", [&b](cxlcore::Report &r, const std::string &path,
+                            cxlcore::Tick, cxlcore::Tick) {
+        cxlcore::reportHostBridge(r, path, b);
+    });
 }
 
 } // namespace gem5

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/statistics.hh"
+#include "devices/cxl_core_stats.hh"
 #include "devices/cxl_event_host.hh"
 #include "devices/cxl_port_target.hh"
 #include "cxlcore/fabric/host_bridge.hpp"
@@ -124,6 +125,9 @@ class CXLHostBridge : public memory::AbstractMemory
         cxlcore::LogHistogram reads;
         statistics::Value read_latency_p50_ns, read_latency_p90_ns,
             read_latency_p99_ns, read_latency_p999_ns;
+        // The core bridge's counters as the standalone engine names them
+        // (refused, unrouted_reads, ...).
+        CXLCoreStats core;
     } stats;
 
   public:

@@ -104,22 +104,20 @@ CXLSwitch::unserialize(CheckpointIn &cp)
 }
 
 CXLSwitch::SwitchStats::SwitchStats(CXLSwitch &s)
-    : statistics::Group(&s), owner(s),
-      ADD_STAT(requests, statistics::units::Count::get(),
-               "Requests routed down, every upstream port"),
-      ADD_STAT(responses, statistics::units::Count::get(),
-               "Responses sent up, every upstream port"),
-      ADD_STAT(egressFull, statistics::units::Count::get(),
-               "Times a request waited for a full downstream egress queue"),
-      ADD_STAT(creditWaits, statistics::units::Count::get(),
-               "Times a port had a message ready but no credit of its link")
+    : statistics::Group(&s), owner(s)
 {
-    requests.functor([this] { return double(owner.sw->stats().requests); });
-    responses.functor([this] { return double(owner.sw->stats().responses); });
-    egressFull.functor(
-        [this] { return double(owner.sw->stats().egressFull); });
-    creditWaits.functor(
-        [this] { return double(owner.sw->stats().creditWaits); });
+}
+
+void
+CXLSwitch::SwitchStats::regStats()
+{
+    statistics::Group::regStats();
+    // Every port is attached by now (host bridges attach when built).
+    const cxlcore::CxlSwitch &sw = *owner.sw;
+    core.reg(this, "", [&sw](cxlcore::Report &r, const std::string &path,
+                             cxlcore::Tick s, cxlcore::Tick e) {
+        cxlcore::reportSwitch(r, path, sw, s, e);
+    });
 }
 
 void
@@ -127,6 +125,7 @@ CXLSwitch::SwitchStats::resetStats()
 {
     statistics::Group::resetStats();
     owner.sw->resetStats();
+    core.reset();
 }
 
 } // namespace gem5

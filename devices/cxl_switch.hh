@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/statistics.hh"
+#include "devices/cxl_core_stats.hh"
 #include "devices/cxl_event_host.hh"
 #include "devices/cxl_port_target.hh"
 #include "cxlcore/fabric/switch.hpp"
@@ -35,9 +36,12 @@ class CXLSwitch : public CXLPortTarget
     struct SwitchStats : public statistics::Group
     {
         SwitchStats(CXLSwitch &s);
+        void regStats() override;
         void resetStats() override;
         CXLSwitch &owner;
-        statistics::Value requests, responses, egressFull, creditWaits;
+        // The core's counters as the standalone engine names them
+        // (requests, egress_full, dsp0.requests, ...).
+        CXLCoreStats core;
     } stats;
 
   public:

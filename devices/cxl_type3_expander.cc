@@ -140,35 +140,7 @@ CXLType3Expander::ExpanderStats::ExpanderStats(CXLType3Expander &e)
                statistics::units::Tick, statistics::units::Count>::get(),
                "Mean read latency per stage"),
       ADD_STAT(devLoad, statistics::units::Count::get(),
-               "Responses by CXL DevLoad value"),
-      ADD_STAT(m2sFlits, statistics::units::Count::get(),
-               "Flits host to device"),
-      ADD_STAT(s2mFlits, statistics::units::Count::get(),
-               "Flits device to host"),
-      ADD_STAT(replayedFlits, statistics::units::Count::get(),
-               "Flits resent after CRC errors (both directions)"),
-      ADD_STAT(m2sLinkUtil, statistics::units::Ratio::get(),
-               "Busy fraction of the host-to-device link direction"),
-      ADD_STAT(s2mLinkUtil, statistics::units::Ratio::get(),
-               "Busy fraction of the device-to-host link direction"),
-      ADD_STAT(deviceQueueOccupancy, statistics::units::Count::get(),
-               "Time-averaged requests held by the device controller"),
-      ADD_STAT(mediaReadQueueOccupancy, statistics::units::Count::get(),
-               "Time-averaged reads queued in the DRAM controller"),
-      ADD_STAT(mediaRetries, statistics::units::Count::get(),
-               "Requests the DRAM controller refused (queue full)"),
-      ADD_STAT(mediaRowHits, statistics::units::Count::get(),
-               "Media accesses to an open row"),
-      ADD_STAT(mediaRowMisses, statistics::units::Count::get(),
-               "Media accesses to a closed bank (activate only)"),
-      ADD_STAT(mediaRowConflicts, statistics::units::Count::get(),
-               "Media accesses that closed another row first"),
-      ADD_STAT(mediaTurnarounds, statistics::units::Count::get(),
-               "Media data-bus read/write turnarounds"),
-      ADD_STAT(mediaWriteBursts, statistics::units::Count::get(),
-               "Media switches into write-drain mode"),
-      ADD_STAT(mediaBusUtil, statistics::units::Ratio::get(),
-               "Busy fraction of the media data buses")
+               "Responses by CXL DevLoad value")
 {
     // Vectors get their size before a formula uses them.
     stageTicks.init(cxlcore::kNumStages);
@@ -187,61 +159,27 @@ CXLType3Expander::ExpanderStats::resetStats()
 {
     statistics::Group::resetStats();
     // The core keeps its own counters; they restart with gem5's.
-    exp.statsStart = curTick();
     exp.link_->m2s_.resetStats();
     exp.link_->s2m_.resetStats();
     exp.device_->resetStats(curTick());
+    core.reset();
 }
 
 void
 CXLType3Expander::ExpanderStats::regStats()
 {
     statistics::Group::regStats();
-    // The core's counters are read when stats are dumped.
-    cxlcore::CxlLink &l = *exp.link_;
-    cxlcore::Type3Device &d = *exp.device_;
-    m2sFlits.functor([&l] { return double(l.m2s_.stats().flits); });
-    s2mFlits.functor([&l] { return double(l.s2m_.stats().flits); });
-    replayedFlits.functor([&l] {
-        return double(l.m2s_.stats().replayedFlits +
-                      l.s2m_.stats().replayedFlits);
+    // The core's counters, read when stats are dumped, named by the same
+    // functions as the standalone engine's (cxlcore/system/report.hpp).
+    const cxlcore::CxlLink &l = *exp.link_;
+    const cxlcore::Type3Device &d = *exp.device_;
+    core.reg(this, "", [&d](cxlcore::Report &r, const std::string &path,
+                            cxlcore::Tick s, cxlcore::Tick e) {
+        cxlcore::reportType3(r, path, d, s, e);
     });
-    mediaRetries.functor([&d] { return double(d.stats().mediaRetries); });
-    // The same counters the standalone engine reports, so the two engines'
-    // media behaviour can be compared directly.
-    mediaRowHits.functor([&d] { return double(d.media().stats().rowHits); });
-    mediaRowMisses.functor([&d] {
-        return double(d.media().stats().rowMisses);
-    });
-    mediaRowConflicts.functor([&d] {
-        return double(d.media().stats().rowConflicts);
-    });
-    mediaTurnarounds.functor([&d] {
-        return double(d.media().stats().turnarounds);
-    });
-    mediaWriteBursts.functor([&d] {
-        return double(d.media().stats().writeBursts);
-    });
-    // Time averages over the interval since the last reset.
-    CXLType3Expander &e = exp;
-    auto span = [&e] { return double(curTick() - e.statsStart); };
-    m2sLinkUtil.functor([&l, span] {
-        return span() ? double(l.m2s_.busy()) / span() : 0.0;
-    });
-    s2mLinkUtil.functor([&l, span] {
-        return span() ? double(l.s2m_.busy()) / span() : 0.0;
-    });
-    deviceQueueOccupancy.functor([&d, &e] {
-        return curTick() > e.statsStart
-            ? d.meanOccupancy(e.statsStart, curTick()) : 0.0;
-    });
-    mediaBusUtil.functor([&d, span] {
-        const double peak = span() * d.media().params().channels;
-        return peak ? double(d.media().stats().busBusy) / peak : 0.0;
-    });
-    mediaReadQueueOccupancy.functor([&d, &e] {
-        return curTick() > e.statsStart
-            ? d.media().meanReadQueue(e.statsStart, curTick()) : 0.0;
+    core.reg(this, "link", [&l](cxlcore::Report &r, const std::string &path,
+                                cxlcore::Tick s, cxlcore::Tick e) {
+        cxlcore::reportLink(r, path, l, s, e);
     });
 }
 

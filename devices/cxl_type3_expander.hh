@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "base/statistics.hh"
+#include "devices/cxl_core_stats.hh"
 #include "devices/cxl_event_host.hh"
 #include "devices/cxl_port_target.hh"
 #include "cxlcore/devices/type3.hpp"
@@ -26,7 +27,6 @@ class CXLType3Expander : public CXLPortTarget
     std::unique_ptr<cxlcore::CxlLink> link_;
     std::unique_ptr<cxlcore::Type3Device> device_;
     double idleLatencyNs_ = 0;
-    Tick statsStart = 0;  // last stats reset, for time-averaged occupancies
     const SimObject *above_ = nullptr;  // the port it is wired below
 
     void checkDrained();
@@ -45,12 +45,10 @@ class CXLType3Expander : public CXLPortTarget
         statistics::Vector stageTicks;
         statistics::Formula avgStage;
         statistics::Vector devLoad;
-        statistics::Value m2sFlits, s2mFlits, replayedFlits;
-        statistics::Value m2sLinkUtil, s2mLinkUtil;
-        statistics::Value deviceQueueOccupancy, mediaReadQueueOccupancy;
-        statistics::Value mediaRetries;
-        statistics::Value mediaRowHits, mediaRowMisses, mediaRowConflicts;
-        statistics::Value mediaTurnarounds, mediaWriteBursts, mediaBusUtil;
+        // The core's counters as the standalone engine names them: the
+        // device's (media.read_gbps, mean_occupancy, ...) and, under
+        // "link", its link's (link.m2s.flits, ...).
+        CXLCoreStats core;
     } stats;
 
   public:

@@ -108,8 +108,10 @@ for name, kind, obj in windows:
                 f"{pre}read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0, f"{pre}ways": len(obj.root_ports)})
     # Each expander's share: requests the HDM decoder routed to its root port.
     for i, e in enumerate(obj.root_ports):
-        for key in ("readReqs", "writeReqs", "s2mFlits"):
+        for key in ("readReqs", "writeReqs"):
             row[f"{pre}exp{i}_{key}"] = own.get(f"{e.get_name()}.{key}", 0.0)
+        # The core's link stats, named as standalone (docs/reference/stats.md), under the expander's "link".
+        row[f"{pre}exp{i}_s2m_flits"] = own.get(f"{e.get_name()}.link.s2m.flits", 0.0)
 for k, v in row.items():
     print(f"{k:16s} {v}")
 write_csv(args.csv, row)

@@ -129,7 +129,7 @@ def cxl_row():
         name = e.get_name()
         row[f"exp{i}_read_gbps"] = every.get(f"{name}.readBandwidth", 0.0) / 1e9
         row[f"exp{i}_write_gbps"] = every.get(f"{name}.writeBandwidth", 0.0) / 1e9
-        row[f"exp{i}_replayed_flits"] = every.get(f"{name}.replayedFlits", 0.0)
+        row[f"exp{i}_replayed_flits"] = sum(every.get(f"{name}.link.{d}.replayed_flits", 0.0) for d in ("m2s", "s2m"))
     return row
 
 

@@ -67,8 +67,8 @@ def test_stream_over_a_weighted_interleave_follows_the_memories_alone(ddr_cxl, a
     assert r["stream_gbps"] == pytest.approx(bound, rel=0.06)
     # Per window: the map's own counts split as the weights say (every array
     # spans many interleave rounds, so the split is exact to a page per array).
-    ddr = r["window.ddr.read_gbps"] + r["window.ddr.write_gbps"]
-    cxl = r["window.cxl0.read_gbps"] + r["window.cxl0.write_gbps"]
+    ddr = r["host.window.ddr.read_gbps"] + r["host.window.ddr.write_gbps"]
+    cxl = r["host.window.cxl0.read_gbps"] + r["host.window.cxl0.write_gbps"]
     assert ddr / (ddr + cxl) == pytest.approx(w / (w + 1), abs=0.005)
     assert ddr + cxl == pytest.approx(r["total_gbps"], rel=5e-3)
     assert r["target"] == f"ddr:{w},cxl0:1"
@@ -81,11 +81,11 @@ def test_random_traffic_splits_by_the_weights(ddr_cxl):
     1 % is far outside chance."""
     r = engine.traffic(ddr_cxl, threads=8, read_fraction=0.7, footprint_bytes=1 << 30, requests=200000,
                        target={"ddr": 3, "cxl0": 1}).iloc[0]
-    n_ddr, n_cxl = r["window.ddr.requests"], r["window.cxl0.requests"]
+    n_ddr, n_cxl = r["host.window.ddr.requests"], r["host.window.cxl0.requests"]
     assert n_ddr / (n_ddr + n_cxl) == pytest.approx(0.75, abs=0.01)
     # The map counts what it routed: every data request, each 64 B.
-    assert (r["window.ddr.read_gbps"] + r["window.cxl0.read_gbps"]) == pytest.approx(r["read_gbps"], rel=0.02)
-    assert r["window.ddr.write_gbps"] / r["window.cxl0.write_gbps"] == pytest.approx(3, rel=0.05)
+    assert (r["host.window.ddr.read_gbps"] + r["host.window.cxl0.read_gbps"]) == pytest.approx(r["read_gbps"], rel=0.02)
+    assert r["host.window.ddr.write_gbps"] / r["host.window.cxl0.write_gbps"] == pytest.approx(3, rel=0.05)
 
 
 # ---------------------------------------------------------------- one window: the single-memory figures
@@ -119,15 +119,15 @@ def test_a_one_window_map_is_the_single_memory_system():
     assert len(shared) > 50
     assert {k: mapped[k] for k in shared} == pytest.approx({k: single[k] for k in shared}, rel=1e-9)
     # The remote window was idle, and the map says so.
-    assert mapped["window.far.requests"] == 0 and mapped["far.dram.read_gbps"] == 0
+    assert mapped["host.window.far.requests"] == 0 and mapped["far_dram.read_gbps"] == 0
 
 
 def test_windows_name_their_components(ddr_cxl):
     two = ddr_cxl.replace(**{"cxl0.bridge.root_ports": 2, "cxl0.bridge.interleave_ways": 2})
     r = engine.traffic(two, threads=4, requests=4000, target="cxl0").iloc[0]
-    assert r["cxl0.dev0.media.read_gbps"] > 0 and r["cxl0.dev1.media.read_gbps"] > 0
-    assert r["cxl0.dev0.media.read_gbps"] == pytest.approx(r["cxl0.dev1.media.read_gbps"], rel=0.1)
-    assert "cxl0.bridge.refused" in r and "ddr.read_gbps" in r and "local_dram.read_gbps" not in r
+    assert r["cxl0_dev0.media.read_gbps"] > 0 and r["cxl0_dev1.media.read_gbps"] > 0
+    assert r["cxl0_dev0.media.read_gbps"] == pytest.approx(r["cxl0_dev1.media.read_gbps"], rel=0.1)
+    assert "cxl0.refused" in r and "cxl0_link1.m2s.flits" in r and "ddr.read_gbps" in r and "local_dram.read_gbps" not in r
 
 
 # ---------------------------------------------------------------- traces: physical addresses
@@ -137,12 +137,12 @@ def test_a_physical_trace_goes_to_the_window_of_each_address(tmp_path, ddr_cxl):
     path.write_text("".join(f"{i} R {hex(TIB + i * 4096)}\n" for i in range(30)) +
                     "".join(f"{30 + i} W {hex(i * 4096)}\n" for i in range(10)))
     r = engine.trace(ddr_cxl, path).iloc[0]
-    assert (r["window.cxl0.requests"], r["window.ddr.requests"]) == (30, 10)
+    assert (r["host.window.cxl0.requests"], r["host.window.ddr.requests"]) == (30, 10)
     assert r["target"] == "physical"
     # With a target the addresses are virtual, placed in it (within its size).
     path.write_text("".join(f"{i} R {hex(i * 4096)}\n" for i in range(40)))
     r = engine.trace(ddr_cxl, path, target="cxl0").iloc[0]
-    assert (r["window.cxl0.requests"], r["window.ddr.requests"]) == (40, 0)
+    assert (r["host.window.cxl0.requests"], r["host.window.ddr.requests"]) == (40, 0)
     path.write_text(f"0 R {hex(TIB)}\n")
     with pytest.raises(_core.ConfigError, match="trace: virtual address 0x10000000000 lands beyond the end of "
                                                 "window cxl0"):

@@ -36,9 +36,9 @@ def lines(df, host, gbps_col="read_gbps"):
 def test_a_quarter_backed_ld_reads_poison_on_three_quarters_of_its_lines():
     df = run(FabricManager().add_capacity("dcd", "h0", 0, GIB // 4).add_capacity("dcd", "h1", 0, GIB))
     c = df.attrs["components"]
-    assert c["dcd.device.ld0.dc_poison_reads"] == pytest.approx(0.75 * lines(df, "h0"), rel=0.02)
+    assert c["dcd.ld0.dc_poison_reads"] == pytest.approx(0.75 * lines(df, "h0"), rel=0.02)
     # h1's LD is fully backed, and nothing h0 touches is counted against it.
-    assert c["dcd.device.ld1.dc_poison_reads"] == 0
+    assert c["dcd.ld1.dc_poison_reads"] == 0
     # Timing is untouched: each host keeps its rate.
     assert df["read_gbps"].tolist() == pytest.approx([RATE, RATE], rel=0.01)
 
@@ -47,8 +47,8 @@ def test_writes_outside_the_extents_are_dropped():
     df = run(FabricManager().add_capacity("dcd", "h0", GIB // 2, GIB // 2), runs=("h0",),
              read_fraction=0.0, stores="non-temporal")
     c = df.attrs["components"]
-    assert c["dcd.device.ld0.dc_dropped_writes"] == pytest.approx(0.5 * lines(df, "h0", "write_gbps"), rel=0.02)
-    assert c["dcd.device.ld0.dc_poison_reads"] == 0
+    assert c["dcd.ld0.dc_dropped_writes"] == pytest.approx(0.5 * lines(df, "h0", "write_gbps"), rel=0.02)
+    assert c["dcd.ld0.dc_poison_reads"] == 0
 
 
 def test_capacity_released_during_the_run_reads_poison_from_when_the_host_let_it_go():
@@ -62,7 +62,7 @@ def test_capacity_released_during_the_run_reads_poison_from_when_the_host_let_it
     gone = (start + length - ev.loc[1, "effective_ns"]) / length
     assert 0.5 < gone < 1
     c = df.attrs["components"]
-    assert c["dcd.device.ld0.dc_poison_reads"] == pytest.approx(gone * lines(df, "h0"), rel=0.02)
+    assert c["dcd.ld0.dc_poison_reads"] == pytest.approx(gone * lines(df, "h0"), rel=0.02)
 
 
 def test_capacity_added_during_the_run_serves_from_when_the_host_accepted_it():
@@ -73,7 +73,7 @@ def test_capacity_added_during_the_run_serves_from_when_the_host_accepted_it():
     before = (df.attrs["fm_events"].loc[1, "effective_ns"] - start) / length
     assert 0 < before < 1
     c = df.attrs["components"]
-    assert c["dcd.device.ld1.dc_poison_reads"] == pytest.approx(0.5 * before * lines(df, "h1"), rel=0.03)
+    assert c["dcd.ld1.dc_poison_reads"] == pytest.approx(0.5 * before * lines(df, "h1"), rel=0.03)
 
 
 @pytest.mark.parametrize("build, names", [
@@ -110,12 +110,12 @@ def test_traffic_that_follows_its_extents_grows_and_shrinks_with_them():
           .release_capacity("dcd", "h0", 0, GIB // 4, at_ns=300_000))
     df = run(fm, runs=("h0",), follow_extents=True, read_fraction=0.5)
     c = df.attrs["components"]
-    assert c["dcd.device.ld0.dc_poison_reads"] == 0 and c["dcd.device.ld0.dc_dropped_writes"] == 0
+    assert c["dcd.ld0.dc_poison_reads"] == 0 and c["dcd.ld0.dc_dropped_writes"] == 0
     assert df.loc["h0", "read_gbps"] + df.loc["h0", "write_gbps"] == pytest.approx(RATE, rel=0.01)
     # The same traffic over its whole 1 GiB, not following: the quarter it did not yet hold and the
     # quarter it had released read poison.
     c = run(fm, runs=("h0",), read_fraction=0.5).attrs["components"]
-    assert c["dcd.device.ld0.dc_poison_reads"] > 0 and c["dcd.device.ld0.dc_dropped_writes"] > 0
+    assert c["dcd.ld0.dc_poison_reads"] > 0 and c["dcd.ld0.dc_dropped_writes"] > 0
 
 
 def test_traffic_that_follows_its_extents_waits_for_its_first_capacity():
@@ -124,7 +124,7 @@ def test_traffic_that_follows_its_extents_waits_for_its_first_capacity():
     # Nothing is issued before the capacity is the host's: 50 us + the command + the host's accept.
     first = 50_000 + fm.command_ns + fm.accept_ns
     assert df.loc["h0", "window_start_ns"] >= first
-    assert df.attrs["components"]["dcd.device.ld0.dc_poison_reads"] == 0
+    assert df.attrs["components"]["dcd.ld0.dc_poison_reads"] == 0
 
 
 def test_following_extents_is_refused_where_it_cannot_work():
@@ -152,11 +152,11 @@ def test_an_ld_unbound_and_bound_again_moves_the_hosts_traffic_by_the_clock():
     start, window = df.loc["h0", "window_start_ns"], df.loc["h0", "window_ns"]
     unbound, bound = 111_000, 211_000
     per_ns = RATE / 64  # h0's lines per ns
-    assert c["d0.device.denied_reads"] == pytest.approx((bound - unbound) * per_ns, rel=0.01)
-    assert c["d0.device.ld0.read_gbps"] == pytest.approx(RATE * (unbound - start) / window, rel=0.02)
-    assert c["d0.device.ld2.read_gbps"] == pytest.approx(RATE * (start + window - bound) / window, rel=0.02)
-    assert c["d0.device.ld1.read_gbps"] == pytest.approx(RATE, rel=0.01)  # h1 untouched
-    assert c["d0.device.denied_writes"] == 0
+    assert c["d0.denied_reads"] == pytest.approx((bound - unbound) * per_ns, rel=0.01)
+    assert c["d0.ld0.read_gbps"] == pytest.approx(RATE * (unbound - start) / window, rel=0.02)
+    assert c["d0.ld2.read_gbps"] == pytest.approx(RATE * (start + window - bound) / window, rel=0.02)
+    assert c["d0.ld1.read_gbps"] == pytest.approx(RATE, rel=0.01)  # h1 untouched
+    assert c["d0.denied_writes"] == 0
 
 
 def test_bindings_that_make_no_sense_are_refused_before_the_run():

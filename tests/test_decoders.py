@@ -145,7 +145,7 @@ def test_topology_file_regions(tmp_path):
 # --- runs ------------------------------------------------------------------------------------------
 
 def _messages(df, n):
-    return [int(df.iloc[0][f"cxl{i}.link.m2s.messages"]) for i in range(n)]
+    return [int(df.iloc[0][f"l{i}.m2s.messages"]) for i in range(n)]
 
 
 @pytest.mark.parametrize("ways,gran,lines,expect", [
@@ -161,7 +161,7 @@ def test_sequential_sweep_counts(tmp_path, ways, gran, lines, expect):
     f = trace_file(tmp_path, [("R" if i % 3 else "W", 64 * i) for i in range(lines)])
     df = simcxl.trace(s, f)
     assert _messages(df, ways) == expect
-    assert df.iloc[0]["cxl.bridge.unrouted_reads"] == df.iloc[0]["cxl.bridge.unrouted_writes"] == 0
+    assert df.iloc[0]["hb.unrouted_reads"] == df.iloc[0]["hb.unrouted_writes"] == 0
 
 
 @pytest.mark.parametrize("poison", [False, True])
@@ -175,15 +175,15 @@ def test_uncommitted_accesses_are_answered_and_counted(tmp_path, poison):
               [("W", (1 << 40) + 5 * GiB + 4096 * i) for i in range(20)]
     df = simcxl.trace(s, trace_file(tmp_path, inside + outside))
     r = df.iloc[0]
-    assert (r["hb.bridge.unrouted_reads"], r["hb.bridge.unrouted_writes"]) == (30, 20)
-    assert r["hb.bridge.poisoned_reads"] == (30 if poison else 0)
-    assert r["hb.dev0.link.m2s.messages"] + r["hb.dev1.link.m2s.messages"] == 50
-    assert r["window.hb.requests"] == 100
+    assert (r["hb.unrouted_reads"], r["hb.unrouted_writes"]) == (30, 20)
+    assert r["hb.poisoned_reads"] == (30 if poison else 0)
+    assert r["l0.m2s.messages"] + r["l1.m2s.messages"] == 50
+    assert r["host.window.hb.requests"] == 100
     only_out = simcxl.trace(s, trace_file(tmp_path, outside, "out.trace")).iloc[0]
-    assert only_out["hb.bridge.unrouted_reads"] == 30
-    for d in ("hb.dev0", "hb.dev1"):
-        assert only_out[f"{d}.link.m2s.messages"] == 0
-        assert only_out[f"{d}.media.read_gbps"] == only_out[f"{d}.media.write_gbps"] == 0
+    assert only_out["hb.unrouted_reads"] == 30
+    for i in (0, 1):
+        assert only_out[f"l{i}.m2s.messages"] == 0
+        assert only_out[f"d{i}.media.read_gbps"] == only_out[f"d{i}.media.write_gbps"] == 0
     # Answered after the bridge's own pipeline both ways (15 + 15 ns in cxl-asic), nothing below it.
     assert only_out["read.stage.link_down_ns"] == only_out["read.stage.media_service_ns"] == 0
 
@@ -195,7 +195,7 @@ def test_committed_routing_equals_the_bridge_own_interleave():
     a = simcxl.traffic(T.program_region(t, granularity=ib, size="4g"), threads=16, footprint_bytes=GiB,
                        requests=40000)
     b = simcxl.traffic(T.memory_system(t), threads=16, footprint_bytes=GiB, requests=40000)
-    cols = [c for c in b.columns if c.startswith(("read", "cxl0", "cxl1"))]
+    cols = [c for c in b.columns if c.startswith(("read", "l0.", "l1.", "d0.", "d1."))]
     assert a.iloc[0][cols].tolist() == b.iloc[0][cols].tolist()
 
 
@@ -212,9 +212,9 @@ def test_two_way_region_doubles_a_link_bound_device():
     two = simcxl.traffic(T.program_region(t, granularity=4096, size="4g"), threads=32,
                          pattern="sequential", footprint_bytes=GiB, requests=60000).iloc[0]
     assert one.read_gbps == pytest.approx(ceiling, rel=0.01)
-    assert one["cxl1.link.m2s.messages"] == 0
+    assert one["l1.m2s.messages"] == 0
     assert two.read_gbps == pytest.approx(2 * ceiling, rel=0.01)
-    assert two["cxl0.link.s2m.data_gbps"] == pytest.approx(two["cxl1.link.s2m.data_gbps"], rel=0.01)
+    assert two["l0.s2m.data_gbps"] == pytest.approx(two["l1.s2m.data_gbps"], rel=0.01)
 
 
 # --- inconsistent or refused decoders ----------------------------------------------------------------
@@ -356,6 +356,6 @@ def test_a_bridge_with_nothing_committed_answers_everything_itself(tmp_path):
     cxlio.enable_hdm(p.function("hb"), poison=True)
     s = T.memory_system(p.committed_topology())
     r = simcxl.trace(s, trace_file(tmp_path, [("R", 64 * i) for i in range(10)] + [("W", 4096)])).iloc[0]
-    assert (r["cxl.bridge.unrouted_reads"], r["cxl.bridge.unrouted_writes"], r["cxl.bridge.poisoned_reads"]) == \
+    assert (r["hb.unrouted_reads"], r["hb.unrouted_writes"], r["hb.poisoned_reads"]) == \
         (10, 1, 10)
-    assert r["cxl0.link.m2s.messages"] == r["cxl1.link.m2s.messages"] == 0
+    assert r["l0.m2s.messages"] == r["l1.m2s.messages"] == 0

@@ -102,11 +102,11 @@ def check_consistent(s, r: dict, in_flight: int, prefixes=("read",)) -> None:
         at_most(r["write_gbps"], ports * raw, "CXL M2S, all links")
         at_most(r["total_gbps"], ports * peak, "CXL media, all devices")
         for i in range(ports):
-            k = "cxl" if ports == 1 else f"cxl{i}"
+            k, link = f"cxl_dev{i}", f"cxl_link{i}"  # the preset's graph (simcxl.topology.from_system)
             for d in ("m2s", "s2m"):
-                assert r[f"{k}.link.{d}.raw_gbps"] == pytest.approx(raw, rel=1e-12)
-                at_most(r[f"{k}.link.{d}.data_gbps"], raw, f"{k} {d}")
-                assert 0 <= r[f"{k}.link.{d}.utilization"] <= 1
+                assert r[f"{link}.{d}.raw_gbps"] == pytest.approx(raw, rel=1e-12)
+                at_most(r[f"{link}.{d}.data_gbps"], raw, f"{link} {d}")
+                assert 0 <= r[f"{link}.{d}.utilization"] <= 1
             at_most(r[f"{k}.media.read_gbps"] + r[f"{k}.media.write_gbps"], peak, f"{k} media")
 
 

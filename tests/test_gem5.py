@@ -170,7 +170,7 @@ def test_memtest_through_an_interleaved_window(tmp_path, ways, granularity):
     assert int(row["ways"]) == ways
     reads = [float(row[f"exp{i}_readReqs"]) for i in range(ways)]
     writes = [float(row[f"exp{i}_writeReqs"]) for i in range(ways)]
-    flits = [float(row[f"exp{i}_s2mFlits"]) for i in range(ways)]
+    flits = [float(row[f"exp{i}_s2m_flits"]) for i in range(ways)]
     print(f"\nMemTest, {ways}-way interleave at {granularity} B: {float(row['loads_checked']):.0f} loads checked, "
           f"no mismatch; reads per expander {reads}, writes {writes}")
     # Every expander saw traffic, and the per-expander stats add up to the bridge's.

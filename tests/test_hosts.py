@@ -101,7 +101,7 @@ def test_each_host_gets_a_logical_device_of_its_own():
     df = run(pool(hosts=4, dsp_lanes=16), threads=8, requests=20000)
     c = df.attrs["components"]
     for i in range(4):
-        assert c[f"d0.device.ld{i}.read_gbps"] == pytest.approx(df.loc[f"h{i}", "read_gbps"], rel=0.03)
+        assert c[f"d0.ld{i}.read_gbps"] == pytest.approx(df.loc[f"h{i}", "read_gbps"], rel=0.03)
     # One x16 downstream link carries all four: each host a quarter of it.
     for i in range(4):
         assert df.loc[f"h{i}", "read_gbps"] == pytest.approx(df["read_gbps"].sum() / 4, rel=0.05)

@@ -63,7 +63,7 @@ def test_an_idle_nic_changes_nothing():
     without = mixed.run(topology.memory_system(topology.load(REPO / "examples" / "topologies" / "mixed.toml")),
                         **SHORT).iloc[0]
     for k in ("host.stream_gbps", "host.read_latency_ns_mean", "accel.gpu.bandwidth_gbps",
-              "accel.gpu.latency_ns_mean", "window_ns", "window.ddr.read_gbps"):
+              "accel.gpu.latency_ns_mean", "window_ns", "host.window.ddr.read_gbps"):
         assert with_nic[k] == without[k], k
     assert with_nic["accel.nic0.accesses"] == 0 and not any(c.startswith("nic.") for c in with_nic.index)
 
@@ -81,7 +81,7 @@ def test_together_each_initiator_loses_and_the_dram_holds():
     host = mixed.run(s, accelerators=False, **SHORT).iloc[0]
     gpu = mixed.run(s, host=False, accel_requests=100_000).iloc[0]
     alone = mixed.run(s, host=False, accelerators=False, rao=dict(RAO, iters=2000)).iloc[0]
-    carried = lambda r: r["window.ddr.read_gbps"] + r["window.ddr.write_gbps"]
+    carried = lambda r: r["host.window.ddr.read_gbps"] + r["host.window.ddr.write_gbps"]
     assert carried(host) + carried(gpu) > peak  # the demand exceeds the DRAM's capacity
     for r in (both, host, gpu, alone):
         assert carried(r) <= peak

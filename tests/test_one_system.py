@@ -70,9 +70,9 @@ def test_sides_that_share_nothing_run_as_they_do_alone(system):
     assert both["host.stream_gbps"] == pytest.approx(host["host.stream_gbps"], rel=0.005)
     assert both["accel.gpu.bandwidth_gbps"] == pytest.approx(gpu["accel.gpu.bandwidth_gbps"], rel=0.005)
     # Each window carried its own side's traffic only: the accelerator's reads are the expander's.
-    assert both["window.cxl0.read_gbps"] == pytest.approx(both["accel.gpu.bandwidth_gbps"], rel=0.01)
-    assert both["window.cxl0.write_gbps"] == 0
-    assert both["window.ddr.read_gbps"] == pytest.approx(both["host.read_gbps"], rel=0.01)
+    assert both["host.window.cxl0.read_gbps"] == pytest.approx(both["accel.gpu.bandwidth_gbps"], rel=0.01)
+    assert both["host.window.cxl0.write_gbps"] == 0
+    assert both["host.window.ddr.read_gbps"] == pytest.approx(both["host.read_gbps"], rel=0.01)
 
 
 def test_sides_that_share_a_dram_split_it_and_wait_in_its_queue(system):
@@ -97,7 +97,7 @@ def test_sides_that_share_an_expander_wait_in_its_port_and_device(system):
     assert both["host.stream_gbps"] < 0.95 * host["host.stream_gbps"]
     assert both["accel.gpu.bandwidth_gbps"] < 0.95 * gpu["accel.gpu.bandwidth_gbps"]
     # The expander's link carries both sides' reads back to the host.
-    assert both["cxl0.link.s2m.data_gbps"] == pytest.approx(both["host.read_gbps"] + both["accel.gpu.bandwidth_gbps"],
+    assert both["cxl0_link0.s2m.data_gbps"] == pytest.approx(both["host.read_gbps"] + both["accel.gpu.bandwidth_gbps"],
                                                             rel=0.02)
     for side, alone in (("host", host), ("gpu", gpu)):
         s, s0 = stages(both, side), stages(alone, side)

@@ -112,7 +112,7 @@ def test_first_touch_placement_lets_a_threads_streams_share_rows(presets):
     for df in (ft, ct):
         # Placement moves no bytes: add reads three lines for each it writes.
         assert df.loc["add", "read_gbps"] == pytest.approx(3 * df.loc["add", "write_gbps"], rel=0.03)
-    assert ft.loc["add", "cxl.media.row_hit_rate"] > ct.loc["add", "cxl.media.row_hit_rate"] + 0.2
+    assert ft.loc["add", "cxl_dev0.media.row_hit_rate"] > ct.loc["add", "cxl_dev0.media.row_hit_rate"] + 0.2
     # Media-bound either way, so with rows shared add moves about as many bytes as copy.
     total = lambda df, k: df.loc[k, "read_gbps"] + df.loc[k, "write_gbps"]
     assert total(ft, "add") == pytest.approx(total(ft, "copy"), rel=0.1)
@@ -126,7 +126,7 @@ def test_write_backs_leave_the_l2_far_behind_the_reads(presets):
     kw = dict(threads=16, lines_per_thread=4000)
     far = simcxl.stream(presets["cxl-fpga"], ["copy"], **kw).iloc[0]
     near = simcxl.stream(presets["cxl-fpga"].replace(**{"host.l2_bytes": 1024}), ["copy"], **kw).iloc[0]
-    assert near["cxl.media.row_hit_rate"] > far["cxl.media.row_hit_rate"] + 0.08
+    assert near["cxl_dev0.media.row_hit_rate"] > far["cxl_dev0.media.row_hit_rate"] + 0.08
     for r in (far, near):  # the same lines move either way, only later
         assert r["read_gbps"] == pytest.approx(2 * r["write_gbps"], rel=0.02)
     assert far["stream_gbps"] == pytest.approx(near["stream_gbps"], rel=0.06)
@@ -341,7 +341,7 @@ def test_remote_reads_for_ownership_write_the_memory_directory(presets):
     on = simcxl.stream(s, ["copy", "add"], threads=8, lines_per_thread=3000).set_index("kernel")
     off = simcxl.stream(s.replace(**{"remote.link.directory_writes": 0}), ["copy", "add"], threads=8,
                         lines_per_thread=3000).set_index("kernel")
-    rd, wr = "remote.dram.read_gbps", "remote.dram.write_gbps"
+    rd, wr = "remote_dram.read_gbps", "remote_dram.write_gbps"
     assert on.loc["copy", wr] == pytest.approx(on.loc["copy", rd], rel=0.05)
     assert off.loc["copy", wr] == pytest.approx(off.loc["copy", rd] / 2, rel=0.05)
     assert on.loc["add", wr] == pytest.approx(on.loc["add", rd] * 2 / 3, rel=0.05)

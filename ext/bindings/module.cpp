@@ -65,11 +65,16 @@ PYBIND11_MODULE(_core, m) {
                                       py::arg("doc") = p.doc));
             py::dict derived;
             for (const auto& d : t.derived) derived[py::str(d.first)] = d.second;
+            py::list stats;
+            for (const StatSpec& st : componentStats(t.name))
+                stats.append(py::dict(py::arg("name") = st.name, py::arg("unit") = st.unit, py::arg("when") = st.when,
+                                      py::arg("doc") = st.doc));
             out.append(py::dict(py::arg("name") = t.name, py::arg("doc") = t.doc, py::arg("groups") = groups,
-                                py::arg("ports") = ports, py::arg("derived") = derived));
+                                py::arg("ports") = ports, py::arg("derived") = derived, py::arg("stats") = stats));
         }
         return out;
-    }, "The registered component types: their parameter groups (key, schema struct), ports and derived parameters.");
+    }, "The registered component types: their parameter groups (key, schema struct), ports, derived parameters "
+       "and the statistics each reports as <component>.<stat>.");
 
     bindWorkloads(m);
 

@@ -340,13 +340,13 @@ def target_col(df: pd.DataFrame) -> List[str]:
 
 def windows_table(df: pd.DataFrame) -> None:
     """What the address map sent to each window (address-map runs only)."""
-    names = [c[len("window."):-len(".read_gbps")] for c in df.columns
-             if c.startswith("window.") and c.endswith(".read_gbps")]
-    if not names:
+    # The host's stats <host>.window.<w>.read_gbps (docs/reference/stats.md).
+    found = [(c[:-len(".read_gbps")], c.split(".window.", 1)[1][:-len(".read_gbps")]) for c in df.columns
+             if ".window." in c and c.endswith(".read_gbps")]
+    if not found:
         return
-    rows = [{"memory": r["memory"], "window": n, "read_gbps": r[f"window.{n}.read_gbps"],
-             "write_gbps": r[f"window.{n}.write_gbps"]}
-            for _, r in df.iterrows() for n in names if pd.notna(r.get(f"window.{n}.read_gbps"))]
+    rows = [{"memory": r["memory"], "window": n, "read_gbps": r[k + ".read_gbps"], "write_gbps": r[k + ".write_gbps"]}
+            for _, r in df.iterrows() for k, n in found if pd.notna(r.get(k + ".read_gbps"))]
     click.echo("per window of the address map:")
     click.echo(table(pd.DataFrame(rows), ["memory", "window", "read_gbps", "write_gbps"]))
 

@@ -59,4 +59,7 @@ def topology_types(as_json):
                        + (f"; {p['doc']}" if p["doc"] else ""))
         names = [p["name"] for p in t["parameters"]]
         click.echo(f"  {len(names)} parameters: {', '.join(names)}")
+        if t["stats"]:
+            click.echo(f"  {len(t['stats'])} statistics (<{t['type']}>.<stat>): "
+                       + ", ".join(s["name"] for s in t["stats"]))
         click.echo("")

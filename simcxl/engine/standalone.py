@@ -297,13 +297,18 @@ def host_names(memory: Memory) -> list:
     return [c.name for c in graph.of_type("host")] if graph is not None else ["host"]
 
 
+def _run_result(key: str, pre: str) -> bool:
+    """A host run's own result (<host>.read_gbps), not the host component's stats (<host>.window.*)."""
+    return key.startswith(pre) and not key.startswith(pre + "window.")
+
+
 def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None, fm=None, **common) -> pd.DataFrame:
     """Traffic on several hosts of one system at once: a topology whose hosts share switches and
     multi-logical devices. ``runs`` maps host names to their own settings, over ``common`` ones (any of
     ``HOST_SETTINGS``, as ``traffic`` takes them); None: every host with ``common``. The first host listed
     paces the measurement window (10 % to 90 % of its ``requests``); the others issue throughout it. One row
     per host: its bandwidth and read (and probe) latency over that window; ``df.attrs["components"]``: every
-    component's counters over it (switch ports, MLD logical devices, links, media). A host with
+    component's counters over it, each ``<component>.<stat>`` (docs/reference/stats.md). A host with
     ``follow_extents=True`` sends every access to a line its dynamic-capacity LD holds at the time, so its
     memory grows and shrinks with the fabric manager's extents. ``fm``: a
     :class:`simcxl.workloads.fabric.FabricManager` whose dynamic-capacity commands run during it
@@ -338,12 +343,12 @@ def hosts(memory: Memory, runs: Optional[dict] = None, progress: Progress = None
     rows = []
     for name in runs:
         pre = name + "."
-        rows.append({"host": name, **{k[len(pre):]: v for k, v in r.items() if k.startswith(pre)}})
+        rows.append({"host": name, **{k[len(pre):]: v for k, v in r.items() if _run_result(k, pre)}})
     df = pd.DataFrame(rows)
     df.insert(0, "memory", system.name)
     df["window_ns"], df["window_start_ns"] = r["window_ns"], r["window_start_ns"]
     df.attrs["components"] = {k: v for k, v in r.items()
-                              if k not in ("window_ns", "window_start_ns") and not any(k.startswith(n + ".") for n in runs)}
+                              if k not in ("window_ns", "window_start_ns") and not any(_run_result(k, n + ".") for n in runs)}
     if fm is not None:
         df.attrs["fm_events"] = fm.events()
     return _attrs(df, system, "hosts", runs={n: {**common, **(o or {})} for n, o in runs.items()})

@@ -67,6 +67,8 @@ def _types() -> Dict[str, ComponentType]:
 TYPES: Dict[str, ComponentType] = _types()
 #: A type's parameters that follow from its connections: {type: {parameter: why}}.
 DERIVED: Dict[str, Dict[str, str]] = {t["name"]: dict(t["derived"]) for t in _core.component_types() if t["derived"]}
+#: The statistics each type reports as <component>.<stat>: {type: [{name, unit, when, doc}, ...]}.
+STATS: Dict[str, list] = {t["name"]: list(t["stats"]) for t in _core.component_types()}
 
 
 def group_class(ctype: ComponentType, group: str) -> type:
@@ -74,7 +76,8 @@ def group_class(ctype: ComponentType, group: str) -> type:
 
 
 def describe() -> list:
-    """Every type with its ports and parameters (name, default, unit, lo, hi, doc), for the CLI and docs."""
+    """Every type with its ports, parameters (name, default, unit, lo, hi, doc) and the statistics it
+    reports (docs/reference/stats.md), for the CLI and docs."""
     out = []
     for t in TYPES.values():
         params = []
@@ -86,6 +89,6 @@ def describe() -> list:
         out.append({"type": t.name, "doc": t.doc,
                     "ports": [{"name": p.name, "channel": p.channel, "protocols": sorted(p.protocols),
                                "faces": p.faces, "multi": p.multi, "required": p.required, "doc": p.doc} for p in t.ports],
-                    "parameters": params})
+                    "parameters": params, "stats": STATS.get(t.name, [])})
     return out
 

@@ -6,13 +6,13 @@ where the fabric manager added extents. Each command goes through three steps: t
 manager sends it to the device (``command_ns``), the device reports a dynamic-capacity event to
 the host, and the host accepts the extent (an add) or lets it go (a release) after ``accept_ns``;
 from then on the extent serves reads and writes, or an access to it reads poison (a write is
-dropped), counted per LD as ``<device>.device.ld<i>.dc_poison_reads`` / ``dc_dropped_writes``.
+dropped), counted per LD as ``<device>.ld<i>.dc_poison_reads`` / ``dc_dropped_writes``.
 Neither latency has a published figure to fit; both are assumptions to set for the system studied.
 
 An LD of a multi-logical device may be unbound from its host and bound to another host that
 reaches the device (or the same one, on another LD) during the run, with the same two steps (the
 command, then the host's hot-remove or hot-add). A host with no LD bound reads poison and its
-writes are dropped (``<device>.device.denied_reads`` / ``denied_writes``); it never reaches any
+writes are dropped (``<device>.denied_reads`` / ``denied_writes``); it never reaches any
 LD's lines, so a host bound to a fresh LD never sees what another host left in its old one.
 
     fm = FabricManager()

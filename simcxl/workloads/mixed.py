@@ -131,7 +131,8 @@ def run(system: Memory, *, host: bool = True, kernel: str = "triad", threads: Op
     One row: ``host.stream_gbps``, ``host.read_latency_ns_mean`` and ``host.read.stage.<stage>_ns``;
     ``accel.<device>.bandwidth_gbps``, ``.latency_ns_mean``, ``.stage.<stage>_ns``; ``nic.<device>.ops_per_second``,
     ``.latency_ns_mean``, ``.stage.<stage>_ns`` (cxl-nic: post, wait, execute, notice; pcie-nic: doorbell,
-    descriptor, data, completion); ``window.<w>.*`` (what each window carried) and every component's counters."""
+    descriptor, data, completion); ``<host>.window.<w>.*`` (what each window carried) and every component's counters, ``<component>.<stat>``
+    (docs/reference/stats.md)."""
     s = load(system)
     nic = nic_device(s)
     if not s.devices and accelerators and rao is None:

@@ -10,7 +10,7 @@ invariants over all hosts::
 
     import simcxl
     df = simcxl.shared("examples/topologies/shared-8hosts-hdmdb.toml", pattern="pingpong", lines=4)
-    df.attrs["components"]["shared_mem.device.bisnp_inv"]
+    df.attrs["components"]["shared_mem.bisnp_inv"]
 """
 
 from __future__ import annotations
@@ -87,5 +87,7 @@ def shared(memory: Memory, hosts: Optional[Iterable[str]] = None, device: str = 
     df.insert(0, "memory", system.name)
     for k in ("accesses", "elapsed_ns", "accesses_per_us"):
         df[k] = r[k]
-    df.attrs["components"] = {k: v for k, v in r.items() if not any(k.startswith(h + ".") for h in taking)}
+    # A host's run results are <host>.<result>; its component stats (<host>.window.*) stay with the components.
+    df.attrs["components"] = {k: v for k, v in r.items()
+                              if not any(k.startswith(h + ".") and not k.startswith(h + ".window.") for h in taking)}
     return _attrs(df, system, "shared", **{k: v for k, v in args.items() if k != "seed"}, seed=seed)

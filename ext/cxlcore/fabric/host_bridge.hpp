@@ -67,6 +67,7 @@ class HostBridge : public Component, public Target {
 
     const HdmDecoder& decoder() const { return hdm_; }
     const BridgeStats& stats() const { return stats_; }
+    bool throttles() const { return throttle_; }  // devload_throttle is on
     void resetStats() { stats_ = BridgeStats(); }
     void checkpoint(StateVisitor& v, const std::string& n) {
         tracker_.checkpoint(v, n + ".tracker");

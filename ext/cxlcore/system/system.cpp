@@ -19,6 +19,8 @@ class CxlBuilder {
         std::vector<std::unique_ptr<Type3Device>>& devices;
         std::vector<std::unique_ptr<CxlSwitch>>& switches;
         std::vector<CxlLink*>& switchLinks;
+        std::vector<std::string>& linkNames;
+        std::map<const Type3Device*, std::string>& deviceNames;
     };
     CxlBuilder(EventLoop& loop, const Graph& g, Fabric f, MemoryWindow& w, uint64_t seed, uint64_t stopAfter)
         : loop_(loop), g_(g), f_(f), w_(w), seed_(seed), stopAfter_(stopAfter) {}
@@ -36,7 +38,6 @@ class CxlBuilder {
             if (fresh) {
                 f_.switches.push_back(std::make_unique<CxlSwitch>(loop_, dev.params.SwitchParams_, dev.name));
                 sw = f_.switches.back().get();
-                w_.switches.push_back(sw);
                 for (const Connection* k : g_.leaving(dev.name, "dsp")) {
                     MemEndpoint* child = nullptr;
                     CxlLink* l = build(*k, "", seed_ + 7919 * ++deeper_, child);
@@ -50,15 +51,15 @@ class CxlBuilder {
             const std::string at = u ? dev.name + ".up" + std::to_string(u) : dev.name;
             f_.links.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, at + ".link", seed));
             f_.switchLinks.push_back(f_.links.back().get());
+            f_.linkNames.push_back(link.name);
             below = &sw->addUpstream(*f_.links.back(), u ? at : dev.name + ".up");
             return f_.links.back().get();
         }
-        w_.deviceNames.push_back(name);
         f_.links.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, name + ".link", seed));
-        w_.links.push_back(f_.links.back().get());
+        f_.linkNames.push_back(link.name);
         f_.devices.push_back(std::make_unique<Type3Device>(loop_, dev.params.DeviceParams_, dev.params.DramParams_,
                                                            *f_.links.back(), name));
-        w_.devices.push_back(f_.devices.back().get());
+        f_.deviceNames[f_.devices.back().get()] = dev.name;
         w_.reach.push_back(f_.devices.back().get());
         f_.devices.back()->stopAfter(stopAfter_);
         below = f_.devices.back().get();
@@ -103,7 +104,7 @@ void System::buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows) {
         HdmDecoder::share(w.p.size ? w.p.size : HdmDecoder::kMaxWindow, ports.size(), w.p.bridge.interleave_bytes);
     // The first CXL window keeps the seeds a single-memory system has.
     const uint64_t base = p_.seed + 1000003ull * cxlWindows;
-    CxlBuilder b(loop, g, {links_, devices_, switches_, switchLinks_}, w, base + 17 * ports.size(),
+    CxlBuilder b(loop, g, {links_, devices_, switches_, switchLinks_, linkNames_, deviceNames_}, w, base + 17 * ports.size(),
                  p_.fault_device_stops_after);
     for (uint32_t i = 0; i < ports.size(); ++i) {
         // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...); each
@@ -126,13 +127,9 @@ void System::buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows) {
     h.p = d;
     h.mapped = !d.windows.empty();
     const std::vector<WindowParams> map = d.addressMap();
-    // The host's DRAM is named after the window that maps it, if any; with
-    // several hosts, after its component (one host keeps the name it always had).
+    // The host's DRAM is named after its component (a window that maps it has that name too).
     const bool several = !p_.peers.empty();
-    h.localName = several ? d.local_dram_name : "local_dram";
-    if (h.mapped)
-        for (const WindowParams& w : map)
-            if (w.kind == MemoryKind::LocalDram) h.localName = w.name;
+    h.localName = d.local_dram_name.empty() ? "local_dram" : d.local_dram_name;
     h.localDram = std::make_unique<DramController>(loop, d.local_dram, h.localName);
     h.windows.resize(map.size());
     for (size_t k = 0; k < map.size(); ++k) {
@@ -142,6 +139,8 @@ void System::buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows) {
             w.target = h.localDram.get();
         } else if (w.p.kind == MemoryKind::RemoteNuma) {
             w.remote = std::make_unique<InterSocket>(loop, w.p.intersocket, w.p.remote_dram);
+            w.remoteDram = p_.graph ? p_.graph->below(*p_.graph->leaving(w.p.node, "down").at(0)).name
+                                    : w.p.node + ".dram";
             w.target = w.remote.get();
         } else {
             buildCxl(h, w, cxlWindows++);

@@ -8,6 +8,7 @@
 // through the same address map.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,11 +23,9 @@
 #include "cxlcore/host/remote_socket.hpp"
 #include "cxlcore/host/uncore.hpp"
 #include "cxlcore/kernel/trace.hpp"
+#include "cxlcore/system/report.hpp"
 
 namespace cxlcore {
-
-// Ordered name -> value pairs: every result the engine returns.
-using Report = std::vector<std::pair<std::string, double>>;
 
 // One window of a host's address map and the components that serve it. A
 // local-dram window is served by the host's own DRAM (HostPart::localDram).
@@ -34,15 +33,9 @@ struct MemoryWindow {
     WindowParams p;
     Target* target = nullptr;
     std::unique_ptr<InterSocket> remote;
+    std::string remoteDram;  // the graph name of the remote socket's DRAM
     std::unique_ptr<HostBridge> bridge;
-    // What reports list under the window: every Type-3 device and switch
-    // below its bridge, behind switches too, each with the link above it. The
-    // System owns them; one that several hosts reach is listed under the
-    // window that reached it first.
-    std::vector<CxlLink*> links;
-    std::vector<Type3Device*> devices;
-    std::vector<std::string> deviceNames;  // as reports and stall messages name them
-    std::vector<CxlSwitch*> switches;
+    // Every Type-3 device below the bridge, behind switches too, whoever built it.
     std::vector<Type3Device*> reach;  // every Type-3 device below the bridge, whoever built it
 };
 
@@ -52,7 +45,7 @@ struct HostPart {
     HostDesc p;
     uint8_t index = 0;
     bool mapped = false;    // built from an explicit map (else the one window of a single-memory system)
-    std::string localName;  // its DRAM, as reports name it
+    std::string localName;  // its DRAM's component name
     std::unique_ptr<DramController> localDram;
     std::vector<MemoryWindow> windows;  // the address map, in its order
     std::unique_ptr<Uncore> uncore;
@@ -119,6 +112,9 @@ class System {
     std::vector<std::unique_ptr<Type3Device>> devices_;
     std::vector<std::unique_ptr<CxlSwitch>> switches_;
     std::vector<CxlLink*> switchLinks_;  // above each switch's upstream ports, in the order they were built
+    // The graph component names reports give them (links_[i] is linkNames_[i]).
+    std::vector<std::string> linkNames_;
+    std::map<const Type3Device*, std::string> deviceNames_;
     Watchdog watchdog_{pool};
 };
 

@@ -71,11 +71,26 @@ class CXLAcpiCedt(X86ACPISysDescTable):
     window_restrictions = VectorParam.UInt16([], "restrictions of each window (bit 1 Type-3, bit 2 volatile)")
 
 
+class CXLAcpiMcfg(X86ACPISysDescTable):
+    """PCI Express memory-mapped configuration (ECAM) ranges: where Linux reads
+    configuration space past 256 bytes (the CXL DVSECs), segment 0."""
+
+    type = "CXLAcpiMcfg"
+    cxx_header = "devices/cxl_acpi.hh"
+    cxx_class = "gem5::CXLAcpiMcfg"
+
+    ecam_bases = VectorParam.UInt64([], "address of bus 0 of each ECAM range (1 MiB aligned)")
+    ecam_first_buses = VectorParam.UInt8([], "first bus of each ECAM range")
+    ecam_last_buses = VectorParam.UInt8([], "last bus of each ECAM range")
+
+
 class CXLAcpiFadt(X86ACPISysDescTable):
-    """Fixed ACPI Description Table and, written beside it, an empty DSDT:
-    with them Linux enables ACPI (and so parses HMAT); without them it boots
-    with ACPI disabled. The PM1 ports are answered by the PC's unclaimed-port
-    device (reads 0)."""
+    """Fixed ACPI Description Table and, written beside it, the DSDT: with them
+    Linux enables ACPI (and so parses HMAT); without them it boots with ACPI
+    disabled. The DSDT is empty unless CXL host bridges are given: then it
+    declares the CXL root (ACPI0017), each bridge as a PCIe root bridge
+    (ACPI0016, its CEDT CHBS UID) and reserves the ECAM ranges (PNP0C02). The
+    PM1 ports are answered by the PC's unclaimed-port device (reads 0)."""
 
     type = "CXLAcpiFadt"
     cxx_header = "devices/cxl_acpi.hh"
@@ -85,3 +100,11 @@ class CXLAcpiFadt(X86ACPISysDescTable):
     pm1a_event_port = Param.UInt32(0x600, "I/O port of the PM1a event block (4 bytes)")
     pm1a_control_port = Param.UInt32(0x604, "I/O port of the PM1a control block (2 bytes)")
     boot_arch = Param.UInt16(0x3, "IA-PC boot architecture flags (bit 0 legacy devices, bit 1 8042)")
+    cxl_bridge_uids = VectorParam.UInt32([], "CEDT CHBS UID of each CXL host bridge")
+    cxl_bridge_first_buses = VectorParam.UInt8([], "root bus of each CXL host bridge")
+    cxl_bridge_last_buses = VectorParam.UInt8([], "last bus below each CXL host bridge")
+    cxl_bridge_mmio_bases = VectorParam.UInt64([], "base of the window for BARs below each bridge")
+    cxl_bridge_mmio_sizes = VectorParam.UInt64([], "size of that window")
+    ecam_bases = VectorParam.UInt64([], "ECAM ranges to reserve (as CXLAcpiMcfg's)")
+    ecam_first_buses = VectorParam.UInt8([], "first bus of each ECAM range")
+    ecam_last_buses = VectorParam.UInt8([], "last bus of each ECAM range")

@@ -6,6 +6,7 @@
 #include "mem/port_proxy.hh"
 #include "cxlcore/kernel/sim.hpp"
 #include "cxlcore/platform/acpi.hpp"
+#include "cxlcore/platform/aml.hpp"
 
 namespace gem5
 {
@@ -36,6 +37,21 @@ build(const std::string &obj, F &&f)
         // Configuration time (m5.instantiate), before any tick is simulated.
         fatal("%s: bad ACPI table parameter: %s", obj, e.what());
     }
+}
+
+template <typename P>
+std::vector<acpi::EcamRange>
+ecamRanges(const std::string &obj, const P &p)
+{
+    sameLength(obj, "ecam_bases", p.ecam_bases, "ecam_first_buses",
+               p.ecam_first_buses);
+    sameLength(obj, "ecam_bases", p.ecam_bases, "ecam_last_buses",
+               p.ecam_last_buses);
+    std::vector<acpi::EcamRange> r;
+    for (size_t i = 0; i < p.ecam_bases.size(); ++i)
+        r.push_back({p.ecam_bases[i], 0, uint8_t(p.ecam_first_buses[i]),
+                     uint8_t(p.ecam_last_buses[i])});
+    return r;
 }
 
 } // anonymous namespace
@@ -146,9 +162,36 @@ CXLAcpiCedt::CXLAcpiCedt(const Params &p)
     body = build(name(), [&] { return acpi::cedtBody(br, win); });
 }
 
+CXLAcpiMcfg::CXLAcpiMcfg(const Params &p)
+    : CXLAcpiTable(p, "MCFG", acpi::kMcfgRevision)
+{
+    const auto ecam = ecamRanges(name(), p);
+    body = build(name(), [&] { return acpi::mcfgBody(ecam); });
+}
+
 CXLAcpiFadt::CXLAcpiFadt(const Params &p)
     : SysDescTable(p, "FACP", acpi::kFadtRevision)
 {
+    sameLength(name(), "cxl_bridge_uids", p.cxl_bridge_uids,
+               "cxl_bridge_first_buses", p.cxl_bridge_first_buses);
+    sameLength(name(), "cxl_bridge_uids", p.cxl_bridge_uids,
+               "cxl_bridge_last_buses", p.cxl_bridge_last_buses);
+    sameLength(name(), "cxl_bridge_uids", p.cxl_bridge_uids,
+               "cxl_bridge_mmio_bases", p.cxl_bridge_mmio_bases);
+    sameLength(name(), "cxl_bridge_uids", p.cxl_bridge_uids,
+               "cxl_bridge_mmio_sizes", p.cxl_bridge_mmio_sizes);
+    std::vector<acpi::CxlRootBridge> br;
+    for (size_t i = 0; i < p.cxl_bridge_uids.size(); ++i)
+        br.push_back({p.cxl_bridge_uids[i], 0,
+                      uint8_t(p.cxl_bridge_first_buses[i]),
+                      uint8_t(p.cxl_bridge_last_buses[i]),
+                      p.cxl_bridge_mmio_bases[i], p.cxl_bridge_mmio_sizes[i]});
+    const auto ecam = ecamRanges(name(), p);
+    // Without CXL host bridges the namespace stays empty, as before them.
+    const std::vector<uint8_t> aml = br.empty() && ecam.empty()
+        ? std::vector<uint8_t>{}
+        : build(name(), [&] { return acpi::dsdtBody(br, ecam); });
+    dsdt = acpi::table("DSDT", acpi::kDsdtRevision, aml);
     // Check the parameters now, at configuration time, with a stand-in DSDT address.
     build(name(), [&] {
         return acpi::fadtBody({1, p.sci_interrupt, p.pm1a_event_port,
@@ -160,9 +203,6 @@ Addr
 CXLAcpiFadt::writeBuf(PortProxy &phys, X86ISA::ACPI::Allocator &alloc,
                       std::vector<uint8_t> &mem) const
 {
-    // An empty definition block: no devices in the namespace.
-    const std::vector<uint8_t> dsdt =
-        acpi::table("DSDT", acpi::kDsdtRevision, {});
     const Addr dsdt_addr = alloc.alloc(dsdt.size(), 16);
     phys.writeBlob(dsdt_addr, dsdt.data(), dsdt.size());
     const std::vector<uint8_t> body = acpi::fadtBody(

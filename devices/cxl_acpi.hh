@@ -12,6 +12,7 @@
 #include "params/CXLAcpiCedt.hh"
 #include "params/CXLAcpiFadt.hh"
 #include "params/CXLAcpiHmat.hh"
+#include "params/CXLAcpiMcfg.hh"
 #include "params/CXLAcpiSlit.hh"
 #include "params/CXLAcpiSrat.hh"
 
@@ -60,7 +61,15 @@ class CXLAcpiCedt : public CXLAcpiTable
     CXLAcpiCedt(const Params &p);
 };
 
-// The FADT's body holds the DSDT's address, so it is built when written.
+class CXLAcpiMcfg : public CXLAcpiTable
+{
+  public:
+    PARAMS(CXLAcpiMcfg);
+    CXLAcpiMcfg(const Params &p);
+};
+
+// The FADT's body holds the DSDT's address, so it is built when written;
+// the DSDT declares the CXL root and host bridges when it is given them.
 class CXLAcpiFadt : public X86ISA::ACPI::SysDescTable
 {
   public:
@@ -70,6 +79,9 @@ class CXLAcpiFadt : public X86ISA::ACPI::SysDescTable
   protected:
     Addr writeBuf(PortProxy &phys, X86ISA::ACPI::Allocator &alloc,
                   std::vector<uint8_t> &mem) const override;
+
+  private:
+    std::vector<uint8_t> dsdt;
 };
 
 } // namespace gem5

@@ -83,6 +83,7 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
 
     DramController& media() { return media_; }
     const DramController& media() const { return media_; }
+    const DeviceParams& params() const { return p_; }
     const DeviceStats& stats() const { return stats_; }
     void resetStats(Tick now) {
         stats_ = DeviceStats();

@@ -1,0 +1,47 @@
+# CXL.io in gem5: PCI functions whose configuration space and registers are
+# the SimCXL core's (ext/cxlcore/cxlio), and the ECAM window Linux reaches
+# their extended configuration space through. simcxl.gem5.board wires them
+# below the PC's PCI host. Build-time file: imports m5 only (X86 builds).
+
+from m5.objects.Device import PioDevice
+from m5.objects.PciDevice import PciDevice, PciMemBar, PciMemUpperBar
+from m5.params import *
+from m5.proxy import *
+
+
+class CXLPciFunction(PciDevice):
+    """A Type-3 memory device (class 05h/02h/10h) or a CXL port (root, switch
+    upstream or downstream; type 1 header), its DVSECs, component registers,
+    device registers, mailbox and CDAT from the core. gem5's own config-space
+    parameters (VendorID, BARs' contents, ...) are unused: the core answers."""
+
+    type = "CXLPciFunction"
+    cxx_header = "devices/cxl_pci_function.hh"
+    cxx_class = "gem5::CXLPciFunction"
+
+    kind = Param.String("type3", "type3, root_port, switch_upstream or switch_downstream")
+    expander = Param.CXLType3Expander(
+        NULL, "the device this function is (type3), or the device below the port: its link's width and speed")
+    capacity = Param.MemorySize("0", "type3: bytes of volatile memory, a multiple of 256 MiB")
+    lsa_bytes = Param.UInt32(1024, "type3: label storage area bytes")
+    decoders = Param.UInt32(4, "HDM decoders (type3, switch_upstream: 1, 2, 4, 6, 8 or 10; 0 for other ports)")
+    targets = Param.UInt32(1, "switch_upstream: downstream ports its decoders may target")
+    port_number = Param.UInt8(0, "ports: the port number in the Link Capabilities register")
+    # BAR 0, 64-bit: component registers (and, on a device, device registers).
+    BAR0 = PciMemBar(size="128KiB")
+    BAR1 = PciMemUpperBar()
+
+
+class CXLEcam(PioDevice):
+    """1 MiB of configuration space per bus from `base` (bus 0), for buses
+    first_bus..last_bus: the range a CXLAcpiMcfg entry names."""
+
+    type = "CXLEcam"
+    cxx_header = "devices/cxl_pci_function.hh"
+    cxx_class = "gem5::CXLEcam"
+
+    base = Param.Addr("address of bus 0's configuration space (1 MiB aligned)")
+    first_bus = Param.UInt8("first bus it decodes")
+    last_bus = Param.UInt8("last bus it decodes")
+    functions = VectorParam.CXLPciFunction([], "the functions on those buses")
+    pio_latency = Param.Latency("30ns", "configuration access latency")

@@ -1,0 +1,95 @@
+// gem5 PCI functions of CXL.io: a Type-3 memory device or a CXL port (root,
+// switch upstream or downstream) whose configuration space and BAR 0
+// registers are the SimCXL core's (cxlcore/cxlio). Linux reaches the first
+// 256 bytes of configuration space through the PC's PCI host (CF8/CFC) and
+// the rest, where the CXL DVSECs are, through ECAM (CXLEcam, the MCFG's
+// range); both land in the same core function. The wrapper moves bytes and
+// keeps gem5's BAR where software placed the core's; every register's
+// behaviour is the core's.
+#ifndef __DEVICES_CXL_PCI_FUNCTION_HH__
+#define __DEVICES_CXL_PCI_FUNCTION_HH__
+
+#include <memory>
+#include <vector>
+
+#include "base/statistics.hh"
+#include "cxlcore/cxlio/function.hpp"
+#include "dev/io_device.hh"
+#include "dev/pci/device.hh"
+#include "params/CXLEcam.hh"
+#include "params/CXLPciFunction.hh"
+
+namespace gem5
+{
+
+class CXLPciFunction : public PciDevice
+{
+  public:
+    PARAMS(CXLPciFunction);
+    CXLPciFunction(const Params &p);
+
+    Tick readConfig(PacketPtr pkt) override;
+    Tick writeConfig(PacketPtr pkt) override;
+    Tick read(PacketPtr pkt) override;
+    Tick write(PacketPtr pkt) override;
+    AddrRangeList getAddrRanges() const override;
+
+    // Any offset of the function's 4 KiB (ECAM); accesses of a size other
+    // than 1, 2 or 4 bytes, or crossing a dword, read all ones and are counted.
+    uint64_t configRead(uint32_t off, unsigned size);
+    void configWrite(uint32_t off, unsigned size, uint64_t value);
+
+    cxlcore::cxlio::Function &function() { return *fn; }
+
+  private:
+    // gem5's BAR answers where software placed the core's BAR 0.
+    void followBar();
+
+    std::unique_ptr<cxlcore::cxlio::Function> fn;
+    uint64_t malformed = 0;
+
+    struct FunctionStats : public statistics::Group
+    {
+        FunctionStats(CXLPciFunction &f);
+        void preDumpStats() override;
+        CXLPciFunction &fn;
+        // Copied from the core's counters when stats are dumped.
+        statistics::Scalar configReads, configWrites, badConfigAccesses;
+        statistics::Scalar mmioReads, mmioWrites, badMmioAccesses;
+        statistics::Scalar lockedWrites, commits, commitErrors;
+        statistics::Scalar mailboxCommands, mailboxFailures;
+        statistics::Scalar doeRequests, doeErrors;
+    } stats;
+};
+
+// The ECAM window of the buses below the CXL host bridges: 1 MiB per bus,
+// 4 KiB per function, as the MCFG gives it. An address no function answers
+// reads all ones (an unsupported request) and drops writes, counted.
+class CXLEcam : public PioDevice
+{
+  public:
+    PARAMS(CXLEcam);
+    CXLEcam(const Params &p);
+
+    Tick read(PacketPtr pkt) override;
+    Tick write(PacketPtr pkt) override;
+    AddrRangeList getAddrRanges() const override;
+
+  private:
+    CXLPciFunction *find(Addr addr, uint32_t &off) const;
+
+    const std::vector<CXLPciFunction *> functions;
+    const Addr base;
+    const unsigned firstBus, lastBus;
+    const Tick latency;
+
+    struct EcamStats : public statistics::Group
+    {
+        EcamStats(CXLEcam &e);
+        statistics::Scalar reads, writes, unclaimed;
+    } stats;
+};
+
+} // namespace gem5
+
+#endif // __DEVICES_CXL_PCI_FUNCTION_HH__

@@ -105,6 +105,4 @@ class CXLAcpiFadt(X86ACPISysDescTable):
     cxl_bridge_last_buses = VectorParam.UInt8([], "last bus below each CXL host bridge")
     cxl_bridge_mmio_bases = VectorParam.UInt64([], "base of the window for BARs below each bridge")
     cxl_bridge_mmio_sizes = VectorParam.UInt64([], "size of that window")
-    ecam_bases = VectorParam.UInt64([], "ECAM ranges to reserve (as CXLAcpiMcfg's)")
-    ecam_first_buses = VectorParam.UInt8([], "first bus of each ECAM range")
-    ecam_last_buses = VectorParam.UInt8([], "last bus of each ECAM range")
+    mcfg = Param.CXLAcpiMcfg(NULL, "the MCFG whose ECAM ranges the DSDT reserves (none: no ECAM)")

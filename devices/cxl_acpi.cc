@@ -6,7 +6,6 @@
 #include "mem/port_proxy.hh"
 #include "cxlcore/kernel/sim.hpp"
 #include "cxlcore/platform/acpi.hpp"
-#include "cxlcore/platform/aml.hpp"
 
 namespace gem5
 {
@@ -37,21 +36,6 @@ build(const std::string &obj, F &&f)
         // Configuration time (m5.instantiate), before any tick is simulated.
         fatal("%s: bad ACPI table parameter: %s", obj, e.what());
     }
-}
-
-template <typename P>
-std::vector<acpi::EcamRange>
-ecamRanges(const std::string &obj, const P &p)
-{
-    sameLength(obj, "ecam_bases", p.ecam_bases, "ecam_first_buses",
-               p.ecam_first_buses);
-    sameLength(obj, "ecam_bases", p.ecam_bases, "ecam_last_buses",
-               p.ecam_last_buses);
-    std::vector<acpi::EcamRange> r;
-    for (size_t i = 0; i < p.ecam_bases.size(); ++i)
-        r.push_back({p.ecam_bases[i], 0, uint8_t(p.ecam_first_buses[i]),
-                     uint8_t(p.ecam_last_buses[i])});
-    return r;
 }
 
 } // anonymous namespace
@@ -165,7 +149,13 @@ CXLAcpiCedt::CXLAcpiCedt(const Params &p)
 CXLAcpiMcfg::CXLAcpiMcfg(const Params &p)
     : CXLAcpiTable(p, "MCFG", acpi::kMcfgRevision)
 {
-    const auto ecam = ecamRanges(name(), p);
+    sameLength(name(), "ecam_bases", p.ecam_bases, "ecam_first_buses",
+               p.ecam_first_buses);
+    sameLength(name(), "ecam_bases", p.ecam_bases, "ecam_last_buses",
+               p.ecam_last_buses);
+    for (size_t i = 0; i < p.ecam_bases.size(); ++i)
+        ecam.push_back({p.ecam_bases[i], 0, uint8_t(p.ecam_first_buses[i]),
+                        uint8_t(p.ecam_last_buses[i])});
     body = build(name(), [&] { return acpi::mcfgBody(ecam); });
 }
 
@@ -186,7 +176,8 @@ CXLAcpiFadt::CXLAcpiFadt(const Params &p)
                       uint8_t(p.cxl_bridge_first_buses[i]),
                       uint8_t(p.cxl_bridge_last_buses[i]),
                       p.cxl_bridge_mmio_bases[i], p.cxl_bridge_mmio_sizes[i]});
-    const auto ecam = ecamRanges(name(), p);
+    const std::vector<acpi::EcamRange> ecam =
+        p.mcfg ? p.mcfg->ranges() : std::vector<acpi::EcamRange>{};
     // Without CXL host bridges the namespace stays empty, as before them.
     const std::vector<uint8_t> aml = br.empty() && ecam.empty()
         ? std::vector<uint8_t>{}

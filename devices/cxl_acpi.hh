@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arch/x86/bios/acpi.hh"
+#include "cxlcore/platform/aml.hpp"
 #include "params/CXLAcpiCedt.hh"
 #include "params/CXLAcpiFadt.hh"
 #include "params/CXLAcpiHmat.hh"
@@ -66,6 +67,13 @@ class CXLAcpiMcfg : public CXLAcpiTable
   public:
     PARAMS(CXLAcpiMcfg);
     CXLAcpiMcfg(const Params &p);
+    const std::vector<cxlcore::acpi::EcamRange> &ranges() const
+    {
+        return ecam;
+    }
+
+  private:
+    std::vector<cxlcore::acpi::EcamRange> ecam;
 };
 
 // The FADT's body holds the DSDT's address, so it is built when written;

@@ -55,11 +55,10 @@ Code withLength(const Code& rest) {
 Code seg(const std::string& s) { return Code(s.begin(), s.end()); }  // a 4-character NameSeg
 
 Code integer(uint64_t v) {
-    Code o;
     if (v == 0) return {0x00};  // ZeroOp
     if (v == 1) return {0x01};  // OneOp
     const int bytes = v <= 0xFF ? 1 : v <= 0xFFFF ? 2 : v <= 0xFFFFFFFFull ? 4 : 8;
-    o.push_back(bytes == 1 ? 0x0A : bytes == 2 ? 0x0B : bytes == 4 ? 0x0C : 0x0E);
+    Code o{uint8_t(bytes == 1 ? 0x0A : bytes == 2 ? 0x0B : bytes == 4 ? 0x0C : 0x0E)};
     put(o, v, bytes);
     return o;
 }

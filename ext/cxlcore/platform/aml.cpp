@@ -64,8 +64,9 @@ Code integer(uint64_t v) {
 }
 
 Code string(const std::string& s) {
+    // Byte by byte: GCC 12 at gem5's -O3 flags a range insert from an empty string (stringop-overread).
     Code o{0x0D};
-    o.insert(o.end(), s.begin(), s.end());
+    for (char c : s) o.push_back(uint8_t(c));
     o.push_back(0);
     return o;
 }

@@ -246,9 +246,12 @@ CXLEcam::find(Addr addr, uint32_t &off) const
     const Addr rel = addr - base;
     const PciBusAddr at(rel >> 20 & 0xFF, rel >> 15 & 0x1F, rel >> 12 & 0x7);
     off = rel & 0xFFF;
-    for (CXLPciFunction *f : functions)
-        if (f->busAddr() == at)
+    // PciBusAddr has no operator== in gem5 v24.
+    for (CXLPciFunction *f : functions) {
+        const PciBusAddr &b = f->busAddr();
+        if (b.bus == at.bus && b.dev == at.dev && b.func == at.func)
             return f;
+    }
     return nullptr;
 }
 

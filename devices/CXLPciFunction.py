@@ -45,3 +45,18 @@ class CXLEcam(PioDevice):
     last_bus = Param.UInt8("last bus it decodes")
     functions = VectorParam.CXLPciFunction([], "the functions on those buses")
     pio_latency = Param.Latency("30ns", "configuration access latency")
+
+
+class CXLHostBridgeRegs(PioDevice):
+    """A CXL host bridge's component registers at its CEDT CHBS base (64 KiB):
+    the HDM decoders cxl_acpi's port driver programs to route a window's
+    addresses over the bridge's root ports."""
+
+    type = "CXLHostBridgeRegs"
+    cxx_header = "devices/cxl_pci_function.hh"
+    cxx_class = "gem5::CXLHostBridgeRegs"
+
+    base = Param.Addr("the CHBS base (64 KiB aligned)")
+    decoders = Param.UInt32(1, "HDM decoders: 1, 2, 4, 6, 8 or 10")
+    targets = Param.UInt32(1, "target list length (root ports): 1, 2, 4 or 8")
+    pio_latency = Param.Latency("30ns", "register access latency")

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/logging.hh"
+#include "cxlcore/config/params.hpp"
 #include "cxlcore/kernel/sim.hpp"
 #include "devices/cxl_type3_expander.hh"
 #include "mem/packet_access.hh"
@@ -288,6 +289,80 @@ CXLEcam::EcamStats::EcamStats(CXLEcam &e)
       ADD_STAT(unclaimed, statistics::units::Count::get(),
                "ECAM accesses no function answered (reads all ones)")
 {
+}
+
+
+CXLHostBridgeRegs::CXLHostBridgeRegs(const Params &p)
+    : PioDevice(p), base(p.base), latency(p.pio_latency), stats(*this)
+{
+    fatal_if(base % cxlio::kComponentBytes,
+             "%s: bad parameter: base = %#x; allowed: a multiple of 64 KiB "
+             "(the CEDT CHBS range)", name(), base);
+    try {
+        regs = std::make_unique<cxlio::ComponentRegs>(
+            cxlio::ComponentKind::HostBridge, p.decoders, p.targets, 0,
+            cxlcore::LinkParams{});
+    } catch (const cxlcore::ConfigError &e) {
+        fatal("%s: bad parameter: %s", name(), e.what());
+    }
+}
+
+AddrRangeList
+CXLHostBridgeRegs::getAddrRanges() const
+{
+    return {RangeSize(base, cxlio::kComponentBytes)};
+}
+
+Tick
+CXLHostBridgeRegs::read(PacketPtr pkt)
+{
+    const unsigned size = pkt->getSize();
+    answer(pkt, size <= 8 ? regs->read(pkt->getAddr() - base, size)
+                          : ~uint64_t(0));
+    return latency;
+}
+
+Tick
+CXLHostBridgeRegs::write(PacketPtr pkt)
+{
+    const unsigned size = pkt->getSize();
+    if (size <= 8)
+        regs->write(pkt->getAddr() - base, size,
+                    pkt->getUintX(ByteOrder::little));
+    else
+        ++regs->stats->badMmioAccesses;
+    pkt->makeAtomicResponse();
+    return latency;
+}
+
+CXLHostBridgeRegs::BridgeStats::BridgeStats(CXLHostBridgeRegs &b)
+    : statistics::Group(&b), owner(b),
+      ADD_STAT(mmioReads, statistics::units::Count::get(),
+               "component register reads"),
+      ADD_STAT(mmioWrites, statistics::units::Count::get(),
+               "component register writes"),
+      ADD_STAT(badMmioAccesses, statistics::units::Count::get(),
+               "malformed or unmapped register accesses"),
+      ADD_STAT(commits, statistics::units::Count::get(),
+               "HDM decoders committed"),
+      ADD_STAT(commitErrors, statistics::units::Count::get(),
+               "HDM decoder commits refused (Error Not Committed)"),
+      ADD_STAT(lockedWrites, statistics::units::Count::get(),
+               "writes to committed or locked HDM decoders, dropped")
+{
+}
+
+void
+CXLHostBridgeRegs::BridgeStats::preDumpStats()
+{
+    statistics::Group::preDumpStats();
+    const cxlio::IoStats &s = *owner.regs->stats;
+    mmioReads = s.mmioReads;
+    mmioWrites = s.mmioWrites;
+    badMmioAccesses = s.badMmioAccesses;
+    commits = s.commits;
+    commitErrors = s.commitErrors;
+    lockedWrites = s.lockedWrites;
 }
 
 } // namespace gem5

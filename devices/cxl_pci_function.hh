@@ -17,6 +17,7 @@
 #include "dev/io_device.hh"
 #include "dev/pci/device.hh"
 #include "params/CXLEcam.hh"
+#include "params/CXLHostBridgeRegs.hh"
 #include "params/CXLPciFunction.hh"
 
 namespace gem5
@@ -87,6 +88,38 @@ class CXLEcam : public PioDevice
     {
         EcamStats(CXLEcam &e);
         statistics::Scalar reads, writes, unclaimed;
+    } stats;
+};
+
+
+// A CXL host bridge's component register block (the CEDT CHBS range, 64 KiB):
+// its HDM decoders route a window's addresses to root ports, and cxl_acpi's
+// port driver programs them. Accesses other than naturally aligned 4 or 8
+// bytes read all ones, counted by the core.
+class CXLHostBridgeRegs : public PioDevice
+{
+  public:
+    PARAMS(CXLHostBridgeRegs);
+    CXLHostBridgeRegs(const Params &p);
+
+    Tick read(PacketPtr pkt) override;
+    Tick write(PacketPtr pkt) override;
+    AddrRangeList getAddrRanges() const override;
+
+    cxlcore::cxlio::ComponentRegs &registers() { return *regs; }
+
+  private:
+    std::unique_ptr<cxlcore::cxlio::ComponentRegs> regs;
+    const Addr base;
+    const Tick latency;
+
+    struct BridgeStats : public statistics::Group
+    {
+        BridgeStats(CXLHostBridgeRegs &b);
+        void preDumpStats() override;
+        CXLHostBridgeRegs &owner;
+        statistics::Scalar mmioReads, mmioWrites, badMmioAccesses;
+        statistics::Scalar commits, commitErrors, lockedWrites;
     } stats;
 };
 

@@ -71,6 +71,10 @@ parser.add_argument("--warm", choices=["none", "atomic"], default="none",
                          "guest's work_begin and work_end marks (chase -m): GiB working sets in minutes")
 parser.add_argument("--force-kvm", action="store_true",
                     help="with --cpu kvm: use KVM cores even where the probe finds them slower than atomic ones")
+parser.add_argument("--cxl-io", action="store_true",
+                    help="Linux's CXL drivers find each window's host bridge, root ports and memory devices (ACPI "
+                         "DSDT/MCFG/CEDT, ECAM, PCI functions whose registers are the core's); PCI is then "
+                         "enumerated through ACPI (no pci=noacpi)")
 parser.add_argument("--local-preset", default=None,
                     help="preset whose host shapes the caches (default: the NUMA description's node 0)")
 args = parser.parse_args()
@@ -117,7 +121,7 @@ try:
     shape_o3(processor, tso=args.cores > 1)
     board = numa_board(processor=processor, cache_hierarchy=caches,
                        local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa,
-                       clk_freq=f"{CLOCK_KHZ // 1000}MHz")
+                       clk_freq=f"{CLOCK_KHZ // 1000}MHz", cxl_io=args.cxl_io)
 except (ParamError, ValueError, OSError) as e:
     parser.error(str(e))
 outdir = Path(m5.options.outdir)
@@ -126,7 +130,8 @@ with open(disk, "wb") as f:
     f.truncate(1 << 20)
 if args.warm == "atomic":
     board.exit_on_work_items = True  # the guest's work_begin/work_end marks return to this script
-# The DSDT is empty, so PCI devices are found by the legacy scan (pci=noacpi).
+# Without --cxl-io the DSDT is empty, so PCI devices are found by the legacy scan (pci=noacpi);
+# with it, the DSDT's CXL host bridges are PCI root bridges Linux scans through ACPI.
 # The TSC runs at the board's clock; telling Linux so (tsc_early_khz) keeps the guest's
 # clock_gettime exact whatever the cores (a KVM core's PIT calibration is not).
 # Every console byte is a port write that leaves a KVM guest (tens of microseconds
@@ -134,7 +139,8 @@ if args.warm == "atomic":
 console_args = ["quiet", "loglevel=4"] if args.cpu == "kvm" else ["earlyprintk=ttyS0"]
 board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
-    kernel_args=console_args + ["console=ttyS0", "pci=noacpi", f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
+    kernel_args=console_args + ["console=ttyS0"] + ([] if args.cxl_io else ["pci=noacpi"]) + [
+                                f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
                                 "lpj=7999923", "panic=-1", "no_timer_check",
                                 # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them
                                 "transparent_hugepage=never",
@@ -180,7 +186,8 @@ text = console.read_text(errors="replace") if console.exists() else ""
 print(f"exit: {cause} at {m5.curTick() / 1e12:.3f} simulated s, {wall:.1f} s wall, cpu={args.cpu}"
       + (f", warm=atomic, {switches} switches" if args.warm == "atomic" else ""))
 for ln in text.splitlines():
-    if re.search(r"NUMA|SRAT|SLIT|HMAT|node|Memory:|BIOS-e820|simcxl-guest|available|size|free|distances", ln):
+    if re.search(r"NUMA|SRAT|SLIT|HMAT|node|Memory:|BIOS-e820|simcxl-guest|available|size|free|distances"
+                 + (r"|cxl|CXL|PCI|pci|ACPI|MMCONFIG|ECAM" if args.cxl_io else ""), ln):
         print("console:", ln.strip())
 if "m5_exit" not in cause:
     print(f"the guest did not reach its m5 exit within {args.max_seconds} simulated seconds", file=sys.stderr)

@@ -77,9 +77,14 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
               help="Resume this checkpoint (e.g. with --cpu o3) and run the benchmark there.")
 @click.option("--max-seconds", type=click.FloatRange(0.001, 1e4), default=5.0, show_default=True,
               help="Simulated seconds at most.")
+@click.option("--cxl-driver", is_flag=True,
+              help="Linux's own CXL drivers (cxl_acpi, cxl_pci, cxl_port, cxl_mem) enumerate each window's host "
+                   "bridge, root ports and memory devices (ACPI DSDT/MCFG/CEDT, ECAM, the core's registers); with "
+                   "--bench topology the guest runs `cxl list -M -D -P -u` and its memdevs, ports and decoders "
+                   "come back as tables.")
 @json_opt
 def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
-           timed, warm, threads, mode, checkpoint, restore, max_seconds, as_json):
+           timed, warm, threads, mode, checkpoint, restore, max_seconds, cxl_driver, as_json):
     """Full system: Linux on gem5's X86 board with CXL memory as CPU-less NUMA nodes."""
     from ..gem5 import fs
     from ..engine.standalone import parse_size
@@ -89,6 +94,8 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                                accesses=accesses, threads=threads, mode=mode, kernel=stream_kernel,
                                elements=elements, marks=marks, timed=timed,
                                warm_lines=fs.default_warm_lines(local) if marks else 0)
+        if cxl_driver and bench == "topology":
+            run = fs.CXL_LIST
         numa = None
         if numa_file:
             from ..gem5.numa import Numa
@@ -97,11 +104,18 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
             except (OSError, ValueError) as e:
                 raise ParamError(f"--numa {numa_file}: {getattr(e, 'strerror', None) or e}") from None
         r = fs.boot(gem5, out, kernel=kernel, warm=warm, local=local, numa=numa, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
-                    local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore)
+                    local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore,
+                    cxl_io=cxl_driver)
+    cxl_tables = {}
+    if cxl_driver and run == fs.CXL_LIST:
+        from ..gem5 import cxlcli
+        docs = cxlcli.listings(r.console)
+        cxl_tables = cxlcli.tables(docs[-1]) if docs else {}
     if as_json:
         emit_json({"cause": r.cause, "cpu": r.cpu, "fallback": r.fallback or None, "topology": r.topology.__dict__,
                    "command": run,
-                   "results": r.frame.to_dict(orient="records")})
+                   "results": r.frame.to_dict(orient="records"),
+                   **({"cxl": {k: v.to_dict(orient="records") for k, v in cxl_tables.items()}} if cxl_driver else {})})
         return
     if r.fallback:
         click.echo(f"simcxl: booted on atomic cores, not KVM: {r.fallback}", err=True)
@@ -114,4 +128,9 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                    f"MB/s; write {h.get('write_latency', '-')} ns, {h.get('write_bandwidth', '-')} MB/s")
     if len(r.frame):
         click.echo(r.frame.to_string(index=False))
+    if cxl_driver and run == fs.CXL_LIST:
+        if not cxl_tables:
+            click.echo("cxl list printed nothing the parser could read; see the console", err=True)
+        for name, t in cxl_tables.items():
+            click.echo(f"{name}:\n" + (t.to_string(index=False) if len(t) else "  (none)"))
     click.echo(f"console and logs in {r.outdir}")

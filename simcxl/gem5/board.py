@@ -20,6 +20,12 @@ LOCAL_MAX = 3 * GiB         # X86Board keeps DRAM below its I/O hole at 3 GiB
 PHYS_LIMIT = 1 << 46        # Linux's x86-64 physical address limit with 4-level paging
 CHBS_BASE = 0xFD000000      # component-register blocks of the host bridges (CEDT CHBS), 64 KiB each
 CFMWS_ALIGN = 256 << 20     # CXL 3.1 9.18.1.3: windows are 256 MiB aligned and sized
+# CXL.io (cxl_io=True): bridge i's buses from CXL_BUS + 0x10 i (root ports on the first, a device
+# below each), ECAM for them at ECAM_BASE (the address of bus 0, as the MCFG gives it), BARs from
+# MMIO_BASE + 16 MiB i; all inside the board's I/O bridge range [0xC0000000, 0xFFFF0000).
+CXL_BUS, BUSES_PER_BRIDGE = 0x80, 0x10
+ECAM_BASE = 0xE0000000
+MMIO_BASE, MMIO_PER_BRIDGE = 0xD0000000, 16 << 20
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "mb": 1 << 20,
           "g": GiB, "gib": GiB, "gb": GiB, "t": 1 << 40, "tib": 1 << 40, "tb": 1 << 40}
@@ -103,10 +109,11 @@ def madt(cores: int):
 
 
 def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]], granularities: Sequence[int],
-                numa: Numa):
+                numa: Numa, cxl_io: bool = False):
     """FADT (with its DSDT), MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
-    CPUs and node i = windows[i - 1], CPU-less."""
-    from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiSlit, CXLAcpiSrat
+    CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM
+    and a DSDT declaring the CXL root and each bridge (cxl_io_devices' layout)."""
+    from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiMcfg, CXLAcpiSlit, CXLAcpiSrat
     n = 1 + len(windows)
     if len(numa.nodes) != n:
         raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {n} "
@@ -133,15 +140,69 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
                        window_granularities=[min(16384, max(256, g)) for g in granularities],
                        window_targets=list(range(len(windows))), window_restrictions=[0x6] * len(windows))
     # The FADT lets Linux enable ACPI; with ACPI disabled it parses no HMAT.
-    fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL")
-    return [fadt, madt(cores), srat, slit, hmat, cedt]
+    if not cxl_io:
+        fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL")
+        return [fadt, madt(cores), srat, slit, hmat, cedt]
+    n = len(windows)
+    first = [CXL_BUS + BUSES_PER_BRIDGE * i for i in range(n)]
+    mcfg = CXLAcpiMcfg(oem_id="SIMCXL", oem_table_id="SIMCXL", ecam_bases=[ECAM_BASE],
+                       ecam_first_buses=[CXL_BUS], ecam_last_buses=[CXL_BUS + BUSES_PER_BRIDGE * n - 1])
+    fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL", cxl_bridge_uids=list(range(n)),
+                       cxl_bridge_first_buses=first, cxl_bridge_last_buses=[b + BUSES_PER_BRIDGE - 1 for b in first],
+                       cxl_bridge_mmio_bases=[MMIO_BASE + MMIO_PER_BRIDGE * i for i in range(n)],
+                       cxl_bridge_mmio_sizes=[MMIO_PER_BRIDGE] * n, mcfg=mcfg)
+    return [fadt, madt(cores), srat, slit, hmat, cedt, mcfg]
+
+
+def cxl_io_devices(board, bridges, layout) -> None:
+    """Linux's view of each CXL window through CXL.io: bridge i's component registers at its CHBS,
+    a root-port PCI function per root port on bus CXL_BUS + 0x10 i (device j) and a Type-3 memory
+    device below each (bus + 1 + j) with its share of the window, and one ECAM window for all
+    their buses. Every function's registers are the core's, built from the same expander the
+    window's CXL.mem path runs through. Attached to the board's I/O bus."""
+    from m5.objects import CXLEcam, CXLHostBridgeRegs, CXLPciFunction
+
+    if len(bridges) * BUSES_PER_BRIDGE > 0x100 - CXL_BUS:
+        raise ParamError(f"{len(bridges)} CXL windows with CXL.io is not allowed; allowed: at most "
+                         f"{(0x100 - CXL_BUS) // BUSES_PER_BRIDGE} (buses {CXL_BUS:#x}-0xff)")
+    host, iobus = board.pc.pci_host, board.get_io_bus()
+    regs, functions = [], []
+    for i, (b, (_, size)) in enumerate(zip(bridges, layout)):
+        ports = list(b.root_ports)
+        if not 1 <= len(ports) < BUSES_PER_BRIDGE or size % (len(ports) * CFMWS_ALIGN):
+            raise ParamError(f"CXL window {i + 1}: {len(ports)} root ports for {size} bytes is not allowed with "
+                             f"CXL.io; allowed: 1 to {BUSES_PER_BRIDGE - 1} ports, each a multiple of 256 MiB")
+        bus = CXL_BUS + BUSES_PER_BRIDGE * i
+        regs.append(CXLHostBridgeRegs(base=CHBS_BASE + 0x10000 * i, decoders=1, targets=_targets(len(ports))))
+        for j, expander in enumerate(ports):
+            rp = CXLPciFunction(kind="root_port", expander=expander, decoders=0, port_number=j, host=host,
+                                pci_bus=bus, pci_dev=j, pci_func=0)
+            rp.BAR0.size = "64KiB"
+            dev = CXLPciFunction(kind="type3", expander=expander, capacity=size // len(ports), host=host,
+                                 pci_bus=bus + 1 + j, pci_dev=0, pci_func=0)
+            functions += [rp, dev]
+    board.cxl_chbs = regs
+    board.cxl_functions = functions
+    board.cxl_ecam = CXLEcam(base=ECAM_BASE, first_bus=CXL_BUS,
+                             last_bus=CXL_BUS + BUSES_PER_BRIDGE * len(bridges) - 1, functions=functions)
+    for obj in regs + functions + [board.cxl_ecam]:
+        obj.pio = iobus.mem_side_ports
+    for f in functions:
+        f.dma = iobus.cpu_side_ports
+
+
+def _targets(ports: int) -> int:
+    """A host bridge's decoder target list length for `ports` root ports (1, 2, 4 or 8)."""
+    return next(t for t in (1, 2, 4, 8) if t >= ports) if ports <= 8 else 8
 
 
 def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple], numa: Numa,
-               clk_freq: str = "3GHz"):
+               clk_freq: str = "3GHz", cxl_io: bool = False):
     """An X86Board with `local_memory` (a stdlib memory system of at most
     3 GiB) as node 0 and one CXL window per (preset, size) or (preset, size,
-    base) in `cxl` (see window_layout for where windows go)."""
+    base) in `cxl` (see window_layout for where windows go). With `cxl_io`,
+    Linux's CXL drivers find each window's host bridge, root ports and
+    memory devices (cxl_io_devices) through ACPI and PCI."""
     from m5.objects import AddrRange, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT, X86E820Entry
     from gem5.components.boards.x86_board import X86Board
     from .components import host_bridge
@@ -176,6 +237,12 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
             # New entries get a parent of their own: gem5 adopts a list's
             # members only when none of them has one.
             self.cxl_e820 = [X86E820Entry(addr=base, size=f"{size}B", range_type=1) for base, size in layout]
+            if cxl_io:
+                # Reserved, as firmware marks ECAM: Linux's early MMCONFIG check looks in the E820 map.
+                first = ECAM_BASE + (CXL_BUS << 20)
+                self.cxl_e820.append(X86E820Entry(addr=first, size=f"{(BUSES_PER_BRIDGE * len(layout)) << 20}B",
+                                                  range_type=2))
+                cxl_io_devices(self, bridges, layout)
             self.workload.e820_table.entries = list(self.workload.e820_table.entries) + list(self.cxl_e820)
 
     board = CXLNumaBoard(clk_freq=clk_freq, processor=processor, memory=local_memory,
@@ -184,7 +251,7 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
     # The tables are made once the board is whole, each a child of the board
     # (a table listed in both RSDT and XSDT needs one parent of its own).
     board.acpi_tables = acpi_tables(processor.get_num_cores(), local_memory.get_size(), layout,
-                                    [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa)
+                                    [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa, cxl_io)
     board.workload.acpi_description_table_pointer = X86ACPIRSDP(
         oem_id="SIMCXL", rsdt=X86ACPIRSDT(entries=board.acpi_tables), xsdt=X86ACPIXSDT(entries=board.acpi_tables))
     return board

@@ -89,6 +89,10 @@ STREAM_KERNELS = ("copy", "scale", "add", "triad")
 _MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:write traffic modes
 
 
+# What Linux's CXL drivers built: memdevs, ports and decoders (parsed by simcxl.gem5.cxlcli).
+CXL_LIST = "cxl list -M -D -P -u"
+
+
 def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20, 64 << 20), accesses: int = 100000,
                   threads: int = 1, kernel: str = "triad", elements: int = 1 << 20, mode: str = "R",
                   chase_bytes: int = 64 << 20, cpu_node: int = 0, marks: bool = False, warm_lines: int = 0,
@@ -242,7 +246,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
          cxl: Sequence[str] = ("cxl-asic:1GiB",), cpu: str = "kvm", cores: int = 1, run: str = "",
          bench: str = "", node: int = 1, local_size: str = "1GiB", max_seconds: float = 5.0,
          checkpoint: Optional[str] = None, restore: Optional[str] = None, numa=None,
-         timeout: float = 7200, warm: str = "none") -> FsRun:
+         timeout: float = 7200, warm: str = "none", cxl_io: bool = False) -> FsRun:
     """Boot the guest on the CXL NUMA board and run `run` in it.
 
     ``checkpoint``: boot, save a checkpoint there at the guest's shell (before
@@ -255,7 +259,9 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     work_begin and work_end (a command built with guest_command(marks=True)).
     ``numa``: the
     board's NUMA description (simcxl.gem5.numa.Numa); by default the standalone
-    engine computes it for the presets (about 20 s a preset)."""
+    engine computes it for the presets (about 20 s a preset). ``cxl_io``: Linux's
+    CXL drivers find each window's host bridge, root ports and memory devices
+    (gem5_configs/cxl_numa_boot.py --cxl-io); `run` may then be CXL_LIST."""
     from .numa import describe
 
     if not gem5 or not Path(gem5).is_file():
@@ -288,6 +294,8 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
            "--max-seconds", str(max_seconds), "--warm", warm]
     for spec in cxl:
         cmd += ["--cxl", spec]
+    if cxl_io:
+        cmd += ["--cxl-io"]
     if checkpoint:
         cmd += ["--checkpoint", str(checkpoint)]
     if restore:

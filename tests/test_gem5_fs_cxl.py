@@ -1,0 +1,79 @@
+"""Full system with CXL.io (`simcxl fs --cxl-driver`): Linux's own cxl_acpi, cxl_pci, cxl_port and
+cxl_mem drivers find the board's CXL host bridge (DSDT ACPI0016, CEDT CHBS), its root port and the
+Type-3 memory device below it (ECAM, the core's DVSECs, component and device registers, mailbox),
+and `cxl list -M -D -P -u` in the guest lists them. Needs GEM5 = a gem5 built for X86 with this
+repository as EXTRAS and the guest (`simcxl guest build`); the boot takes about 10 minutes on atomic
+cores, so these are also marked slow.
+
+Expected values come from the board's description, not from a run: the window's base and size
+(simcxl.gem5.board.window_layout), the device's capacity (the window, one device), the bus the
+bridge's root port sits on (CXL_BUS), the CFMWS's one way and granularity (the preset's interleave
+clamped to CXL's 256..16384 B)."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from simcxl.gem5 import board, cxlcli, fs, engine as gem5_engine
+from simcxl.gem5.numa import Node, Numa
+
+from test_gem5 import GEM5
+
+pytestmark = [
+    pytest.mark.gem5, pytest.mark.slow,
+    pytest.mark.skipif(not GEM5 or not Path(GEM5).is_file(),
+                       reason="needs GEM5 = a gem5 binary built for X86 with this repository as EXTRAS"),
+]
+
+NUMA = Numa([Node("ddr-local", 110.0, 120.0, 30.0, 28.0), Node("cxl-asic", 271.4, 280.0, 21.0, 19.5)],
+            [[10, 25], [25, 10]], "test figures")
+WINDOW = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def listed(tmp_path_factory):
+    if "X86" not in gem5_engine.isas(GEM5):
+        pytest.skip(f"GEM5 = {GEM5} has no X86 ISA")
+    try:
+        fs.guest_kernel()
+    except Exception as e:  # noqa: BLE001 (the guest's absence is a skip, with its reason)
+        pytest.skip(str(e))
+    out = tmp_path_factory.mktemp("fscxl")
+    t = time.time()
+    r = fs.boot(GEM5, out, cpu=os.environ.get("SIMCXL_FS_CPU", "atomic"), numa=NUMA, cxl=["cxl-asic:1GiB"],
+                local_size="1GiB", run=fs.CXL_LIST, cxl_io=True, max_seconds=4.0)
+    print(f"\nboot with CXL.io and `{fs.CXL_LIST}`: {time.time() - t:.0f} s wall on {r.cpu} cores")
+    docs = cxlcli.listings(r.console)
+    assert docs, r.console[-4000:]
+    return r, cxlcli.tables(docs[-1])
+
+
+def test_the_memory_device_is_a_memdev_with_the_windows_capacity(listed):
+    _, t = listed
+    mem = t["memdevs"]
+    assert len(mem) == 1, mem
+    # Volatile capacity only: the whole window is one device's RAM partition.
+    assert int(mem["ram_bytes"][0]) == WINDOW and int(mem["pmem_bytes"][0]) == 0
+    # The PCI device Linux bound cxl_pci to: the Type-3 function below the root port.
+    assert mem["host"][0] == f"0000:{board.CXL_BUS + 1:02x}:00.0"
+
+
+def test_the_root_decoder_is_the_cedt_window(listed):
+    _, t = listed
+    base, size = board.window_layout([WINDOW], None, 1 << 30)[0]
+    root = t["decoders"][t["decoders"]["level"] == "root"]
+    assert len(root) == 1, t["decoders"]
+    d = root.iloc[0]
+    assert (int(d["resource"]), int(d["size"])) == (base, size)
+    assert int(d["interleave_ways"]) == 1
+    assert 256 <= int(d["interleave_granularity"]) <= 16384
+
+
+def test_the_host_bridge_is_a_port_above_the_endpoint(listed):
+    _, t = listed
+    ports = t["ports"]
+    # The host bridge's port (its ACPI device, pci0000:80) and the memdev's endpoint below it.
+    assert any(str(h) == f"pci0000:{board.CXL_BUS:02x}" for h in ports["host"]), ports
+    assert any(str(p).startswith("endpoint") for p in ports["port"]), ports

@@ -28,6 +28,11 @@ PAIRS = [("type1", "type2-bias-flips"), ("type1", "type2-hdm-db"), ("type1-fpga"
          ("type2-hdm-db", "type2-bias-flips")]
 
 
+
+def dcoh(r, stat):
+    """A DCOH counter summed over the devices (<device>.dcoh.<stat>)."""
+    return sum(v for k, v in r.items() if k.endswith(".dcoh." + stat))
+
 def one_credit(names):
     """Every credit of both links and both devices' CXL.cache channels set to 1."""
     kw = {}
@@ -69,8 +74,8 @@ def main(argv=None):
                          "ops": int(r["ops"]), "checks": int(r["checker_checks"]),
                          "violations": int(r["checker_violations"]), "deadlocks": int(r["deadlock"]),
                          "stalls": 1 if stall else 0, "wall_s": round(time.perf_counter() - t, 2),
-                         "bias_flips": int(r.get("bias_flips_to_device", 0) + r.get("bias_flips_to_host", 0)),
-                         "back_invalidates": int(r.get("back_invalidates", 0)),
+                         "bias_flips": int(dcoh(r, "bias_flips_to_device") + dcoh(r, "bias_flips_to_host")),
+                         "back_invalidates": int(dcoh(r, "back_invalidates")),
                          "detail": stall or r["detail"]})
             x = rows[-1]
             if not args.json:

@@ -23,10 +23,10 @@ def main():
         for iters in (a.iters // 20, a.iters):
             r = _core.run_rao(sys_, "rand", "add", mech, a.threads, iters, 1 << 16)
             print(f"{mech:9s} ops {r['ops']:>10.0f}  Mops/s {r['ops_per_second'] / 1e6:6.2f}  "
-                  f"max in flight {r['max_ops_in_flight']:.0f}  max line queue {r['nic_max_line_queue']:.0f}  "
+                  f"max in flight {r['dev0.max_ops_in_flight']:.0f}  max line queue {r['dev0.max_line_queue']:.0f}  "
                   f"messages allocated (accesses and messages) {r['messages_allocated']:.0f}  "
-                  f"home line states max {r['home_line_states_max']:.0f}  "
-                  f"max queued up/down {r['max_queued_up']:.0f}/{r['max_queued_down']:.0f}")
+                  f"home line states max {r['home.line_states_max']:.0f}  "
+                  f"max queued up/down {r['dev0.max_queued_up']:.0f}/{r['home.max_queued_down']:.0f}")
     print(f"limits: nic.ops_in_flight {n.ops_in_flight}, ring {n.ring_entries} per thread; allocations must not "
           "grow with the operation count")
 

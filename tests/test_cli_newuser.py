@@ -259,7 +259,7 @@ def test_counts_are_printed_as_whole_numbers(tmp_path):
     # type2-bias: the device's accesses flip host-bias pages, a count.
     p = cli("run", "accel", "-a", "type2-bias", "--target", "device", "--requests", "2000", "--footprint", "64k")
     header, row = p.stdout.splitlines()[:2]
-    flips = row.split()[header.split().index("bias_flips_to_device")]
+    flips = row.split()[header.split().index("dcoh.bias_flips_to_device")]
     assert flips.replace(",", "").isdigit() and int(flips.replace(",", "")) > 0, p.stdout
 
 

@@ -36,13 +36,13 @@ def test_two_million_random_ops_on_eight_lines_keep_swmr_and_data():
     assert r["checker_violations"] == 0
     assert r["checker_checks"] > 4_000_000  # every access and state change was checked
     # The run exercised the protocol, not just hits.
-    for k in ("home_snoops_SnpData", "home_snoops_SnpInv", "home_snoops_SnpCur", "home_requests_ItoMWr", "home_requests_RdAny",
-              "home_requests_WrInv", "home_requests_RdCurr", "home_conflicts"):
+    for k in ("home.snoops_snpdata", "home.snoops_snpinv", "home.snoops_snpcur", "home.requests_itomwr", "home.requests_rdany",
+              "home.requests_wrinv", "home.requests_rdcurr", "home.conflicts"):
         assert r[k] > 100, k
     # Every message was consumed: nothing left anywhere, and the message pool stayed tiny.
     assert r["quiet_at_end"] == 1
     assert r["messages_allocated"] < 200
-    assert r["max_home_tracker"] <= 2 * 4 + 4
+    assert r["home.max_tracker"] <= 2 * 4 + 4
 
 
 @pytest.mark.parametrize("mode", sorted(TYPE2_MODES))
@@ -52,14 +52,14 @@ def test_type2_device_memory_stays_coherent(mode):
     assert r["detail"] == "" and r["checker_violations"] == 0 and r["deadlock"] == 0
     assert r["quiet_at_end"] == 1
     if mode == "hdm-db":
-        assert r["back_invalidates"] > 1000 and r["home_back_invalidates"] == r["back_invalidates"]
-        assert r["bias_flips_to_device"] == r["bias_flips_to_host"] == 0
+        assert r["dev0.dcoh.back_invalidates"] > 1000 and r["home.back_invalidates"] == r["dev0.dcoh.back_invalidates"]
+        assert r["dev0.dcoh.bias_flips_to_device"] == r["dev0.dcoh.bias_flips_to_host"] == 0
     elif mode == "host-bias-via-host":
-        assert r["device_memory_via_host"] > 1000  # MemRdFwd: the host resolves, the device reads locally
-        assert r["bias_flips_to_device"] == 0
+        assert r["dev0.memory.via_host"] > 1000  # MemRdFwd: the host resolves, the device reads locally
+        assert r["dev0.dcoh.bias_flips_to_device"] == 0
     else:
-        assert r["bias_flips_to_device"] > 100 and r["bias_flips_to_host"] > 100
-        assert r["home_requests_BiasFlipReq"] == r["bias_flips_to_device"]
+        assert r["dev0.dcoh.bias_flips_to_device"] > 100 and r["dev0.dcoh.bias_flips_to_host"] > 100
+        assert r["home.requests_biasflipreq"] == r["dev0.dcoh.bias_flips_to_device"]
 
 
 @pytest.mark.parametrize("bug,message", [("snpinv-keeps-copy", "single-writer/multiple-reader violated"),
@@ -85,35 +85,35 @@ def test_sharing_moves_values_between_host_and_device():
     # A handoff needs at least a snoop round trip over the link.
     one_way = s.device().link.phy_latency_ns
     assert pp["handoff_ns"] > 2 * one_way + s.home.latency_ns
-    assert pp["snoops_received_SnpInv"] + pp["snoops_received_SnpData"] >= 300
+    assert pp["dev0.cache.snoops_snpinv"] + pp["dev0.cache.snoops_snpdata"] >= 300
     pc = coherent.sharing(s, "producer-consumer", lines=256).iloc[0]
     assert pc["checker_violations"] == 0
     assert pc["host_to_device_consume_gbps"] > 0 and pc["device_to_host_consume_gbps"] > 0
     # Device-produced lines are dirty in the device: the host's reads snoop them out.
-    assert pc["home_snoops_SnpData"] >= 256
+    assert pc["home.snoops_snpdata"] >= 256
 
 
 def test_rdany_grants_exclusive_when_alone_and_shared_otherwise():
     kw = dict(pattern="random", footprint="64k", requests=20_000)
     alone = coherent.accel("type1-asic", "rdany", **kw).iloc[0]
-    assert alone["home_requests_RdAny"] == alone["device_misses"] > 0
-    assert alone["fills_exclusive"] == alone["device_misses"] and alone["fills_shared"] == 0
+    assert alone["home.requests_rdany"] == alone["dev0.cache.misses"] > 0
+    assert alone["dev0.cache.fills_exclusive"] == alone["dev0.cache.misses"] and alone["dev0.cache.fills_shared"] == 0
     shared = coherent.accel("type1-asic", "load", **kw).iloc[0]  # RdShared never grants E
-    assert shared["fills_exclusive"] == 0 and shared["fills_shared"] == shared["device_misses"]
+    assert shared["dev0.cache.fills_exclusive"] == 0 and shared["dev0.cache.fills_shared"] == shared["dev0.cache.misses"]
     # With host cores reading the same lines, RdAny gets S for lines the host holds.
     busy = coherent.accel("type1-asic", "rdany", host_threads=4, host_store_fraction=0.0, **kw).iloc[0]
-    assert busy["fills_shared"] > 0 and busy["fills_exclusive"] > 0
+    assert busy["dev0.cache.fills_shared"] > 0 and busy["dev0.cache.fills_exclusive"] > 0
 
 
 def test_message_buffers_stay_bounded_however_long_the_run():
     runs = [coherent.accel("type1-asic", "store", "random", footprint="1m", requests=n, host_threads=4).iloc[0]
             for n in (50_000, 500_000)]
-    assert runs[1]["device_stores"] == 500_000
+    assert runs[1]["dev0.cache.stores"] == 500_000
     # messages_allocated: the one pool of accesses and protocol messages.
-    for key in ("messages_allocated", "max_home_tracker", "max_mshrs"):
+    for key in ("messages_allocated", "home.max_tracker", "dev0.cache.max_mshrs"):
         assert runs[1][key] <= runs[0][key] * 1.5 + 8, key
     assert runs[1]["quiet_at_end"] == 1
-    assert runs[1]["max_home_tracker"] <= coherent.load("type1-asic").home.tracker
+    assert runs[1]["home.max_tracker"] <= coherent.load("type1-asic").home.tracker
 
 
 # ---------------------------------------------------------------- physics
@@ -154,17 +154,17 @@ def test_bandwidth_follows_littles_law_and_respects_the_link():
 def test_bias_flip_and_back_invalidate_show_in_the_breakdown():
     flips = coherent.accel(system("type2-bias"), "load", "random", target="device", footprint="256k",
                            requests=20_000, host_threads=2).iloc[0]
-    assert flips["bias_flips_to_device"] > 0 and flips["bias_flips_to_host"] > 0
+    assert flips["dev0.dcoh.bias_flips_to_device"] > 0 and flips["dev0.dcoh.bias_flips_to_host"] > 0
     assert flips["stage_bias_flip_ns"] > 0
     bi = coherent.accel(system("type2-hdmdb"), "store", "random", target="device", footprint="256k",
                         requests=20_000, host_threads=2).iloc[0]
-    assert bi["back_invalidates"] > 0 and bi["stage_back_invalidate_ns"] > 0
-    assert bi["bias_flips_to_device"] == 0
+    assert bi["dev0.dcoh.back_invalidates"] > 0 and bi["stage_back_invalidate_ns"] > 0
+    assert bi["dev0.dcoh.bias_flips_to_device"] == 0
     # Without host interference device memory is local: no flips after the first touch of each page.
     quiet = coherent.accel(system("type2-bias"), "load", "random", target="device", footprint="64k",
                            requests=20_000).iloc[0]
-    assert quiet["bias_flips_to_device"] == 64 * 1024 // 4096
-    assert quiet["bias_flips_to_host"] == 0
+    assert quiet["dev0.dcoh.bias_flips_to_device"] == 64 * 1024 // 4096
+    assert quiet["dev0.dcoh.bias_flips_to_host"] == 0
 
 
 def test_device_bias_is_faster_than_going_through_the_host():
@@ -305,15 +305,15 @@ def test_a_full_snoop_filter_evicts_lines_without_breaking_coherence(preset):
     s = system(preset, **{"accel.devices": 2, "home.snoop_filter_lines": 4})
     r = coherent.stress(s, ops=300_000, lines=16)
     assert r["detail"] == "" and r["checker_violations"] == 0 and r["deadlock"] == 0
-    assert r["snoop_filter_evictions"] > 1000 and r["quiet_at_end"] == 1
+    assert r["home.sf_evictions"] > 1000 and r["quiet_at_end"] == 1
 
 
 def test_snoop_filter_smaller_than_the_cache_costs_hits():
     kw = dict(op="load", pattern="random", footprint="1m", requests=50_000)
     small = coherent.accel(system(**{"home.snoop_filter_lines": 1024}), check=True, **kw).iloc[0]
     free = coherent.accel("type1-asic", **kw).iloc[0]
-    assert free["snoop_filter_evictions"] == 0
+    assert free["home.sf_evictions"] == 0
     # Every filter eviction invalidates a device line, and the device loses hits it would have had.
-    assert small["snoop_filter_evictions"] == small["snoops_received_SnpInv"] > 10_000
+    assert small["home.sf_evictions"] == small["dev0.cache.snoops_snpinv"] > 10_000
     assert small["hit_rate"] < 0.7 * free["hit_rate"]
     assert small["checker_violations"] == 0

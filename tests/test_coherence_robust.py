@@ -47,9 +47,9 @@ def test_hdmdb_with_one_drs_credit_completes():
     s = coherent.load("type2-hdmdb").replace(**{"link.credits_drs": 1})
     r = coherent.accel(s, "store", "random", target="device", footprint="256k", requests=20_000,
                        host_threads=2).iloc[0]
-    assert r["ops"] == 20_000 and r["back_invalidates"] > 100
-    assert r["messages_s2m_bisnp"] == r["back_invalidates"]
-    assert r["messages_m2s_birsp"] == r["home_back_invalidates"] == r["back_invalidates"]
+    assert r["ops"] == 20_000 and r["dev0.dcoh.back_invalidates"] > 100
+    assert r["dev0_link.s2m_bisnp.messages"] == r["dev0.dcoh.back_invalidates"]
+    assert r["dev0_link.m2s_birsp.messages"] == r["home.back_invalidates"] == r["dev0.dcoh.back_invalidates"]
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -61,14 +61,14 @@ def test_every_device_type_completes_at_one_credit_per_class(mode):
         r = coherent.accel(s, op, "random", target=target, footprint="64k", requests=3000, host_threads=2,
                            check=True).iloc[0]
         assert r["ops"] == 6000, op
-        assert r["device_loads"] + r["device_stores"] == 6000, op
-        assert r["device_stores" if op in ("store", "itomwr") else "device_loads"] == 6000, op
+        assert r["dev0.cache.loads"] + r["dev0.cache.stores"] == 6000, op
+        assert r["dev0.cache.stores" if op in ("store", "itomwr") else "dev0.cache.loads"] == 6000, op
         assert r["checker_violations"] == 0 and r["quiet_at_end"] == 1, op
     st = coherent.stress(s, ops=60_000, lines=16, device_memory_fraction=0.6)
     assert st["ops"] == 60_000 and st["deadlock"] == 0
     assert st["checker_violations"] == 0 and st["detail"] == "" and st["quiet_at_end"] == 1
     if mode == "type2-hdm-db":
-        assert st["messages_s2m_bisnp"] == st["back_invalidates"] > 100
+        assert st["dev0_link.s2m_bisnp.messages"] == st["dev0.dcoh.back_invalidates"] > 100
 
 
 def test_dma_completes_at_one_credit_per_class():
@@ -107,7 +107,7 @@ def test_flip_costs_its_flush_line_by_line(host_op):
     handshake = 2 * (f + phy) + s.home.latency_ns + dev.accel.bias_flip_ns
     for k in (0, 1, 4, 16):
         row, c = flip(s, host_op, k)
-        assert c["bias_flips_to_device"] == 1 and c["bias_flip_host_lines_flushed"] == k
+        assert c["dev0.dcoh.bias_flips_to_device"] == 1 and c["home.host_cache.bias_flip_flushes"] == k
         # One host-cache access per resident line, and dirty lines' MemWr (10
         # half-slots each, packed into 8-half-slot flits down) acknowledged by
         # a Cmp (one flit up), whichever ends later.
@@ -115,7 +115,7 @@ def test_flip_costs_its_flush_line_by_line(host_op):
         if host_op == "store" and k:
             expect = handshake + max(k * s.home.host_hit_ns, flit_ns(s, math.ceil(10 * k / 8)) + f + 2 * phy)
         assert row["stage_bias_flip_ns"] == pytest.approx(expect, abs=1e-3), k
-        assert c["host_memory_writes"] == (k if host_op == "store" else 0)
+        assert c["home.memory_writes"] == (k if host_op == "store" else 0)
 
 
 def test_flip_memory_does_not_grow_with_page_size():
@@ -124,12 +124,12 @@ def test_flip_memory_does_not_grow_with_page_size():
         s = coherent.load("type2-bias").replace(**{"accel.bias_page_bytes": page})
         rows[page] = coherent.accel(s, "load", "random", target="device", footprint="64m", requests=2000,
                                     host_threads=2).iloc[0]
-        assert rows[page]["bias_flips_to_device"] > 0
+        assert rows[page]["dev0.dcoh.bias_flips_to_device"] > 0
     # Line-state entries exist only for lines some cache holds or a request is
     # at: at most the requests of the run, never the 262,144 lines of a page.
     for r in rows.values():
-        assert r["home_line_states_max"] <= 2000 + r["host_misses"]
-    assert rows[16 << 20]["home_line_states_max"] <= rows[4096]["home_line_states_max"]
+        assert r["home.line_states_max"] <= 2000 + r["home.host_misses"]
+    assert rows[16 << 20]["home.line_states_max"] <= rows[4096]["home.line_states_max"]
 
 
 def test_device_side_flush_costs_a_lookup_per_resident_line():
@@ -142,7 +142,7 @@ def test_device_side_flush_costs_a_lookup_per_resident_line():
         steps.append(dict(agent=-1, op="load", target="device", offset=64 * 63))
         df, c = coherent.script(s, steps)
         r = df.iloc[-1]
-        assert c["bias_flip_device_lines_flushed"] == k and c["checker_violations"] == 0
+        assert c["dev0.cache.bias_flip_flushes"] == k and c["checker_violations"] == 0
         assert r["stage_bias_flip_ns"] == pytest.approx(dev.accel.bias_flip_ns + k * dev.cache.latency_ns, abs=1e-3)
         # The flip is one stage of the host's read, not extra time on top of it.
         assert sum(r[f"stage_{st}_ns"] for st in coherent.STAGES) == pytest.approx(r["latency_ns"], abs=1e-3)
@@ -169,7 +169,7 @@ def test_dma_read_returns_a_dirty_cached_line_and_pays_for_the_snoop(writer):
     else:
         # SnpCur down (one flit), the device's snoop pipeline, RspVFwdV + data up (two flits).
         expect = ends + f + phy + dev.cache.snoop_latency_ns + flit_ns(s, 2) + phy
-        assert c["snoops_received_SnpCur"] >= 1
+        assert c["dev0.cache.snoops_snpcur"] >= 1
     assert d["phase_data_ns"] == pytest.approx(expect, abs=1e-3)
     assert d["phase_data_ns"] != pytest.approx(clean.iloc[0]["phase_data_ns"], abs=1.0)
 
@@ -194,18 +194,18 @@ def test_host_cache_evicts_and_conserves_dirty_data():
     device_lines = s.device().cache.bytes // 64
     for r in runs:
         assert r["checker_violations"] == 0  # a lost write-back would read stale data
-        assert r["host_cache_lines_max"] == cap
-        assert r["home_line_states_max"] <= cap + device_lines + 64
-        assert r["host_cache_evictions"] > 0 and r["host_cache_writebacks"] > 0
+        assert r["home.host_cache.lines_max"] == cap
+        assert r["home.line_states_max"] <= cap + device_lines + 64
+        assert r["home.host_cache.evictions"] > 0 and r["home.host_cache.writebacks"] > 0
         # Every line the host made dirty was written to DRAM once when it left M
         # (evicted, or downgraded for a device read), or is still dirty: the
         # DRAM controller's own write count balances the host's dirty lines.
-        assert r["host_cache_dirtied"] == r["host_dram_writes"] + r["host_cache_dirty_at_end"]
-        assert r["host_dram_writes"] == r["host_memory_writes"]
-        assert r["host_cache_writebacks"] < r["host_dram_writes"]
+        assert r["home.host_cache.dirtied"] == r["local_dram.writes"] + r["home.host_cache.dirty_at_end"]
+        assert r["local_dram.writes"] == r["home.memory_writes"]
+        assert r["home.host_cache.writebacks"] < r["local_dram.writes"]
     # Ten times longer, same memory.
-    assert runs[1]["home_line_states_max"] <= runs[0]["home_line_states_max"] * 1.1 + 64
-    assert runs[1]["host_cache_evictions"] > 5 * runs[0]["host_cache_evictions"]
+    assert runs[1]["home.line_states_max"] <= runs[0]["home.line_states_max"] * 1.1 + 64
+    assert runs[1]["home.host_cache.evictions"] > 5 * runs[0]["home.host_cache.evictions"]
 
 
 # ---------------------------------------------------------------- 5: watchdog

@@ -79,12 +79,12 @@ def test_each_device_has_its_own_cache_mshrs_and_memory_window():
                                                "b.accel.memory_bytes": 1 << 26})
     r = coherent.accel(s, "load", "random", target="host", footprint="64m", requests=4000, depth=16, check=True,
                        devices={"b": {"target": "device"}}).iloc[0]
-    assert r["a.max_mshrs"] == 4 and 4 < r["b.max_mshrs"] <= 32
+    assert r["a.cache.max_mshrs"] == 4 and 4 < r["b.cache.max_mshrs"] <= 32
     assert r["a.ops"] == r["b.ops"] == 4000 and r["checker_violations"] == 0
     # b's loads stay on its own memory in device bias: no link, no home; a's all go to the host.
     assert r["b.stage_link_up_ns"] == r["b.stage_host_uncore_ns"] == 0
-    assert r["b.device_memory_local_reads"] == r["b.device_misses"] > 3000
-    assert r["home_requests_RdShared"] == r["a.device_misses"]
+    assert r["b.memory.local_reads"] == r["b.cache.misses"] > 3000
+    assert r["home.requests_rdshared"] == r["a.cache.misses"]
     # b's window is [16 TiB, 16 TiB + 64 MiB): a footprint beyond it is refused by both sides.
     with pytest.raises(ValueError, match=r"accel.b.footprint_bytes = 134217728 is out of range for device memory; "
                                          r"allowed: up to b.accel.memory_bytes \(67108864\)"):
@@ -97,7 +97,7 @@ def test_a_device_reads_another_devices_memory_through_the_home():
                        devices={"b": {"requesters": 0}}).iloc[0]
     assert r["a.ops"] == 3000 and r["b.ops"] == 0 and r["checker_violations"] == 0
     # a's misses are host-memory requests to b's window: the home reads them from b over CXL.mem.
-    assert r["host_memory_reads"] >= r["a.device_misses"] > 0 and r["host_dram_reads"] == 0
+    assert r["home.memory_reads"] >= r["a.cache.misses"] > 0 and r["local_dram.reads"] == 0
 
 
 # Rules between the devices, each side saying the same.
@@ -160,7 +160,7 @@ def test_cli_runs_several_devices_with_their_own_streams(tmp_path):
                                     "--set", "mem.accel.device_bias=1", "--json"])
     assert res.exit_code == 0, res.output
     r = json.loads(res.stdout)[0]
-    assert r["gpu.device_stores"] == 2000 and r["mem.device_loads"] == 2000
+    assert r["gpu.cache.stores"] == 2000 and r["mem.cache.loads"] == 2000
     assert r["mem.stage_host_uncore_ns"] == 0 and r["gpu.stage_host_uncore_ns"] > 0
     res = CliRunner().invoke(main, ["run", "accel", "-a", "gpu=type1-asic+mem=type2-bias", "--requests", "2000"])
     assert res.exit_code == 0 and "per device (mean ns per access by stage):" in res.stdout

@@ -185,7 +185,7 @@ def test_link_size_of_each_message(channel):
 
 
 def test_stats_name_opcodes_from_the_table():
-    # home_requests_* columns: every D2H Req opcode, in table order.
+    # <home>.requests_<opcode> statistics: every D2H Req opcode, in table order.
     names = [c["name"] for c in TABLE if c["channel"] == "d2h_req"]
     assert names == SPEC_CHANNELS["d2h_req"]
     snoops = [c["name"] for c in TABLE if c["channel"] == "h2d_req"]

@@ -103,11 +103,11 @@ def test_memory_equals_the_sequential_result(kernel, op, mech):
     if kernel in ("rand", "stride1", "striden", "central") and op == "add":
         # increments commute: any order gives the program-order image
         assert list(r["array"]) == program_order(ks, elements)[0]
-    assert r["checker_violations"] == 0 and r["ring_errors" if mech == "cxl-nic" else "ops"] == \
+    assert r["checker_violations"] == 0 and r["dev0.ring_errors" if mech == "cxl-nic" else "ops"] == \
         (0 if mech == "cxl-nic" else threads * len(ks["streams"][0]))
     if mech != "host":
-        assert r["ordering_idle_at_end"] == 1
-        assert r["max_ops_in_flight"] <= (NIC["ops_in_flight"] if mech == "cxl-nic" else threads * NIC["ring_entries"])
+        assert r["dev0.ordering_idle_at_end"] == 1
+        assert r["dev0.max_ops_in_flight"] <= (NIC["ops_in_flight"] if mech == "cxl-nic" else threads * NIC["ring_entries"])
 
 
 @pytest.mark.parametrize("kernel", nic.KERNELS)
@@ -172,7 +172,7 @@ def test_the_network_adds_both_wire_trips():
     # out and back: 2 x (latency + 64 B at 12.5 GB/s)
     extra = 2 * (lat + NIC["op_bytes"] / NIC["wire_gbps"])
     assert wired["latency_ns"] - base["latency_ns"] == pytest.approx(extra, rel=0.02)
-    assert wired["wire_frames"] == 1
+    assert wired["dev0.wire_frames"] == 1
 
 
 def test_more_dmas_in_flight_speed_the_pcie_nic_and_queues_stay_bounded():
@@ -180,7 +180,7 @@ def test_more_dmas_in_flight_speed_the_pcie_nic_and_queues_stay_bounded():
     many = run("rand", "add", "pcie-nic", 4, 100, 4096, sys_over={"dma": {"engines": 16}})
     assert many["ops_per_second"] > 2 * one["ops_per_second"]
     big = run("rand", "add", "cxl-nic", 4, 2000, 4096)
-    assert big["max_ops_in_flight"] <= NIC["ops_in_flight"] and 1 <= big["nic_max_line_queue"] <= NIC["ops_in_flight"]
+    assert big["dev0.max_ops_in_flight"] <= NIC["ops_in_flight"] and 1 <= big["dev0.max_line_queue"] <= NIC["ops_in_flight"]
     # The one pool holds the NIC's and host cores' accesses and every protocol message.
     assert big["messages_allocated"] < 2000
 
@@ -218,7 +218,7 @@ def test_completions_sharing_a_line_land_in_order_with_few_mshrs():
     # line's latest version, would wait forever for a completion that version does not include.
     r = run("rand", "add", "cxl-nic", 32, 60, 1 << 12, nic_over={"ops_in_flight": 8},
             sys_over={"cache": {"mshrs": 8}}, check=True, record=True)
-    assert r["ops"] == 32 * 60 and r["checker_violations"] == 0 and r["ring_errors"] == 0
+    assert r["ops"] == 32 * 60 and r["checker_violations"] == 0 and r["dev0.ring_errors"] == 0
     ks = stream("rand", "add", 32, 60, 1 << 12)
     assert list(r["array"]) == replay(ks, 1 << 12, r["log"], 32)[0]
 
@@ -230,11 +230,11 @@ def test_an_operation_on_a_line_the_nic_owns_executes_in_its_cache():
     a = run("central", "add", "cxl-nic", 1, 1, 64, nic_over=one)
     b = run("central", "add", "cxl-nic", 1, 101, 64, nic_over=one)
     lookup = coherent.load("type1-asic").device().cache.latency_ns
-    assert b["nic_operand_hits"] == 100 and a["nic_operand_hits"] == 0
-    assert 101 * b["nic_execute_ns_mean"] - a["nic_execute_ns_mean"] == pytest.approx(100 * lookup, abs=1e-6)
+    assert b["dev0.operand_hits"] == 100 and a["dev0.operand_hits"] == 0
+    assert 101 * b["dev0.execute_ns_mean"] - a["dev0.execute_ns_mean"] == pytest.approx(100 * lookup, abs=1e-6)
     # the first is a miss to host memory: a lookup, the link both ways, the home, at least a DRAM column access
     s = coherent.load("type1-asic")
-    assert a["nic_execute_ns_mean"] >= \
+    assert a["dev0.execute_ns_mean"] >= \
         lookup + 2 * s.device().link.phy_latency_ns + s.home.latency_ns + s.local_dram.tCL_ns
 
 
@@ -314,4 +314,4 @@ def test_one_cxl_nic_operation_crosses_the_rings_and_the_link_as_many_times_as_i
     # doorbell copy the NIC polled, a poll period each side, a host hit, and a flit per hop
     high = low + 4 * dram + (2 * link + dev.cache.snoop_latency_ns) + 1.0 + 1.0 + hit + 16 * 68 / dev.link.raw_gbps
     assert low <= r["latency_ns"] <= high
-    assert r["nic_descriptors"] == 1 and r["nic_doorbell_changes"] == 1
+    assert r["dev0.descriptors"] == 1 and r["dev0.doorbell_changes"] == 1

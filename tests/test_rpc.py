@@ -88,7 +88,7 @@ def test_latency_bounded_by_compute_and_the_link(shape):
         assert p["latency_ns"] > h["latency_ns"]
     # Deserialising writes the buffer in TLPs of at most max_payload bytes, then the completion record.
     p = run(shape, "deserialize", "pcie-nic")
-    assert p["messages_io_up"] >= math.ceil(b / SYS.device().dma.max_payload) + 1
+    assert p["dev0_link.io_up.messages"] >= math.ceil(b / SYS.device().dma.max_payload) + 1
 
 
 def test_a_faster_engine_helps_until_memory_bounds_it():
@@ -97,7 +97,7 @@ def test_a_faster_engine_helps_until_memory_bounds_it():
     assert slow["latency_ns"] >= 65000 / 1.0 * 0.98
     assert fast["latency_ns"] < slow["latency_ns"] / 10
     # what is left is the walk: every object, string and array line read through the cache
-    assert fast["device_loads"] == fast["object_lines"]
+    assert fast["dev0.cache.loads"] == fast["object_lines"]
 
 
 def test_cli_json_and_errors():

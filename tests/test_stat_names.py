@@ -102,6 +102,7 @@ def test_link_bytes_add_up_to_what_the_trace_moved(tmp_path):
     ("ddr-remote.toml", "traffic"),
     ("region-2way.toml", "traffic"),
     ("mixed.toml", "stream"),
+    ("mixed-nic.toml", "stream"),
     ("pool-4hosts-mld.toml", "hosts"),
     ("dcd.toml", "hosts"),
 ])
@@ -152,7 +153,8 @@ def test_the_stats_reference_is_generated_from_the_core():
     assert (ROOT / S.DOCS).read_text() == S.render(), "run python -m simcxl.topology.stats"
 
 
-def test_every_type_with_components_on_the_memory_path_registers_stats():
-    for t in ("host", "dram", "remote_socket", "host_bridge", "switch", "link", "type3"):
+def test_every_type_registers_stats():
+    for t in ("host", "dram", "remote_socket", "host_bridge", "switch", "link", "type3", "home_agent", "accelerator",
+              "nic"):
         names = [s["name"] for s in S.STATS[t]]
         assert names and len(names) == len(set(names)), t

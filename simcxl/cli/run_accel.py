@@ -53,12 +53,17 @@ def run_accel(systems, overrides, op, pattern, target, requesters, depth, footpr
                 frames.append(coherent.accel(s, op, pattern, target, requesters, depth, footprint, requests,
                                              host_threads, check=check, progress=cb, devices=streams or None))
         df = concat(frames)
-    cols = ["system", "bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate", "bias_flips_to_device",
-            "bias_flips_to_host", "back_invalidates"]
+    cols = ["system", "bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "hit_rate"]
     if as_json:
         emit_json(df.to_dict("records"))
     else:
-        click.echo(table(df, cols))
+        # The devices' DCOH counters (<device>.dcoh.<stat>), summed over each system's devices.
+        shown = df.copy()
+        dcoh = [f"dcoh.{st}" for st in ("bias_flips_to_device", "bias_flips_to_host", "back_invalidates")]
+        for st in dcoh:
+            shown[st] = [sum(r[f"{d}.{st}"] for d in s.device_names())
+                         for s, (_, r) in zip(frames_systems, df.iterrows())]
+        click.echo(table(shown, cols + dcoh))
         stages = [c for c in df.columns if c.startswith("stage_") and df[c].any()]
         click.echo("mean ns per access by stage:")
         click.echo(table(df.rename(columns={c: c[6:-3] for c in stages}), ["system"] + [c[6:-3] for c in stages]))

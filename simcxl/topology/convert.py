@@ -135,7 +135,7 @@ def core_graph(s: Any) -> Dict[str, Any]:
     if decoders:
         d["decoders"] = decoders  # the host bridges named there route by them
     if getattr(s, "lone_device", False):
-        d["lone_device_unnamed"] = True  # its stats and messages keep the preset's bare names
+        d["lone_device_unnamed"] = True  # its parameters in messages keep the preset's bare names
     return d
 
 

@@ -45,10 +45,20 @@ def render() -> str:
              "a multi-logical device's LD (`ld<i>`, the i-th host to reach it). The same functions name gem5's",
              "statistics under each CXL SimObject.",
              "",
+             "The CXL.cache part is named the same way: the home agent's counters under it",
+             "(`home.requests_rdown`, `home.host_cache.evictions`), an accelerator's under it (its cache",
+             "`dev0.cache.hits`, its DCOH's bias flips and back-invalidates `dev0.dcoh.bias_flips_to_device`,",
+             "its memory, its DMA engine), the messages of each CXL channel under the accelerator's link",
+             "(`dev0_link.d2h_req.messages`), a NIC's engine under the NIC (`nic0.ops`). Opcodes and snoops",
+             "are lower case (`requests_<opcode>`, `snoops_snpinv`). These count from the run's start, and",
+             "an accelerator with `accel.devices` = N reports its N copies together: counts summed, maxima",
+             "the largest, its link's rates summed and utilization the copies' mean.",
+             "",
              "A workload's own results (bandwidth, latency and its percentiles, the breakdowns",
              "`read.stage.<stage>_ns` and lmbench's `memory.stage.<stage>_ns`, and per initiator",
              "`<host>.read_gbps`, `accel.<device>.*`, `nic.<device>.*`) are not component statistics and",
-             "keep their names. Rates are over the run's measurement window.",
+             "keep their names, as do a run's checks of itself (`messages_allocated`, `quiet_at_end`,",
+             "`checker_checks`, `checker_violations`). Rates are over the run's measurement window.",
              ""]
     for ctype, stats in STATS.items():
         if not stats:
@@ -59,10 +69,7 @@ def render() -> str:
         lines.append("")
     quiet = [t for t, s in STATS.items() if not s]
     if quiet:
-        lines += [f"Types with no statistics in this list yet: {', '.join(quiet)}. A run with CXL.cache devices",
-                  "reports the coherent part's counters under names of their own so far (`device_loads`,",
-                  "`home_requests_<opcode>`, `host_hits`, ..., summed over the devices; with several devices",
-                  "`<device>.device_loads`, ...).", ""]
+        lines += [f"Types with no statistics of their own: {', '.join(quiet)}.", ""]
     return "\n".join(lines)
 
 

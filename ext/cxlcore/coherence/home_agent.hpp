@@ -98,6 +98,7 @@ class HomeAgent : public Endpoint, public Client {
     void doorbell(uint16_t dev, DmaJob* job, Tick delay = 0);
     const HomeStats& stats() const { return stats_; }
     Wire& down(uint16_t dev) { return ports_[dev].down; }
+    const Wire& down(uint16_t dev) const { return ports_[dev].down; }
     Values& memory() { return values_; }
     const DmaParams& dma(uint16_t dev) const { return ports_[dev].dp; }
     bool quiet() const;

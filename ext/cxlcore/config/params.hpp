@@ -80,6 +80,8 @@ constexpr uint64_t kDevMemBase = 1ull << 44;
 // memory media; accel.devices identical copies of it are built, one after another.
 struct AccelDeviceParams {
     std::string name;  // prefix of its parameters' names ("": none, a single-device system)
+    // Its graph components, the names its statistics go under: the device and its link.
+    std::string node, linkNode;
     LinkParams link;
     DCacheParams cache;
     AccelParams accel;
@@ -113,6 +115,7 @@ struct HostDesc : MemoryParams {
 // any further hosts sharing the fabric (switches, multi-logical devices).
 struct SystemParams : HostDesc {
     HomeParams home;
+    std::string homeNode = "home";  // the home agent's graph component
     std::vector<AccelDeviceParams> accelerators;
     // The hosts after the first, in the graph's order: each its own cores,
     // caches, DRAM and address map, reaching the devices they share through switches.

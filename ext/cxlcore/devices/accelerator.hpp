@@ -67,6 +67,7 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     void access(Txn* a) override;
     const AccelStats& stats() const { return stats_; }
     Wire& up() { return up_; }
+    const Wire& up() const { return up_; }
     uint16_t index() const { return index_; }
     bool ownsMemory(uint64_t line) const { return memBase_ && line >= memBase_ && line < memBase_ + memBytes_; }
     uint64_t memBase() const { return memBase_; }

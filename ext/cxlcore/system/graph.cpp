@@ -381,11 +381,13 @@ SystemParams Graph::system() const {
     if (!homes.empty()) {
         const Node& home = below(*homes[0]);
         p.home = home.params.HomeParams_;
+        p.homeNode = home.name;
         for (const Connection* k : leaving(home.name, "root_port")) {
             const Node& link = below(*k);
             const Node& dev = pastLink(*k);
             AccelDeviceParams d;
-            d.name = dev.name;
+            d.name = d.node = dev.name;
+            d.linkNode = link.name;
             d.link = link.params.LinkParams_;
             d.cache = dev.params.DCacheParams_;
             d.accel = dev.params.AccelParams_;

@@ -89,8 +89,9 @@ struct Graph {
     std::string name = "system";
     uint64_t seed = 1;
     uint64_t fault_device_stops_after = 0;  // tests only: see SystemParams
-    // A single-device accelerator preset's parameters and stats keep their bare
-    // names (cache.hits, not dev0.cache.hits), as they always had.
+    // A single-device accelerator preset's parameters and messages keep their
+    // bare names (cache.mshrs, not dev0.cache.mshrs), as they always had; its
+    // statistics are under its graph components like every other's.
     bool loneDeviceUnnamed = false;
     std::vector<Node> components;
     std::vector<Connection> connections;

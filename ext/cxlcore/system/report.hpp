@@ -10,6 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "cxlcore/coherence/home_agent.hpp"
+#include "cxlcore/devices/accelerator.hpp"
+#include "cxlcore/devices/cxl_nic.hpp"
 #include "cxlcore/devices/type3.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "cxlcore/fabric/switch.hpp"
@@ -37,9 +40,30 @@ const std::vector<StatSpec>& componentStats(const std::string& type);
 // Each over the interval [s, e] (ticks) where rates are concerned.
 void reportDram(Report& r, const std::string& path, const DramController& d, Tick s, Tick e);
 void reportLink(Report& r, const std::string& path, const CxlLink& l, Tick s, Tick e);
+// A link built once for each copy of an accelerator (accel.devices of them):
+// the copies' counters and rates summed, utilization their mean.
+void reportLink(Report& r, const std::string& path, const std::vector<const CxlLink*>& copies, Tick s, Tick e);
 void reportType3(Report& r, const std::string& path, const Type3Device& d, Tick s, Tick e);
 void reportSwitch(Report& r, const std::string& path, const CxlSwitch& sw, Tick s, Tick e);
 void reportHostBridge(Report& r, const std::string& path, const HostBridge& b);
+
+// The CXL.cache part counts from the run's start. The home agent (`devices`:
+// the accelerators on its root ports, whose down wires it reports).
+void reportHomeAgent(Report& r, const std::string& path, const HomeAgent& h, size_t devices);
+// An accelerator (or the NIC's device), its copies (accel.devices) summed,
+// maxima the largest of them.
+void reportAccelerator(Report& r, const std::string& path, const std::vector<const Accelerator*>& copies);
+// The messages each CXL channel carried on an accelerator's link (its copies
+// summed): upstream as its devices sent them, downstream as the home did.
+void reportCacheChannels(Report& r, const std::string& path, const std::vector<const Wire*>& ups,
+                         const std::vector<const Wire*>& downs);
+// The host DRAM's accesses from the run's start (a system with a home agent).
+void reportDramAccesses(Report& r, const std::string& path, const DramController& d);
+// A NIC's atomic engine in a RAO run: `s` its counters when it is a CXL-NIC
+// (null: the PCIe NIC the workload models on it), the ordering of its
+// operations, its wire out and the most operations it had in flight.
+void reportNic(Report& r, const std::string& path, const NicStats* s, const AtomicOrdering& order, const NetWire& wire,
+               size_t maxInFlight);
 // The remote socket's inter-socket link (its DRAM is a dram component of its own).
 void reportRemoteSocket(Report& r, const std::string& path, const InterSocket& rs, Tick s, Tick e);
 // What a host's address map sent to each window, `windows[i]` naming window i.

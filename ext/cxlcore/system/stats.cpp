@@ -2,6 +2,7 @@
 // the registry of what each type reports. Used by System::report and by the
 // gem5 wrappers (devices/cxl_core_stats.hh), so both engines name them alike.
 #include <algorithm>
+#include <cctype>
 
 #include "cxlcore/system/report.hpp"
 
@@ -12,17 +13,38 @@ const char* const kLoads[4] = {"light", "optimal", "moderate", "severe"};
 
 double gbps(double bytes, Tick s, Tick e) { return e > s ? bytes / (double(e - s) * 1e-12) / 1e9 : 0; }
 
-void reportChannel(Report& r, const std::string& k, const FlitChannel& c, double rawBytesPerSec, Tick s, Tick e) {
-    const ChannelStats& st = c.stats();
+// A direction of a link, over its copies (one for most links): counters and
+// rates summed, utilization the copies' mean.
+void reportChannel(Report& r, const std::string& k, const std::vector<const FlitChannel*>& copies,
+                   double rawBytesPerSec, Tick s, Tick e) {
+    ChannelStats st;
+    double busy = 0;
+    for (const FlitChannel* c : copies) {
+        const ChannelStats& o = c->stats();
+        st.dataBytes += o.dataBytes;
+        st.flits += o.flits;
+        st.messages += o.messages;
+        st.units += o.units;
+        st.crcErrors += o.crcErrors;
+        st.replayedFlits += o.replayedFlits;
+        busy += double(c->busy());
+    }
+    const double n = double(copies.size());
     r.emplace_back(k + ".data_gbps", gbps(double(st.dataBytes), s, e));
-    r.emplace_back(k + ".raw_gbps", rawBytesPerSec / 1e9);
-    r.emplace_back(k + ".utilization", e > s ? std::min(1.0, double(c.busy()) / double(e - s)) : 0);
+    r.emplace_back(k + ".raw_gbps", rawBytesPerSec * n / 1e9);
+    r.emplace_back(k + ".utilization", e > s ? std::min(1.0, busy / n / double(e - s)) : 0);
     r.emplace_back(k + ".flits", double(st.flits));
     r.emplace_back(k + ".messages", double(st.messages));
     r.emplace_back(k + ".slot_fill",
-                   st.flits ? double(st.units) / (double(st.flits) * c.unitsPerFlit()) : 0);
+                   st.flits ? double(st.units) / (double(st.flits) * copies[0]->unitsPerFlit()) : 0);
     r.emplace_back(k + ".crc_errors", double(st.crcErrors));
     r.emplace_back(k + ".replayed_flits", double(st.replayedFlits));
+}
+
+// Lower-case names of opcodes and channels in statistics (RdOwn: requests_rdown).
+std::string lower(std::string n) {
+    for (char& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return n;
 }
 
 // The tables componentStats() returns, in the order the functions below report.
@@ -125,6 +147,104 @@ std::vector<StatSpec> makeBridgeStats() {
             {"throttled", "count", "devload_throttle = 1", "requests that waited for their port's DevLoad throttle"}};
 }
 
+// The CXL.cache part: counted from the run's start (never reset).
+std::vector<StatSpec> makeHomeStats() {
+    std::vector<StatSpec> v;
+    for (const Command& c : kCommands.c)
+        if (c.chan == kD2HReq)
+            v.push_back({"requests_" + lower(c.name), "count", "", std::string(c.name) + " requests from the devices"});
+    for (uint32_t i = 0; i < kNumSnoops; ++i)
+        v.push_back({"snoops_" + lower(opName(snoopOpc(i))), "count", "",
+                     std::string(opName(snoopOpc(i))) + " snoops sent to the devices"});
+    const std::vector<StatSpec> rest = {
+        {"back_invalidates", "count", "", "back-invalidates (BISnp) the home received from HDM-DB devices"},
+        {"host_hits", "count", "", "host core accesses the host's caches served"},
+        {"host_misses", "count", "", "host core accesses that missed them"},
+        {"memory_reads", "count", "", "reads of host memory (through the host's address map)"},
+        {"memory_writes", "count", "", "writes of host memory"},
+        {"conflicts", "count", "", "requests that found another request to their line in flight"},
+        {"sf_evictions", "count", "", "snoop filter entries evicted (the line invalidated in the devices)"},
+        {"max_tracker", "requests", "", "most requests the home tracked at once"},
+        {"max_line_queue", "requests", "", "most requests waiting behind one line"},
+        {"max_queued_down", "messages", "", "most messages queued on a device's down wire"},
+        {"line_states_max", "lines", "", "most line-state entries held at once"},
+        {"line_states_at_end", "lines", "", "line-state entries held at the end"},
+        {"host_cache.lines_max", "lines", "", "most coherent lines the host's caches held at once"},
+        {"host_cache.lines_at_end", "lines", "", "coherent lines the host's caches held at the end"},
+        {"host_cache.dirty_at_end", "lines", "", "dirty coherent lines in the host's caches at the end"},
+        {"host_cache.dirtied", "count", "", "lines the host's stores made dirty"},
+        {"host_cache.evictions", "count", "", "lines evicted from the host's caches (host_cache_bytes)"},
+        {"host_cache.writebacks", "count", "", "dirty lines the host's caches wrote back"},
+        {"host_cache.bias_flip_flushes", "count", "", "host lines flushed by flips of device memory to device bias"}};
+    v.insert(v.end(), rest.begin(), rest.end());
+    return v;
+}
+
+std::vector<StatSpec> makeAccelStats() {
+    std::vector<StatSpec> v = {{"cache.loads", "count", "", "loads the device's requesters issued"},
+                               {"cache.stores", "count", "", "stores the device's requesters issued"},
+                               {"cache.hits", "count", "", "accesses that hit the device cache"},
+                               {"cache.misses", "count", "", "accesses that missed it"},
+                               {"cache.mshr_full_stalls", "count", "", "misses that waited for a free MSHR"},
+                               {"cache.fills_shared", "count", "", "lines filled in state S"},
+                               {"cache.fills_exclusive", "count", "", "lines filled in state E"}};
+    for (uint32_t i = 0; i < kNumSnoops; ++i)
+        v.push_back({"cache.snoops_" + lower(opName(snoopOpc(i))), "count", "",
+                     std::string(opName(snoopOpc(i))) + " snoops the cache received"});
+    const std::vector<StatSpec> rest = {
+        {"cache.clean_evicts", "count", "", "clean lines evicted (CleanEvict)"},
+        {"cache.dirty_evicts", "count", "", "dirty lines written back (DirtyEvict)"},
+        {"cache.bogus_writebacks", "count", "", "write-backs answered with bogus data (the line was snooped away)"},
+        {"cache.max_mshrs", "requests", "", "most MSHRs in use at once"},
+        {"cache.bias_flip_flushes", "count", "", "device lines flushed by flips of its memory to host bias"},
+        {"dcoh.bias_flips_to_device", "count", "", "pages of device memory flipped to device bias"},
+        {"dcoh.bias_flips_to_host", "count", "", "pages of device memory flipped to host bias"},
+        {"dcoh.back_invalidates", "count", "", "back-invalidates (BISnp) sent for HDM-DB device memory"},
+        {"memory.local_reads", "count", "", "reads of device memory served by the device alone"},
+        {"memory.via_host", "count", "", "reads of device memory resolved by the host first (MemRdFwd)"},
+        {"dma.transfers", "count", "", "DMA transfers completed"},
+        {"max_queued_up", "messages", "", "most messages queued on the device's up wire"}};
+    v.insert(v.end(), rest.begin(), rest.end());
+    return v;
+}
+
+std::vector<StatSpec> makeNicStats() {
+    std::vector<StatSpec> v = makeAccelStats();
+    const std::string cxl = "RAO, mechanism cxl-nic", any = "RAO, mechanism cxl-nic or pcie-nic";
+    const std::vector<StatSpec> own = {
+        {"ops", "count", cxl, "atomic operations the NIC executed"},
+        {"polls", "count", cxl, "polls of the doorbell line"},
+        {"doorbell_changes", "count", cxl, "polls that found the doorbell changed"},
+        {"descriptors", "count", cxl, "descriptors fetched"},
+        {"execute_ns_mean", "ns", cxl, "mean time an operation's operand line took (its execution)"},
+        {"operand_hits", "count", cxl, "operand lines found in the NIC's cache"},
+        {"ring_errors", "count", cxl, "malformed ring entries"},
+        {"max_ops_in_flight", "count", any, "most operations in flight at once"},
+        {"max_line_queue", "count", any, "most operations waiting behind one line"},
+        {"max_pending_addresses", "count", any, "most operations waiting for their address"},
+        {"ordering_idle_at_end", "flag", any, "1 when no operation was left ordered at the end"},
+        {"wire_frames", "count", any, "frames sent on the network wire"}};
+    v.insert(v.end(), own.begin(), own.end());
+    return v;
+}
+
+std::vector<StatSpec> makeLinkStats() {
+    std::vector<StatSpec> v = twoChannels("m2s", "host to device (M2S)", "s2m", "device to host (S2M)");
+    const std::string cache = "an accelerator's link (below a home agent)";
+    for (int c = 0; c < kNumChannels; ++c)
+        v.push_back({std::string(channelName(Channel(c))) + ".messages", "count", cache,
+                     std::string("messages on channel ") + channelName(Channel(c))});
+    return v;
+}
+
+std::vector<StatSpec> makeDramStats() {
+    std::vector<StatSpec> v = dramStats();
+    const std::string home = "the host's DRAM, with a home agent";
+    v.push_back({"reads", "count", home, "reads from the run's start"});
+    v.push_back({"writes", "count", home, "writes from the run's start"});
+    return v;
+}
+
 std::vector<StatSpec> makeHostStats() {
     const std::string map = "several mem connections (an address map)";
     return {{"window.<w>.read_gbps", "GB/s", map, "data the cores read from window w (named after its component)"},
@@ -135,9 +255,10 @@ std::vector<StatSpec> makeHostStats() {
 
 const std::vector<StatSpec>& componentStats(const std::string& type) {
     static const std::vector<std::pair<std::string, std::vector<StatSpec>>> all{
-        {"host", makeHostStats()},     {"dram", dramStats()},          {"remote_socket", twoChannels("out", "to the remote home", "back", "back from the remote home")},
-        {"host_bridge", makeBridgeStats()}, {"switch", makeSwitchStats()}, {"link", twoChannels("m2s", "host to device (M2S)", "s2m", "device to host (S2M)")},
-        {"type3", makeType3Stats()}};
+        {"host", makeHostStats()},     {"dram", makeDramStats()},          {"remote_socket", twoChannels("out", "to the remote home", "back", "back from the remote home")},
+        {"host_bridge", makeBridgeStats()}, {"switch", makeSwitchStats()}, {"link", makeLinkStats()},
+        {"type3", makeType3Stats()}, {"home_agent", makeHomeStats()}, {"accelerator", makeAccelStats()},
+        {"nic", makeNicStats()}};
     static const std::vector<StatSpec> none;
     for (const auto& t : all)
         if (t.first == type) return t.second;
@@ -163,14 +284,21 @@ void reportDram(Report& r, const std::string& k, const DramController& d, Tick s
     r.emplace_back(k + ".retries", double(st.readRetries + st.writeRetries));
 }
 
-void reportLink(Report& r, const std::string& k, const CxlLink& l, Tick s, Tick e) {
-    reportChannel(r, k + ".m2s", l.m2s_, l.rawBytesPerSec(), s, e);
-    reportChannel(r, k + ".s2m", l.s2m_, l.rawBytesPerSec(), s, e);
+void reportLink(Report& r, const std::string& k, const CxlLink& l, Tick s, Tick e) { reportLink(r, k, {&l}, s, e); }
+
+void reportLink(Report& r, const std::string& k, const std::vector<const CxlLink*>& copies, Tick s, Tick e) {
+    std::vector<const FlitChannel*> m2s, s2m;
+    for (const CxlLink* l : copies) {
+        m2s.push_back(&l->m2s_);
+        s2m.push_back(&l->s2m_);
+    }
+    reportChannel(r, k + ".m2s", m2s, copies[0]->rawBytesPerSec(), s, e);
+    reportChannel(r, k + ".s2m", s2m, copies[0]->rawBytesPerSec(), s, e);
 }
 
 void reportRemoteSocket(Report& r, const std::string& k, const InterSocket& rs, Tick s, Tick e) {
-    reportChannel(r, k + ".out", rs.out_, rs.bytesPerSec(), s, e);
-    reportChannel(r, k + ".back", rs.back_, rs.bytesPerSec(), s, e);
+    reportChannel(r, k + ".out", {&rs.out_}, rs.bytesPerSec(), s, e);
+    reportChannel(r, k + ".back", {&rs.back_}, rs.bytesPerSec(), s, e);
 }
 
 void reportType3(Report& r, const std::string& k, const Type3Device& d, Tick s, Tick e) {
@@ -262,6 +390,101 @@ void reportHostWindows(Report& r, const std::string& k, const Uncore& u, const s
         r.emplace_back(w + ".write_gbps", gbps(double(st.writes) * kLineBytes, s, e));
         r.emplace_back(w + ".requests", double(st.reads + st.writes));
     }
+}
+
+void reportHomeAgent(Report& r, const std::string& k, const HomeAgent& home, size_t devices) {
+    const HomeStats& h = home.stats();
+    for (const Command& c : kCommands.c)
+        if (c.chan == kD2HReq) r.emplace_back(k + ".requests_" + lower(c.name), double(h.requests[int(c.opc)]));
+    for (uint32_t i = 0; i < kNumSnoops; ++i)
+        r.emplace_back(k + ".snoops_" + lower(opName(snoopOpc(i))), double(h.snoops[i]));
+    size_t maxDown = 0;
+    for (size_t i = 0; i < devices; ++i) maxDown = std::max(maxDown, home.down(uint16_t(i)).maxQueued());
+    const std::pair<const char*, double> counts[] = {
+        {"back_invalidates", double(h.biSnps)},
+        {"host_hits", double(h.hostHits)},
+        {"host_misses", double(h.hostMisses)},
+        {"memory_reads", double(h.memReads)},
+        {"memory_writes", double(h.memWrites)},
+        {"conflicts", double(h.conflicts)},
+        {"sf_evictions", double(h.sfEvictions)},
+        {"max_tracker", double(h.maxTracker)},
+        {"max_line_queue", double(h.maxLineQueue)},
+        {"max_queued_down", double(maxDown)},
+        {"line_states_max", double(h.maxLineStates)},
+        {"line_states_at_end", double(home.lineStates())},
+        {"host_cache.lines_max", double(h.maxHostLines)},
+        {"host_cache.lines_at_end", double(home.hostLines())},
+        {"host_cache.dirty_at_end", double(home.hostDirtyLines())},
+        {"host_cache.dirtied", double(h.hostDirtied)},
+        {"host_cache.evictions", double(h.hostEvictions)},
+        {"host_cache.writebacks", double(h.hostWritebacks)},
+        {"host_cache.bias_flip_flushes", double(h.flushedLines)}};
+    for (const auto& c : counts) r.emplace_back(k + "." + c.first, c.second);
+}
+
+void reportAccelerator(Report& r, const std::string& k, const std::vector<const Accelerator*>& copies) {
+    AccelStats a;
+    size_t maxMshrs = 0, maxUp = 0;
+    for (const Accelerator* d : copies) {
+        a.add(d->stats());
+        maxMshrs = std::max(maxMshrs, d->maxMshrs());
+        maxUp = std::max(maxUp, d->up().maxQueued());
+    }
+    const std::string c = k + ".cache.";
+    r.emplace_back(c + "loads", double(a.loads));
+    r.emplace_back(c + "stores", double(a.stores));
+    r.emplace_back(c + "hits", double(a.hits));
+    r.emplace_back(c + "misses", double(a.misses));
+    r.emplace_back(c + "mshr_full_stalls", double(a.mshrFull));
+    r.emplace_back(c + "fills_shared", double(a.grants[int(MState::S)]));
+    r.emplace_back(c + "fills_exclusive", double(a.grants[int(MState::E)]));
+    for (uint32_t i = 0; i < kNumSnoops; ++i)
+        r.emplace_back(c + "snoops_" + lower(opName(snoopOpc(i))), double(a.snoopsRecv[i]));
+    r.emplace_back(c + "clean_evicts", double(a.cleanEvicts));
+    r.emplace_back(c + "dirty_evicts", double(a.dirtyEvicts));
+    r.emplace_back(c + "bogus_writebacks", double(a.bogusData));
+    r.emplace_back(c + "max_mshrs", double(maxMshrs));
+    r.emplace_back(c + "bias_flip_flushes", double(a.flushedLines));
+    r.emplace_back(k + ".dcoh.bias_flips_to_device", double(a.deviceBiasFlips));
+    r.emplace_back(k + ".dcoh.bias_flips_to_host", double(a.hostBiasFlips));
+    r.emplace_back(k + ".dcoh.back_invalidates", double(a.biSnps));
+    r.emplace_back(k + ".memory.local_reads", double(a.localMemReads));
+    r.emplace_back(k + ".memory.via_host", double(a.fwdReads));
+    r.emplace_back(k + ".dma.transfers", double(a.dmaTransfers));
+    r.emplace_back(k + ".max_queued_up", double(maxUp));
+}
+
+void reportCacheChannels(Report& r, const std::string& k, const std::vector<const Wire*>& ups,
+                         const std::vector<const Wire*>& downs) {
+    for (int c = 0; c < kNumChannels; ++c) {
+        uint64_t n = 0;
+        for (const Wire* w : isUpstream(Channel(c)) ? ups : downs) n += w->sent(Channel(c));
+        r.emplace_back(k + "." + channelName(Channel(c)) + ".messages", double(n));
+    }
+}
+
+void reportDramAccesses(Report& r, const std::string& k, const DramController& d) {
+    r.emplace_back(k + ".reads", double(d.stats().reads));
+    r.emplace_back(k + ".writes", double(d.stats().writes));
+}
+
+void reportNic(Report& r, const std::string& k, const NicStats* s, const AtomicOrdering& order, const NetWire& wire,
+               size_t maxInFlight) {
+    if (s) {
+        r.emplace_back(k + ".ops", double(s->ops));
+        r.emplace_back(k + ".polls", double(s->polls));
+        r.emplace_back(k + ".doorbell_changes", double(s->doorbellChanges));
+        r.emplace_back(k + ".descriptors", double(s->descriptors));
+        r.emplace_back(k + ".execute_ns_mean", s->ops ? ticksToNs(s->executing) / double(s->ops) : 0.0);
+        r.emplace_back(k + ".operand_hits", double(s->hits));
+        r.emplace_back(k + ".ring_errors", double(s->ringErrors));
+    }
+    r.emplace_back(k + ".max_ops_in_flight", double(maxInFlight));
+    r.emplace_back(k + ".max_line_queue", double(order.maxLineQueue()));
+    r.emplace_back(k + ".max_pending_addresses", double(order.maxPending()));
+    r.emplace_back(k + ".ordering_idle_at_end", order.idle() ? 1.0 : 0.0);
+    r.emplace_back(k + ".wire_frames", double(wire.frames()));
 }
 
 }  // namespace cxlcore

@@ -103,7 +103,6 @@ class System {
     void runCoherent();
     void reportMemory(Report& r, Tick s, Tick e) const;
     void reportCoherent(Report& r, Tick end) const;
-    void reportAccelerators(Report& r, Tick end) const;
     SystemParams p_;
     std::vector<std::unique_ptr<HostPart>> hosts_;
     // The fabric below the host bridges: every link, Type-3 device and

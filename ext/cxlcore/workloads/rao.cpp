@@ -503,27 +503,13 @@ Report RaoRun::run() {
     reportTails(r, "", lat_);
     r.emplace_back("performed", double(mem_.performed()));
     r.emplace_back("noise_ops", double(noiseOps_));
+    // The NIC's engine under its graph component (a PCIe NIC: the workload's model of it).
+    const std::string nic = sys_.params().accelerators[sys_.accelEntry[dev_]].node;
     if (nic_) {
-        const NicStats& s = nic_->stats();
-        r.emplace_back("nic_ops", double(s.ops));
-        r.emplace_back("nic_polls", double(s.polls));
-        r.emplace_back("nic_doorbell_changes", double(s.doorbellChanges));
-        r.emplace_back("nic_descriptors", double(s.descriptors));
-        r.emplace_back("nic_execute_ns_mean", ticksToNs(s.executing) / ops);
-        r.emplace_back("nic_operand_hits", double(s.hits));
-        r.emplace_back("ring_errors", double(s.ringErrors));
-        r.emplace_back("max_ops_in_flight", double(s.maxInFlight));
-        r.emplace_back("nic_max_line_queue", double(nic_->ordering().maxLineQueue()));
-        r.emplace_back("max_pending_addresses", double(nic_->ordering().maxPending()));
-        r.emplace_back("ordering_idle_at_end", nic_->ordering().idle() ? 1.0 : 0.0);
-        r.emplace_back("wire_frames", double(nic_->wireOut().frames()));
+        reportNic(r, nic, &nic_->stats(), nic_->ordering(), nic_->wireOut(), nic_->stats().maxInFlight);
     } else if (order_) {
-        r.emplace_back("max_ops_in_flight", double(maxPcieInFlight_));
         for (int i = 0; i < 4; ++i) r.emplace_back(std::string("phase_") + kPhases[i] + "_ns", ticksToNs(phase_[i]) / ops);
-        r.emplace_back("nic_max_line_queue", double(order_->maxLineQueue()));
-        r.emplace_back("max_pending_addresses", double(order_->maxPending()));
-        r.emplace_back("ordering_idle_at_end", order_->idle() ? 1.0 : 0.0);
-        r.emplace_back("wire_frames", double(out_->frames()));
+        reportNic(r, nic, nullptr, *order_, *out_, maxPcieInFlight_);
     }
     r.emplace_back("jobs_allocated", double(jobs_.allocated()));
     sys_.report(r, 0, last_);

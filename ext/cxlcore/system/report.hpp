@@ -36,6 +36,8 @@ struct StatSpec {
 // The statistics of a registered component type (graph.hpp's types); empty
 // for a type that reports none of its own yet.
 const std::vector<StatSpec>& componentStats(const std::string& type);
+// A protocol name as a statistic's part ("RdOwn" -> "rdown").
+std::string lowerCase(std::string name);
 
 // Each over the interval [s, e] (ticks) where rates are concerned.
 void reportDram(Report& r, const std::string& path, const DramController& d, Tick s, Tick e);

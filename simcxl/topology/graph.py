@@ -469,10 +469,10 @@ def check(t: Topology) -> None:
     if len(hosts) > MAX_HOSTS:
         raise TopologyError(f"{hosts[MAX_HOSTS].name}: {len(hosts)} hosts; allowed: 1 to {MAX_HOSTS}")
     _check_ports(t)
+    _check_cycles(t)
     _check_paths(t)
     if switch_links(t):
         _check_core(t, _core.check_switch_fabric)  # cycles of switches and routing
-    _check_cycles(t)
     _check_reach(t, hosts)
     for h in hosts:
         _check_host(t, h, first=h is hosts[0])

@@ -29,7 +29,9 @@ std::vector<std::vector<Hop>> adjacency(const PbrFabricGraph& g) {
     return adj;
 }
 
-std::vector<uint32_t> bfs(const std::vector<std::vector<Hop>>& adj, uint32_t from) {
+// Hops from `from` to every switch, over the steps x -> y that `allow(x, y)` lets through.
+template <typename Allow>
+std::vector<uint32_t> bfs(const std::vector<std::vector<Hop>>& adj, uint32_t from, Allow allow) {
     std::vector<uint32_t> d(adj.size(), kFar);
     std::deque<uint32_t> q{from};
     d[from] = 0;
@@ -37,12 +39,16 @@ std::vector<uint32_t> bfs(const std::vector<std::vector<Hop>>& adj, uint32_t fro
         const uint32_t x = q.front();
         q.pop_front();
         for (const Hop& h : adj[x])
-            if (d[h.to] == kFar) {
+            if (d[h.to] == kFar && allow(x, h.to)) {
                 d[h.to] = d[x] + 1;
                 q.push_back(h.to);
             }
     }
     return d;
+}
+
+std::vector<uint32_t> bfs(const std::vector<std::vector<Hop>>& adj, uint32_t from) {
+    return bfs(adj, from, [](uint32_t, uint32_t) { return true; });
 }
 
 std::vector<std::vector<uint32_t>> shortest(const PbrFabricGraph& g, const std::vector<std::vector<Hop>>& adj) {
@@ -80,19 +86,8 @@ std::vector<std::vector<uint32_t>> upDown(const PbrFabricGraph& g, const std::ve
     std::vector<std::vector<uint32_t>> out(n, std::vector<uint32_t>(g.edges.size(), kNoRoute));
     for (size_t e = 0; e < g.edges.size(); ++e) {
         const uint32_t dst = g.edges[e].sw;
-        // Hops to dst going down only (BFS backwards over down hops).
-        std::vector<uint32_t> down(n, kFar);
-        std::deque<uint32_t> q{dst};
-        down[dst] = 0;
-        while (!q.empty()) {
-            const uint32_t y = q.front();
-            q.pop_front();
-            for (const Hop& h : adj[y])
-                if (down[h.to] == kFar && !isUp(h.to, y)) {
-                    down[h.to] = down[y] + 1;
-                    q.push_back(h.to);
-                }
-        }
+        // Hops to dst going down only (backwards from dst: a step y -> x where x -> y is down).
+        const std::vector<uint32_t> down = bfs(adj, dst, [&](uint32_t y, uint32_t x) { return !isUp(x, y); });
         // The legal route's length: down at once where possible, else up first (the root reaches all going down).
         std::vector<uint32_t> legal(n, kFar);
         for (uint32_t x : order) {

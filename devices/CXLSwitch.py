@@ -51,6 +51,12 @@ class CXLSwitch(CXLPortTarget):
     switch_congestion_interval_ns = Param.Float(
         1000.0, "interval over which each port's backpressure is measured for egress_congestion (ns, 10 to "
         "1000000)")
+    switch_routing = Param.Unsigned(
+        0, "\"hbr\" (0): hierarchy-based routing (CXL 2.0), the switches below a host a tree, each upstream "
+        "port's decoder routing over its downstream ports; \"pbr\" (1): port-based routing (CXL 3.x), switches "
+        "joined by inter-switch links in any shape (rings, meshes), each host edge decoding over every device "
+        "of the fabric and each switch forwarding by the destination's PBR ID through deadlock-free routes "
+        "computed at build time (one of 0, 1)")
     # link_*: LinkParams. A CXL link: PCIe electricals, flits, credits, CRC and replay.
     link_gen = Param.Unsigned(5, "PCIe generation: 5 (32 GT/s, CXL 1.1/2.0) or 6 (64 GT/s, CXL 3.x) (one of 5, 6)")
     link_lanes = Param.Unsigned(16, "link width (one of 1, 2, 4, 8, 16)")

@@ -53,6 +53,35 @@ PYBIND11_MODULE(_core, m) {
 
     m.def("validate", [](py::dict sys) { readSystem(sys); },
           "Checks a system (a graph: components and connections); raises ConfigError.");
+    m.def("check_switch_fabric", [](py::dict sys) { readGraph(sys).checkSwitchFabric(); },
+          "Refuses HBR switches in cycles, HBR and PBR switches joined and misplaced PIDs; raises ConfigError.");
+    m.def("pbr_fabrics", [](py::dict sys) {
+        const Graph g = readGraph(sys);
+        g.check();
+        py::list out;
+        for (const Graph::PbrFabric& f : g.pbrFabrics()) {
+            py::list edges;
+            for (size_t e = 0; e < f.g.edges.size(); ++e) {
+                const auto& x = f.g.edges[e];
+                const Connection& k = *f.edgeConn[e];
+                edges.append(py::dict(py::arg("pid") = x.pid, py::arg("switch") = f.g.switches[x.sw],
+                                      py::arg("port") = f.g.ports[x.sw][x.port], py::arg("kind") = x.host ? "host" : "device",
+                                      py::arg("component") = x.host ? k.from.comp : g.pastLink(k).name));
+            }
+            py::dict routes;
+            for (size_t s = 0; s < f.g.switches.size(); ++s) {
+                py::dict t;
+                for (size_t e = 0; e < f.g.edges.size(); ++e) t[py::int_(f.g.edges[e].pid)] = f.g.ports[s][f.routes.out[s][e]];
+                routes[py::str(f.g.switches[s])] = t;
+            }
+            out.append(py::dict(py::arg("switches") = f.g.switches, py::arg("algorithm") = f.routes.algorithm,
+                                py::arg("root") = f.g.switches[f.routes.root], py::arg("cycle") = f.routes.cycle,
+                                py::arg("edges") = edges, py::arg("routes") = routes));
+        }
+        return out;
+    }, "Each PBR fabric of a system's graph: its switches, edge ports with their PIDs, the routing algorithm used "
+       "(shortest, or up*/down* when the shortest paths' channel dependencies form a cycle, which `cycle` names) "
+       "and each switch's routes: PID -> the port it forwards by.");
     m.def("component_types", [] {
         py::list out;
         for (const TypeSpec& t : componentTypes()) {

@@ -176,7 +176,7 @@ Graph readGraph(const py::dict& d) {
         const std::string at = "connections[" + std::to_string(i++) + "]";
         if (!py::isinstance<py::dict>(item)) throw ConfigError(at + " must be a table {from, to}");
         py::dict k = item.cast<py::dict>();
-        onlyKeys(k, {"from", "to", "base", "size", "qos_limit", "qos_allocation"}, at, "connection key");
+        onlyKeys(k, {"from", "to", "base", "size", "qos_limit", "qos_allocation", "pid"}, at, "connection key");
         if (!k.contains("from") || !k.contains("to")) throw ConfigError(at + ": from and to are both needed; add the missing one, e.g. {from = 'host.mem', to = 'ddr.up'}");
         Connection c;
         c.from = readPortRef(k["from"], at + ".from");
@@ -193,6 +193,7 @@ Graph readGraph(const py::dict& d) {
             c.hasQos = true;
             (q[4] == 'l' ? c.qos.limit : c.qos.allocation) = field<double>(k[q], at, q, 0.0, 1.0);
         }
+        if (k.contains("pid") && !k["pid"].is_none()) c.pid = int(field<uint32_t>(k["pid"], at, "pid", 0, kPbrPids - 1));
         g.connections.push_back(c);
     }
     if (d.contains("decoders")) readDecoders(sub(d, "decoders", "system"), g);

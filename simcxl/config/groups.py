@@ -257,6 +257,12 @@ class SwitchParams(ParamGroup):
     egress_severe: float = param(0.25, 0.001, 1, "", "the same for Severe overload (at least egress_moderate)")
     congestion_interval_ns: float = param(1000.0, 10, 1e6, "ns", "interval over which each port's backpressure "
                                           "is measured for egress_congestion")
+    routing: int = param(0, 0, 1, "", "\"hbr\" (0): hierarchy-based routing (CXL 2.0), the switches below a host a "
+                         "tree, each upstream port's decoder routing over its downstream ports; \"pbr\" (1): port-based "
+                         "routing (CXL 3.x), switches joined by inter-switch links in any shape (rings, meshes), each "
+                         "host edge decoding over every device of the fabric and each switch forwarding by the "
+                         "destination's PBR ID through deadlock-free routes computed at build time", (0, 1),
+                         names=("hbr", "pbr"))
 
     def _check(self, where: str) -> None:
         if self.egress_moderate > self.egress_severe:

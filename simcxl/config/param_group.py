@@ -16,11 +16,23 @@ class ParamError(ValueError):
 
 
 def param(default: Any, lo: float, hi: float, unit: str = "", doc: str = "",
-          choices: Optional[Tuple[Any, ...]] = None, wide: bool = False) -> Any:
+          choices: Optional[Tuple[Any, ...]] = None, wide: bool = False, names: Optional[Tuple[str, ...]] = None) -> Any:
     """A field of a parameter group. ``wide``: an int the C++ core holds in 64 bits (uint64_t; others are
-    uint32_t), for sizes and addresses it multiplies or adds up."""
+    uint32_t), for sizes and addresses it multiplies or adds up. ``names``: words a file may give for the
+    values 0, 1, ... (routing = "pbr"), held as those numbers."""
     return field(default=default, metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "choices": choices,
-                                            "wide": wide})
+                                            "wide": wide, "names": names})
+
+
+def by_name(cls: Any, leaf: str, value: Any, where: str) -> Any:
+    """``value`` as the number field ``leaf`` of group ``cls`` holds, when it is one of the field's names."""
+    f = next((f for f in fields(cls) if f.name == leaf), None)
+    names = f.metadata.get("names") if f is not None else None
+    if not names or not isinstance(value, str):
+        return value
+    if value not in names:
+        raise ParamError(f"{where} = {value!r} is not allowed; allowed: {', '.join(repr(n) for n in names)}")
+    return names.index(value)
 
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -64,6 +76,7 @@ def set_dotted(groups: Dict[str, "ParamGroup"], path: str, value: Any, what: str
     if leaf not in names:
         raise ParamError(f"{shown(path)} is not a parameter of {what}; {did_you_mean(leaf, names)}allowed in "
                          f"{group}: {', '.join(names)} ({listing})")
+    value = by_name(type(obj), leaf, value, path)
     ftype = next(f.type for f in fields(obj) if f.name == leaf)
     if ftype in ("int", int) and isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -81,6 +94,8 @@ class ParamGroup:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 allowed = (f"allowed values: {', '.join(fmt(c) for c in m['choices'])}" if m["choices"] is not None
                            else f"allowed: {fmt(m['lo'])} to {fmt(m['hi'])}")
+                if m.get("names"):
+                    allowed = f"allowed: {', '.join(repr(n) for n in m['names'])}"
                 raise ParamError(f"{name} = {v!r} is not a number; {allowed}")
             # No float() of an int: one beyond 1e308 would overflow.
             if f.type in ("int", int) and isinstance(v, float) and not v.is_integer():
@@ -108,7 +123,7 @@ class ParamGroup:
         if unknown:
             raise ParamError(f"{where}.{shown(unknown[0])} is not a parameter; {did_you_mean(unknown[0], names)}"
                              f"allowed: {', '.join(sorted(names))}")
-        obj = cls(**d)
+        obj = cls(**{k: by_name(cls, k, v, f"{where}.{k}") for k, v in d.items()})
         obj.validate(where)
         return obj
 

@@ -64,6 +64,10 @@ def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
     if t.regions:
         raise ParamError(f"topology {t.name} programs HDM decoders ([[regions]]); gem5's host bridges route by "
                          "their own interleave so far: run it in the standalone engine")
+    pbr = [s.name for s in t.of_type("switch") if s.values.get("routing") == 1]
+    if pbr:
+        raise ParamError(f"{pbr[0]}.routing = \"pbr\": gem5 builds switches with hierarchy-based routing only so "
+                         "far; run port-based routing in the standalone engine")
     made: Dict[str, object] = {}
     above: Dict[str, dict] = {}  # a switch's upstream link parameters, from the first link reaching it
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .. import _core
 from ..config.files import read_text
-from ..config.param_group import NAME, did_you_mean
+from ..config.param_group import NAME, by_name, did_you_mean
 from ..config.groups import BridgeParams
 from ..config.params import PHYS_SPACE, ParamError, shown
 from .types import DERIVED, TYPES, ComponentType, Port, group_class
@@ -54,7 +54,9 @@ class TopologyError(ParamError):
 _REF = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)\.([a-z_]+)(?:\[(\d+)\])?")
 _TOP_KEYS = ("name", "description", "source", "seed", "components", "connections", "regions")
 _COMP_KEYS = ("type", "from", "description")
-_CONN_KEYS = ("from", "to", "base", "size", "qos_limit", "qos_allocation")
+_CONN_KEYS = ("from", "to", "base", "size", "qos_limit", "qos_allocation", "pid")
+#: PBR IDs are 12 bits (CXL 3.x port-based routing).
+PBR_PIDS = 4096
 #: A host's LD on CXL memory (CXL 2.0 QoS telemetry), as fractions of a device's peak completions.
 _QOS_KEYS = ("qos_limit", "qos_allocation")
 _VALID = "fix the file there ('simcxl topology show cxl-asic --toml' prints a valid topology file)"
@@ -97,6 +99,7 @@ class Connection:
     base: Optional[int] = None
     size: Optional[int] = None
     qos: Dict[str, float] = field(default_factory=dict)  # qos_limit, qos_allocation (host.mem only)
+    pid: Optional[int] = None  # a PBR switch's edge port's PBR ID (None: assigned)
 
     def __str__(self) -> str:
         return f"{self.a} -> {self.b}"
@@ -156,7 +159,11 @@ class Topology:
                 raise TopologyError(f"{shown(path)} is not a parameter of {comp} ({c.type}); "
                                     f"{did_you_mean(leaf, c.ctype.parameters())}allowed: "
                                     f"{', '.join(c.ctype.parameters())} ('simcxl topology types' lists them)")
-            c.values[leaf] = value
+            g, cls, field_ = c.ctype.parameters()[leaf]
+            try:
+                c.values[leaf] = by_name(cls, field_, value, path)
+            except ParamError as e:
+                raise TopologyError(str(e)) from None
             c.origin[leaf] = "override"
         _check_values(new)
         return new
@@ -180,6 +187,8 @@ class Topology:
             e: Dict[str, Any] = {"from": str(k.a), "to": str(k.b)}
             if k.base is not None:
                 e["base"], e["size"] = k.base, k.size
+            if k.pid is not None:
+                e["pid"] = k.pid
             conns.append({**e, **k.qos})
         out = {"name": self.name, "description": self.description, "source": self.source, "seed": self.seed,
                "components": comps, "connections": conns}
@@ -326,7 +335,10 @@ def _component(name: Any, d: Any, fragments: Fragments) -> Component:
 
 def _set(c: Component, dotted: str, v: Any, allowed) -> None:
     if dotted in allowed:
-        c.values[dotted] = v
+        try:
+            c.values[dotted] = by_name(allowed[dotted][1], allowed[dotted][2], v, f"{c.name}.{dotted}")
+        except ParamError as e:
+            raise TopologyError(str(e)) from None
         c.origin[dotted] = "file"
         return
     leaf = dotted.rpartition(".")[2]
@@ -376,7 +388,7 @@ def _take_from(c: Component, spec: Any, fragments: Fragments) -> None:
 
 def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
     where = f"connections[{i}]"
-    base = size = None
+    base = size = pid = None
     qos: Dict[str, float] = {}
     if isinstance(x, (list, tuple)):
         if len(x) != 2:
@@ -404,6 +416,11 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
                     raise TopologyError(f"{where}.{q} = {v!r} is out of range; allowed: a fraction from 0 to 1")
                 qos[q] = float(v)
+        if "pid" in x:
+            pid = x["pid"]
+            if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < PBR_PIDS:
+                raise TopologyError(f"{where}.pid = {pid!r} is out of range; allowed: a whole number from 0 to "
+                                    f"{PBR_PIDS - 1} (a 12-bit PBR ID)")
         if qos and not (0 < qos.get("qos_limit", 1.0) and qos.get("qos_allocation", 0.0) <= qos.get("qos_limit", 1.0)):
             raise TopologyError(f"{where}: qos_limit = {qos.get('qos_limit', 1.0):g}, qos_allocation = "
                                 f"{qos.get('qos_allocation', 0.0):g} is not allowed; allowed: 0 < qos_limit <= 1 and "
@@ -425,7 +442,7 @@ def _connection(i: int, x: Any, comps: Dict[str, Component]) -> Connection:
     if qos and not (comps[ra.comp].type == "host" and ra.port == "mem" and comps[rb.comp].type == "host_bridge"):
         raise TopologyError(f"{where}: qos_limit and qos_allocation are given on {ra} -> {rb}; only a host.mem "
                             "connection onto a host_bridge has them (a host's logical devices on CXL memory)")
-    return Connection(ra, rb, base, size, qos)
+    return Connection(ra, rb, base, size, qos, pid)
 
 
 # -- checks ----------------------------------------------------------------------------
@@ -453,11 +470,40 @@ def check(t: Topology) -> None:
         raise TopologyError(f"{hosts[MAX_HOSTS].name}: {len(hosts)} hosts; allowed: 1 to {MAX_HOSTS}")
     _check_ports(t)
     _check_cycles(t)
-    _check_reach(t, hosts)
     _check_paths(t)
+    if switch_links(t):
+        _check_core(t, _core.check_switch_fabric)  # cycles of switches and routing
+    _check_reach(t, hosts)
     for h in hosts:
         _check_host(t, h, first=h is hosts[0])
         _check_windows(t, h)
+    if any(port_based(t, s.name) for s in t.of_type("switch")):
+        _check_core(t, _core.pbr_fabrics)  # PIDs and routes
+
+
+def _check_core(t: Topology, f) -> None:
+    """The core's own check of the graph (one implementation of the rules of switch fabrics)."""
+    try:
+        f(t.to_dict())
+    except ValueError as e:
+        raise TopologyError(str(e)) from None
+
+
+def port_based(t: Topology, comp: str) -> bool:
+    """A switch with routing = "pbr"."""
+    c = t.components.get(comp)
+    return c is not None and c.type == "switch" and c.values.get("routing", 0) == 1
+
+
+def switch_links(t: Topology) -> List[Tuple[str, str, str]]:
+    """Links joining two switches, as (upper switch, link, lower switch)."""
+    out = []
+    for k in t.connections:
+        if k.a.port == "dsp" and t.components[k.a.comp].type == "switch":
+            below = t.below(k.b.comp, "down")
+            if below and below[0].type == "switch":
+                out.append((k.a.comp, k.b.comp, below[0].name))
+    return out
 
 
 def _check_ports(t: Topology) -> None:
@@ -497,9 +543,12 @@ def _joining(t: Topology, c: Component, p: Port) -> str:
 
 
 def _check_cycles(t: Topology) -> None:
+    # Cycles of switches are the core's to judge (_check_core): PBR switches may form them.
+    isl = {x for u, l, w in switch_links(t) for x in ((u, l), (l, w))}
     nxt: Dict[str, List[str]] = {}
     for k in t.connections:
-        nxt.setdefault(k.a.comp, []).append(k.b.comp)
+        if (k.a.comp, k.b.comp) not in isl:
+            nxt.setdefault(k.a.comp, []).append(k.b.comp)
     state: Dict[str, int] = {}
 
     def visit(n: str, path: List[str]) -> None:
@@ -520,14 +569,17 @@ def _check_cycles(t: Topology) -> None:
 
 def reached_from(t: Topology, comp: str) -> set:
     """Every component a path from ``comp`` reaches, itself included."""
+    # Port-based routing carries requests both ways on a link between PBR switches.
+    back = [(w, l, u) for u, l, w in switch_links(t) if port_based(t, u) and port_based(t, w)]
     seen = {comp}
     todo = [comp]
     while todo:
         n = todo.pop()
-        for k in t.connections:
-            if k.a.comp == n and k.b.comp not in seen:
-                seen.add(k.b.comp)
-                todo.append(k.b.comp)
+        nxt = [k.b.comp for k in t.connections if k.a.comp == n] + [x for w, l, u in back if w == n for x in (l, u)]
+        for m in nxt:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
     return seen
 
 
@@ -552,6 +604,8 @@ def _check_reach(t: Topology, hosts: List[Component]) -> None:
                                 "the links and Type-3 devices below them are shared")
     for h, seen in reach.items():
         for sw in t.of_type("switch"):
+            if port_based(t, sw.name):  # the core checks a host enters a PBR fabric by one edge port
+                continue
             ups = [k for k in t.connections if k.b.comp == sw.name and k.a.comp in seen]
             if len(ups) > 1:
                 raise TopologyError(f"{sw.name}.up: host {h} reaches it through {len(ups)} upstream ports "
@@ -592,6 +646,8 @@ def _check_paths(t: Topology) -> None:
                                     f"{'/'.join(sorted(dev.protocols))}; join {b.name} below a root port that "
                                     f"carries {'/'.join(sorted(dev.protocols))} ('simcxl topology types' lists them)")
     for sw in t.of_type("switch"):
+        if port_based(t, sw.name):  # a PBR host edge decodes over the fabric's devices (the core checks them)
+            continue
         n = len(t.down(sw.name, "dsp"))
         if n not in SWITCH_WAYS:
             raise TopologyError(f"{sw.name}.dsp: {n} downstream ports is not allowed; its decoder interleaves over "

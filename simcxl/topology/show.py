@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
-from .graph import Topology, reached_from
+from .. import _core
+from .graph import Topology, port_based, reached_from
 
 
 def _depths(t: Topology) -> Dict[str, int]:
@@ -18,6 +19,13 @@ def _depths(t: Topology) -> Dict[str, int]:
                 depth[k.b.comp] = depth[n] + 1
                 todo.append(k.b.comp)
     return depth
+
+
+def pbr_fabrics(t: Topology) -> List[Dict[str, Any]]:
+    """Each PBR fabric of the graph as the core routes it: switches, edge PIDs, algorithm, routes."""
+    if not any(port_based(t, s.name) for s in t.of_type("switch")):
+        return []
+    return _core.pbr_fabrics(t.to_dict())
 
 
 def text(t: Topology) -> str:
@@ -42,6 +50,14 @@ def text(t: Topology) -> str:
 
     for h in t.of_type("host"):
         walk(h.name, "", "")
+    for f in pbr_fabrics(t):
+        lines += ["", f"PBR fabric {', '.join(f['switches'])}: routes {f['algorithm']}"
+                  + (f" (rooted at {f['root']}; the shortest paths' channel dependencies form a cycle: {f['cycle']})"
+                     if f["algorithm"] != "shortest" else " (shortest paths; channel dependencies acyclic)")]
+        for e in f["edges"]:
+            lines.append(f"  PID {e['pid']:4d}: {e['switch']}.{e['port']} -> {e['component']} ({e['kind']})")
+        for sw, table in f["routes"].items():
+            lines.append(f"  {sw} routes: " + ", ".join(f"{pid} -> {port}" for pid, port in sorted(table.items())))
     if t.decoders:  # as `cxl list -D` shows them: what the host bridges route by
         lines += ["", "committed HDM decoders:"]
         for name, d in t.decoders.items():
@@ -77,6 +93,7 @@ def plot(t: Topology, path) -> None:
     shared = {n for n in t.components if sum(n in r for r in reach) > 1}
 
     def place(n: str) -> float:
+        pos.setdefault(n, (0.0, 0.0))  # placed: a cycle of PBR switches comes back to it
         kids = [k.b.comp for k in sorted((k for k in t.connections if k.a.comp == n),
                                          key=lambda k: (k.a.port, k.a.index or 0))]
         kids = [m for m in kids if m not in pos and (n in shared or m not in shared)]

@@ -15,7 +15,7 @@ from ..config.params import (MAP_KIND, AccelDevice, CxlMemory, ParamError, Remot
 from . import graph, regions
 from ..config.param_group import did_you_mean
 from .convert import from_system
-from .graph import Component, Topology, TopologyError
+from .graph import Component, Topology, TopologyError, port_based, switch_links
 
 
 def preset_topology(name: str) -> Topology:
@@ -44,12 +44,30 @@ def _host(t: Topology) -> Component:
 
 
 def _leaf(t: Topology, link: Component) -> Tuple[Component, Component]:
-    """The first Type-3 device below a link, through any switches, and the link above it."""
+    """The first Type-3 device below a link, through any switches, depth first in port order, and the
+    link above it (a PBR fabric may hold cycles, and devices past a link's upper end)."""
+    seen = set()
+
+    def visit(sw: str) -> Optional[Tuple[Component, Component]]:
+        seen.add(sw)
+        for lk in t.below(sw, "dsp"):
+            dev = t.below(lk.name, "down")[0]
+            if dev.type != "switch":
+                return lk, dev
+            found = None if dev.name in seen else visit(dev.name)
+            if found:
+                return found
+        for u, _, w in switch_links(t):
+            found = visit(u) if w == sw and u not in seen and port_based(t, u) else None
+            if found:
+                return found
+        return None
+
     dev = t.below(link.name, "down")[0]
-    while dev.type == "switch":
-        link = t.below(dev.name, "dsp")[0]
-        dev = t.below(link.name, "down")[0]
-    return link, dev
+    found = (link, dev) if dev.type != "switch" else visit(dev.name)
+    if not found:
+        raise TopologyError(f"{link.name}: no Type-3 device below it; join one below its switches")
+    return found
 
 
 def _cxl_memory(t: Topology, hb: Component) -> CxlMemory:

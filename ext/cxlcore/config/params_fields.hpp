@@ -125,11 +125,13 @@
     X(uint32_t, egress_congestion, 0, 0, 1)                    \
     X(double, egress_moderate, 0.1, 0.001, 1.0)                \
     X(double, egress_severe, 0.25, 0.001, 1.0)                 \
-    X(double, congestion_interval_ns, 1000.0, 10.0, 1000000.0)
+    X(double, congestion_interval_ns, 1000.0, 10.0, 1000000.0) \
+    X(uint32_t, routing, 0, 0, 1)
 #define CXL_SWITCH_CHOICES(X)                                    \
     X(interleave_bytes, 256, 512, 1024, 2048, 4096, 8192, 16384) \
     X(weighted_arbitration, 0, 1)                                \
-    X(egress_congestion, 0, 1)
+    X(egress_congestion, 0, 1)                                   \
+    X(routing, 0, 1)
 
 // LinkParams: A CXL link: PCIe electricals, flits, credits, CRC and replay.
 #define CXL_LINK_FIELDS(X)                            \

@@ -53,7 +53,20 @@ MemEndpoint& CxlSwitch::addUpstream(CxlLink& link, const std::string& name) {
     return *usps_.back();
 }
 
+void CxlSwitch::bindPbr(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
+    // A host edge: its decoder interleaves over every device of the fabric,
+    // wherever each sits, and gives each host a share of each device.
+    const uint32_t n = uint32_t(pbr_->devices.size());
+    if (!u.hdm || window > u.window) {
+        u.window = window;
+        u.hdm = std::make_unique<HdmDecoder>(u.name + " (the fabric's devices)", 0, window, n, p_.interleave_bytes);
+    }
+    const uint64_t share = HdmDecoder::share(u.window, n, p_.interleave_bytes);
+    for (MemEndpoint* d : pbr_->devices) d->bind(host, share, qos);
+}
+
 void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
+    if (pbr_) return bindPbr(u, host, window, qos);
     if (host >= kMaxHosts)
         throw ConfigError(where_ + ": host " + std::to_string(host) + " is out of range; allowed: 0 to " +
                           std::to_string(kMaxHosts - 1));
@@ -77,11 +90,11 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
     // the request leaves at `ready` when a credit has landed by then, with no
     // event: every earlier request has left already, at an earlier time.
     if (!usBusy_) {
-        const HdmDecoder::Target tg = u.hdm->decode(t->addr);
+        const Target tg = target(u, t);
         Port& p = *ports_[tg.port];
         const Channel c = t->channel();
         if (p.egress[k].empty() && p.link->credits_[c].available(ready)) {
-            t->addr = tg.dpa;
+            retarget(u, t, tg);
             ++u.stats.requests;
             sendDown(p, t, ready);
             u.link.credits_[c].give(ready);
@@ -138,7 +151,7 @@ bool CxlSwitch::moveOne(Usp& u, Tick t) {
             }
         if (first > t) return false;
         Txn* x = u.in[k].front();
-        const HdmDecoder::Target tg = u.hdm->decode(x->addr);
+        const Target tg = target(u, x);
         Port& p = *ports_[tg.port];
         if (p.egress[k].full()) {
             // Head-of-line: the class waits, holding its buffer and credit, until an egress queue drains.
@@ -149,7 +162,7 @@ bool CxlSwitch::moveOne(Usp& u, Tick t) {
         u.in[k].pop();
         if (u.in[0].empty() && u.in[1].empty() && u.in[2].empty()) usBusy_ &= ~(1u << u.index);
         u.link.credits_[x->channel()].give(t);
-        x->addr = tg.dpa;
+        retarget(u, x, tg);
         ++u.stats.requests;
         if (!(p.egress[k].empty() && sendDown(p, x, t))) {
             if (cong_) p.bp.start(t);
@@ -226,7 +239,7 @@ void CxlSwitch::arbitrate(Tick t) {
         }
         Port& p = *ports_[rr_];
         Txn* x = p.in.front();
-        Usp& u = *usps_[hostUsp_[x->host]];
+        Usp& u = *usps_[pbr_ ? pbr_->toUsp[x->spid] : hostUsp_[x->host]];
         if (u.out.full() || (usWaiting_ >> u.index & 1)) {
             ready &= ~(1u << rr_);
             continue;
@@ -238,7 +251,8 @@ void CxlSwitch::arbitrate(Tick t) {
         if (p.in.headReady() > t) ready &= ~(1u << rr_);
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
-        x->addr = u.hdm->encode(p.index, x->addr);
+        if (!pbr_) x->addr = u.hdm->encode(p.index, x->addr);
+        else if (u.hdm) x->addr = u.hdm->encode(pbr_->devIndex[x->dpid], x->addr);  // back at its host's edge
         if (cong_) raiseDevLoad(p, u, x, t);
         if (!(u.out.empty() && sendUp(u, x, t))) {
             if (cong_) u.bp.start(t);

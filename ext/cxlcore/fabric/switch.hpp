@@ -88,6 +88,32 @@ class CxlSwitch final : public Component {
     // there; `name` is what its queues are called. Add every downstream port first.
     MemEndpoint& addUpstream(CxlLink& link, const std::string& name);
 
+    // Port-based routing: the graph port each role sits on (its name in the
+    // stats), a host edge's PID, and the tables routing by PID. `devices`
+    // are the fabric's devices in the order every host's decoder interleaves
+    // over them, `devicePids` their PIDs; `toPort[pid]` is the downstream
+    // role requests to that PID leave by, `toUsp[pid]` the upstream role
+    // responses to it leave by.
+    struct PbrTables {
+        std::vector<MemEndpoint*> devices;
+        std::vector<uint16_t> devicePids;
+        std::vector<uint8_t> devIndex, toPort, toUsp;  // by PID
+    };
+    void setPbr(PbrTables t) { pbr_ = std::make_unique<PbrTables>(std::move(t)); }
+    void labelPort(uint32_t i, const std::string& label, int pid) {
+        ports_[i]->label = label;
+        ports_[i]->pid = pid;
+    }
+    void labelUpstream(uint32_t i, const std::string& label, int pid) {
+        usps_[i]->label = label;
+        usps_[i]->pid = pid;
+    }
+    bool portBased() const { return pbr_ != nullptr; }
+    const std::string& portLabel(uint32_t i) const { return ports_[i]->label; }
+    const std::string& upstreamLabel(uint32_t i) const { return usps_[i]->label; }
+    int portPid(uint32_t i) const { return ports_[i]->pid; }
+    int upstreamPid(uint32_t i) const { return usps_[i]->pid; }
+
     const std::string& where() const { return where_; }
     const SwitchStats& stats() const { return stats_; }
     uint32_t ports() const { return uint32_t(ports_.size()); }
@@ -125,6 +151,8 @@ class CxlSwitch final : public Component {
         TimedFifo<Txn*> egress[kM2SChannels];
         TimedFifo<Txn*> in;      // S2M responses received, crossing the switch toward an upstream port
         uint32_t weight = 1;     // responses it may send in one turn of the arbiter
+        std::string label;       // its graph port (port-based routing)
+        int pid = -1;            // a device edge's PBR ID (-1: an inter-switch link)
         PortStats stats;
         Backpressure bp;         // of its egress queues (M2S, toward its device)
     };
@@ -144,10 +172,36 @@ class CxlSwitch final : public Component {
         TimedFifo<Txn*> out;    // S2M responses waiting for the link
         bool blocked[kM2SChannels] = {};  // the class's head waits for a full egress queue
         uint32_t weight = 1;    // requests it may move in one turn at a downstream port
+        std::string label;      // its graph port (port-based routing)
+        int pid = -1;           // a host edge's PBR ID (port-based routing; -1: an inter-switch link)
         PortStats stats;        // requests it routed down, responses it sent up
         Backpressure bp;        // of `out` (S2M, toward its hosts)
     };
     void bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos);
+    void bindPbr(Usp& u, uint8_t host, uint64_t window, const LdQos& qos);
+    // Where a request at upstream port u goes: the downstream port, its address there, and its destination PID.
+    struct Target {
+        uint32_t port;
+        uint64_t addr;
+        uint16_t dpid;
+    };
+    Target target(const Usp& u, const Txn* t) const {
+        if (!pbr_) {
+            const HdmDecoder::Target tg = u.hdm->decode(t->addr);
+            return {tg.port, tg.dpa, 0};
+        }
+        if (!u.hdm) return {pbr_->toPort[t->dpid], t->addr, t->dpid};  // from another switch: routed already
+        const HdmDecoder::Target tg = u.hdm->decode(t->addr);
+        const uint16_t d = pbr_->devicePids[tg.port];
+        return {pbr_->toPort[d], tg.dpa, d};
+    }
+    void retarget(const Usp& u, Txn* t, const Target& tg) const {
+        t->addr = tg.addr;
+        if (pbr_ && u.hdm) {
+            t->dpid = tg.dpid;
+            t->spid = uint16_t(u.pid);
+        }
+    }
     void fromAbove(Usp& u, Txn* t, Tick arrival);
     void fromBelow(Port& p, Txn* t, Tick arrival);
     bool sendDown(Port& p, Txn* x, Tick t);
@@ -183,6 +237,7 @@ class CxlSwitch final : public Component {
     uint32_t usBusy_ = 0, usWaiting_ = 0;
     uint32_t outBusy_ = 0;  // upstream ports whose S2M queue holds responses
     SwitchStats stats_;
+    std::unique_ptr<PbrTables> pbr_;  // routing = pbr
     bool cong_ = false;  // egress_congestion
     Tick congInterval_ = 0, congStart_ = 0, statsFrom_ = 0;
 };

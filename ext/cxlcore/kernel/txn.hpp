@@ -103,6 +103,7 @@ struct Txn {
     bool own = false;      // a read for ownership (a store's write-allocate)
     bool internal = false; // made by a component for itself (never reaches a core)
     bool live = false;     // handed out by a TxnPool and not yet returned
+    uint16_t dpid = 0;     // port-based routing: the PBR ID of the device it goes to (12 bits)
     Tick stage[kNumStages] = {};
     TraceRecord* trace = nullptr;  // sampled for a request trace (kernel/trace.hpp)
     // CXL.cache and CXL.io
@@ -114,6 +115,7 @@ struct Txn {
     void* ctx = nullptr;       // the client's own context (its stream, thread, ...)
     Tick done = 0;
     uint16_t dev = 0;      // the device a message travels to or from
+    uint16_t spid = 0;     // port-based routing: the PBR ID of the host edge it came in by (its response goes there)
     // HDM-DB: the number of the grant a MemData carries, or of the last grant
     // a BISnp's host was sent (a host that has not yet received it waits for it).
     uint32_t seq = 0;

@@ -165,11 +165,17 @@ std::vector<const Node*> Graph::hosts() const {
 }
 
 std::set<std::string> Graph::reachedFrom(const std::string& comp) const {
+    // Port-based routing carries requests both ways on an inter-switch link between PBR switches.
+    std::vector<SwitchLink> both;
+    for (const SwitchLink& l : switchLinks())
+        if (portBased(l.upper) && portBased(l.lower)) both.push_back(l);
     std::set<std::string> reached{comp};
     for (bool grew = true; grew;) {
         grew = false;
         for (const Connection& k : connections)
             if (reached.count(k.from.comp) && reached.insert(k.to.comp).second) grew = true;
+        for (const SwitchLink& l : both)
+            if (reached.count(l.lower)) grew |= reached.insert(l.link).second | reached.insert(l.upper).second;
     }
     return reached;
 }
@@ -250,6 +256,7 @@ void Graph::check() const {
                  (k.from.port == "dsp" ? " downstream port, a " : " root port, a ") + dev.type + " speaks " +
                  speaks.at(0) + "); join it below a port of that protocol");
     }
+    checkSwitchFabric();
     // Everything hangs below a host: a component no path reaches would never
     // be built. A Type-3 device that several hosts reach gives each a
     // logical device; a host reaches a switch by one upstream port.
@@ -279,14 +286,14 @@ void Graph::check() const {
     }
     for (size_t i = 0; i < hs.size(); ++i)
         for (const Node& c : components) {
-            if (c.type != "switch") continue;
+            if (c.type != "switch" || portBased(c.name)) continue;  // PBR: one edge port per host, below
             int ups = 0;
             for (const Connection& k : connections) ups += k.to.comp == c.name && reach[i].count(k.from.comp);
             need(ups <= 1, c.name + ".up: host " + hs[i]->name + " reaches it through " + std::to_string(ups) +
                                " upstream ports; allowed: one per host");
         }
     for (const Node& c : components) {
-        if (c.type != "switch") continue;
+        if (c.type != "switch" || portBased(c.name)) continue;  // PBR: over the fabric's devices (pbrFabrics)
         const size_t n = leaving(c.name, "dsp").size();
         need(HdmDecoder::waysAllowed(n), c.name + ".dsp: " + std::to_string(n) +
                                              " downstream ports is not allowed; its decoder interleaves over all of "
@@ -300,6 +307,20 @@ void Graph::check() const {
                                     ": with several windows each host.mem connection gives base and size; add them");
         need(h == hs[0] || leaving(h->name, "home").empty(),
              h->name + ".home: CXL.cache devices hang below the first host (" + hs[0]->name + ") only so far; join the home agent to it");
+    }
+    for (const PbrFabric& f : pbrFabrics()) {
+        std::map<std::string, std::string> entered;  // host -> the edge port it enters the fabric by
+        for (size_t e = 0; e < f.g.edges.size(); ++e) {
+            const auto& x = f.g.edges[e];
+            if (!x.host) continue;
+            const std::string at = f.g.switches[x.sw] + "." + f.g.ports[x.sw][x.port];
+            for (size_t i = 0; i < hs.size(); ++i) {
+                if (!reach[i].count(f.edgeConn[e]->from.comp)) continue;
+                auto was = entered.emplace(hs[i]->name, at);
+                need(was.second, at + ": host " + hs[i]->name + " enters the PBR fabric of " + f.g.switches[0] +
+                                     " by " + was.first->second + " and " + at + "; allowed: one edge port per host");
+            }
+        }
     }
     checkDecoders();
 }

@@ -14,6 +14,7 @@
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/cxlio/component_regs.hpp"
 #include "cxlcore/fabric/hdm_decoder.hpp"
+#include "cxlcore/fabric/pbr.hpp"
 
 namespace cxlcore {
 
@@ -75,6 +76,7 @@ struct Connection {
     uint64_t base = 0, size = 0;
     bool hasQos = false;  // qos_limit or qos_allocation given (host.mem connections only)
     LdQos qos;
+    int pid = -1;  // a PBR switch's edge port: its PBR ID (-1: assigned)
 };
 
 // The HDM decoders software committed in one component's registers (a
@@ -118,6 +120,27 @@ struct Graph {
     void checkDecoders() const;
     // A checked host bridge's committed decoders as the routes it takes.
     std::vector<CommittedRegion> regions(const std::string& hostBridge) const;
+
+    // Switches joined by links (an inter-switch link: `down` leaves the upper
+    // switch's dsp for the link, `up` leaves the link for the lower switch's up port).
+    struct SwitchLink {
+        const Connection *down, *up;
+        std::string upper, lower, link;
+    };
+    std::vector<SwitchLink> switchLinks() const;
+    bool portBased(const std::string& comp) const;  // a switch with routing = pbr
+    // Refuses HBR switches in a cycle (alone or with PBR ones), HBR and PBR
+    // switches joined, and PIDs given where no PBR edge port is.
+    void checkSwitchFabric() const;
+    // The PBR switches joined by inter-switch links, each fabric with its
+    // edges (PIDs assigned, checked unique), links and routes.
+    struct PbrFabric {
+        PbrFabricGraph g;
+        std::vector<const Connection*> edgeConn;  // g.edges[i]'s connection onto its switch's port
+        std::vector<SwitchLink> isls;             // g.isls[i]'s
+        PbrRoutes routes;
+    };
+    std::vector<PbrFabric> pbrFabrics() const;
 
     const Node* find(const std::string& name) const;
     // The hosts, in the order of the components: the first holds the CXL.cache devices.

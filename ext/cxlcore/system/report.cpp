@@ -25,6 +25,7 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
     }
     // The fabric below the host bridges, each component once however many hosts reach it.
     for (size_t i = 0; i < links_.size(); ++i) reportLink(r, linkNames_[i], *links_[i], s, e);
+    for (size_t i = 0; i < reverse_.size(); ++i) reportLink(r, reverseNames_[i], *reverse_[i], s, e, "rev_");
     for (const auto& sw : switches_) reportSwitch(r, sw->where(), *sw, s, e);
     for (const auto& d : devices_) reportType3(r, deviceNames_.at(d.get()), *d, s, e);
 }

@@ -41,10 +41,12 @@ std::string lowerCase(std::string name);
 
 // Each over the interval [s, e] (ticks) where rates are concerned.
 void reportDram(Report& r, const std::string& path, const DramController& d, Tick s, Tick e);
-void reportLink(Report& r, const std::string& path, const CxlLink& l, Tick s, Tick e);
+// `dir`: "rev_" for an inter-switch link's second direction.
+void reportLink(Report& r, const std::string& path, const CxlLink& l, Tick s, Tick e, const std::string& dir = "");
 // A link built once for each copy of an accelerator (accel.devices of them):
 // the copies' counters and rates summed, utilization their mean.
-void reportLink(Report& r, const std::string& path, const std::vector<const CxlLink*>& copies, Tick s, Tick e);
+void reportLink(Report& r, const std::string& path, const std::vector<const CxlLink*>& copies, Tick s, Tick e,
+                const std::string& dir = "");
 void reportType3(Report& r, const std::string& path, const Type3Device& d, Tick s, Tick e);
 void reportSwitch(Report& r, const std::string& path, const CxlSwitch& sw, Tick s, Tick e);
 void reportHostBridge(Report& r, const std::string& path, const HostBridge& b);

@@ -3,6 +3,8 @@
 // gem5 wrappers (devices/cxl_core_stats.hh), so both engines name them alike.
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <utility>
 
 #include "cxlcore/system/report.hpp"
 
@@ -60,16 +62,17 @@ std::vector<StatSpec> dramStats(const std::string& pre = "") {
             {pre + "retries", "count", "", "requests refused for a full queue"}};
 }
 
-void addChannelStats(std::vector<StatSpec>& v, const std::string& dir, const std::string& what) {
+void addChannelStats(std::vector<StatSpec>& v, const std::string& dir, const std::string& what,
+                     const std::string& when = "") {
     const std::string p = dir + ".";
-    v.push_back({p + "data_gbps", "GB/s", "", "data payload carried " + what});
-    v.push_back({p + "raw_gbps", "GB/s", "", "the direction's raw rate (lanes x rate x coding)"});
-    v.push_back({p + "utilization", "ratio", "", "time the direction was sending flits"});
-    v.push_back({p + "flits", "count", "", "flits sent"});
-    v.push_back({p + "messages", "count", "", "messages sent"});
-    v.push_back({p + "slot_fill", "ratio", "", "slots used per slot sent"});
-    v.push_back({p + "crc_errors", "count", "", "flits that failed their CRC"});
-    v.push_back({p + "replayed_flits", "count", "", "flits sent again from the retry buffer"});
+    v.push_back({p + "data_gbps", "GB/s", when, "data payload carried " + what});
+    v.push_back({p + "raw_gbps", "GB/s", when, "the direction's raw rate (lanes x rate x coding)"});
+    v.push_back({p + "utilization", "ratio", when, "time the direction was sending flits"});
+    v.push_back({p + "flits", "count", when, "flits sent"});
+    v.push_back({p + "messages", "count", when, "messages sent"});
+    v.push_back({p + "slot_fill", "ratio", when, "slots used per slot sent"});
+    v.push_back({p + "crc_errors", "count", when, "flits that failed their CRC"});
+    v.push_back({p + "replayed_flits", "count", when, "flits sent again from the retry buffer"});
 }
 
 // A link's two directions (a CXL link, the remote socket's inter-socket link).
@@ -120,7 +123,8 @@ std::vector<StatSpec> makeType3Stats() {
 std::vector<StatSpec> makeSwitchStats() {
     const std::string many = "more than one upstream port";
     const std::string congestion = "egress_congestion = 1";
-    return {{"requests", "count", "", "requests switched downstream"},
+    const std::string pbr = "routing = pbr", isl = "routing = pbr, an inter-switch link's port";
+    std::vector<StatSpec> v{{"requests", "count", "", "requests switched downstream"},
             {"responses", "count", "", "responses switched upstream"},
             {"egress_full", "count", "", "times a message waited for room in an egress queue"},
             {"credit_waits", "count", "", "times a message waited for a link credit"},
@@ -132,6 +136,21 @@ std::vector<StatSpec> makeSwitchStats() {
             {"devload_raised", "count", congestion, "responses whose DevLoad the switch raised"},
             {"dsp<i>.egress_backpressure", "ratio", congestion, "share of the window downstream port i's egress was backpressured"},
             {"up<i>.egress_backpressure", "ratio", congestion, "share of the window upstream port i's egress was backpressured"}};
+    // Port-based routing: every port by its graph name; an inter-switch link's carries both ways.
+    for (const char* port : {"up<i>", "dsp<i>"}) {
+        const std::string p = std::string(port) + ".";
+        v.push_back({p + "pid", "", pbr, "the port's PBR ID (an edge port)"});
+        v.push_back({p + "requests_out", "count", isl, "requests sent out of the port"});
+        v.push_back({p + "requests_in", "count", isl, "requests that came in on the port"});
+        v.push_back({p + "responses_out", "count", isl, "responses sent out of the port"});
+        v.push_back({p + "responses_in", "count", isl, "responses that came in on the port"});
+        v.push_back({p + "m2s_egress_backpressure", "ratio", isl + ", " + congestion,
+                     "share of the window the port's request egress was backpressured"});
+        v.push_back({p + "s2m_egress_backpressure", "ratio", isl + ", " + congestion,
+                     "share of the window the port's response egress was backpressured"});
+    }
+    v.push_back({"up<i>.response_wait_ns", "ns", pbr, "mean time a response from the port waited in the switch"});
+    return v;
 }
 
 std::vector<StatSpec> makeBridgeStats() {
@@ -224,8 +243,13 @@ std::vector<StatSpec> makeNicStats() {
     return v;
 }
 
+// A link: M2S and S2M; between two PBR switches also the reverse direction's;
+// an accelerator's link also its messages per CXL channel.
 std::vector<StatSpec> makeLinkStats() {
     std::vector<StatSpec> v = twoChannels("m2s", "host to device (M2S)", "s2m", "device to host (S2M)");
+    const std::string isl = "joins two PBR switches";
+    addChannelStats(v, "rev_m2s", "from the lower switch to the upper (requests the other way)", isl);
+    addChannelStats(v, "rev_s2m", "from the upper switch to the lower (responses the other way)", isl);
     const std::string cache = "an accelerator's link (below a home agent)";
     for (int c = 0; c < kNumChannels; ++c)
         v.push_back({std::string(channelName(Channel(c))) + ".messages", "count", cache,
@@ -285,16 +309,19 @@ void reportDram(Report& r, const std::string& k, const DramController& d, Tick s
     r.emplace_back(k + ".retries", double(st.readRetries + st.writeRetries));
 }
 
-void reportLink(Report& r, const std::string& k, const CxlLink& l, Tick s, Tick e) { reportLink(r, k, {&l}, s, e); }
+void reportLink(Report& r, const std::string& k, const CxlLink& l, Tick s, Tick e, const std::string& dir) {
+    reportLink(r, k, std::vector<const CxlLink*>{&l}, s, e, dir);
+}
 
-void reportLink(Report& r, const std::string& k, const std::vector<const CxlLink*>& copies, Tick s, Tick e) {
+void reportLink(Report& r, const std::string& k, const std::vector<const CxlLink*>& copies, Tick s, Tick e,
+                const std::string& dir) {
     std::vector<const FlitChannel*> m2s, s2m;
     for (const CxlLink* l : copies) {
         m2s.push_back(&l->m2s_);
         s2m.push_back(&l->s2m_);
     }
-    reportChannel(r, k + ".m2s", m2s, copies[0]->rawBytesPerSec(), s, e);
-    reportChannel(r, k + ".s2m", s2m, copies[0]->rawBytesPerSec(), s, e);
+    reportChannel(r, k + "." + dir + "m2s", m2s, copies[0]->rawBytesPerSec(), s, e);
+    reportChannel(r, k + "." + dir + "s2m", s2m, copies[0]->rawBytesPerSec(), s, e);
 }
 
 void reportRemoteSocket(Report& r, const std::string& k, const InterSocket& rs, Tick s, Tick e) {
@@ -340,12 +367,54 @@ void reportType3(Report& r, const std::string& k, const Type3Device& d, Tick s, 
     }
 }
 
+namespace {
+
+// A PBR switch's ports by their graph names: an edge port as an HBR switch's
+// port of its kind, an inter-switch link's both ways.
+void reportPbrPorts(Report& r, const std::string& k, const CxlSwitch& sw, Tick s, Tick e) {
+    std::map<std::string, std::pair<int, int>> roles;  // label -> (downstream role, upstream role)
+    for (uint32_t j = 0; j < sw.ports(); ++j) roles.emplace(sw.portLabel(j), std::make_pair(-1, -1)).first->second.first = int(j);
+    for (uint32_t u = 0; u < sw.upstreamPorts(); ++u)
+        roles.emplace(sw.upstreamLabel(u), std::make_pair(-1, -1)).first->second.second = int(u);
+    const double span = e > s ? double(e - s) : 1.0;
+    for (const auto& kv : roles) {
+        const std::string d = k + "." + kv.first;
+        const int j = kv.second.first, u = kv.second.second;
+        const bool isl = j >= 0 && u >= 0;
+        if (j >= 0) {
+            const PortStats& ps = sw.portStats(uint32_t(j));
+            r.emplace_back(d + (isl ? ".requests_out" : ".requests"), double(ps.requests));
+            r.emplace_back(d + (isl ? ".responses_in" : ".responses"), double(ps.responses));
+            r.emplace_back(d + ".response_wait_ns", ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
+            if (!isl) r.emplace_back(d + ".pid", double(sw.portPid(uint32_t(j))));
+            if (sw.measuresCongestion())
+                r.emplace_back(d + (isl ? ".m2s_egress_backpressure" : ".egress_backpressure"),
+                               double(sw.portBackpressure(uint32_t(j))) / span);
+        }
+        if (u >= 0) {
+            const PortStats& us = sw.upstreamStats(uint32_t(u));
+            r.emplace_back(d + (isl ? ".requests_in" : ".requests"), double(us.requests));
+            r.emplace_back(d + (isl ? ".responses_out" : ".responses"), double(us.responses));
+            if (!isl) r.emplace_back(d + ".pid", double(sw.upstreamPid(uint32_t(u))));
+            if (sw.measuresCongestion())
+                r.emplace_back(d + (isl ? ".s2m_egress_backpressure" : ".egress_backpressure"),
+                               double(sw.upstreamBackpressure(uint32_t(u))) / span);
+        }
+    }
+}
+
+}  // namespace
+
 void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw, Tick s, Tick e) {
     const SwitchStats& st = sw.stats();
     r.emplace_back(k + ".requests", double(st.requests));
     r.emplace_back(k + ".responses", double(st.responses));
     r.emplace_back(k + ".egress_full", double(st.egressFull));
     r.emplace_back(k + ".credit_waits", double(st.creditWaits));
+    if (sw.portBased()) {
+        if (sw.measuresCongestion()) r.emplace_back(k + ".devload_raised", double(st.devLoadRaised));
+        return reportPbrPorts(r, k, sw, s, e);
+    }
     for (uint32_t j = 0; j < sw.ports(); ++j) {
         const PortStats& ps = sw.portStats(j);
         const std::string d = k + ".dsp" + std::to_string(j);

@@ -21,6 +21,11 @@ class CxlBuilder {
         std::vector<CxlLink*>& switchLinks;
         std::vector<std::string>& linkNames;
         std::map<const Type3Device*, std::string>& deviceNames;
+        std::vector<std::unique_ptr<CxlLink>>& reverse;  // each inter-switch link's second direction
+        std::vector<std::string>& reverseNames;
+        // PBR fabrics built so far: a host edge's connection -> its link and upstream port.
+        std::map<const Connection*, std::pair<CxlLink*, MemEndpoint*>>& pbrEdges;
+        std::map<const void*, std::string>& pbrFabricOf;  // a PBR device or host edge -> its fabric's first switch
     };
     CxlBuilder(EventLoop& loop, const Graph& g, Fabric f, MemoryWindow& w, uint64_t seed, uint64_t stopAfter)
         : loop_(loop), g_(g), f_(f), w_(w), seed_(seed), stopAfter_(stopAfter) {}
@@ -32,6 +37,17 @@ class CxlBuilder {
         const Node& link = g_.below(port);
         const Node& dev = g_.pastLink(port);
         if (name.empty()) name = dev.name;
+        if (dev.type == "switch" && g_.portBased(dev.name)) {
+            const Connection* edge = g_.leaving(link.name, "down").at(0);
+            if (!f_.pbrEdges.count(edge))
+                for (const Graph::PbrFabric& f : g_.pbrFabrics())
+                    if (std::find(f.edgeConn.begin(), f.edgeConn.end(), edge) != f.edgeConn.end()) buildFabric(f);
+            for (const auto& d : f_.devices)  // the window's media limit: every device of the fabric
+                if (f_.pbrFabricOf.count(d.get()) && f_.pbrFabricOf.at(d.get()) == f_.pbrFabricOf.at(edge))
+                    w_.reach.push_back(d.get());
+            below = f_.pbrEdges.at(edge).second;
+            return f_.pbrEdges.at(edge).first;
+        }
         if (dev.type == "switch") {
             CxlSwitch* sw = find(dev.name);
             const bool fresh = !sw;
@@ -67,6 +83,99 @@ class CxlBuilder {
     }
 
   private:
+    CxlLink* newLink(const Node& link, const std::string& name, bool reverse = false) {
+        auto& v = reverse ? f_.reverse : f_.links;
+        v.push_back(std::make_unique<CxlLink>(link.params.LinkParams_, name, seed_ + 7919 * ++deeper_));
+        (reverse ? f_.reverseNames : f_.linkNames).push_back(link.name);
+        return v.back().get();
+    }
+    // A PBR fabric at once, whichever host reaches it first: its switches,
+    // its inter-switch links (a link each way), its devices, and an upstream
+    // port for each host edge, then each switch's routes by PID.
+    void buildFabric(const Graph::PbrFabric& f) {
+        const size_t n = f.g.switches.size();
+        std::vector<CxlSwitch*> sw;
+        for (const std::string& s : f.g.switches) {
+            f_.switches.push_back(std::make_unique<CxlSwitch>(loop_, g_.find(s)->params.SwitchParams_, s));
+            sw.push_back(f_.switches.back().get());
+        }
+        // Each switch's graph port -> its downstream role (requests out) and upstream role (requests in).
+        std::vector<std::map<uint32_t, std::pair<int, int>>> role(n);
+        auto port = [&](uint32_t s, uint32_t p) -> std::pair<int, int>& {
+            return role[s].emplace(p, std::make_pair(-1, -1)).first->second;
+        };
+        auto label = [&](uint32_t s, uint32_t p) { return f.g.ports[s][p]; };
+        const std::string& key = f.g.switches[0];
+        for (size_t i = 0; i < f.g.isls.size(); ++i) {
+            const auto& l = f.g.isls[i];
+            const Node& ln = *g_.find(f.isls[i].link);
+            CxlLink* fwd = newLink(ln, ln.name);
+            CxlLink* rev = newLink(ln, ln.name + ".rev", true);
+            MemEndpoint& ub = sw[l.b]->addUpstream(*fwd, f.g.switches[l.b] + "." + label(l.b, l.pb));
+            port(l.b, l.pb).second = int(sw[l.b]->upstreamPorts() - 1);
+            sw[l.a]->addPort(fwd, &ub);
+            port(l.a, l.pa).first = int(sw[l.a]->ports() - 1);
+            MemEndpoint& ua = sw[l.a]->addUpstream(*rev, f.g.switches[l.a] + "." + label(l.a, l.pa) + ".in");
+            port(l.a, l.pa).second = int(sw[l.a]->upstreamPorts() - 1);
+            sw[l.b]->addPort(rev, &ua);
+            port(l.b, l.pb).first = int(sw[l.b]->ports() - 1);
+        }
+        CxlSwitch::PbrTables t;
+        std::vector<std::pair<uint32_t, MemEndpoint*>> devs;
+        std::vector<std::map<uint32_t, int>> devPid(n);
+        for (size_t e = 0; e < f.g.edges.size(); ++e) {
+            const auto& x = f.g.edges[e];
+            const Connection* k = f.edgeConn[e];
+            if (x.host) {
+                const Node& ln = *g_.find(k->from.comp);
+                const std::string at = f.g.switches[x.sw] + "." + label(x.sw, x.port);
+                CxlLink* l = newLink(ln, at + ".link");
+                MemEndpoint& u = sw[x.sw]->addUpstream(*l, at);
+                port(x.sw, x.port).second = int(sw[x.sw]->upstreamPorts() - 1);
+                sw[x.sw]->labelUpstream(sw[x.sw]->upstreamPorts() - 1, label(x.sw, x.port), int(x.pid));
+                f_.pbrEdges[k] = {l, &u};
+                f_.pbrFabricOf[k] = key;
+                continue;
+            }
+            const Node& ln = g_.below(*k);
+            const Node& dev = g_.pastLink(*k);
+            CxlLink* l = newLink(ln, dev.name + ".link");
+            f_.devices.push_back(std::make_unique<Type3Device>(loop_, dev.params.DeviceParams_, dev.params.DramParams_, *l, dev.name));
+            Type3Device* d = f_.devices.back().get();
+            f_.deviceNames[d] = dev.name;
+            f_.pbrFabricOf[d] = key;
+            d->stopAfter(stopAfter_);
+            sw[x.sw]->addPort(l, d);
+            port(x.sw, x.port).first = int(sw[x.sw]->ports() - 1);
+            devPid[x.sw][x.port] = int(x.pid);
+            devs.emplace_back(x.pid, d);
+        }
+        // Every host's decoder interleaves over the devices in PID order.
+        std::sort(devs.begin(), devs.end());
+        t.devIndex.assign(kPbrPids, 0xff);
+        for (size_t i = 0; i < devs.size(); ++i) {
+            t.devices.push_back(devs[i].second);
+            t.devicePids.push_back(uint16_t(devs[i].first));
+            t.devIndex[devs[i].first] = uint8_t(i);
+        }
+        for (uint32_t s = 0; s < n; ++s) {
+            CxlSwitch::PbrTables mine = t;
+            mine.toPort.assign(kPbrPids, 0xff);
+            mine.toUsp.assign(kPbrPids, 0xff);
+            for (const auto& pr : role[s]) {
+                if (pr.second.first >= 0) sw[s]->labelPort(uint32_t(pr.second.first), label(s, pr.first),
+                                                      devPid[s].count(pr.first) ? devPid[s][pr.first] : -1);
+                if (pr.second.first >= 0 && pr.second.second >= 0)  // an inter-switch link
+                    sw[s]->labelUpstream(uint32_t(pr.second.second), label(s, pr.first), -1);
+            }
+            for (size_t e = 0; e < f.g.edges.size(); ++e) {
+                const auto& x = f.g.edges[e];
+                const std::pair<int, int> r = role[s].at(f.routes.out[s][e]);
+                (x.host ? mine.toUsp : mine.toPort)[x.pid] = uint8_t(x.host ? r.second : r.first);
+            }
+            sw[s]->setPbr(std::move(mine));
+        }
+    }
     // The devices below a switch built already, for the window's media limit.
     void reachBelow(const std::string& sw) {
         for (const Connection* k : g_.leaving(sw, "dsp")) {
@@ -104,7 +213,10 @@ void System::buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows) {
         HdmDecoder::share(w.p.size ? w.p.size : HdmDecoder::kMaxWindow, ports.size(), w.p.bridge.interleave_bytes);
     // The first CXL window keeps the seeds a single-memory system has.
     const uint64_t base = p_.seed + 1000003ull * cxlWindows;
-    CxlBuilder b(loop, g, {links_, devices_, switches_, switchLinks_, linkNames_, deviceNames_}, w, base + 17 * ports.size(),
+    CxlBuilder b(loop, g,
+                 {links_, devices_, switches_, switchLinks_, linkNames_, deviceNames_, reverse_, reverseNames_, pbrEdges_,
+                  pbrFabricOf_},
+                 w, base + 17 * ports.size(),
                  p_.fault_device_stops_after);
     for (uint32_t i = 0; i < ports.size(); ++i) {
         // Single-memory systems keep their names (cxl, or cxl0, cxl1, ...); each

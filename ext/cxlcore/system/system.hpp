@@ -27,6 +27,8 @@
 
 namespace cxlcore {
 
+struct Connection;
+
 // One window of a host's address map and the components that serve it. A
 // local-dram window is served by the host's own DRAM (HostPart::localDram).
 struct MemoryWindow {
@@ -110,6 +112,12 @@ class System {
     std::vector<std::unique_ptr<CxlLink>> links_;
     std::vector<std::unique_ptr<Type3Device>> devices_;
     std::vector<std::unique_ptr<CxlSwitch>> switches_;
+    // Port-based routing: each inter-switch link's second direction (reported
+    // as its graph link's rev_m2s, rev_s2m), and the fabrics' host edges.
+    std::vector<std::unique_ptr<CxlLink>> reverse_;
+    std::vector<std::string> reverseNames_;
+    std::map<const Connection*, std::pair<CxlLink*, MemEndpoint*>> pbrEdges_;
+    std::map<const void*, std::string> pbrFabricOf_;
     std::vector<CxlLink*> switchLinks_;  // above each switch's upstream ports, in the order they were built
     // The graph component names reports give them (links_[i] is linkNames_[i]).
     std::vector<std::string> linkNames_;

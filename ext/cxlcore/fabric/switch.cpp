@@ -11,6 +11,7 @@ constexpr uint8_t kUnbound = 0xff;
 CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where)
     : Component(host), p_((p.validate(where), p)), where_(where), name_(internName(where)), lat_(nsToTicks(p.latency_ns)) {
     std::fill(std::begin(hostUsp_), std::end(hostUsp_), kUnbound);
+    std::fill(std::begin(usHead_), std::end(usHead_), kNever);
     cong_ = p_.egress_congestion != 0;
     congInterval_ = nsToTicks(p_.congestion_interval_ns);
 }
@@ -102,6 +103,7 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
         }
     }
     u.in[k].push(ready, t);
+    if (!u.blocked[k]) usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
     usBusy_ |= 1u << u.index;
     requestWake(ready);
 }
@@ -140,6 +142,12 @@ bool CxlSwitch::sendUp(Usp& u, Txn* x, Tick t) {
 }
 
 bool CxlSwitch::moveOne(Usp& u, Tick t) {
+    const bool moved = moveHead(u, t);
+    usHead_[u.index] = headOf(u);
+    return moved;
+}
+
+bool CxlSwitch::moveHead(Usp& u, Tick t) {
     // The class whose head is ready first (the lower class on a tie), of those not waiting for an egress queue.
     for (;;) {
         int k = -1;
@@ -189,10 +197,7 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
     uint32_t cand = 0;
     for (uint32_t m = usBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
-        const Usp& u = *usps_[i];
-        Tick h = kNever;
-        for (int k = 0; k < kM2SChannels; ++k)
-            if (!u.blocked[k]) h = std::min(h, u.in[k].headReady());
+        const Tick h = usHead_[i];
         if (h <= t) cand |= 1u << i;
         else later = std::min(later, h);
     }
@@ -327,7 +332,10 @@ void CxlSwitch::process() {
                 p.egress[k].pop();
                 for (uint32_t b = usBusy_; b; b &= b - 1) {  // a blocked class has its head queued: a busy port
                     Usp& u = *usps_[__builtin_ctz(b)];
-                    u.blocked[k] = false;
+                    if (u.blocked[k]) {
+                        u.blocked[k] = false;
+                        usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+                    }
                 }
             }
         if (p.egress[0].empty() && p.egress[1].empty() && p.egress[2].empty()) {
@@ -344,11 +352,9 @@ void CxlSwitch::process() {
         if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));
         room |= !u.out.full();
     }
-    for (uint32_t m = usBusy_ & routed; m; m &= m - 1) {  // the others' heads are in w already (route)
-        const Usp& u = *usps_[__builtin_ctz(m)];
-        for (int k = 0; k < kM2SChannels; ++k)
-            if (!u.blocked[k]) w = std::min(w, due(u.in[k].headReady(), t));
-    }
+    // The others' heads are in w already (route). Each port route took part
+    // stopped when its earliest head was later than t, so that head is due().
+    for (uint32_t m = usBusy_ & routed; m; m &= m - 1) w = std::min(w, due(usHead_[__builtin_ctz(m)], t));
     if (room)
         for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->in.headReady(), t));
     for (uint32_t m = egBusy_; m; m &= m - 1)

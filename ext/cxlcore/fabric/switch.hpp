@@ -211,7 +211,17 @@ class CxlSwitch final : public Component {
     // Upstream receive buffers -> the downstream egress queues, the upstream ports in turns.
     // Returns the ports that took part; `later` gets the earliest head of the others.
     uint32_t route(Tick t, Tick& later);
+    // One request of u's down to its egress queue (false: none due, or each due class blocked);
+    // moveOne also brings usHead_ up to date.
     bool moveOne(Usp& u, Tick t);
+    bool moveHead(Usp& u, Tick t);
+    // Upstream port u's earliest head of a class not blocked (kNever: none), as usHead_ keeps it.
+    Tick headOf(const Usp& u) const {
+        Tick h = kNever;
+        for (int k = 0; k < kM2SChannels; ++k)
+            if (!u.blocked[k]) h = std::min(h, u.in[k].headReady());
+        return h;
+    }
     // Responses from the downstream ports onto the upstream egress queues, in turns.
     void arbitrate(Tick t);
     uint32_t next(uint32_t mask, uint32_t from) const;
@@ -235,6 +245,11 @@ class CxlSwitch final : public Component {
     uint32_t inBusy_ = 0, egBusy_ = 0;
     // Upstream ports whose receive buffers hold something, and those waiting for a credit of their link.
     uint32_t usBusy_ = 0, usWaiting_ = 0;
+    // Each upstream port's headOf(), kept as its buffers and blocked classes
+    // change: a wake-up reads one word a busy port to find those due, where a
+    // scan of every port's three classes was most of the top switch's cost
+    // with 16 hosts.
+    Tick usHead_[32];
     uint32_t outBusy_ = 0;  // upstream ports whose S2M queue holds responses
     SwitchStats stats_;
     std::unique_ptr<PbrTables> pbr_;  // routing = pbr

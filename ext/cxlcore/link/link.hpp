@@ -56,7 +56,19 @@ class FlitChannel {
             openUsed_ += take;
             units -= take;
         }
-        if (units) {
+        if (units && units <= upf_ && untilError_ > 1) {
+            // One new flit, not corrupted: the general case below with n = 1
+            // and no replay (its additions of zero and times(flit_, 0) left out).
+            Fixed start = open_ ? add(openStart_, openFrac_, flit_) : Fixed{now, 0};
+            if (start.t < now) start = Fixed{now, 0};
+            --untilError_;
+            ++stats_.flits;
+            openStart_ = start.t;
+            openFrac_ = start.f;
+            openUsed_ = units;
+            open_ = true;
+            busy_ = add(busy_.t, busy_.f, flit_);
+        } else if (units) {
             // Nearly every message fits one flit: no division for those.
             const uint64_t n = units <= upf_ ? 1 : (units + upf_ - 1) / upf_;
             Fixed start = open_ ? add(openStart_, openFrac_, flit_) : Fixed{now, 0};

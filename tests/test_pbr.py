@@ -15,6 +15,7 @@ from simcxl.config.groups import LinkParams, SwitchParams
 from simcxl.topology import TopologyError, show
 
 from conftest import link_bound_cxl, one_credit_everywhere
+from test_switch import idle, run  # the same traffic runs as the HBR switch tests
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "topologies"
 GEN5_X16_READ = 52.72  # GB/s of read data per direction (tests/test_bandwidth.py, by hand)
@@ -71,17 +72,6 @@ def fabric(switches, isls, hosts, devices, isl_lanes=16, routing="pbr", pids=Non
 
 def ring(n):
     return [(i, (i + 1) % n) for i in range(n)]
-
-
-def run(d, **kw):
-    kw.setdefault("threads", 64)
-    kw.setdefault("requests", 60000)
-    return simcxl.traffic(topology.memory_system(topology.load(d)), **kw).iloc[0]
-
-
-def idle(d):
-    """One request at a time, far apart: every stage at its unloaded time."""
-    return run(d, threads=1, requests=1000, inject_delay_ns=1000.0)
 
 
 def per_switch_ns():

@@ -35,14 +35,19 @@ NUMA = Numa([Node("ddr-local", 110.0, 120.0, 30.0, 28.0), Node("cxl-asic", 271.4
 BOARD = dict(numa=NUMA, cxl=["cxl-asic:1GiB"], local_size="1GiB")
 
 
-@pytest.fixture(scope="module")
-def booted(tmp_path_factory):
+def require_x86_and_guest():
+    """Skips, saying why, unless GEM5 has the X86 ISA and the guest is built."""
     if "X86" not in gem5_engine.isas(GEM5):
         pytest.skip(f"GEM5 = {GEM5} has no X86 ISA")
     try:
         fs.guest_kernel()
     except Exception as e:  # noqa: BLE001 (the guest's absence is a skip, with its reason)
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def booted(tmp_path_factory):
+    require_x86_and_guest()
     out = tmp_path_factory.mktemp("fs")
     cpu = os.environ.get("SIMCXL_FS_CPU", "atomic")
     t = time.time()

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from simcxl.gem5 import board, cxlcli, fs, engine as gem5_engine
+from simcxl.gem5 import board, cxlcli, fs
 from simcxl.gem5.numa import Node, Numa
 
 from test_gem5 import GEM5
+from test_gem5_fs import require_x86_and_guest
 
 pytestmark = [
     pytest.mark.gem5, pytest.mark.slow,
@@ -34,12 +35,7 @@ WINDOW = 1 << 30
 
 @pytest.fixture(scope="module")
 def listed(tmp_path_factory):
-    if "X86" not in gem5_engine.isas(GEM5):
-        pytest.skip(f"GEM5 = {GEM5} has no X86 ISA")
-    try:
-        fs.guest_kernel()
-    except Exception as e:  # noqa: BLE001 (the guest's absence is a skip, with its reason)
-        pytest.skip(str(e))
+    require_x86_and_guest()
     out = tmp_path_factory.mktemp("fscxl")
     t = time.time()
     r = fs.boot(GEM5, out, cpu=os.environ.get("SIMCXL_FS_CPU", "atomic"), numa=NUMA, cxl=["cxl-asic:1GiB"],

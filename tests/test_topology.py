@@ -315,8 +315,8 @@ def test_the_core_refuses_every_graph_python_refuses(kind, monkeypatch):
     that reads as a graph, handed to the core unchecked, is refused there too, in one line naming a
     component the Python message names."""
     from simcxl import _core
-    from simcxl.topology import graph
-    monkeypatch.setattr(graph, "check", lambda t: None)
+    from simcxl.topology import parse
+    monkeypatch.setattr(parse, "check", lambda t: None)
     try:
         t = T.from_dict(_with(BAD[kind][0]))
     except T.TopologyError:

@@ -14,12 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from . import graph
+from . import parse
 from .regions import Platform
 from .convert import core_graph, from_system
 from .generate import fabric
 from .systems import GraphSystem, accel_system, load, memory_system, nic_system, preset_topology
-from .graph import Component, Connection, PortRef, Topology, TopologyError, check
+from .graph import Component, Connection, PortRef, Topology, TopologyError
+from .rules import check
 from .types import TYPES, describe
 
 __all__ = ["GraphSystem", "Platform", "program_region",
@@ -30,7 +31,7 @@ __all__ = ["GraphSystem", "Platform", "program_region",
 
 def from_dict(data: Dict[str, Any], default_name: str = "topology") -> Topology:
     """A topology of a file's shape, its ``from`` taken from the shipped presets."""
-    return graph.from_dict(data, default_name, preset_topology)
+    return parse.from_dict(data, default_name, preset_topology)
 
 
 def resolve(spec: Union[str, Path, Dict[str, Any], Topology]) -> Topology:

@@ -14,7 +14,8 @@ from typing import Any, Dict, List, Optional
 
 from ..config.params import MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory
 from . import regions
-from .graph import Component, Connection, PortRef, Topology, check
+from .graph import Component, Connection, PortRef, Topology
+from .rules import check
 from .types import TYPES
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from .. import _core
-from .graph import Topology, port_based, reached_from
+from .graph import Topology
+from .rules import port_based, reached_from
 
 
 def _depths(t: Topology) -> Dict[str, int]:

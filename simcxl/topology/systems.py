@@ -12,10 +12,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from ..config.groups import BridgeParams
 from ..config.params import (MAP_KIND, AccelDevice, CxlMemory, ParamError, RemoteMemory, RootPort, System, Window,
                              WindowRange)
-from . import graph, regions
+from . import parse, regions
 from ..config.param_group import did_you_mean
 from .convert import from_system
-from .graph import Component, Topology, TopologyError, port_based, switch_links
+from .graph import Component, Topology, TopologyError
+from .rules import port_based, switch_links
 
 
 def preset_topology(name: str) -> Topology:
@@ -32,7 +33,7 @@ def preset_topology(name: str) -> Topology:
 def load(spec: Any) -> Topology:
     """A topology file, a dict of its shape or a Topology, its ``from`` taken from the shipped presets;
     its regions programmed (so that a refused commit is reported before anything runs)."""
-    t = graph.load(spec, preset_topology)
+    t = parse.load(spec, preset_topology)
     regions.decoders_of(t)
     return t
 

@@ -12,24 +12,14 @@ clamped to CXL's 256..16384 B)."""
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
 from simcxl.gem5 import board, cxlcli, fs
-from simcxl.gem5.numa import Node, Numa
 
 from test_gem5 import GEM5
-from test_gem5_fs import require_x86_and_guest
+from test_gem5_fs import NUMA, pytestmark, require_x86_and_guest  # noqa: F401  (gem5 and slow marks, skip)
 
-pytestmark = [
-    pytest.mark.gem5, pytest.mark.slow,
-    pytest.mark.skipif(not GEM5 or not Path(GEM5).is_file(),
-                       reason="needs GEM5 = a gem5 binary built for X86 with this repository as EXTRAS"),
-]
-
-NUMA = Numa([Node("ddr-local", 110.0, 120.0, 30.0, 28.0), Node("cxl-asic", 271.4, 280.0, 21.0, 19.5)],
-            [[10, 25], [25, 10]], "test figures")
 WINDOW = 1 << 30
 
 

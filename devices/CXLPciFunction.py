@@ -27,6 +27,9 @@ class CXLPciFunction(PciDevice):
     decoders = Param.UInt32(4, "HDM decoders (type3, switch_upstream: 1, 2, 4, 6, 8 or 10; 0 for other ports)")
     targets = Param.UInt32(1, "switch_upstream: downstream ports its decoders may target")
     port_number = Param.UInt8(0, "ports: the port number in the Link Capabilities register")
+    # gem5 requires these; the core's configuration space answers every read.
+    VendorID = 0x1E98
+    DeviceID = 0x0D93
     # BAR 0, 64-bit: component registers (and, on a device, device registers).
     BAR0 = PciMemBar(size="128KiB")
     BAR1 = PciMemUpperBar()

@@ -50,8 +50,7 @@ system.cpu.interrupts[0].int_responder = system.membus.mem_side_ports
 
 # The PC platform for its PCI host (configuration reads through CF8/CFC land there).
 system.pc = Pc()
-system.pc.attachIO(system.membus)
-system.pc.south_bridge.io_apic.int_requestor = system.membus.cpu_side_ports
+system.pc.attachIO(system.membus)  # the I/O APIC's interrupt port included
 
 # The device's CXL.mem path: the functions read their parameters off its expander.
 system.cxl = host_bridge(args.memory, window=AddrRange(WINDOW[0], size=WINDOW[1]))
@@ -62,7 +61,7 @@ host = system.pc.pci_host
 system.root_port = CXLPciFunction(kind="root_port", expander=expander, decoders=0, port_number=0, host=host,
                                   pci_bus=FIRST_BUS, pci_dev=0, pci_func=0)
 system.root_port.BAR0.size = "64KiB"
-system.device = CXLPciFunction(kind="type3", expander=expander, capacity=int(args.capacity), host=host,
+system.device = CXLPciFunction(kind="type3", expander=expander, capacity=f"{int(args.capacity)}B", host=host,
                                pci_bus=FIRST_BUS + 1, pci_dev=0, pci_func=0)
 system.ecam = CXLEcam(base=ECAM_PA, first_bus=FIRST_BUS, last_bus=LAST_BUS,
                       functions=[system.root_port, system.device])

@@ -178,7 +178,7 @@ def cxl_io_devices(board, bridges, layout) -> None:
             rp = CXLPciFunction(kind="root_port", expander=expander, decoders=0, port_number=j, host=host,
                                 pci_bus=bus, pci_dev=j, pci_func=0)
             rp.BAR0.size = "64KiB"
-            dev = CXLPciFunction(kind="type3", expander=expander, capacity=size // len(ports), host=host,
+            dev = CXLPciFunction(kind="type3", expander=expander, capacity=f"{size // len(ports)}B", host=host,
                                  pci_bus=bus + 1 + j, pci_dev=0, pci_func=0)
             functions += [rp, dev]
     board.cxl_chbs = regs

@@ -67,7 +67,12 @@ answer(PacketPtr pkt, uint64_t value)
 } // anonymous namespace
 
 CXLPciFunction::CXLPciFunction(const Params &p)
-    : PciDevice(p), fn(makeFunction(p, name())), stats(*this)
+    : PciDevice(p), fn(makeFunction(p, name())),
+      stats(this, [this] {
+          cxlio::IoStats s = fn->stats();
+          s.badConfigAccesses += malformed;
+          return s;
+      }, true)
 {
     auto *bar = dynamic_cast<PciMemBar *>(BARs[0]);
     fatal_if(!bar || !dynamic_cast<PciMemUpperBar *>(BARs[1]),
@@ -166,8 +171,9 @@ CXLPciFunction::write(PacketPtr pkt)
     return pioDelay;
 }
 
-CXLPciFunction::FunctionStats::FunctionStats(CXLPciFunction &f)
-    : statistics::Group(&f), fn(f),
+CXLIoStats::CXLIoStats(statistics::Group *parent,
+                       std::function<cxlio::IoStats()> r, bool whole)
+    : statistics::Group(parent), read(std::move(r)),
       ADD_STAT(configReads, statistics::units::Count::get(),
                "configuration reads (CF8/CFC and ECAM)"),
       ADD_STAT(configWrites, statistics::units::Count::get(),
@@ -175,9 +181,9 @@ CXLPciFunction::FunctionStats::FunctionStats(CXLPciFunction &f)
       ADD_STAT(badConfigAccesses, statistics::units::Count::get(),
                "malformed configuration accesses (size, alignment, range)"),
       ADD_STAT(mmioReads, statistics::units::Count::get(),
-               "register reads in BAR 0"),
+               "register reads (BAR 0; a host bridge's CHBS block)"),
       ADD_STAT(mmioWrites, statistics::units::Count::get(),
-               "register writes in BAR 0"),
+               "register writes (BAR 0; a host bridge's CHBS block)"),
       ADD_STAT(badMmioAccesses, statistics::units::Count::get(),
                "register accesses outside any register"),
       ADD_STAT(lockedWrites, statistics::units::Count::get(),
@@ -195,16 +201,22 @@ CXLPciFunction::FunctionStats::FunctionStats(CXLPciFunction &f)
       ADD_STAT(doeErrors, statistics::units::Count::get(),
                "malformed or unknown DOE requests")
 {
+    if (whole)
+        return;
+    for (statistics::Scalar *s : {&configReads, &configWrites,
+                                  &badConfigAccesses, &mailboxCommands,
+                                  &mailboxFailures, &doeRequests, &doeErrors})
+        s->flags(statistics::nozero);
 }
 
 void
-CXLPciFunction::FunctionStats::preDumpStats()
+CXLIoStats::preDumpStats()
 {
     statistics::Group::preDumpStats();
-    const cxlio::IoStats &s = fn.fn->stats();
+    const cxlio::IoStats s = read();
     configReads = s.configReads;
     configWrites = s.configWrites;
-    badConfigAccesses = s.badConfigAccesses + fn.malformed;
+    badConfigAccesses = s.badConfigAccesses;
     mmioReads = s.mmioReads;
     mmioWrites = s.mmioWrites;
     badMmioAccesses = s.badMmioAccesses;
@@ -293,7 +305,8 @@ CXLEcam::EcamStats::EcamStats(CXLEcam &e)
 
 
 CXLHostBridgeRegs::CXLHostBridgeRegs(const Params &p)
-    : PioDevice(p), base(p.base), latency(p.pio_latency), stats(*this)
+    : PioDevice(p), base(p.base), latency(p.pio_latency),
+      stats(this, [this] { return *regs->stats; }, false)
 {
     fatal_if(base % cxlio::kComponentBytes,
              "%s: bad parameter: base = %#x; allowed: a multiple of 64 KiB "
@@ -333,36 +346,6 @@ CXLHostBridgeRegs::write(PacketPtr pkt)
         ++regs->stats->badMmioAccesses;
     pkt->makeAtomicResponse();
     return latency;
-}
-
-CXLHostBridgeRegs::BridgeStats::BridgeStats(CXLHostBridgeRegs &b)
-    : statistics::Group(&b), owner(b),
-      ADD_STAT(mmioReads, statistics::units::Count::get(),
-               "component register reads"),
-      ADD_STAT(mmioWrites, statistics::units::Count::get(),
-               "component register writes"),
-      ADD_STAT(badMmioAccesses, statistics::units::Count::get(),
-               "malformed or unmapped register accesses"),
-      ADD_STAT(commits, statistics::units::Count::get(),
-               "HDM decoders committed"),
-      ADD_STAT(commitErrors, statistics::units::Count::get(),
-               "HDM decoder commits refused (Error Not Committed)"),
-      ADD_STAT(lockedWrites, statistics::units::Count::get(),
-               "writes to committed or locked HDM decoders, dropped")
-{
-}
-
-void
-CXLHostBridgeRegs::BridgeStats::preDumpStats()
-{
-    statistics::Group::preDumpStats();
-    const cxlio::IoStats &s = *owner.regs->stats;
-    mmioReads = s.mmioReads;
-    mmioWrites = s.mmioWrites;
-    badMmioAccesses = s.badMmioAccesses;
-    commits = s.commits;
-    commitErrors = s.commitErrors;
-    lockedWrites = s.lockedWrites;
 }
 
 } // namespace gem5

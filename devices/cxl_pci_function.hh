@@ -9,6 +9,7 @@
 #ifndef __DEVICES_CXL_PCI_FUNCTION_HH__
 #define __DEVICES_CXL_PCI_FUNCTION_HH__
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,23 @@
 
 namespace gem5
 {
+
+// The core's CXL.io counters (cxlio::IoStats) as gem5 stats directly under
+// `parent`, copied from `read()` when stats are dumped. A block with no
+// configuration space, mailbox or DOE (`whole` false) hides those counters:
+// they stay zero there.
+struct CXLIoStats : public statistics::Group
+{
+    CXLIoStats(statistics::Group *parent,
+               std::function<cxlcore::cxlio::IoStats()> read, bool whole);
+    void preDumpStats() override;
+    std::function<cxlcore::cxlio::IoStats()> read;
+    statistics::Scalar configReads, configWrites, badConfigAccesses;
+    statistics::Scalar mmioReads, mmioWrites, badMmioAccesses;
+    statistics::Scalar lockedWrites, commits, commitErrors;
+    statistics::Scalar mailboxCommands, mailboxFailures;
+    statistics::Scalar doeRequests, doeErrors;
+};
 
 class CXLPciFunction : public PciDevice
 {
@@ -49,18 +67,7 @@ class CXLPciFunction : public PciDevice
     std::unique_ptr<cxlcore::cxlio::Function> fn;
     uint64_t malformed = 0;
 
-    struct FunctionStats : public statistics::Group
-    {
-        FunctionStats(CXLPciFunction &f);
-        void preDumpStats() override;
-        CXLPciFunction &fn;
-        // Copied from the core's counters when stats are dumped.
-        statistics::Scalar configReads, configWrites, badConfigAccesses;
-        statistics::Scalar mmioReads, mmioWrites, badMmioAccesses;
-        statistics::Scalar lockedWrites, commits, commitErrors;
-        statistics::Scalar mailboxCommands, mailboxFailures;
-        statistics::Scalar doeRequests, doeErrors;
-    } stats;
+    CXLIoStats stats;  // the core function's counters, malformed accesses added
 };
 
 // The ECAM window of the buses below the CXL host bridges: 1 MiB per bus,
@@ -113,14 +120,7 @@ class CXLHostBridgeRegs : public PioDevice
     const Addr base;
     const Tick latency;
 
-    struct BridgeStats : public statistics::Group
-    {
-        BridgeStats(CXLHostBridgeRegs &b);
-        void preDumpStats() override;
-        CXLHostBridgeRegs &owner;
-        statistics::Scalar mmioReads, mmioWrites, badMmioAccesses;
-        statistics::Scalar commits, commitErrors, lockedWrites;
-    } stats;
+    CXLIoStats stats;  // the registers' counters
 };
 
 } // namespace gem5

@@ -359,3 +359,41 @@ def test_a_bridge_with_nothing_committed_answers_everything_itself(tmp_path):
     assert (r["hb.unrouted_reads"], r["hb.unrouted_writes"], r["hb.poisoned_reads"]) == \
         (10, 1, 10)
     assert r["l0.m2s.messages"] == r["l1.m2s.messages"] == 0
+
+
+# Platform firmware commits decoders itself (the gem5 board does, for memory it
+# reports in SRAT): the same register writes as Linux's cxl_decoder_commit, so
+# the registers must end the same as when the driver's sequence (cxlio.commit_decoder,
+# written after drivers/cxl/core/hdm.c) programs a twin.
+@pytest.mark.parametrize("ways,gran,skip", [(1, 256, 0), (2, 1024, 1 << 28), (3, 4096, 0), (8, 16384, 0)])
+def test_firmware_commit_leaves_the_registers_as_the_drivers_sequence_does(ways, gran, skip):
+    base, size = 1 << 40, ways * (1 << 30)
+    for make, kw in ((lambda: _core.cxlio.Type3(64 << 30), {"skip": skip}),
+                     (lambda: _core.cxlio.HostBridgeRegisters(hdm_decoders=2, targets=8),
+                      {"targets": list(range(7, 7 - ways, -1))})):
+        fw, drv = make(), make()
+        fw.firmware_commit(0, base, size, ways=ways, granularity=gran, **kw)
+        cxlio.commit_decoder(drv, 0, base, size, ways=ways, granularity=gran, **kw)
+        cxlio.enable_hdm(drv)
+        assert fw.committed_decoders() == drv.committed_decoders()
+        assert fw.hdm_enabled and drv.hdm_enabled
+        hdm = cxlio.hdm_offset(fw)
+        assert [fw.mmio_read(hdm + o, 4) for o in range(0, 0x60, 4)] == \
+            [drv.mmio_read(hdm + o, 4) for o in range(0, 0x60, 4)]
+    d = fw.committed_decoders()[0]
+    assert (d["base"], d["size"], d["ways"], d["granularity"]) == (base, size, ways, gran)
+
+
+def test_firmware_commit_refusals_name_the_reason():
+    dev = _core.cxlio.Type3(1 << 30)
+    with pytest.raises(ValueError, match="exceeds the capacity"):
+        dev.firmware_commit(0, 1 << 40, 2 << 30)  # 2 GiB on a 1 GiB device
+    with pytest.raises(ValueError, match="decoder 0 is not committed"):
+        dev.firmware_commit(1, 1 << 40, 1 << 28)
+    with pytest.raises(ValueError, match="granularity = 100 is out of range; allowed: 256 to 16384"):
+        dev.firmware_commit(0, 1 << 40, 1 << 28, granularity=100)
+    with pytest.raises(ValueError, match="granularity 768 B cannot be encoded; allowed: 256 B to 16 KiB, a power of two"):
+        dev.firmware_commit(0, 1 << 40, 1 << 28, granularity=768)
+    with pytest.raises(ValueError, match="5 ways cannot be encoded; allowed: 1, 2, 3, 4, 6, 8, 12 or 16"):
+        dev.firmware_commit(0, 1 << 40, 5 << 28, ways=5)
+    assert dev.committed_decoders() == [] and not dev.hdm_enabled

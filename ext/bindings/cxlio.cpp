@@ -93,6 +93,24 @@ py::tuple mailbox(Type3Function& f, py::handle opcode, py::bytes payload, py::ob
     return py::make_tuple(rc, py::bytes(out));
 }
 
+// Platform firmware's commit of decoder `index` (ComponentRegs::commitDecoder): ValueError with the reason when refused.
+void firmwareCommit(ComponentRegs& r, py::handle index, py::handle base, py::handle size, py::handle ways,
+                    py::handle granularity, const std::vector<uint32_t>& targets, py::handle skip, bool lock) {
+    cxlio::CommittedDecoder d;
+    d.base = ranged(base, "base", 0, ~0ull);
+    d.size = ranged(size, "size", 0, ~0ull);
+    d.ways = uint32_t(ranged(ways, "ways", 1, 16));
+    d.granularity = uint32_t(ranged(granularity, "granularity", 256, 16384));
+    d.targets = targets;
+    d.locked = lock;
+    const std::string err = r.commitDecoder(uint32_t(ranged(index, "index", 0, 9)), d, ranged(skip, "skip", 0, ~0ull));
+    if (!err.empty()) throw py::value_error(err);
+}
+
+const char* const kFirmwareCommitDoc =
+    "Programs and commits a decoder as platform firmware does (register writes, then HDM Decoder Enable); "
+    "ValueError with the registers' reason when they refuse.";
+
 template <typename C>
 void bindFunction(C& c) {
     using F = typename C::type;
@@ -113,6 +131,11 @@ void bindFunction(C& c) {
         .def("committed_decoders", [](const F& f) { return decodersList(f.committedDecoders()); },
              "The HDM decoders committed, as the OS programmed them: base, size, ways, granularity, targets "
              "(port numbers) or the device range.")
+        .def("firmware_commit", [](F& f, py::handle i, py::handle base, py::handle size, py::handle ways,
+                                   py::handle gran, const std::vector<uint32_t>& targets, py::handle skip, bool lock) {
+            firmwareCommit(f.component(), i, base, size, ways, gran, targets, skip, lock);
+        }, py::arg("index"), py::arg("base"), py::arg("size"), py::arg("ways") = 1, py::arg("granularity") = 256,
+           py::arg("targets") = std::vector<uint32_t>{}, py::arg("skip") = 0, py::arg("lock") = false, kFirmwareCommitDoc)
         .def_property_readonly("hdm_enabled", &F::hdmEnabled)
         .def_property_readonly("poison_on_decode_error", [](F& f) { return f.component().poisonOnDecodeError(); })
         .def_property_readonly("bar_bytes", &F::barBytes)
@@ -222,6 +245,11 @@ void bindCxlio(py::module_& parent, ReadGraph graphOf) {
             r.write(uint32_t(std::min<uint64_t>(offsetOf(off), ~0u)), sizeOf(size), ranged(value, "value", 0, ~0ull));
         }, py::arg("offset"), py::arg("size"), py::arg("value"))
         .def("committed_decoders", [](const ComponentRegs& r) { return decodersList(r.committed()); })
+        .def("firmware_commit", [](ComponentRegs& r, py::handle i, py::handle base, py::handle size, py::handle ways,
+                                   py::handle gran, const std::vector<uint32_t>& targets, py::handle skip, bool lock) {
+            firmwareCommit(r, i, base, size, ways, gran, targets, skip, lock);
+        }, py::arg("index"), py::arg("base"), py::arg("size"), py::arg("ways") = 1, py::arg("granularity") = 256,
+           py::arg("targets") = std::vector<uint32_t>{}, py::arg("skip") = 0, py::arg("lock") = false, kFirmwareCommitDoc)
         .def_property_readonly("hdm_enabled", &ComponentRegs::hdmEnabled)
         .def_property_readonly("poison_on_decode_error", &ComponentRegs::poisonOnDecodeError)
         .def_property_readonly("last_commit_error", &ComponentRegs::lastCommitError)

@@ -113,10 +113,12 @@ void ComponentRegs::write(uint32_t off, unsigned size, uint64_t value) {
     ++stats->mmioWrites;
     for (uint32_t o = off; o < off + size; o += 4, value >>= 32) {
         const uint32_t first = kCacheMemOffset + kHdmOffset + 0x10;
-        if (decoders_ && o >= first && o < first + 0x20 * decoders_)
+        if (decoders_ && o >= first && o < first + 0x20 * decoders_) {
             writeDecoder((o - first) / 0x20, (o - first) % 0x20, 4, uint32_t(value));
-        else
+        } else {
             regs_.write(o, 4, uint32_t(value));
+            if (decoders_ && o == kCacheMemOffset + kHdmOffset + 4 && changed_) changed_();
+        }
     }
 }
 
@@ -158,11 +160,13 @@ void ComponentRegs::writeDecoder(uint32_t i, uint32_t reg, unsigned size, uint64
     }
     regs_.write(ctrlOff, 4, value);
     regs_.setBits(ctrlOff, 4, kCommitted | kCommitError, false);
+    if (committed && changed_) changed_();
     if (!(value & kCommit)) return;
     ++stats->commits;
     const std::string err = checkCommit(i);
     if (err.empty()) {
         regs_.setBits(ctrlOff, 4, kCommitted, true);
+        if (changed_) changed_();
     } else {
         ++stats->commitErrors;
         lastError_ = "decoder " + std::to_string(i) + ": " + err;
@@ -222,6 +226,38 @@ std::string ComponentRegs::checkCommit(uint32_t i) const {
     if (kind_ == ComponentKind::Endpoint && d.dpaBase + d.dpaSize > capacity_)
         return "device range [" + hex(d.dpaBase) + ", " + hex(d.dpaBase + d.dpaSize) + ") exceeds the capacity " +
                hex(capacity_);
+    return "";
+}
+
+std::string ComponentRegs::commitDecoder(uint32_t i, const CommittedDecoder& d, uint64_t skip) {
+    if (i >= decoders_) return "decoder " + std::to_string(i) + " does not exist (" + std::to_string(decoders_) + ")";
+    uint32_t eiw = 0, eig = 0;
+    for (eiw = 0; eiw <= 10; ++eiw) {
+        uint32_t w = 0;
+        if (eiwToWays(eiw, w) && w == d.ways) break;
+    }
+    while (eig < 7 && (256u << eig) != d.granularity) ++eig;
+    if (eiw > 10)
+        return std::to_string(d.ways) + " ways cannot be encoded; allowed: 1, 2, 3, 4, 6, 8, 12 or 16";
+    if (eig > 6)
+        return "granularity " + std::to_string(d.granularity) +
+               " B cannot be encoded; allowed: 256 B to 16 KiB, a power of two";
+    const uint32_t base = kCacheMemOffset + kHdmOffset + 0x10 + 0x20 * i;
+    uint64_t tl = skip;
+    if (kind_ != ComponentKind::Endpoint) {
+        tl = 0;
+        for (size_t w = 0; w < d.targets.size() && w < 8; ++w) tl |= uint64_t(d.targets[w] & 0xFF) << (8 * w);
+    }
+    write(base + kBaseHigh, 4, d.base >> 32);
+    write(base + kBaseLow, 4, d.base & 0xFFFFFFFF);
+    write(base + kSizeHigh, 4, d.size >> 32);
+    write(base + kSizeLow, 4, d.size & 0xFFFFFFFF);
+    write(base + kTargetHigh, 4, tl >> 32);
+    write(base + kTargetLow, 4, tl & 0xFFFFFFFF);
+    write(base + kCtrl, 4, eig | eiw << kIwShift | (d.locked ? kLock : 0) | (d.hostOnly ? kHostOnly : 0) | kCommit);
+    if (!isCommitted(i)) return lastError_;
+    const uint32_t global = kCacheMemOffset + kHdmOffset + 4;
+    write(global, 4, read(global, 4) | kHdmEnable);
     return "";
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,14 @@ class ComponentRegs {
     bool poisonOnDecodeError() const;  // reads no decoder covers answer poison (else all ones)
     uint32_t decoders() const { return decoders_; }
     const std::string& lastCommitError() const { return lastError_; }
+    // Programs and commits decoder `i` as platform firmware or cxl_decoder_commit
+    // does, by register writes (interleave into control, base, size, target list
+    // or DPA skip, then Commit), and sets HDM Decoder Enable. Returns the
+    // registers' reason when they refuse (empty: committed).
+    std::string commitDecoder(uint32_t i, const CommittedDecoder& d, uint64_t skip = 0);
+    // Called after a decoder commits or uncommits and after HDM Decoder Global
+    // Control changes: what a host bridge routes by may have changed.
+    void onDecoderChange(std::function<void()> f) { changed_ = std::move(f); }
     // A RAS event as hardware reports it: sets an (un)correctable status bit and,
     // for the first uncorrectable error, the First Error Pointer.
     void injectRas(bool uncorrectable, unsigned bit);
@@ -70,6 +79,7 @@ class ComponentRegs {
     uint32_t decoders_, targets_;
     uint64_t capacity_;
     std::string lastError_;
+    std::function<void()> changed_;
     IoStats own_;
 };
 

@@ -1,5 +1,6 @@
 #include "cxlcore/fabric/hdm_decoder.hpp"
 
+#include "cxlcore/cxlio/component_regs.hpp"
 #include "cxlcore/kernel/sim.hpp"
 
 #include <algorithm>
@@ -43,6 +44,32 @@ CommittedRoutes::CommittedRoutes(const std::string& where, const std::vector<Com
         r_.push_back({HdmDecoder(where, c.base, c.size, c.ways, c.granularity), c.ports, c.dpaBase,
                       HdmDecoder::share(c.size, c.ways, c.granularity)});
     }
+}
+
+std::vector<CommittedRegion> committedRegions(const std::vector<cxlio::CommittedDecoder>& bridge,
+                                              const std::function<bool(uint32_t, RootPortDecoders&)>& below,
+                                              uint64_t offset) {
+    std::vector<CommittedRegion> out;
+    for (const cxlio::CommittedDecoder& d : bridge) {
+        if (d.base < offset || d.targets.size() != d.ways) continue;
+        CommittedRegion r;
+        r.base = d.base - offset;
+        r.size = d.size;
+        r.ways = d.ways;
+        r.granularity = d.granularity;
+        for (uint32_t t : d.targets) {
+            RootPortDecoders port;
+            if (!below(t, port) || !port.device) break;
+            const auto m = std::find_if(port.device->begin(), port.device->end(), [&](const auto& e) {
+                return e.base == d.base && e.size == d.size && e.ways == d.ways && e.granularity == d.granularity;
+            });
+            if (m == port.device->end()) break;
+            r.ports.push_back(port.index);
+            r.dpaBase.push_back(m->dpaBase);
+        }
+        if (r.ports.size() == r.ways) out.push_back(r);
+    }
+    return out;
 }
 
 uint64_t CommittedRoutes::hpaOf(uint32_t port, uint64_t dpa) const {

@@ -3,10 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace cxlcore {
+namespace cxlio {
+struct CommittedDecoder;
+}
 
 // Host-managed device memory decoder: the host window [base, base + size)
 // interleaved over root ports at a granularity, with the 3/6/12-way modes CXL
@@ -69,6 +73,22 @@ struct CommittedRegion {
     std::vector<uint32_t> ports;    // the root port (index in the bridge) of each way
     std::vector<uint64_t> dpaBase;  // where that way's device decoder begins in its DPA
 };
+
+// What root port number `n` of a host bridge leads to: its index among the
+// bridge's ports and the decoders the Type-3 device there committed.
+struct RootPortDecoders {
+    uint32_t index = 0;
+    const std::vector<cxlio::CommittedDecoder>* device = nullptr;
+};
+
+// The regions a host bridge routes by: each committed bridge decoder every way
+// of which reaches a device decoder mapping exactly its range with the same
+// ways and granularity (CXL 3.1 section 8.2.4.20; others route nowhere), moved
+// down by `offset` for a bridge addressed by offsets into its window.
+// `below(n, out)` is false where the bridge has no root port number n.
+std::vector<CommittedRegion> committedRegions(const std::vector<cxlio::CommittedDecoder>& bridge,
+                                              const std::function<bool(uint32_t, RootPortDecoders&)>& below,
+                                              uint64_t offset = 0);
 
 // A host bridge's routes by its committed decoders. An address none of them
 // covers routes nowhere: the bridge answers it itself (HostBridge::unrouted).

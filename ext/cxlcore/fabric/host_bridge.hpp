@@ -50,6 +50,8 @@ class HostBridge : public Component, public Target {
     // interleave over every port (call after the last addPort).
     void routeBy(std::unique_ptr<CommittedRoutes> r) { routes_ = std::move(r); }
     const CommittedRoutes* routes() const { return routes_.get(); }
+    // Where an access to `addr` goes (false: no committed decoder covers it).
+    bool route(uint64_t addr, HdmDecoder::Target& tg) const { return decode(addr, tg); }
 
     bool tryReq(Txn* t) override;
     void retryResp() override;

@@ -138,23 +138,17 @@ void Graph::checkDecoders() const {
 }
 
 std::vector<CommittedRegion> Graph::regions(const std::string& hb) const {
-    std::vector<CommittedRegion> out;
     const auto b = decoders.find(hb);
-    if (b == decoders.end()) return out;
-    for (const cxlio::CommittedDecoder& d : b->second.committed) {
-        CommittedRegion r;
-        r.base = d.base;
-        r.size = d.size;
-        r.ways = d.ways;
-        r.granularity = d.granularity;
-        for (uint32_t t : d.targets) {
-            const Connection* port = rootPort(*this, hb, t);
-            r.ports.push_back(portIndex(*this, hb, port));
-            r.dpaBase.push_back(matching(decoders.at(pastLink(*port).name), d)->dpaBase);
-        }
-        out.push_back(r);
-    }
-    return out;
+    if (b == decoders.end()) return {};
+    // checkDecoders has made sure every way reaches a device decoder that agrees.
+    return committedRegions(b->second.committed, [&](uint32_t n, RootPortDecoders& out) {
+        const Connection* port = rootPort(*this, hb, n);
+        if (!port) return false;
+        out.index = portIndex(*this, hb, port);
+        const auto dev = decoders.find(pastLink(*port).name);
+        out.device = dev == decoders.end() ? nullptr : &dev->second.committed;
+        return true;
+    });
 }
 
 }  // namespace cxlcore

@@ -77,3 +77,29 @@ def test_the_guest_lists_qemus_cxl_devices_as_recorded(tmp_path):
     pd.testing.assert_frame_equal(by_host(got["memdevs"]), by_host(want["memdevs"]), check_dtype=False)
     for name in ("ports", "decoders"):
         pd.testing.assert_frame_equal(got[name], want[name], check_dtype=False)
+
+
+def _od(raw: bytes) -> str:
+    # `od -An -tx1 -v`: sixteen bytes a line, each as " xx".
+    return "\n".join("".join(f" {b:02x}" for b in raw[i:i + 16]) for i in range(0, len(raw), 16))
+
+
+def test_the_cdat_linux_printed_is_read_back_byte_for_byte():
+    from simcxl import _core
+    from simcxl.topology import cxlio
+    raw = cxlio.read_cdat(_core.cxlio.Type3(1 << 30))
+    console = ("cxl list output\ncdat-begin /sys/bus/cxl/devices/endpoint2/CDAT\n" + _od(raw) +
+               "\n[   12.345678] a kernel message between the lines\ncdat-end\n$ ")
+    assert cxlcli.cdat_dumps(console) == {"/sys/bus/cxl/devices/endpoint2/CDAT": raw}
+
+
+def test_dslbis_entries_by_the_cdat_layout():
+    import struct
+    # A header and one DSLBIS per data type 1, 4, 5 (UEFI CDAT 1.03: type, reserved, length 24, handle,
+    # flags, data type, reserved, entry base unit, entries): 91.67 ns, 38.4 GB/s, 20 GB/s.
+    body = b"".join(struct.pack("<BBHBBBBQHHHH", 1, 0, 24, 0, 0, t, 0, unit, e, 0, 0, 0)
+                    for t, unit, e in ((1, 10, 9167), (4, 1, 38400), (5, 1, 20000)))
+    raw = struct.pack("<IBB6xI", 16 + len(body), 1, 0, 0) + body
+    t = cxlcli.dslbis(raw)
+    assert list(t["kind"]) == ["read_latency", "read_bandwidth", "write_bandwidth"]
+    assert list(t["value"]) == [91670, 38400, 20000] and list(t["unit"]) == ["ps", "MB/s", "MB/s"]

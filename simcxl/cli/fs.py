@@ -95,7 +95,7 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                                elements=elements, marks=marks, timed=timed,
                                warm_lines=fs.default_warm_lines(local) if marks else 0)
         if cxl_driver and bench == "topology":
-            run = fs.CXL_LIST
+            run = fs.CXL_DRIVER_RUN
         numa = None
         if numa_file:
             from ..gem5.numa import Numa
@@ -107,7 +107,7 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                     local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore,
                     cxl_io=cxl_driver)
     cxl_tables = {}
-    if cxl_driver and run == fs.CXL_LIST:
+    if cxl_driver and run == fs.CXL_DRIVER_RUN:
         from ..gem5 import cxlcli
         docs = cxlcli.listings(r.console)
         cxl_tables = cxlcli.tables(docs[-1]) if docs else {}
@@ -115,7 +115,9 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
         emit_json({"cause": r.cause, "cpu": r.cpu, "fallback": r.fallback or None, "topology": r.topology.__dict__,
                    "command": run,
                    "results": r.frame.to_dict(orient="records"),
-                   **({"cxl": {k: v.to_dict(orient="records") for k, v in cxl_tables.items()}} if cxl_driver else {})})
+                   **({"cxl": {k: v.to_dict(orient="records") for k, v in cxl_tables.items()},
+                       "cdat": {p: raw.hex() for p, raw in cxlcli.cdat_dumps(r.console).items()}}
+                      if cxl_driver and run == fs.CXL_DRIVER_RUN else {})})
         return
     if r.fallback:
         click.echo(f"simcxl: booted on atomic cores, not KVM: {r.fallback}", err=True)
@@ -128,9 +130,11 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                    f"MB/s; write {h.get('write_latency', '-')} ns, {h.get('write_bandwidth', '-')} MB/s")
     if len(r.frame):
         click.echo(r.frame.to_string(index=False))
-    if cxl_driver and run == fs.CXL_LIST:
+    if cxl_driver and run == fs.CXL_DRIVER_RUN:
         if not cxl_tables:
             click.echo("cxl list printed nothing the parser could read; see the console", err=True)
         for name, t in cxl_tables.items():
             click.echo(f"{name}:\n" + (t.to_string(index=False) if len(t) else "  (none)"))
+        for path, raw in cxlcli.cdat_dumps(r.console).items():
+            click.echo(f"CDAT read by Linux ({path}):\n" + cxlcli.dslbis(raw).to_string(index=False))
     click.echo(f"console and logs in {r.outdir}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pandas as pd
@@ -91,3 +92,34 @@ def tables(listing: Any) -> Dict[str, pd.DataFrame]:
                          "interleave_granularity", "nr_targets"]}
     return {name: pd.DataFrame(rows, columns=cols[name]).sort_values(cols[name][0], ignore_index=True)
             for name, rows in (("memdevs", mem), ("ports", ports), ("decoders", dec))}
+
+
+_CDAT_DUMP = re.compile(r"^cdat-begin (\S+)\n(.*?)^cdat-end", re.M | re.S)
+#: DSLBIS data types (ACPI HMAT's): what each entry gives, and the unit after the entry base.
+_DSLBIS = {0: ("access_latency", "ps"), 1: ("read_latency", "ps"), 2: ("write_latency", "ps"),
+           3: ("access_bandwidth", "MB/s"), 4: ("read_bandwidth", "MB/s"), 5: ("write_bandwidth", "MB/s")}
+
+
+def cdat_dumps(console: str) -> Dict[str, bytes]:
+    """The CDAT each endpoint's port read from its device (`/sys/bus/cxl/devices/endpointN/CDAT`, printed
+    by CDAT_DUMP as `od -An -tx1` between cdat-begin/cdat-end lines), by sysfs path."""
+    out = {}
+    for m in _CDAT_DUMP.finditer(console.replace("\r", "")):
+        hexes = [w for ln in m.group(2).splitlines() if not _PRINTK.match(ln) for w in ln.split()]
+        out[m.group(1)] = bytes(int(w, 16) for w in hexes)
+    return out
+
+
+def dslbis(raw: bytes) -> pd.DataFrame:
+    """The latency and bandwidth entries (DSLBIS, UEFI CDAT 1.03) of a CDAT: handle, kind, value, unit."""
+    rows, off = [], 16
+    while off + 4 <= len(raw):
+        typ, _, ln = struct.unpack_from("<BBH", raw, off)
+        if ln < 4:
+            raise ValueError(f"CDAT structure at byte {off} has length {ln}; allowed: 4 or more")
+        if typ == 1 and ln >= 24:
+            handle, _, dtype, _, unit, e0 = struct.unpack_from("<BBBBQH", raw, off + 4)
+            kind, u = _DSLBIS.get(dtype, (f"type{dtype}", ""))
+            rows.append(dict(handle=handle, kind=kind, value=unit * e0, unit=u))
+        off += ln
+    return pd.DataFrame(rows, columns=["handle", "kind", "value", "unit"])

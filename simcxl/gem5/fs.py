@@ -91,6 +91,12 @@ _MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:
 
 # What Linux's CXL drivers built: memdevs, ports and decoders (parsed by simcxl.gem5.cxlcli).
 CXL_LIST = "cxl list -M -D -P -u"
+# The CDAT each endpoint port read from its device over DOE, as bytes (cxlcli.cdat_dumps). No double
+# quotes: the command travels in the kernel command line's simcxl.run="...".
+CDAT_DUMP = ("for f in /sys/bus/cxl/devices/endpoint*/CDAT; do echo cdat-begin $f; od -An -tx1 -v $f; "
+             "echo cdat-end; done")
+# What `simcxl fs --cxl-driver` runs in the guest.
+CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 
 
 def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20, 64 << 20), accesses: int = 100000,

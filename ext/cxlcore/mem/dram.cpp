@@ -359,7 +359,7 @@ void DramChannel::adaptTimer(Bank& b, uint64_t row) const {
     b.closedRow = ~0ull;
 }
 
-bool DramChannel::pendingHit(const Req& r, const std::vector<Req>& q) {
+bool DramChannel::pendingHit(const Req& r, const NearEraseQueue<Req>& q) {
     for (const Req& o : q)
         if (o.row == r.row && o.bank == r.bank && o.rank == r.rank) return true;
     return false;
@@ -371,7 +371,7 @@ void DramChannel::schedule(Tick t) {
     for (Rank& rk : ranks_)
         if (rk.queued && rk.nextRefresh <= t) refreshRank(rk, t);
     const bool write = pickMode();
-    std::vector<Req>& q = write ? writeQ_ : readQ_;
+    NearEraseQueue<Req>& q = write ? writeQ_ : readQ_;
     // FR-FCFS over a window of the queue, by when each request's data could
     // go on the bus: while the bus is busy every candidate waits for it, one
     // of the other rank waits tRTRS more (a write after a read tRTW), so the
@@ -466,7 +466,7 @@ void DramChannel::schedule(Tick t) {
     }
     deferred_ = false;
     const Req r = q[pick];
-    q.erase(q.begin() + long(pick));
+    q.erase(pick);
 
     Rank& rk = ranks_[r.rank];
     Bank& b = rk.banks[r.bank];

@@ -39,6 +39,46 @@ struct Divisor {
 
 class DramChannel;
 
+// A request queue in arrival order, contiguous, with room before its first
+// entry: FR-FCFS takes nearly every request from near the front, so an erase
+// moves the entries on the nearer side of it (a few) rather than all behind it.
+template <class T>
+class NearEraseQueue {
+  public:
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    T& operator[](size_t i) { return buf_[head_ + i]; }
+    const T& operator[](size_t i) const { return buf_[head_ + i]; }
+    T& front() { return buf_[head_]; }
+    const T* begin() const { return buf_.data() + head_; }
+    const T* end() const { return buf_.data() + head_ + n_; }
+    void push_back(const T& v) {
+        if (head_ + n_ == buf_.size()) {
+            if (head_ * 2 >= buf_.size() && head_) {  // slide to the start: amortised over head_ erases
+                std::copy(buf_.begin() + long(head_), buf_.end(), buf_.begin());
+                head_ = 0;
+            } else {
+                buf_.resize(std::max<size_t>(16, 2 * buf_.size()));
+            }
+        }
+        buf_[head_ + n_++] = v;
+    }
+    void erase(size_t i) {
+        T* b = buf_.data() + head_;
+        if (i < n_ - 1 - i) {
+            std::copy_backward(b, b + i, b + i + 1);
+            ++head_;
+        } else {
+            std::copy(b + i + 1, b + n_, b + i);
+        }
+        if (--n_ == 0) head_ = 0;
+    }
+
+  private:
+    std::vector<T> buf_;
+    size_t head_ = 0, n_ = 0;
+};
+
 class DramController : public Target {
   public:
     DramController(Host& host, const DramParams& p, const std::string& where);
@@ -128,9 +168,9 @@ class DramChannel : public Component {
 
     void schedule(Tick t);
     // Whether a queued request is for the same row as r (closed-adaptive page policy).
-    static bool pendingHit(const Req& r, const std::vector<Req>& q);
+    static bool pendingHit(const Req& r, const NearEraseQueue<Req>& q);
     // A request in q for bank b's open row, there before its timer ran out.
-    static bool queuedFor(const std::vector<Req>& q, uint32_t rank, uint32_t bank, const Bank& b) {
+    static bool queuedFor(const NearEraseQueue<Req>& q, uint32_t rank, uint32_t bank, const Bank& b) {
         for (const Req& o : q)
             if (o.bank == bank && o.rank == rank && o.row == b.openRow && o.ready <= b.closeAt) return true;
         return false;
@@ -161,7 +201,7 @@ class DramChannel : public Component {
 
     DramController& c_;
     std::vector<Rank> ranks_;
-    std::vector<Req> readQ_, writeQ_;  // arrival order; short, so erase is cheap
+    NearEraseQueue<Req> readQ_, writeQ_;  // arrival order
     TimedFifo<Txn*> resp_;  // reads in data-burst order
     TimedFifo<Txn*> acks_;  // write acknowledgements
     const char* readQName_ = "media read queue";

@@ -75,7 +75,8 @@ def main() -> None:
     print("2. store latency, ns (64 lines, ping-pong 20 rounds): the second initiator's mean")
     for pair in (["h0", "h1"], ["h0", "h1_acc"], ["h1", "h1_acc"], ["h1_acc", "h0"]):
         df = simcxl.shared(str(FOUR), pair, pattern="pingpong", lines=64, rounds=20)
-        row = df.iloc[1]
+        # Rows are hosts first, then devices: the second initiator's by its name.
+        row = df[(df["device"] == pair[1]) | ((df["device"] == "") & (df["host"] == pair[1]))].iloc[0]
         st = {k[6:-3]: row[k] for k in df.columns if k.startswith("stage.") and row[k] == row[k] and row[k] > 0}
         print(f"   {pair[1]} taking lines from {pair[0]}: {row['latency_ns_mean']:.1f} ("
               + ", ".join(f"{k} {v:.1f}" for k, v in st.items()) + ")")

@@ -224,8 +224,9 @@ def _check_hosts(only, system) -> None:
 @run.command("shared")
 @memory_opt
 @set_opt
-@click.option("--host", "only", multiple=True, help="A host taking part (repeat; default: every host reaching it).")
-@click.option("--threads", default=1, show_default=True, help="Threads on each host.")
+@click.option("--host", "only", multiple=True, help="A host or CXL.cache device taking part (repeat; default: every "
+              "host reaching it and their devices).")
+@click.option("--threads", default=1, show_default=True, help="Threads on each host and device.")
 @click.option("--pattern", type=click.Choice(["random", "sequential", "pingpong"]), default="random",
               show_default=True)
 @click.option("--lines", default=1024, show_default=True, help="Shared lines, from the device's first byte.")
@@ -236,7 +237,7 @@ def _check_hosts(only, system) -> None:
 @csv_opt
 def run_shared(memories, overrides, only, threads, pattern, lines, store, accesses, rounds, as_json, csv_path):
     """Hosts sharing one device's memory, coherent by HDM-DB back-invalidate: each host's accesses
-    and the device's snoops (see docs/tutorials/hosts.md)."""
+    (and its CXL.cache devices', a row each) and the device's snoops (see docs/tutorials/hosts.md)."""
     from ..workloads.sharing import shared
     with user_errors():
         systems = load_memories(memories, overrides)
@@ -246,6 +247,8 @@ def run_shared(memories, overrides, only, threads, pattern, lines, store, access
     dev = {k.rsplit(".", 1)[1]: v for k, v in df.attrs["components"].items()
            if k.endswith((".bisnp_inv", ".bisnp_data", ".sf_evictions"))}
     cols = ["memory", "host", "loads", "stores", "misses", "snoops", "snoop_writebacks", "latency_ns_mean"]
+    if "device" in df.columns:  # CXL.cache devices took part: a row each
+        cols.insert(2, "device")
     if as_json:
         emit_json({"hosts": df[cols].to_dict("records"), "device": dev})
     else:

@@ -221,9 +221,7 @@ def _check_host(t: Topology, host: Component, first: bool) -> None:
         raise TopologyError(f"{host.name}.local: port left open; with no DRAM window the host's own DRAM (its page "
                             f"tables) joins host.local: add a connection from {host.name}.local to a dram's up port")
     homes = t.below(host.name, "home")
-    if homes and not first:
-        raise TopologyError(f"{host.name}.home: CXL.cache devices hang below the first host "
-                            f"({t.of_type('host')[0].name}) only so far; join the home_agent to its home port")
+    # A later host's home agent and devices run in shared runs only (the core refuses them elsewhere).
     if homes and len(t.down(homes[0].name, "root_port")) > 16:
         raise TopologyError(f"{homes[0].name}.root_port: more than 16 accelerators; allowed: up to 16 per host")
 

@@ -6,7 +6,9 @@ which hosts hold each line; a host's read for ownership, a read of a line anothe
 a line leaving the filter sends back-invalidate snoops (BISnp) to the holders, which answer
 (BIRsp) after writing back what they had dirty. :func:`shared` runs loads and stores from threads
 on each host through a coherent cache of the host's own, under a checker of the coherence
-invariants over all hosts::
+invariants over all hosts. CXL.cache devices (accelerators) below a host's home agent take part
+too: their loads and stores go to their home agent, which has the host's cache get the line, and a
+BISnp to the host reaches their caches through it (``examples/topologies/shared-4hosts-accel.toml``)::
 
     import simcxl
     df = simcxl.shared("examples/topologies/shared-8hosts-hdmdb.toml", pattern="pingpong", lines=4)
@@ -29,6 +31,23 @@ from ..topology.convert import core_graph
 PATTERNS = ("random", "sequential", "pingpong")
 _PER_HOST = ("loads", "stores", "hits", "misses", "upgrades", "writebacks", "snoop_writebacks", "snoops",
              "snoop_hits", "snoops_deferred", "latency_ns_mean")
+# A device's row: its cache's counters (writebacks: dirty evictions; snoops: from its home agent).
+_PER_DEVICE = ("loads", "stores", "hits", "misses", "writebacks", "snoops", "snoops_snpinv", "snoops_snpdata",
+               "latency_ns_mean")
+
+
+def device_hosts(system) -> dict:
+    """Each CXL.cache device of a system's topology and the host whose home agent it hangs below."""
+    t = getattr(system, "graph", None)
+    if t is None:
+        return {}
+    out = {}
+    for h in t.of_type("host"):
+        for home in t.below(h.name, "home"):
+            for k in t.down(home.name, "root_port"):
+                for d in t.below(t.components[k.b.comp].name, "down"):
+                    out[d.name] = h.name
+    return out
 
 
 class CoherenceViolation(AssertionError):
@@ -51,17 +70,24 @@ def shared(memory: Memory, hosts: Optional[Iterable[str]] = None, device: str = 
     ``cache_lines`` in ``cache_ways``-way sets; a hit takes ``hit_ns`` and a snoop's lookup
     ``snoop_ns`` (default: the host's LLC latency).
 
-    One row per host: its loads, stores, hits, misses, write-backs, snoops, latency and its stages.
+    ``hosts`` may name CXL.cache devices too (below a host's home agent; default: every device of the
+    hosts taking part): each is an initiator of its own, and in ``pingpong`` the token passes through
+    the hosts, then the devices, in that order.
+
+    One row per host: its loads, stores, hits, misses, write-backs, snoops, latency and its stages;
+    with devices, one row per device as well (``device`` names it, ``host`` its host).
     ``df.attrs["components"]``: the device's BISnp/BIRsp and snoop-filter counters and every
     component's. A checker violation raises :class:`CoherenceViolation` naming the first one.
     """
     system = memory if isinstance(memory, System) else (
         memory_system(load_topology(memory)) if str(memory).endswith(".toml") else load_preset(memory))
     names = host_names(system)
+    devices = device_hosts(system)
     hosts = [] if hosts is None else ([hosts] if isinstance(hosts, str) else list(hosts))
     for h in hosts:
-        if h not in names:
-            raise ParamError(f"hosts: {h!r} is not a host of {system.name}; allowed: {', '.join(names)}")
+        if h not in names and h not in devices:
+            raise ParamError(f"hosts: {h!r} is not a host or CXL.cache device of {system.name}; allowed: "
+                             f"{', '.join(names + list(devices))}")
     if pattern not in PATTERNS:
         raise ParamError(f"pattern = {pattern!r} is not allowed; allowed values: {', '.join(PATTERNS)}")
     args = dict(device=device, hosts=hosts, threads=_check_int("threads", threads, 1, 256), pattern=pattern,
@@ -81,13 +107,26 @@ def shared(memory: Memory, hosts: Optional[Iterable[str]] = None, device: str = 
                                  f"the first {detail}")
     taking = [h for h in names if f"{h}.loads" in r]
     rows = [{"host": h, **{k: r[f"{h}.{k}"] for k in _PER_HOST},
-             **{k[len(h) + 1:]: v for k, v in r.items() if k.startswith((f"{h}.latency_p", f"{h}.stage."))}}
+             **{k[len(h) + 1:]: v for k, v in r.items()
+                if k.startswith((f"{h}.latency_p", f"{h}.stage.", f"{h}.shared_cache."))}}
             for h in taking]
+    # Devices taking part: one row each, under their host, with their name in `device`.
+    acting = [d for d in devices if f"{d}.loads" in r]
+    if acting:
+        for row in rows:
+            row["device"] = ""
+        rows += [{"host": devices[d], "device": d, **{k: r[f"{d}.{k}"] for k in _PER_DEVICE},
+                  **{k[len(d) + 1:]: v for k, v in r.items() if k.startswith((f"{d}.latency_p", f"{d}.stage."))}}
+                 for d in acting]
+        taking = taking + acting
     df = pd.DataFrame(rows)
     df.insert(0, "memory", system.name)
     for k in ("accesses", "elapsed_ns", "accesses_per_us"):
         df[k] = r[k]
     # A host's run results are <host>.<result>; its component stats (<host>.window.*) stay with the components.
-    df.attrs["components"] = {k: v for k, v in r.items()
-                              if not any(k.startswith(h + ".") and not k.startswith(h + ".window.") for h in taking)}
+    hosts_taking = [h for h in taking if h not in devices]
+    in_rows = {f"{d}.{k}" for d in acting for k in _PER_DEVICE} | {
+        k for d in acting for k in r if k.startswith((f"{d}.latency_p", f"{d}.stage."))}
+    df.attrs["components"] = {k: v for k, v in r.items() if k not in in_rows and not any(
+        k.startswith(h + ".") and not k.startswith(h + ".window.") for h in hosts_taking)}
     return _attrs(df, system, "shared", **{k: v for k, v in args.items() if k != "seed"}, seed=seed)

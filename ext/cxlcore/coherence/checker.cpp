@@ -17,6 +17,7 @@ std::string CoherenceChecker::who(uint32_t agent) const {
 }
 
 void CoherenceChecker::state(uint64_t line, uint32_t agent, MState s, Tick now) {
+    if (!windows_.empty()) line = key(agent, line);
 #ifdef CXL_TRACE
     if (getenv("TRACE_LINE") && line == strtoull(getenv("TRACE_LINE"), nullptr, 16))
         fprintf(stderr, "%10.3f   state %s -> %s\n", ticksToNs(now), who(agent).c_str(), stateName(s));
@@ -38,6 +39,7 @@ void CoherenceChecker::state(uint64_t line, uint32_t agent, MState s, Tick now) 
 }
 
 void CoherenceChecker::read(uint64_t line, uint32_t agent, uint64_t value, Tick now) {
+    if (!windows_.empty()) line = key(agent, line);
     L& l = get(line);
     ++checks_;
     if (l.st[agent] == MState::I)
@@ -49,6 +51,7 @@ void CoherenceChecker::read(uint64_t line, uint32_t agent, uint64_t value, Tick 
 }
 
 void CoherenceChecker::write(uint64_t line, uint32_t agent, uint64_t value, Tick now) {
+    if (!windows_.empty()) line = key(agent, line);
 #ifdef CXL_TRACE
     if (getenv("TRACE_LINE") && line == strtoull(getenv("TRACE_LINE"), nullptr, 16))
         fprintf(stderr, "%10.3f   write %s v=%llu\n", ticksToNs(now), who(agent).c_str(), (unsigned long long)value);

@@ -25,6 +25,9 @@ class CoherenceChecker {
     void memory(uint64_t line, uint64_t value, Tick now);
     // What messages call each agent (else device 0, 1, ... and the host).
     void name(std::vector<std::string> names) { names_ = std::move(names); }
+    // Lines an agent reaches at [base, end) are checked as their offset from
+    // base: a shared region mapped at different host addresses is one set of lines.
+    void window(uint32_t agent, uint64_t base, uint64_t end) { windows_.push_back({agent, base, end}); }
     uint64_t violations() const { return violations_; }
     uint64_t checks() const { return checks_; }
     const std::string& first() const { return first_; }
@@ -39,6 +42,16 @@ class CoherenceChecker {
         uint64_t value = 0;
     };
     L& get(uint64_t line) { return lines_.get(line); }
+    uint64_t key(uint32_t agent, uint64_t line) const {
+        for (const Win& w : windows_)
+            if (w.agent == agent && line >= w.base && line < w.end) return line - w.base;
+        return line;
+    }
+    struct Win {
+        uint32_t agent;
+        uint64_t base, end;
+    };
+    std::vector<Win> windows_;
     void fail(const std::string& what, Tick now);
     std::string who(uint32_t agent) const;
     std::vector<std::string> names_;

@@ -123,7 +123,11 @@ std::string HomeAgent::describe() const {
         const HTxn* t = l.active;
         s += " [" + hexAddr(x) + " " + opName(t->opc) + " dev " + std::to_string(t->dev) + " snoops " +
              std::to_string(t->snoopsOut) + " mem " + std::to_string(t->memOut) + " data " + std::to_string(t->dataOut) +
-             " waiting " + std::to_string(l.wait.size()) + "]";
+             " waiting " + std::to_string(l.wait.size()) +
+             (shared_ ? std::string(t->phaseA ? " phase A" : "") + (t->recall ? " recall" : "") +
+                            " sharers " + std::to_string(l.sharers) + " owner " + std::to_string(l.owner)
+                      : std::string()) +
+             "]";
     });
     return s;
 }
@@ -201,6 +205,7 @@ void HomeAgent::hostAccess(Txn* a) {
 }
 
 void HomeAgent::memRead(HTxn* t) {
+    if (t->granted) return;  // a shared line: the host's shared cache gave its data
     t->memOut = true;
     ++stats_.memReads;
     const uint64_t L = t->line;
@@ -219,6 +224,10 @@ void HomeAgent::memRead(HTxn* t) {
 
 void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
     ++stats_.memWrites;
+    if (shared_ && shared_->covers(line)) {
+        shared_->homeWrite(line, value);
+        return;
+    }
     Accelerator* owner = memOwner(line);
     if (owner) {
         Txn* m = msg(Opc::MemWr, line);
@@ -277,6 +286,12 @@ void HomeAgent::run(const Deferred& d) {
             return;
         case Later::JobNoticed:
             jobNoticed(static_cast<DmaJob*>(d.p));
+            return;
+        case Later::Proceed:
+            proceed(static_cast<HTxn*>(d.p));
+            return;
+        case Later::Recall:
+            placeRecall(static_cast<HTxn*>(d.p));
             return;
     }
 }

@@ -64,6 +64,31 @@ struct HTxn {
     // The line's state entry, found once as the transaction is queued: it
     // stays while the transaction is at the line (bias flips: none).
     HomeLine* hl = nullptr;
+    // Lines of a shared device (SharedHome): `granted` once the host's
+    // shared cache holds the line as the request needs (until then the
+    // transaction has snooped nothing: phase A); `recall`: a back-invalidate
+    // the shared cache asked for (`tag` is its own), `side`: run beside the
+    // line's transaction in phase A, which waits for the cache.
+    bool granted = false, phaseA = false, recall = false, urgent = false, side = false;
+    void* tag = nullptr;
+};
+
+// A host's coherent cache of a shared device's region (host/shared_cache.hpp)
+// as its home agent sees it: the host holds those lines at the device (S or
+// E), the home tracks which of its devices' caches hold them within the host.
+class SharedHome {
+  public:
+    virtual bool covers(uint64_t line) const = 0;
+    // Transaction t needs the line held by the host for sharing (own false) or
+    // ownership; HomeAgent::sharedGranted(t, value) when it is.
+    virtual void homeRead(HTxn* t, uint64_t line, bool own) = 0;
+    // Dirty data from a device cache: the host's copy is now the newest.
+    virtual void homeWrite(uint64_t line, uint64_t value) = 0;
+    // A recall (HomeAgent::recall) is done; `kept`: some device cache still holds the line (S).
+    virtual void recalled(uint64_t line, void* tag, bool kept) = 0;
+
+  protected:
+    ~SharedHome() = default;
 };
 
 // The home's state of one line: its holders, and the transactions at it.
@@ -105,6 +130,18 @@ class HomeAgent : public Endpoint, public Client {
     std::string describe() const;
     void oldest(Oldest& o) const;
     void setWatch(CoherentProgress* w) { watch_ = w; }
+    // Lines of a shared device's region: the host's shared cache holds them
+    // for the home's device caches (nullptr: none).
+    void setShared(SharedHome* s) { shared_ = s; }
+    void sharedGranted(HTxn* t, uint64_t value, Tick at);
+    // Takes the line back from the device caches (inv: all copies; else the
+    // owner's, which keeps S), as for a BISnp from device memory; then
+    // SharedHome::recalled(line, tag, kept). `urgent`: a device's BISnp
+    // (it must not wait behind a request that waits for the shared cache).
+    void recall(uint64_t line, bool inv, bool urgent, void* tag);
+    // What the device caches may hold of a line: I, S (sharers) or E (an
+    // owner, or a request at the line that may make one).
+    MState deviceHolding(uint64_t line) const;
     // Line-state entries held now (lines some cache holds or a request is at).
     size_t lineStates() const { return lines_.size(); }
     size_t hostLines() const { return hostLines_; }
@@ -124,7 +161,7 @@ class HomeAgent : public Endpoint, public Client {
         DmaParams dp;
     };
     // Work done after a fixed delay, as plain records (no allocation per event).
-    enum class Later : uint8_t { HostHit, Enqueue, DataDone, IoRead, Doorbell, JobNoticed };
+    enum class Later : uint8_t { HostHit, Enqueue, DataDone, IoRead, Doorbell, JobNoticed, Proceed, Recall };
     struct Deferred {
         Later what;
         uint16_t dev;
@@ -152,6 +189,8 @@ class HomeAgent : public Endpoint, public Client {
     void jobNoticed(DmaJob* job);
     void enqueue(HTxn* t);
     void start(HTxn* t);
+    void proceed(HTxn* t);  // start's work once a shared line is granted
+    void placeRecall(HTxn* t);
     void maybeFinish(HTxn* t);
     void finish(HTxn* t);
     void snoop(HTxn* t, uint16_t dev, Opc op, uint64_t line);
@@ -188,6 +227,7 @@ class HomeAgent : public Endpoint, public Client {
     size_t hostLines_ = 0, hostCap_ = 0;
     bool deviceMemory_ = false;  // a device has memory of its own (memOwner can be one)
     CoherentProgress* watch_ = nullptr;
+    SharedHome* shared_ = nullptr;
     Values values_;  // host memory's contents
     Tick lat_, hostHit_;
     size_t tracker_ = 0;

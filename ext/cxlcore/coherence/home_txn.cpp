@@ -81,8 +81,74 @@ void HomeAgent::start(HTxn* t) {
         flush(t, host);
         return;
     }
+    if (shared_ && t->dev >= 0 && !t->granted && t->opc != Opc::CleanEvict && t->opc != Opc::DirtyEvict &&
+        shared_->covers(L)) {
+        // Phase A: the host's shared cache gets the line first; nothing is
+        // snooped until it has (a device's BISnp meanwhile runs beside).
+        if (t->opc != Opc::RdShared && t->opc != Opc::RdAny && t->opc != Opc::RdOwn)
+            protocolError(std::string(opName(t->opc)) + " of line " + hexAddr(L) +
+                          ", a shared device's line, is not modelled (allowed: RdShared, RdAny, RdOwn and evictions)");
+        line(t, L).active = t;
+        t->phaseA = true;
+        shared_->homeRead(t, L, t->opc == Opc::RdOwn);
+        return;
+    }
+    proceed(t);
+}
+
+void HomeAgent::sharedGranted(HTxn* t, uint64_t value, Tick at) {
+    // The grant is the home's at once (a recall from now on waits behind
+    // the transaction); its work starts at `at` (after the cache's lookup).
+    t->phaseA = false;
+    t->granted = true;
+    t->memValue = value;
+    t->memHave = true;
+    defer(at, Later::Proceed, t);
+}
+
+void HomeAgent::recall(uint64_t L, bool inv, bool urgent, void* tag) {
+    HTxn* t = txns_.get();
+    t->opc = inv ? Opc::BISnpInv : Opc::BISnpData;
+    t->line = L;
+    t->recall = true;
+    t->urgent = urgent;
+    t->tag = tag;
+    // Placed after this event: the cache that asked is not re-entered.
+    defer(now(), Later::Recall, t);
+}
+
+void HomeAgent::placeRecall(HTxn* t) {
+    HLine& l = line(t->line);
+    t->hl = &l;
+    if (!l.active) {
+        start(t);
+    } else if (!t->urgent) {
+        l.wait.push_back(t);
+        ++stats_.conflicts;
+    } else if (l.active->phaseA) {
+        t->side = true;
+        start(t);
+    } else {
+        // Next, before the requests queued at the line (they may wait for the shared cache).
+        SmallFifo<HTxn*> q;
+        q.push_back(t);
+        for (HTxn* w : l.wait) q.push_back(w);
+        l.wait = std::move(q);
+    }
+}
+
+MState HomeAgent::deviceHolding(uint64_t L) const {
+    const HLine* l = lines_.find(L);
+    if (!l) return MState::I;
+    if (l->owner >= 0 || l->active || !l->wait.empty()) return MState::E;
+    return l->sharers ? MState::S : MState::I;
+}
+
+void HomeAgent::proceed(HTxn* t) {
+    const uint64_t L = t->line;
+    const int d = t->dev;
     HLine& l = line(t, L);
-    l.active = t;
+    if (!t->side) l.active = t;
     Accelerator* owner = memOwner(L);
     const bool fwd = d >= 0 && owner == ports_[d].dev;  // a Type-2 device's own memory in host bias
     switch (t->opc) {
@@ -230,7 +296,7 @@ void HomeAgent::finish(HTxn* t) {
         t->haveData = true;
         // After SnpCur a clean owner keeps E and may write at once: RdCurr's
         // snapshot is as of the snoop, so later writes do not make it stale.
-        if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
+        if (checker_ && !t->snoopedCur && !t->granted) checker_->memory(L, t->value, now());
     }
     HLine& l = line(t, L);
     const bool fwd = d >= 0 && memOwner(L) == ports_[d].dev && op != Opc::RdCurr && op != Opc::IoMemRd;
@@ -264,7 +330,8 @@ void HomeAgent::finish(HTxn* t) {
             } else {
                 // Device memory may be cached by its device out of the host's
                 // sight, so only host memory can be granted exclusive here.
-                const bool alone = (l.sharers & ~(1u << d)) == 0 && l.host == MState::I && l.owner < 0 && !memOwner(L);
+                const bool alone = (l.sharers & ~(1u << d)) == 0 && l.host == MState::I && l.owner < 0 && !memOwner(L) &&
+                                   !t->granted;  // a shared line: the host asked the device for S
                 const MState s = (op == Opc::RdAny && alone) ? MState::E : MState::S;
                 setSharers(l, L, l.sharers | 1u << d);
                 if (s == MState::E) l.owner = d;
@@ -304,6 +371,10 @@ void HomeAgent::finish(HTxn* t) {
             break;
         case Opc::BISnpData:
         case Opc::BISnpInv:
+            if (t->recall) {
+                shared_->recalled(L, t->tag, l.sharers != 0);
+                break;
+            }
             // Shared if anything on the host side (its caches or peer devices) kept a copy.
             sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, L));
             ports_[d].dev->up().giveCredit(kS2MBISnp, now());
@@ -325,6 +396,7 @@ void HomeAgent::finish(HTxn* t) {
         --tracker_;
     }
     Txn* hostAcc = d < 0 ? t->parent : nullptr;
+    const bool side = t->side;
     if (t->io) ioLineDone(t);
     txns_.put(t);
     if (watch_) watch_->progress(now());
@@ -337,7 +409,7 @@ void HomeAgent::finish(HTxn* t) {
                 if (lines_.find(x)->active == t) held.push_back(x);
         std::sort(held.begin(), held.end());
         for (uint64_t x : held) release(x);
-    } else {
+    } else if (!side) {
         release(L, &l);  // l is still there: the transaction held it until now
     }
     if (!deferredFlips_.empty()) {

@@ -306,6 +306,25 @@ void SystemParams::validate() const {
 
 void HostDesc::validate() const {
     host.validate(name);
+    if (!peer_accelerators.empty()) {
+        peer_home.validate(peer_home_node);
+        require(peer_accelerators.size() <= 16, peer_home_node + ".root_port: " +
+                                                    std::to_string(peer_accelerators.size()) +
+                                                    " accelerators; allowed: up to 16 per host");
+        for (const AccelDeviceParams& d : peer_accelerators) {
+            d.link.validate(d.linkNode);
+            d.cache.validate(d.node + ".cache");
+            d.accel.validate(d.node + ".accel");
+            d.dma.validate(d.node + ".dma");
+            d.media.validate(d.node + ".media");
+            require(d.accel.devices == 1, d.node + ".accel.devices = " + std::to_string(d.accel.devices) +
+                                              " is not allowed below " + name +
+                                              "; allowed: 1 (one component per device below a host after the first)");
+            require(d.accel.type == 1, d.node + ".accel.type = " + std::to_string(d.accel.type) +
+                                           " is not allowed below " + name +
+                                           "; allowed: 1 (Type-2 device memory is modelled below the first host only)");
+        }
+    }
     local_dram.validate(local_dram_name);
     if (windows.empty()) {
         validateWindow(addressMap()[0]);

@@ -107,6 +107,11 @@ struct HostDesc : MemoryParams {
     std::vector<WindowParams> windows;
     // The map the host is built from: `windows`, or that one window.
     std::vector<WindowParams> addressMap() const;
+    // CXL.cache below a host after the first (the first host's are
+    // SystemParams::home and accelerators): only shared runs build them.
+    std::string peer_home_node;
+    HomeParams peer_home;
+    std::vector<AccelDeviceParams> peer_accelerators;
     void validate() const;
 };
 
@@ -124,6 +129,9 @@ struct SystemParams : HostDesc {
     // Fault injection for the watchdog's tests, never set by a preset: the
     // Type-3 device sends no response after this many (0: off).
     uint64_t fault_device_stops_after = 0;
+    // Builds the CXL.cache devices of hosts after the first (a shared run
+    // does; other workloads refuse them).
+    bool peer_accelerators_run = false;
     // The graph this description was read from: the builder walks the CXL
     // part of each window (root ports, links, switches, devices) in it.
     std::shared_ptr<const Graph> graph;

@@ -10,7 +10,7 @@ Accelerator::Accelerator(Host& host, uint16_t index, const DCacheParams& cp, con
                          const DmaParams& dp, const DramParams& media, uint64_t memBase, CxlLink& link,
                          HomeAgent& home, TxnPool& pool, CoherenceChecker* checker, const std::string& where)
     : Endpoint(host), index_(index), name_(where), tname_(internName(where)), cp_(cp), ap_(ap), dp_(dp), link_(link), home_(home), pool_(pool),
-      checker_(checker) {
+      checker_(checker), agent_(index) {
     sets_ = uint32_t(cp_.bytes / kLineBytes / cp_.assoc);
     ways_.resize(size_t(sets_) * cp_.assoc);
     lat_ = nsToTicks(cp_.latency_ns);
@@ -80,7 +80,7 @@ void Accelerator::dropMshr(uint64_t line) {
 
 void Accelerator::setState(CLine& l, MState s) {
     l.st = s;
-    if (checker_) checker_->state(l.line, index_, s, now());
+    if (checker_) checker_->state(l.line, agent_, s, now());
 }
 
 void Accelerator::access(Txn* a) {
@@ -117,7 +117,7 @@ void Accelerator::lookup(Txn* a) {
         a->value = c->value;
         a->hit = !a->missed;
         c->lru = ++lruClock_;
-        if (checker_) checker_->read(L, index_, a->value, now());
+        if (checker_) checker_->read(L, agent_, a->value, now());
         stats_.hits += !a->missed;
         complete(a);
         return;
@@ -127,7 +127,7 @@ void Accelerator::lookup(Txn* a) {
         c->value = a->value;
         c->lru = ++lruClock_;
         a->hit = !a->missed;
-        if (checker_) checker_->write(L, index_, a->value, now());
+        if (checker_) checker_->write(L, agent_, a->value, now());
         stats_.hits += !a->missed;
         complete(a);
         return;
@@ -178,7 +178,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
         // A clean victim is gone from the cache now: the home may hand the line
         // to another agent before its GO comes back (the copy kept for snoops
         // is never read). A dirty one is held until its data is pulled.
-        if (evict->st != MState::M && checker_) checker_->state(evict->line, index_, MState::I, now());
+        if (evict->st != MState::M && checker_) checker_->state(evict->line, agent_, MState::I, now());
         const bool ownLine = ownsMemory(evict->line);
         if (ownLine && (ap_.hdm_db || deviceBias(evict->line))) {
             // Device memory the host does not track: write back locally.
@@ -186,7 +186,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
                 memVals_[evict->line] = evict->value;
                 mem_->write(evict->line - memBase_);
             }
-            if (checker_) checker_->state(evict->line, index_, MState::I, now());
+            if (checker_) checker_->state(evict->line, agent_, MState::I, now());
             dropMshr(evict->line);
         } else {
             Txn* m = msg(e.op, evict->line);
@@ -390,7 +390,7 @@ void Accelerator::snoop(Txn* m) {
                 data = e.evictState == MState::M;
                 rsp = data ? Opc::RspIFwdM : Opc::RspIHitSE;
                 e.snooped = true;
-                if (checker_) checker_->state(L, index_, MState::I, now());
+                if (checker_) checker_->state(L, agent_, MState::I, now());
             }
         }
     }
@@ -431,7 +431,7 @@ void Accelerator::handle(Txn* m) {
                     if (ms.snooped) ++stats_.bogusData;
                     sendUp(d);
                 }
-                if (!ms.snooped && checker_) checker_->state(L, index_, MState::I, now());
+                if (!ms.snooped && checker_) checker_->state(L, agent_, MState::I, now());
                 finishMshr(L, ms);
                 break;
             }

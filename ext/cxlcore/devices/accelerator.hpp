@@ -82,6 +82,11 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     enum Bug : uint8_t { None, SnpInvKeepsCopy, DropDirtyData, DropSnoops, DeferSnoops };
     void inject(Bug b) { bug_ = b; }
     void setWatch(CoherentProgress* w) { watch_ = w; }
+    // The checker this device reports to, as agent `agent` (default: its index at its home).
+    void setChecker(CoherenceChecker* c, uint32_t agent) {
+        checker_ = c;
+        agent_ = agent;
+    }
     bool quiet() const;
     std::string describe() const;  // outstanding work, for deadlock reports
     void oldest(Oldest& o) const;
@@ -167,6 +172,7 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     HomeAgent& home_;
     TxnPool& pool_;
     CoherenceChecker* checker_;
+    uint32_t agent_;  // its number at the checker
     Bug bug_ = None;
     uint32_t sets_;
     std::vector<CLine> ways_;

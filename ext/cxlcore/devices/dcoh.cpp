@@ -249,6 +249,18 @@ void Dcoh::respond(Txn& x, Tick t) {
     if (checker_) checker_->memory(x.addr, x.value, t);
 }
 
+std::string Dcoh::describe() const {
+    std::string s = where_ + ".device: " + std::to_string(held_) + " of " + std::to_string(cap_) + " reads held, " +
+                    std::to_string(released_.size()) + " released, " + std::to_string(snoops_.size()) + " snoops to send";
+    for (const auto& kv : busy_) {
+        const Busy& b = kv.second;
+        s += " [" + hexAddr(kv.first) + (b.evicting ? " evicting" : "") + " " + std::to_string(b.rsps) + " BIRsp due, " +
+             std::to_string(b.waiting.size()) + " waiting, " + std::to_string(b.retry.size()) + " for a way" +
+             (b.req ? ", read of host " + std::to_string(b.req->host) + " for " + stateName(b.req->state) : "") + "]";
+    }
+    return s;
+}
+
 void Dcoh::oldest(Oldest& o) const {
     for (const auto& kv : busy_) {
         const Busy& b = kv.second;

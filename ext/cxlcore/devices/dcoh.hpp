@@ -71,6 +71,7 @@ class Dcoh {
     void resetStats() { stats_ = DcohStats(); }
     // The read waiting longest, and for what (stall reports).
     void oldest(Oldest& o) const;
+    std::string describe() const;  // every line it is busy with, for stall reports
 
   private:
     static constexpr uint8_t kNone = 0xff;

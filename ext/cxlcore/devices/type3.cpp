@@ -155,6 +155,15 @@ void Type3Device::releaseExtent(uint8_t host, uint64_t start, uint64_t bytes) {
     if (e.first < start) v.insert(it, {e.first, start});
 }
 
+std::string Type3Device::describe() const {
+    std::string s = where_ + ": " + std::to_string(outstanding_) + " in the controller (" + std::to_string(writes_) +
+                    " writes), rx " + std::to_string(rx_[0].size()) + " reads " + std::to_string(rx_[1].size()) +
+                    " writes, tx " + std::to_string(tx_.size()) + (readsHeld_ ? ", reads held" : "") + ", birsp rx " +
+                    std::to_string(birsp_.size());
+    if (dcoh_) s += "; " + dcoh_->describe();
+    return s;
+}
+
 void Type3Device::share(TxnPool& pool, uint64_t seed) {
     if (!p_.shared || dcoh_) return;
     dcoh_ = std::make_unique<Dcoh>(p_, where_, pool, seed);

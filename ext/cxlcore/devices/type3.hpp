@@ -85,6 +85,7 @@ class Type3Device final : public Component, public Requester, public MemEndpoint
     const DramController& media() const { return media_; }
     const DeviceParams& params() const { return p_; }
     const DeviceStats& stats() const { return stats_; }
+    std::string describe() const;  // its queues and coherency engine, for stall reports
     void resetStats(Tick now) {
         stats_ = DeviceStats();
         qosArea_ -= occ_.area(now);  // the QoS interval's part so far, on the restarted integral

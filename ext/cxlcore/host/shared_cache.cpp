@@ -8,7 +8,8 @@ SharedCache::SharedCache(Host& host, TxnPool& pool, const SharedCacheParams& p, 
                          const std::string& name, CoherenceChecker* checker)
     : Component(host), pool_(pool), p_(p), host_(hostIndex), name_(name),
       missName_(internName(name + ".shared_cache (MSHR: waiting for its grant)")),
-      wbName_(internName(name + ".shared_cache (waiting for a write-back of the line)")), checker_(checker),
+      wbName_(internName(name + ".shared_cache (waiting for a write-back of the line)")),
+      recallName_(internName(name + ".shared_cache (waiting for the home to take back device copies)")), checker_(checker),
       sets_(p.lines / p.ways), lines_(p.lines), hit_(nsToTicks(p.hit_ns)), snoopLat_(nsToTicks(p.snoop_ns)) {}
 
 void SharedCache::addWindow(uint64_t base, uint64_t end, HostBridge* bridge) {
@@ -26,7 +27,96 @@ SharedCache::Line* SharedCache::find(uint64_t line) {
     Line* s = &lines_[(line / kLineBytes) % sets_ * p_.ways];
     for (uint32_t w = 0; w < p_.ways; ++w)
         if (s[w].st != MState::I && s[w].line == line) return &s[w];
+    if (home_) {
+        Line* x = extra_.find(line);
+        if (x && x->st != MState::I) return x;
+    }
     return nullptr;
+}
+
+bool SharedCache::covers(uint64_t line) const {
+    for (const Window& w : windows_)
+        if (line >= w.base && line < w.end) return true;
+    return false;
+}
+
+MState SharedCache::view(const Line& l) const {
+    if (l.acc == MState::E) return MState::I;
+    if (l.acc == MState::S && l.st != MState::I) return MState::S;
+    return l.st;
+}
+
+void SharedCache::setAcc(Line& l, MState a) {
+    const MState before = view(l);
+    l.acc = a;
+    if (checker_ && view(l) != before) checker_->state(key(l.line), host_, view(l), now());
+}
+
+void SharedCache::refresh(Line& l) {
+    if (l.acc == MState::I) return;
+    const MState h = home_->deviceHolding(l.line);
+    if (h < l.acc) setAcc(l, h);
+}
+
+bool SharedCache::conflicts(Line& l, const Txn* a) {
+    if (!home_ || l.acc == MState::I || a->htxn) return false;
+    refresh(l);
+    return a->kind == Txn::Store ? l.acc != MState::I : l.acc == MState::E;
+}
+
+void SharedCache::recallFor(Txn* a, uint64_t L) {
+    Pending& p = pending_[L];
+    p.waiting.push_back(a);
+    a->at = recallName_;
+    if (p.core) return;  // retried when the one out is done
+    ++p.core;
+    ++stats_.coreRecalls;
+    home_->recall(L, a->kind == Txn::Store, false, nullptr);
+}
+
+void SharedCache::drain(uint64_t L, Tick t) {
+    auto it = pending_.find(L);
+    if (it == pending_.end()) return;
+    std::vector<Txn*> v = std::move(it->second.waiting);
+    it->second.waiting.clear();
+    if (!it->second.core && !it->second.snoop) pending_.erase(it);
+    for (Txn* a : v) tryAccess(a, t);  // one still blocked waits again
+}
+
+void SharedCache::lend(Txn* a, Line& c, Tick at, const Txn* read) {
+    setAcc(c, a->kind == Txn::Store ? MState::E : std::max(c.acc, MState::S));
+    c.stamp = ++clock_;
+    // The device's request: its lookup here, and the read's path if it missed.
+    if (Txn* p = a->htxn->parent) {
+        if (read) p->absorb(*read, kStageCache, at, missName_);
+        else p->leave(kStageCache, at, missName_);
+    }
+    home_->sharedGranted(a->htxn, c.value, at);
+    pool_.put(a);
+}
+
+void SharedCache::homeRead(HTxn* h, uint64_t L, bool own) {
+    Txn* a = pool_.get();
+    a->kind = own ? Txn::Store : Txn::Load;
+    a->htxn = h;
+    a->hostAddr = L;
+    a->internal = true;
+    a->birth = a->mark = now();
+    ++stats_.homeReads;
+    tryAccess(a, now());
+}
+
+void SharedCache::homeWrite(uint64_t L, uint64_t value) {
+    Line* l = find(L);
+    if (!l || l->st == MState::S)
+        protocolError(name_ + ": dirty data from a device cache for line " + hexAddr(L) + ", which the host does not own");
+    l->value = value;
+    if (l->st != MState::M) setState(*l, MState::M);
+}
+
+void SharedCache::recalled(uint64_t L, void* tag, bool) {
+    events_.push(now(), Ev{kRecalled, static_cast<Txn*>(tag), L});
+    requestWake(now());
 }
 
 uint64_t SharedCache::key(uint64_t addr) const {
@@ -37,7 +127,7 @@ uint64_t SharedCache::key(uint64_t addr) const {
 
 void SharedCache::setState(Line& l, MState s) {
     l.st = s;
-    if (checker_) checker_->state(key(l.line), host_, s, now());
+    if (checker_) checker_->state(key(l.line), host_, view(l), now());
 }
 
 void SharedCache::perform(Txn* a, Line& l, Tick t) {
@@ -54,12 +144,32 @@ void SharedCache::perform(Txn* a, Line& l, Tick t) {
 
 void SharedCache::access(Txn* a) {
     const Tick t = now();
-    const uint64_t L = lineOf(a->hostAddr);
     ++(a->kind == Txn::Store ? stats_.stores : stats_.loads);
     a->mark = t;
+    tryAccess(a, t);
+}
+
+void SharedCache::tryAccess(Txn* a, Tick t) {
+    const uint64_t L = lineOf(a->hostAddr);
+    if (home_ && !pending_.empty()) {
+        auto p = pending_.find(L);
+        if (p != pending_.end() && (p->second.snoop || (!a->htxn && p->second.core))) {
+            p->second.waiting.push_back(a);
+            a->at = recallName_;
+            return;
+        }
+    }
     Line* l = find(L);
     const bool hit = l && (a->kind != Txn::Store || l->st == MState::E || l->st == MState::M);
     if (hit && !mshrs_.find(L)) {
+        if (conflicts(*l, a)) {
+            recallFor(a, L);
+            return;
+        }
+        if (a->htxn) {
+            lend(a, *l, t + hit_);
+            return;
+        }
         ++stats_.hits;
         perform(a, *l, t);
         a->leave(kStageCache, t + hit_, missName_);
@@ -67,7 +177,7 @@ void SharedCache::access(Txn* a) {
         requestWake(t + hit_);
         return;
     }
-    ++stats_.misses;
+    ++(a->htxn ? stats_.homeMisses : stats_.misses);
     stats_.upgrades += l != nullptr && !mshrs_.find(L);
     miss(a, L);
 }
@@ -163,7 +273,20 @@ void SharedCache::fill(Txn* r, Tick t) {
                 l = &c;
                 break;
             }
+            if (c.acc != MState::I) {  // the device caches may hold it: it stays
+                refresh(c);
+                if (c.acc != MState::I) continue;
+            }
             if (!mshrs_.find(c.line) && (!l || c.stamp < l->stamp)) l = &c;
+        }
+        if (!l && home_) {
+            // Lent to the home, the line must stay (inclusion): held beside the sets.
+            for (const Txn* a : mp->waiting)
+                if (a->htxn) {
+                    l = &extra_.get(L);
+                    *l = Line{};
+                    break;
+                }
         }
         if (l && l->st != MState::I) {
             if (l->st == MState::M) writeBack(l->line, l->value, MState::I, nullptr, t);
@@ -183,6 +306,14 @@ void SharedCache::fill(Txn* r, Tick t) {
     for (; i < m.waiting.size(); ++i) {
         Txn* a = m.waiting[i];
         if (a->kind == Txn::Store && c.st == MState::S) break;  // ownership still to get
+        if (a->htxn) {
+            lend(a, c, t, r);
+            continue;
+        }
+        if (conflicts(c, a)) {  // behind a read the home lent the line for
+            recallFor(a, L);
+            continue;
+        }
         if (!l && checker_) checker_->state(key(L), host_, c.st, t);
         perform(a, c, t);
         if (!l && checker_) checker_->state(key(L), host_, MState::I, t);
@@ -231,6 +362,22 @@ void SharedCache::snoop(Txn* s, Tick t) {
         return;
     }
     const bool inv = s->opc == Opc::BISnpInv;
+    if (home_) {
+        // The device caches' copies are the host's too: the home takes them back first.
+        const MState dh = home_->deviceHolding(L);
+        if (dh == MState::E || (inv && dh != MState::I)) {
+            ++stats_.snoopRecalls;
+            ++pending_[L].snoop;
+            home_->recall(L, inv, true, s);
+            return;
+        }
+    }
+    snoopLocal(s, t);
+}
+
+void SharedCache::snoopLocal(Txn* s, Tick t) {
+    const uint64_t L = s->addr;
+    const bool inv = s->opc == Opc::BISnpInv;
     Line* l = find(L);
     if (!l) return answer(s, MState::I, t + snoopLat_);
     ++stats_.snoopHits;
@@ -243,6 +390,26 @@ void SharedCache::snoop(Txn* s, Tick t) {
     }
     if (inv || l->st != MState::S) setState(*l, after);
     answer(s, after, t + snoopLat_);
+}
+
+std::string SharedCache::describe() const {
+    std::string s = name_ + ".shared_cache: " + std::to_string(mshrs_.size()) + " reads out, " +
+                    std::to_string(unsent_.size()) + " unsent";
+    int n = 0;
+    mshrs_.each([&](uint64_t x, const Mshr& m) {
+        if (n++ >= 6) return;
+        uint32_t marks = 0;
+        for (const Txn* a : m.waiting) marks += a->htxn != nullptr;
+        s += " [" + hexAddr(x) + " want " + stateName(m.want) + (m.sent ? " sent" : " held") + ", " +
+             std::to_string(m.waiting.size()) + " waiting (" + std::to_string(marks) + " for the home), " +
+             std::to_string(m.snoops.size()) + " snoops]";
+    });
+    for (const auto& p : pending_)
+        s += " {" + hexAddr(p.first) + " recalls: core " + std::to_string(p.second.core) + ", snoop " +
+             std::to_string(p.second.snoop) + ", " + std::to_string(p.second.waiting.size()) + " waiting}";
+    for (const auto& d : deferred_)
+        if (!d.second.empty()) s += " <" + hexAddr(d.first) + ": " + std::to_string(d.second.size()) + " snoops behind a write-back>";
+    return s;
 }
 
 void SharedCache::process() {
@@ -261,6 +428,22 @@ void SharedCache::process() {
                 ++stats_.snoops;
                 snoop(e.t, t);
                 break;
+            case kRecalled: {
+                const uint64_t L = e.line;
+                Pending& p = pending_[L];
+                Line* l = find(L);
+                if (e.t) {
+                    // A BISnp's: no device copy is lent again before it is answered.
+                    --p.snoop;
+                    if (l) setAcc(*l, std::min(l->acc, e.t->opc == Opc::BISnpInv ? MState::I : MState::S));
+                    snoopLocal(e.t, t);
+                } else {
+                    --p.core;
+                    if (l) refresh(*l);
+                }
+                drain(L, t);
+                break;
+            }
             case kWritten: {
                 const uint64_t L = e.t->addr;
                 pool_.put(e.t);

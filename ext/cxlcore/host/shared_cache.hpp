@@ -11,6 +11,14 @@
 // names (Txn::seq) and no write-back of its line is in flight; a line with a
 // write-back in flight is not read again until the write completes, so the
 // read cannot pass it.
+//
+// With a home agent (setHome), the host's CXL.cache devices share the lines
+// too: the home asks this cache for a line before it grants one to a device
+// (homeRead: the host holds it for them, inclusively: such a line stays here
+// while they may hold it), their dirty data comes back here (homeWrite), and
+// a BISnp of a line they may hold is answered once the home has snooped them
+// (HomeAgent::recall), as a core access that conflicts with their copies waits
+// for the home to take them back first.
 #pragma once
 
 #include <string>
@@ -18,6 +26,7 @@
 #include <vector>
 
 #include "cxlcore/coherence/checker.hpp"
+#include "cxlcore/coherence/home_agent.hpp"
 #include "cxlcore/coherence/line_table.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "cxlcore/kernel/sim.hpp"
@@ -35,9 +44,13 @@ struct SharedCacheStats {
     uint64_t loads = 0, stores = 0, hits = 0, misses = 0, upgrades = 0;
     uint64_t writebacks = 0, snoopWritebacks = 0;
     uint64_t snoops = 0, snoopsDeferred = 0, snoopHits = 0;  // BISnps received, waiting for a grant or write, finding the line
+    // With a home agent: its reads for device caches (and those that missed
+    // here), and back-invalidates of device caches it was asked for (for a
+    // BISnp, for a core access).
+    uint64_t homeReads = 0, homeMisses = 0, snoopRecalls = 0, coreRecalls = 0;
 };
 
-class SharedCache final : public Component, public Requester, public BiAgent {
+class SharedCache final : public Component, public Requester, public BiAgent, public SharedHome {
   public:
     // `agent`: this host's number for the checker; `down`: the uncore input
     // its reads take. Windows are added with the bridge that decodes each.
@@ -55,8 +68,19 @@ class SharedCache final : public Component, public Requester, public BiAgent {
     void snooped(Txn* snp, Tick at) override;
     void written(Txn* cmp, Tick at) override;
 
+    // The host's home agent, whose device caches share the lines.
+    void setHome(HomeAgent* h) {
+        home_ = h;
+        h->setShared(this);
+    }
+    bool covers(uint64_t line) const override;
+    void homeRead(HTxn* t, uint64_t line, bool own) override;
+    void homeWrite(uint64_t line, uint64_t value) override;
+    void recalled(uint64_t line, void* tag, bool kept) override;
+
     const SharedCacheStats& stats() const { return stats_; }
     uint64_t outstanding() const { return mshrs_.size(); }
+    std::string describe() const;  // what waits here, for stall reports
 
   protected:
     void process() override;
@@ -65,6 +89,7 @@ class SharedCache final : public Component, public Requester, public BiAgent {
     struct Line {
         uint64_t line = 0, value = 0, stamp = 0;
         MState st = MState::I;
+        MState acc = MState::I;  // what the home's device caches may hold of it (lent: S or E)
     };
     struct Mshr {
         std::vector<Txn*> waiting;   // accesses, in order
@@ -72,14 +97,25 @@ class SharedCache final : public Component, public Requester, public BiAgent {
         MState want = MState::S;
         bool sent = false;           // its MemRd has left (else it waits for a write-back of the line)
     };
-    enum Kind : uint8_t { kDone, kFill, kSnoop, kWritten };
+    enum Kind : uint8_t { kDone, kFill, kSnoop, kWritten, kRecalled };
     struct Ev {
         Kind kind = kDone;
         Txn* t = nullptr;
+        uint64_t line = 0;  // kRecalled: its line (t: the BISnp it was for, or none)
     };
     Line* find(uint64_t line);
     void setState(Line& l, MState s);
     void perform(Txn* a, Line& l, Tick t);  // a hit: reads or writes the line
+    void tryAccess(Txn* a, Tick t);
+    // What the cores may do with a line the device caches may share: the
+    // checker's state of the host (I while they may own it, at most S while they share it).
+    MState view(const Line& l) const;
+    void setAcc(Line& l, MState a);
+    void refresh(Line& l);  // lowers acc to what the home says the devices may hold now
+    bool conflicts(Line& l, const Txn* a);  // a core access that needs the devices' copies back first
+    void recallFor(Txn* a, uint64_t line);
+    void lend(Txn* marker, Line& l, Tick at, const Txn* read = nullptr);  // serves the home's read (`read`: its miss's)
+    void snoopLocal(Txn* s, Tick t);           // a BISnp, the device caches done with
     void miss(Txn* a, uint64_t line);
     void sendRead(uint64_t line, MState want, Tick at);
     void fill(Txn* m, Tick t);
@@ -96,7 +132,7 @@ class SharedCache final : public Component, public Requester, public BiAgent {
     SharedCacheParams p_;
     uint8_t host_;
     std::string name_;
-    const char *missName_, *wbName_;
+    const char *missName_, *wbName_, *recallName_;
     CoherenceChecker* checker_;
     Target* down_ = nullptr;
     struct Window {
@@ -106,6 +142,17 @@ class SharedCache final : public Component, public Requester, public BiAgent {
     std::vector<Window> windows_;
     uint64_t sets_;
     std::vector<Line> lines_;
+    LineTable<Line> extra_;  // lines lent to the home with no way free in their set
+    HomeAgent* home_ = nullptr;
+    // Lines whose device copies the home is taking back: recalls out for core
+    // accesses and for BISnps, and the accesses waiting for them (home reads
+    // wait only for a BISnp's: a core's recall may itself wait for them at the home).
+    struct Pending {
+        uint32_t core = 0, snoop = 0;
+        std::vector<Txn*> waiting;
+    };
+    std::unordered_map<uint64_t, Pending> pending_;
+    void drain(uint64_t line, Tick t);
     uint64_t clock_ = 0;
     Tick hit_, snoopLat_;
     LineTable<Mshr> mshrs_;

@@ -305,8 +305,6 @@ void Graph::check() const {
             for (const Connection* k : mem)
                 need(k->window, k->from.str() + " -> " + k->to.str() +
                                     ": with several windows each host.mem connection gives base and size; add them");
-        need(h == hs[0] || leaving(h->name, "home").empty(),
-             h->name + ".home: CXL.cache devices hang below the first host (" + hs[0]->name + ") only so far; join the home agent to it");
     }
     for (const PbrFabric& f : pbrFabrics()) {
         std::map<std::string, std::string> entered;  // host -> the edge port it enters the fabric by
@@ -396,7 +394,30 @@ SystemParams Graph::system() const {
     fillHost(*hs[0], p);
     for (size_t i = 1; i < hs.size(); ++i) {
         p.peers.emplace_back();
-        fillHost(*hs[i], p.peers.back());
+        HostDesc& peer = p.peers.back();
+        fillHost(*hs[i], peer);
+        const auto ph = leaving(hs[i]->name, "home");
+        if (ph.empty()) continue;
+        const Node& home = below(*ph[0]);
+        peer.peer_home = home.params.HomeParams_;
+        peer.peer_home_node = home.name;
+        for (const Connection* k : leaving(home.name, "root_port")) {
+            const Node& link = below(*k);
+            const Node& dev = pastLink(*k);
+            need(dev.type == "accelerator", dev.name + ": a " + dev.type + " below " + hs[i]->name +
+                                                "'s home agent is not modelled; allowed: accelerators (a nic hangs "
+                                                "below the first host, " + hs[0]->name + ")");
+            AccelDeviceParams d;
+            d.name = d.node = dev.name;
+            d.linkNode = link.name;
+            d.link = link.params.LinkParams_;
+            d.cache = dev.params.DCacheParams_;
+            d.accel = dev.params.AccelParams_;
+            d.dma = dev.params.DmaParams_;
+            d.media = dev.params.DramParams_;
+            peer.peer_accelerators.push_back(d);
+        }
+        need(!peer.peer_accelerators.empty(), home.name + ".root_port: port left open; join an accelerator below it (through a link)");
     }
     const auto homes = leaving(hs[0]->name, "home");
     if (!homes.empty()) {

@@ -33,6 +33,17 @@ void System::reportMemory(Report& r, Tick s, Tick e) const {
 void System::report(Report& r, Tick s, Tick e) const {
     reportMemory(r, s, e);
     if (home) reportCoherent(r, e);
+    // Later hosts' CXL.cache devices (shared runs), each under its own graph names.
+    for (const PeerCache& pc : peerCaches) {
+        const HostDesc& d = p_.peers[pc.host - 1];
+        for (size_t i = 0; i < pc.accels.size(); ++i) {
+            const AccelDeviceParams& a = d.peer_accelerators[i];
+            reportAccelerator(r, a.node, {pc.accels[i].get()});
+            reportLink(r, a.linkNode, {pc.links[i].get()}, 0, e);
+            reportCacheChannels(r, a.linkNode, {&pc.accels[i]->up()}, {&pc.home->down(uint16_t(i))});
+        }
+        reportHomeAgent(r, d.peer_home_node, *pc.home, pc.accels.size());
+    }
 }
 
 void System::reportCoherent(Report& r, Tick end) const {

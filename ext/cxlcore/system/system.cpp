@@ -287,6 +287,33 @@ System::System(const SystemParams& p, bool check) : p_(p) {
     // Shared devices snoop with messages from the run's pool.
     for (size_t i = 0; i < devices_.size(); ++i) devices_[i]->share(pool, p_.seed + 7727 * (i + 1));
     if (!p_.accelerators.empty()) buildAccelerators(check);
+    for (size_t i = 1; i < hosts_.size(); ++i) {
+        const HostDesc& d = p_.peers[i - 1];
+        if (d.peer_accelerators.empty()) continue;
+        if (!p_.peer_accelerators_run)
+            throw ConfigError(d.peer_home_node + ": CXL.cache devices below a host other than the first (" + d.name +
+                              ") run only in shared runs (simcxl.shared, simcxl run shared); allowed here: join them "
+                              "to the first host, " + p_.name);
+        buildPeerAccelerators(i);
+    }
+}
+
+void System::buildPeerAccelerators(size_t i) {
+    const HostDesc& d = p_.peers[i - 1];
+    PeerCache pc;
+    pc.host = i;
+    HostPart& h = *hosts_[i];
+    pc.home.reset(new HomeAgent(loop, d.peer_home, h.uncore->addInput(nullptr, 0, 0), pool, nullptr));
+    for (uint32_t k = 0; k < d.peer_accelerators.size(); ++k) {
+        const AccelDeviceParams& a = d.peer_accelerators[k];
+        pc.links.emplace_back(new CxlLink(a.link, a.prefix() + "link", p_.seed * 131 + 7919 * i + k));
+        pc.accels.emplace_back(new Accelerator(loop, uint16_t(k), a.cache, a.accel, a.dma, a.media, 0, *pc.links.back(),
+                                               *pc.home, pool, nullptr, a.instance(0, k)));
+        pc.home->addDevice(pc.accels.back().get(), pc.links.back().get(), a.dma);
+        pc.accels.back()->setWatch(&watch);
+    }
+    pc.home->setWatch(&watch);
+    peerCaches.push_back(std::move(pc));
 }
 
 int HostPart::windowIndex(const std::string& name) const {
@@ -312,7 +339,7 @@ int System::hostIndex(const std::string& name) const {
 
 void System::run() {
     loop.watch(&watchdog_);
-    if (home) {
+    if (home || !peerCaches.empty()) {
         runCoherent();
         return;
     }
@@ -333,12 +360,19 @@ std::string ns(Tick t) {
 Tick System::stallWindow() const {
     // Longer than any single delay the parameters allow, so only a real stall trips it.
     double longest = 0;
-    for (auto& d : p_.accelerators)
-        longest = std::max(longest, p_.home.latency_ns + p_.home.host_hit_ns + d.cache.latency_ns +
+    std::vector<std::pair<const HomeParams*, const AccelDeviceParams*>> all;
+    for (auto& d : p_.accelerators) all.push_back({&p_.home, &d});
+    for (const HostDesc& h : p_.peers)
+        for (auto& d : h.peer_accelerators) all.push_back({&h.peer_home, &d});
+    for (auto& hd : all) {
+        const AccelDeviceParams& d = *hd.second;
+        const HomeParams& home = *hd.first;
+        longest = std::max(longest, home.latency_ns + home.host_hit_ns + d.cache.latency_ns +
                                         d.cache.snoop_latency_ns + d.accel.bias_flip_ns + d.accel.memory_latency_ns +
                                         d.dma.setup_ns + d.dma.engine_latency_ns + d.dma.poll_interval_ns +
                                         d.dma.interrupt_ns + d.link.phy_latency_ns + d.link.replay_latency_ns +
                                         p_.local_dram.tRFC_ns + d.media.tRFC_ns);
+    }
     return nsToTicks(100000.0 + 4.0 * longest);
 }
 
@@ -357,7 +391,11 @@ void System::runCoherent() {
         const Tick t = drained ? loop.now() : until;
         Oldest o;
         for (auto& d : accels) d->oldest(o);
-        home->oldest(o);
+        if (home) home->oldest(o);
+        for (const PeerCache& pc : peerCaches) {
+            for (auto& d : pc.accels) d->oldest(o);
+            pc.home->oldest(o);
+        }
         std::string why;
         if (drained)
             why = "no event left to complete them";
@@ -372,7 +410,7 @@ void System::runCoherent() {
         if (o.issued != kNever)
             msg += o.where + ", age " + ns(t - o.issued) + " ns";
         else
-            msg += "an unknown place (" + home->describe() + ")";
+            msg += "an unknown place (" + (home ? home->describe() : peerCaches[0].home->describe()) + ")";
         throw StallError(msg);
     }
 }
@@ -381,6 +419,11 @@ bool System::quiet() const {
     if (home && !home->quiet()) return false;
     for (auto& d : accels)
         if (!d->quiet()) return false;
+    for (const PeerCache& pc : peerCaches) {
+        if (!pc.home->quiet()) return false;
+        for (auto& d : pc.accels)
+            if (!d->quiet()) return false;
+    }
     return true;
 }
 

@@ -93,6 +93,15 @@ class System {
     std::vector<std::unique_ptr<Accelerator>> accels;
     std::vector<uint32_t> accelEntry;  // the description each accelerator was built from
     CoherentProgress watch;            // CXL.cache accesses and DMA transfers outstanding
+    // The CXL.cache part of a host after the first (built for shared runs
+    // only: SystemParams::peer_accelerators_run): its home agent and devices.
+    struct PeerCache {
+        size_t host = 0;
+        std::unique_ptr<HomeAgent> home;
+        std::vector<std::unique_ptr<CxlLink>> links;
+        std::vector<std::unique_ptr<Accelerator>> accels;
+    };
+    std::vector<PeerCache> peerCaches;
     // How long CXL.cache requests may wait before the run counts as stalled.
     Tick stallWindow() const;
     // Nothing left in flight anywhere in the coherent part.
@@ -102,6 +111,7 @@ class System {
     void buildHost(HostPart& h, const HostDesc& d, uint32_t& cxlWindows);
     void buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows);
     void buildAccelerators(bool check);
+    void buildPeerAccelerators(size_t host);
     void runCoherent();
     void reportMemory(Report& r, Tick s, Tick e) const;
     void reportCoherent(Report& r, Tick end) const;

@@ -12,8 +12,7 @@ Prints:
 3. ``--stress N``: N random loads and stores (30 % stores) from 8 hosts and their 8 Type-1
    accelerators, 4 threads each, on 256 lines, through 64-line host caches, 4 KiB device caches and a
    64-entry filter, with every CXL.cache credit, home tracker, queue and CXL.mem credit on the path set
-   to 1 but the links' M2S BIRsp credit (the preset's 64: at 1 such runs can stall, not yet fixed)
-   (examples/topologies/shared-8hosts-hdmdb.toml with an accelerator below each host): the checker's
+   to 1 (examples/topologies/shared-8hosts-hdmdb.toml with an accelerator below each host): the checker's
    violations, and the simulated accesses per wall second.
 """
 from __future__ import annotations
@@ -30,7 +29,7 @@ FOUR = ROOT / "shared-4hosts-accel.toml"
 
 
 def eight_hosts_with_devices() -> dict:
-    """shared-8hosts-hdmdb.toml with a type1-asic accelerator below each host, every credit at 1 but BIRsp's."""
+    """shared-8hosts-hdmdb.toml with a type1-asic accelerator below each host, every credit at 1."""
     d = topology.load(ROOT / "shared-8hosts-hdmdb.toml").to_dict()
     for i in range(8):
         h = f"h{i}"
@@ -45,8 +44,7 @@ def eight_hosts_with_devices() -> dict:
                              {"from": f"{h}_acc_link.down", "to": f"{h}_acc.up"}]
     for c in d["components"].values():
         if c["type"] == "link":
-            # Not yet the M2S BIRsp credit: at 1, a run with devices can stall (a BIRsp that never arrives).
-            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1, credits_bisnp=1)
+            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1, credits_bisnp=1, credits_birsp=1)
         if c["type"] == "host_bridge":
             c.update(req_queue=1, resp_queue=1)
         if c["type"] == "type3":

@@ -34,11 +34,10 @@ def with_accelerators(graph: dict, hosts, preset="type1-asic") -> dict:
 
 
 def one_cache_credit_everywhere(graph: dict) -> dict:
-    """Every CXL.cache credit and home tracker at 1, and the host bridges' and devices' CXL.mem queues.
-
-    Not yet the CXL.mem links' credits: with the M2S BIRsp credit at 1 a run with devices can stall
-    with a BIRsp that never reaches the shared device (docs/tutorials/hosts.md, "Not yet")."""
+    """Every CXL.cache and CXL.mem credit, home tracker, host bridge and device queue at 1."""
     for c in graph["components"].values():
+        if c["type"] == "link":
+            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1, credits_bisnp=1, credits_birsp=1)
         if c["type"] == "host_bridge":
             c.update(req_queue=1, resp_queue=1)
         if c["type"] == "type3":

@@ -176,6 +176,8 @@ bool CxlSwitch::moveHead(Usp& u, Tick t) {
             if (cong_) p.bp.start(t);
             p.egress[k].push(t, x);
             egBusy_ |= 1u << p.index;
+            // The egress loop ran before this move: without a credit, be woken when one lands.
+            if (!p.link->credits_[x->channel()].available(t)) p.link->credits_[x->channel()].wait(this);
         }
         return true;
     }

@@ -74,7 +74,8 @@ def main() -> None:
     for pair in (["h0", "h1"], ["h0", "h1_acc"], ["h1", "h1_acc"], ["h1_acc", "h0"]):
         df = simcxl.shared(str(FOUR), pair, pattern="pingpong", lines=64, rounds=20)
         # Rows are hosts first, then devices: the second initiator's by its name.
-        row = df[(df["device"] == pair[1]) | ((df["device"] == "") & (df["host"] == pair[1]))].iloc[0]
+        device = df["device"] if "device" in df else ""  # the column is there when a device takes part
+        row = df[(device == pair[1]) | ((device == "") & (df["host"] == pair[1]))].iloc[0]
         st = {k[6:-3]: row[k] for k in df.columns if k.startswith("stage.") and row[k] == row[k] and row[k] > 0}
         print(f"   {pair[1]} taking lines from {pair[0]}: {row['latency_ns_mean']:.1f} ("
               + ", ".join(f"{k} {v:.1f}" for k, v in st.items()) + ")")

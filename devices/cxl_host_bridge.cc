@@ -1,6 +1,7 @@
 #include "devices/cxl_host_bridge.hh"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -85,6 +86,35 @@ CXLHostBridge::CXLHostBridge(const Params &p)
               "parameter group_field): %s", name(), e.what());
     }
     bridge->setRequester(&upstream);
+    regs = p.regs;
+    endpoints = p.endpoints;
+    firmwareCommit = p.firmware_commit;
+    interleaveBytes = p.firmware_granularity ? p.firmware_granularity
+                                             : b.interleave_bytes;
+    firmwareTargets = p.firmware_targets;
+    if (firmwareTargets.empty())
+        for (uint32_t j = 0; j < rootPorts.size(); ++j)
+            firmwareTargets.push_back(j);
+    for (size_t i = 0; i < firmwareTargets.size(); ++i)
+        if (std::count(firmwareTargets.begin(), firmwareTargets.begin() + i,
+                       firmwareTargets[i]))
+            fatal("%s: bad CXLHostBridge parameter: firmware_targets names "
+                  "root port %u twice; allowed: each port once", name(),
+                  firmwareTargets[i]);
+    for (uint32_t t : firmwareTargets)
+        if (t >= rootPorts.size())
+            fatal("%s: bad CXLHostBridge parameter: firmware_targets names "
+                  "root port %u; allowed: 0 to %u", name(), t,
+                  unsigned(rootPorts.size()) - 1);
+    if (regs && endpoints.size() != rootPorts.size())
+        fatal("%s: bad CXLHostBridge parameter: endpoints holds %u "
+              "functions for %u root ports; give the Type-3 function below "
+              "each root port, in port order", name(),
+              unsigned(endpoints.size()), unsigned(rootPorts.size()));
+    if (!regs && (firmwareCommit || !endpoints.empty()))
+        fatal("%s: bad CXLHostBridge parameter: endpoints and "
+              "firmware_commit need regs (the bridge's component registers)",
+              name());
     bridgeLatencyNs = b.req_latency_ns + b.resp_latency_ns;
     if (!p.trace_file.empty()) {
         try {
@@ -127,12 +157,94 @@ CXLHostBridge::init()
     AbstractMemory::init();
     if (port.isConnected())
         port.sendRangeChange();
+    if (!regs)
+        return;
+    // Every commit or uncommit, at the bridge or an endpoint, may move the
+    // routes: rebuilt then, never per access.
+    regs->registers().onDecoderChange([this] { rebuildRoutes(); });
+    for (CXLPciFunction *f : endpoints)
+        f->function().component().onDecoderChange([this] { rebuildRoutes(); });
+    if (firmwareCommit)
+        commitAsFirmware();
+    rebuildRoutes();
 }
 
-uint32_t
-CXLHostBridge::portOf(Addr offset) const
+void
+CXLHostBridge::commitAsFirmware()
 {
-    return bridge->decoder().decode(offset).port;
+    // One decoder over the whole window, endpoints first (as Linux's
+    // cxl_region commits), locked: the OS was handed this memory in SRAT.
+    cxlcore::cxlio::CommittedDecoder d;
+    d.base = range.start();
+    d.size = range.size();
+    d.ways = uint32_t(firmwareTargets.size());
+    d.granularity = interleaveBytes;
+    d.locked = true;
+    for (uint32_t j : firmwareTargets) {
+        CXLPciFunction *f = endpoints[j];
+        const std::string err = f->function().component().commitDecoder(0, d);
+        if (!err.empty())
+            fatal("%s: firmware_commit: %s refused its decoder over "
+                  "[%#x, %#x): %s", name(), f->name(), d.base,
+                  d.base + d.size, err);
+    }
+    d.targets = firmwareTargets;  // root port j has port number j (the board's)
+    const std::string err = regs->registers().commitDecoder(0, d);
+    if (!err.empty())
+        fatal("%s: firmware_commit: %s refused %u ways at %u B over [%#x, "
+              "%#x): %s", name(), regs->name(), d.ways, d.granularity,
+              d.base, d.base + d.size, err);
+}
+
+void
+CXLHostBridge::rebuildRoutes()
+{
+    using cxlcore::cxlio::CommittedDecoder;
+    cxlcore::cxlio::ComponentRegs &r = regs->registers();
+    std::vector<CommittedDecoder> mine;
+    if (r.hdmEnabled())
+        mine = r.committed();
+    std::vector<std::vector<CommittedDecoder>> below(endpoints.size());
+    for (size_t j = 0; j < endpoints.size(); ++j)
+        if (endpoints[j]->function().hdmEnabled())
+            below[j] = endpoints[j]->function().committedDecoders();
+    // The core's bridge sees offsets into the window.
+    auto regions = cxlcore::committedRegions(
+        mine, [&](uint32_t n, cxlcore::RootPortDecoders &out) {
+            if (n >= below.size())
+                return false;
+            out.index = n;
+            out.device = &below[n];
+            return true;
+        }, range.start());
+    DPRINTF(CXLMem, "routes: %u regions committed\n",
+            unsigned(regions.size()));
+    bridge->routeBy(std::make_unique<cxlcore::CommittedRoutes>(
+        name(), regions, r.poisonOnDecodeError()));
+}
+
+bool
+CXLHostBridge::portOf(Addr offset, uint32_t &rp) const
+{
+    cxlcore::HdmDecoder::Target tg;
+    if (!bridge->route(offset, tg))
+        return false;
+    rp = tg.port;
+    return true;
+}
+
+void
+CXLHostBridge::accessData(PacketPtr pkt, bool routed)
+{
+    if (routed) {
+        access(pkt);
+        return;
+    }
+    if (pkt->isRead()) {
+        std::memset(pkt->getPtr<uint8_t>(), 0xFF, pkt->getSize());
+    }
+    if (pkt->needsResponse())
+        pkt->makeResponse();
 }
 
 bool
@@ -165,8 +277,9 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
     t->birth = t->mark = curTick() + pkt->headerDelay + pkt->payloadDelay;
     pkt->headerDelay = pkt->payloadDelay = 0;
     const uint64_t id = t->id;
-    const uint32_t rp = portOf(t->addr);
-    inflight[id] = InFlight{pkt, rp};
+    uint32_t rp = 0;
+    const bool routed = portOf(t->addr, rp);
+    inflight[id] = InFlight{pkt, routed ? rp : kUnrouted};
     if (trace)
         t->trace = trace->admit(*t);
     if (!bridge->tryReq(t)) {
@@ -187,10 +300,11 @@ CXLHostBridge::handleTimingReq(PacketPtr pkt)
         ++stats.readReqs;
         stats.readBytes += pkt->getSize();
     }
-    rootPorts[rp]->countRequest(pkt->isWrite(), pkt->getSize());
+    if (routed)
+        rootPorts[rp]->countRequest(pkt->isWrite(), pkt->getSize());
     armWatchdog();
     // The data lives here: the access happens now, the timing in the core.
-    access(pkt);
+    accessData(pkt, routed);
     return true;
 }
 
@@ -224,7 +338,8 @@ CXLHostBridge::respond(cxlcore::Txn *t)
     panic_if(it == inflight.end(), "%s: unknown transaction %llu", name(),
              t->id);
     PacketPtr pkt = it->second.pkt;
-    rootPorts[it->second.port]->countResponse(*t);
+    if (it->second.port != kUnrouted)
+        rootPorts[it->second.port]->countResponse(*t);
     inflight.erase(it);
     const Tick done = std::max<Tick>(t->mark, curTick());
     ++stats.devLoad[t->devLoad & 3];
@@ -365,10 +480,12 @@ CXLHostBridge::CpuPort::recvAtomic(PacketPtr pkt)
 {
     // Atomic mode: the unloaded latency through the root port the decoder
     // picks (a media row hit).
-    const uint32_t rp = owner.portOf(pkt->getAddr() - owner.range.start());
-    owner.access(pkt);
+    uint32_t rp = 0;
+    const bool routed = owner.portOf(pkt->getAddr() - owner.range.start(), rp);
+    owner.accessData(pkt, routed);
+    // Unrouted: answered by the bridge itself, after its own pipeline.
     return cxlcore::nsToTicks(owner.bridgeLatencyNs +
-                              owner.rootPorts[rp]->idleLatencyNs());
+                              (routed ? owner.rootPorts[rp]->idleLatencyNs() : 0));
 }
 
 void

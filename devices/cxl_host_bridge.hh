@@ -17,6 +17,7 @@
 #include "base/statistics.hh"
 #include "devices/cxl_core_stats.hh"
 #include "devices/cxl_event_host.hh"
+#include "devices/cxl_pci_function.hh"
 #include "devices/cxl_port_target.hh"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "cxlcore/kernel/stats.hpp"
@@ -63,8 +64,9 @@ class CXLHostBridge : public memory::AbstractMemory
     struct InFlight
     {
         PacketPtr pkt;
-        uint32_t port;  // root port the HDM decoder chose
+        uint32_t port;  // root port the HDM decoder chose, or kUnrouted
     };
+    static constexpr uint32_t kUnrouted = ~0u;
 
     CXLEventHost host;
     CpuPort port;
@@ -94,8 +96,21 @@ class CXLHostBridge : public memory::AbstractMemory
     std::unique_ptr<cxlcore::TraceSink> trace;
     std::string traceFile;
 
-    // The root port of a window offset (a pure function of the decoder).
-    uint32_t portOf(Addr offset) const;
+    // The root port of a window offset, by the committed decoders when the
+    // bridge routes by them (false: none covers it) or its own interleave.
+    bool portOf(Addr offset, uint32_t &rp) const;
+    // The data side of an access: an unrouted read answers all ones, an
+    // unrouted write is dropped, as the core's bridge answers them.
+    void accessData(PacketPtr pkt, bool routed);
+
+    // CXL.io (regs given): the routes follow what software committed.
+    CXLHostBridgeRegs *regs = nullptr;
+    std::vector<CXLPciFunction *> endpoints;
+    bool firmwareCommit = false;
+    std::vector<uint32_t> firmwareTargets;
+    uint32_t interleaveBytes = 256;
+    void commitAsFirmware();
+    void rebuildRoutes();
     void sendResponses();
     void armWatchdog();
     void checkProgress();

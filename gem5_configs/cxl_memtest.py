@@ -13,6 +13,12 @@ each) and the table gives each expander's share of the traffic.
 joined with +): the local DRAM window as gem5's DDR4 controller, each CXL
 window as a host bridge with its expanders, each at its base in the map; the
 testers take the windows in turn.
+
+--committed 1,0@1024 gives the window CXL.io registers (an X86 build's PC for
+their PCI host): the bridge's component registers and a Type-3 function per
+root port, whose HDM decoders firmware commits over the whole window, here
+interleaving root ports 1 then 0 at 1 KiB; the timing path then routes by
+those decoders, not by the bridge's own interleave.
 """
 
 import argparse
@@ -46,6 +52,8 @@ parser.add_argument("--map", default=None, help="an address map (e.g. ddr=ddr-lo
 parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="a parameter of the map, e.g. cxl0.bridge.root_ports=2 (repeatable)")
 parser.add_argument("--window-size", type=int, default=16 << 20, help="bytes of each window gem5 maps")
+parser.add_argument("--committed", default=None, metavar="PORTS[@BYTES]",
+                    help="route by HDM decoders firmware commits over root ports PORTS (e.g. 1,0) at BYTES")
 args = parser.parse_args()
 
 
@@ -59,11 +67,20 @@ def _value(text):
 try:
     overrides = dict((k.strip(), _value(v.strip())) for k, _, v in (o.partition("=") for o in args.overrides))
     windows = (map_memories(args.map, args.window_size, overrides) if args.map else
-               [("cxl", "cxl-type3", host_bridge(args.memory, window=AddrRange("16MiB"), ways=args.ways,
+               [("cxl", "cxl-type3", host_bridge(args.memory, window=AddrRange(args.window_size), ways=args.ways,
                                                  granularity=args.granularity, watchdog_ns=args.watchdog_ns,
                                                  device_stops_after=args.device_stops_after))])
 except ParamError as e:
     parser.error(str(e))
+
+# MemTest issues a request every cycle with no bound of its own: the memory's
+# refusals are what keep each tester under its 100 outstanding requests (it
+# panics above) and the crossbar under its 512 routed packets. A bridge's
+# tracker holds req_queue entries per root port, so a 4-way window would accept
+# 512: keep each bridge at one port's 128 entries, as the testers allow.
+for _, kind, obj in windows:
+    if kind != "local-dram":
+        obj.bridge_req_queue = max(1, int(obj.bridge_req_queue) // len(obj.root_ports))
 
 # MemTest gives up after this many cycles without a response; at 2 GHz that is
 # 50 ms, beyond the bridge's watchdog, whose report says where the request is.
@@ -83,6 +100,29 @@ system.testers = [MemTest(max_loads=args.max_loads, size=65536, base_addr_1=b + 
                   for i in range(args.testers) for b in [bases[i % len(bases)]]]
 for t in system.testers:
     t.port = system.membus.cpu_side_ports
+
+if args.committed:
+    if args.map:
+        parser.error("--committed takes one window (--memory), not --map")
+    from m5.objects import CXLHostBridgeRegs, CXLPciFunction, Pc
+    from simcxl.gem5.board import _targets
+    ports, _, gran = args.committed.partition("@")
+    cxl = windows[0][2]
+    n = len(cxl.root_ports)
+    system.pc = Pc()
+    system.pc.attachIO(system.membus)
+    system.cxl_regs = CXLHostBridgeRegs(base=0xFE000000, decoders=1, targets=_targets(n))
+    # Each device holds the whole window, whichever ways firmware chooses.
+    system.cxl_devices = [CXLPciFunction(kind="type3", expander=e, capacity=f"{int(cxl.range.size())}B",
+                                         host=system.pc.pci_host, pci_bus=1, pci_dev=j, pci_func=0)
+                          for j, e in enumerate(cxl.root_ports)]
+    for obj in [system.cxl_regs, *system.cxl_devices]:
+        obj.pio = system.membus.mem_side_ports
+    for d in system.cxl_devices:
+        d.dma = system.membus.cpu_side_ports
+    cxl.regs, cxl.endpoints, cxl.firmware_commit = system.cxl_regs, system.cxl_devices, True
+    cxl.firmware_targets = [int(x) for x in ports.split(",")]
+    cxl.firmware_granularity = int(gran or 0)
 
 root = Root(full_system=False, system=system)
 m5.instantiate()
@@ -105,7 +145,8 @@ for name, kind, obj in windows:
         continue
     mem = {k: v for k, v in own.items() if "." not in k}  # the bridge's own stats
     row.update({f"{pre}reads": mem.get("readReqs", 0.0), f"{pre}writes": mem.get("writeReqs", 0.0),
-                f"{pre}read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0, f"{pre}ways": len(obj.root_ports)})
+                f"{pre}read_latency_ns": mem.get("avgReadLatency", 0.0) / 1000.0, f"{pre}ways": len(obj.root_ports),
+                f"{pre}unrouted_reads": mem.get("unrouted_reads", 0.0)})
     # Each expander's share: requests the HDM decoder routed to its root port.
     for i, e in enumerate(obj.root_ports):
         for key in ("readReqs", "writeReqs"):

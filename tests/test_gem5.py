@@ -12,6 +12,7 @@ import pytest
 
 import simcxl
 import simcxl.topology
+from simcxl.gem5 import engine as gem5_engine
 from simcxl.gem5.components import load_system
 
 from conftest import REPO
@@ -223,6 +224,38 @@ def test_memtest_at_scale_through_four_interleaved_expanders(tmp_path):
     assert ops >= 10e6
     reads = [float(row[f"exp{i}_readReqs"]) for i in range(4)]
     assert min(reads) > 0.2 * sum(reads)  # every expander carried its share
+
+
+def require_x86():
+    if "X86" not in gem5_engine.isas(GEM5):
+        pytest.skip(f"GEM5 = {GEM5} has no X86 ISA: --committed needs its PC for a PCI host")
+
+
+def committed_memtest(tmp_path, testers, loads, committed):
+    gem5(tmp_path, "cxl_memtest.py", "--testers", str(testers), "--max-loads", str(loads), "--ways", "2",
+         "--window-size", str(512 << 20), "--committed", committed, "--csv", str(tmp_path / "t.csv"))
+    row = table(tmp_path / "t.csv")
+    assert row["cause"] == "maximum number of loads reached"
+    assert float(row["unrouted_reads"]) == 0
+    return row
+
+
+def test_the_timing_path_routes_by_the_decoders_firmware_committed(tmp_path):
+    # Two root ports, the bridge's own interleave over both; firmware commits
+    # one decoder over the whole 512 MiB window targeting root port 1 alone
+    # (CXL.io registers, HDM Decoder Enable set). Every request then goes to
+    # expander 1, none to expander 0, and the data stays whole.
+    require_x86()
+    row = committed_memtest(tmp_path, 2, 5000, "1")
+    assert float(row["exp0_readReqs"]) == 0 and float(row["exp0_writeReqs"]) == 0
+    assert float(row["exp1_readReqs"]) == float(row["reads"]) > 1000
+
+
+def test_a_two_way_committed_decoder_spreads_the_window_and_keeps_the_data(tmp_path):
+    require_x86()
+    row = committed_memtest(tmp_path, 4, 10000, "1,0@1024")
+    reads = [float(row[f"exp{i}_readReqs"]) for i in range(2)]
+    assert min(reads) > 0.25 * sum(reads) and sum(reads) == float(row["reads"])
 
 
 def test_a_device_that_stops_answering_ends_with_the_watchdogs_report(tmp_path):

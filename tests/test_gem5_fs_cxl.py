@@ -29,8 +29,8 @@ def listed(tmp_path_factory):
     out = tmp_path_factory.mktemp("fscxl")
     t = time.time()
     r = fs.boot(GEM5, out, cpu=os.environ.get("SIMCXL_FS_CPU", "atomic"), numa=NUMA, cxl=["cxl-asic:1GiB"],
-                local_size="1GiB", run=fs.CXL_LIST, cxl_io=True, max_seconds=4.0)
-    print(f"\nboot with CXL.io and `{fs.CXL_LIST}`: {time.time() - t:.0f} s wall on {r.cpu} cores")
+                local_size="1GiB", run=fs.CXL_DRIVER_RUN, cxl_io=True, max_seconds=4.0)
+    print(f"\nboot with CXL.io and `{fs.CXL_DRIVER_RUN}`: {time.time() - t:.0f} s wall on {r.cpu} cores")
     docs = cxlcli.listings(r.console)
     assert docs, r.console[-4000:]
     return r, cxlcli.tables(docs[-1])
@@ -63,3 +63,41 @@ def test_the_host_bridge_is_a_port_above_the_endpoint(listed):
     # The host bridge's port (its ACPI device, pci0000:80) and the memdev's endpoint below it.
     assert any(str(h) == f"pci0000:{board.CXL_BUS:02x}" for h in ports["host"]), ports
     assert any(str(p).startswith("endpoint") for p in ports["port"]), ports
+
+
+def test_firmwares_committed_decoders_are_what_linux_lists_and_what_the_timing_routes_by(listed):
+    # The board commits one decoder over the whole window at the host bridge and the
+    # device (as firmware does for memory it reports in SRAT); Linux's cxl_port reads
+    # them back: the endpoint's decoder holds the window, one way.
+    r, t = listed
+    base, size = board.window_layout([WINDOW], None, 1 << 30)[0]
+    ep = t["decoders"][t["decoders"]["level"] == "endpoint"]
+    mapped = ep[ep["size"].astype(int) > 0]
+    assert len(mapped) == 1, t["decoders"]
+    d = mapped.iloc[0]
+    assert (int(d["resource"]), int(d["size"]), int(d["interleave_ways"])) == (base, size, 1)
+    # The bridge routed every access the guest made to its node by those decoders:
+    # none fell outside them (an unrouted read would have answered all ones).
+    import re
+    stats = (r.outdir / "m5out" / "stats.txt").read_text()
+    unrouted = [float(v) for v in re.findall(r"^\S+\.unrouted_reads\s+(\S+)", stats, re.M)]
+    reads = [float(v) for v in re.findall(r"^\S+cxl\S*\.readReqs\s+(\S+)", stats, re.M)]
+    assert unrouted and sum(unrouted) == 0, stats[:2000]
+    assert reads and sum(reads) > 0
+
+
+def test_the_cdat_linux_read_over_doe_is_the_models(listed):
+    # cxl_port reads the endpoint's CDAT through the device's DOE mailbox (in gem5, the
+    # core's function behind ECAM); the same preset's device built through the binding
+    # and read by DOE Table Access in Python gives the second copy: the same bytes, so
+    # the latency and bandwidths Linux holds are the model's.
+    from simcxl import _core, load_preset
+    from simcxl.topology import core_graph, cxlio
+    r, _ = listed
+    dumps = cxlcli.cdat_dumps(r.console)
+    assert len(dumps) == 1, r.console[-3000:]
+    twin = _core.cxlio.Type3(WINDOW, system=core_graph(load_preset("cxl-asic")), component="cxl_dev0")
+    raw = next(iter(dumps.values()))
+    assert raw == cxlio.read_cdat(twin)
+    kinds = set(cxlcli.dslbis(raw)["kind"])
+    assert {"read_latency", "read_bandwidth", "write_bandwidth"} <= kinds

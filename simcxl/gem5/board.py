@@ -166,7 +166,7 @@ def cxl_io_devices(board, bridges, layout) -> None:
         raise ParamError(f"{len(bridges)} CXL windows with CXL.io is not allowed; allowed: at most "
                          f"{(0x100 - CXL_BUS) // BUSES_PER_BRIDGE} (buses {CXL_BUS:#x}-0xff)")
     host, iobus = board.pc.pci_host, board.get_io_bus()
-    regs, functions = [], []
+    regs, functions, routed = [], [], []
     for i, (b, (_, size)) in enumerate(zip(bridges, layout)):
         ports = list(b.root_ports)
         if not 1 <= len(ports) < BUSES_PER_BRIDGE or size % (len(ports) * CFMWS_ALIGN):
@@ -174,6 +174,7 @@ def cxl_io_devices(board, bridges, layout) -> None:
                              f"CXL.io; allowed: 1 to {BUSES_PER_BRIDGE - 1} ports, each a multiple of 256 MiB")
         bus = CXL_BUS + BUSES_PER_BRIDGE * i
         regs.append(CXLHostBridgeRegs(base=CHBS_BASE + 0x10000 * i, decoders=1, targets=_targets(len(ports))))
+        devices = []
         for j, expander in enumerate(ports):
             rp = CXLPciFunction(kind="root_port", expander=expander, decoders=0, port_number=j, host=host,
                                 pci_bus=bus, pci_dev=j, pci_func=0)
@@ -181,8 +182,15 @@ def cxl_io_devices(board, bridges, layout) -> None:
             dev = CXLPciFunction(kind="type3", expander=expander, capacity=f"{size // len(ports)}B", host=host,
                                  pci_bus=bus + 1 + j, pci_dev=0, pci_func=0)
             functions += [rp, dev]
+            devices.append(dev)
+        routed.append((b, regs[-1], devices))
     board.cxl_chbs = regs
     board.cxl_functions = functions
+    # Each window's timing follows the decoders committed at its bridge and devices (set after the
+    # board adopts them, or the bridge would); the board commits one over the whole window first,
+    # as firmware does for memory it puts in SRAT.
+    for b, r, devices in routed:
+        b.regs, b.endpoints, b.firmware_commit = r, devices, True
     board.cxl_ecam = CXLEcam(base=ECAM_BASE, first_bus=CXL_BUS,
                              last_bus=CXL_BUS + BUSES_PER_BRIDGE * len(bridges) - 1, functions=functions)
     for obj in regs + functions + [board.cxl_ecam]:

@@ -38,19 +38,6 @@ class CXLHostBridge(AbstractMemory):
     trace_max_requests = Param.UInt64(10000, "request trace: at most this many requests (1 to 100000000)")
     cxx_exports = [PyBindMethod("writeTrace")]
 
-    # CXL.io: route by the HDM decoders software commits (simcxl.gem5.board.cxl_io_devices).
-    regs = Param.CXLHostBridgeRegs(
-        NULL, "the bridge's component registers: when given, accesses follow the HDM decoders committed there "
-        "and at the endpoints (an address none covers reads all ones or poison, a write is dropped); else the "
-        "bridge's own interleave")
-    endpoints = VectorParam.CXLPciFunction([], "with regs: the Type-3 function below each root port, in port order")
-    firmware_commit = Param.Bool(
-        False, "with regs: commit and lock one decoder over the whole window at the bridge and each endpoint "
-        "before the guest runs, as platform firmware does for memory it reports in SRAT/E820")
-    firmware_targets = VectorParam.UInt32(
-        [], "firmware_commit: the root ports its decoder interleaves over, in order (default: every root port)")
-    firmware_granularity = Param.UInt32(0, "firmware_commit: interleave bytes (0: bridge_interleave_bytes)")
-
     watchdog_window_ns = Param.Float(
         1e7, "Progress watchdog: the run ends with an error naming the queue that holds the oldest request when "
         "requests are in flight and none completes for this long (ns; 0: off)")

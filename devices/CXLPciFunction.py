@@ -63,3 +63,16 @@ class CXLHostBridgeRegs(PioDevice):
     decoders = Param.UInt32(1, "HDM decoders: 1, 2, 4, 6, 8 or 10")
     targets = Param.UInt32(1, "target list length (root ports): 1, 2, 4 or 8")
     pio_latency = Param.Latency("30ns", "register access latency")
+    # The bridge references nothing back: gem5's System lists every memory (the bridge among them)
+    # and the PCI functions name their System, so a bridge naming them would close a loop.
+    bridge = Param.CXLHostBridge(
+        NULL, "the CXLHostBridge whose window these decoders route: its timing then follows the HDM decoders "
+        "committed here and at the endpoints (an address none covers reads all ones or poison, a write is "
+        "dropped); without one the bridge uses its own interleave")
+    endpoints = VectorParam.CXLPciFunction([], "with bridge: the Type-3 function below each of its root ports, in order")
+    firmware_commit = Param.Bool(
+        False, "with bridge: commit and lock one decoder over its whole window here and at the endpoints before "
+        "the guest runs, as platform firmware does for memory it reports in SRAT/E820")
+    firmware_targets = VectorParam.UInt32(
+        [], "firmware_commit: the root ports its decoder interleaves over, in order (default: every root port)")
+    firmware_granularity = Param.UInt32(0, "firmware_commit: interleave bytes (0: the bridge's bridge_interleave_bytes)")

@@ -86,35 +86,7 @@ CXLHostBridge::CXLHostBridge(const Params &p)
               "parameter group_field): %s", name(), e.what());
     }
     bridge->setRequester(&upstream);
-    regs = p.regs;
-    endpoints = p.endpoints;
-    firmwareCommit = p.firmware_commit;
-    interleaveBytes = p.firmware_granularity ? p.firmware_granularity
-                                             : b.interleave_bytes;
-    firmwareTargets = p.firmware_targets;
-    if (firmwareTargets.empty())
-        for (uint32_t j = 0; j < rootPorts.size(); ++j)
-            firmwareTargets.push_back(j);
-    for (size_t i = 0; i < firmwareTargets.size(); ++i)
-        if (std::count(firmwareTargets.begin(), firmwareTargets.begin() + i,
-                       firmwareTargets[i]))
-            fatal("%s: bad CXLHostBridge parameter: firmware_targets names "
-                  "root port %u twice; allowed: each port once", name(),
-                  firmwareTargets[i]);
-    for (uint32_t t : firmwareTargets)
-        if (t >= rootPorts.size())
-            fatal("%s: bad CXLHostBridge parameter: firmware_targets names "
-                  "root port %u; allowed: 0 to %u", name(), t,
-                  unsigned(rootPorts.size()) - 1);
-    if (regs && endpoints.size() != rootPorts.size())
-        fatal("%s: bad CXLHostBridge parameter: endpoints holds %u "
-              "functions for %u root ports; give the Type-3 function below "
-              "each root port, in port order", name(),
-              unsigned(endpoints.size()), unsigned(rootPorts.size()));
-    if (!regs && (firmwareCommit || !endpoints.empty()))
-        fatal("%s: bad CXLHostBridge parameter: endpoints and "
-              "firmware_commit need regs (the bridge's component registers)",
-              name());
+    interleaveBytes = b.interleave_bytes;
     bridgeLatencyNs = b.req_latency_ns + b.resp_latency_ns;
     if (!p.trace_file.empty()) {
         try {
@@ -157,14 +129,42 @@ CXLHostBridge::init()
     AbstractMemory::init();
     if (port.isConnected())
         port.sendRangeChange();
-    if (!regs)
-        return;
+}
+
+void
+CXLHostBridge::routeByDecoders(CXLHostBridgeRegs *r,
+                               const std::vector<CXLPciFunction *> &eps,
+                               bool commit, std::vector<uint32_t> targets,
+                               uint32_t granularity)
+{
+    fatal_if(regs, "%s: %s routes it already; one register block a bridge",
+             name(), regs->name());
+    if (eps.size() != rootPorts.size())
+        fatal("%s: bad CXLHostBridgeRegs parameter: %s's endpoints holds %u "
+              "functions for %u root ports; give the Type-3 function below "
+              "each root port, in port order", name(), r->name(),
+              unsigned(eps.size()), unsigned(rootPorts.size()));
+    if (targets.empty())
+        for (uint32_t j = 0; j < rootPorts.size(); ++j)
+            targets.push_back(j);
+    for (size_t i = 0; i < targets.size(); ++i)
+        if (targets[i] >= rootPorts.size() ||
+            std::count(targets.begin(), targets.begin() + i, targets[i]))
+            fatal("%s: bad CXLHostBridgeRegs parameter: firmware_targets "
+                  "names root port %u (again or beyond the bridge's); "
+                  "allowed: each of 0 to %u once", r->name(), targets[i],
+                  unsigned(rootPorts.size()) - 1);
+    regs = r;
+    endpoints = eps;
+    firmwareTargets = targets;
+    if (granularity)
+        interleaveBytes = granularity;
     // Every commit or uncommit, at the bridge or an endpoint, may move the
     // routes: rebuilt then, never per access.
     regs->registers().onDecoderChange([this] { rebuildRoutes(); });
     for (CXLPciFunction *f : endpoints)
         f->function().component().onDecoderChange([this] { rebuildRoutes(); });
-    if (firmwareCommit)
+    if (commit)
         commitAsFirmware();
     rebuildRoutes();
 }

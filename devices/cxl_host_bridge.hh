@@ -103,10 +103,9 @@ class CXLHostBridge : public memory::AbstractMemory
     // unrouted write is dropped, as the core's bridge answers them.
     void accessData(PacketPtr pkt, bool routed);
 
-    // CXL.io (regs given): the routes follow what software committed.
+    // CXL.io (routeByDecoders): the routes follow what software committed.
     CXLHostBridgeRegs *regs = nullptr;
     std::vector<CXLPciFunction *> endpoints;
-    bool firmwareCommit = false;
     std::vector<uint32_t> firmwareTargets;
     uint32_t interleaveBytes = 256;
     void commitAsFirmware();
@@ -148,6 +147,15 @@ class CXLHostBridge : public memory::AbstractMemory
   public:
     PARAMS(CXLHostBridge);
     CXLHostBridge(const Params &p);
+    // From then on, route by the HDM decoders committed at `regs` (this
+    // bridge's component registers) and at `endpoints` (the Type-3 function
+    // below each root port); `commit` first commits one decoder over the
+    // window as firmware does (root ports `targets`, all if empty; interleave
+    // `granularity` bytes, the bridge's if 0). Called at init().
+    void routeByDecoders(CXLHostBridgeRegs *regs,
+                         const std::vector<CXLPciFunction *> &endpoints,
+                         bool commit, std::vector<uint32_t> targets,
+                         uint32_t granularity);
 
     Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
     void init() override;

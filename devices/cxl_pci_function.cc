@@ -1,5 +1,7 @@
 #include "devices/cxl_pci_function.hh"
 
+#include "devices/cxl_host_bridge.hh"
+
 #include <algorithm>
 #include <string>
 
@@ -318,6 +320,20 @@ CXLHostBridgeRegs::CXLHostBridgeRegs(const Params &p)
     } catch (const cxlcore::ConfigError &e) {
         fatal("%s: bad parameter: %s", name(), e.what());
     }
+}
+
+void
+CXLHostBridgeRegs::init()
+{
+    PioDevice::init();
+    const Params &p = params();
+    if (p.bridge)
+        p.bridge->routeByDecoders(this, p.endpoints, p.firmware_commit,
+                                  p.firmware_targets, p.firmware_granularity);
+    else
+        fatal_if(p.firmware_commit || !p.endpoints.empty(),
+                 "%s: bad parameter: endpoints and firmware_commit need "
+                 "bridge (the CXLHostBridge these decoders route)", name());
 }
 
 AddrRangeList

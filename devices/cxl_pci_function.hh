@@ -114,6 +114,7 @@ class CXLHostBridgeRegs : public PioDevice
     AddrRangeList getAddrRanges() const override;
 
     cxlcore::cxlio::ComponentRegs &registers() { return *regs; }
+    void init() override;
 
   private:
     std::unique_ptr<cxlcore::cxlio::ComponentRegs> regs;

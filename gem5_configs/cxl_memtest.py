@@ -120,9 +120,10 @@ if args.committed:
         obj.pio = system.membus.mem_side_ports
     for d in system.cxl_devices:
         d.dma = system.membus.cpu_side_ports
-    cxl.regs, cxl.endpoints, cxl.firmware_commit = system.cxl_regs, system.cxl_devices, True
-    cxl.firmware_targets = [int(x) for x in ports.split(",")]
-    cxl.firmware_granularity = int(gran or 0)
+    r = system.cxl_regs
+    r.bridge, r.endpoints, r.firmware_commit = cxl, system.cxl_devices, True
+    r.firmware_targets = [int(x) for x in ports.split(",")]
+    r.firmware_granularity = int(gran or 0)
 
 root = Root(full_system=False, system=system)
 m5.instantiate()

@@ -43,12 +43,6 @@ def test_host_bridge_declares_what_simcxl_gem5_sets():
     assert decl.pop("trace_file") == ("Param.String", "")
     assert decl.pop("trace_sample") == ("Param.UInt64", reqtrace.DEFAULT_SAMPLE)
     assert decl.pop("trace_max_requests") == ("Param.UInt64", reqtrace.DEFAULT_MAX_REQUESTS)
-    # CXL.io: the bridge's own interleave unless a board gives it registers to route by.
-    assert decl.pop("regs") == ("Param.CXLHostBridgeRegs", None)
-    assert decl.pop("endpoints") == ("VectorParam.CXLPciFunction", None)
-    assert decl.pop("firmware_commit") == ("Param.Bool", False)
-    assert decl.pop("firmware_targets") == ("VectorParam.UInt32", None)
-    assert decl.pop("firmware_granularity") == ("Param.UInt32", 0)
     assert list(decl) == list(g5.bridge_names())
 
 
@@ -64,11 +58,9 @@ def test_simobject_params_of_a_preset(presets):
     b, e0, e1 = g5.bridge_params(s), g5.expander_params(s, 0), g5.expander_params(s, 1)
     assert b["bridge_req_queue"] == s.cxl.bridge.req_queue
     assert e0["link_lanes"] == s.cxl.link.lanes and e0["media_tRCD_ns"] == s.cxl.media.tRCD_ns
-    # The preset sets every parameter but the run-control ones (watchdog, fault injection) and the
-    # CXL.io wiring a board adds.
+    # The preset sets every parameter but the run-control ones (watchdog, fault injection).
     assert set(b) == set(declared("CXLHostBridge")) - {"root_ports", "host_index", "watchdog_window_ns", "trace_file",
-                                                        "trace_sample", "trace_max_requests", "regs", "endpoints",
-                                                        "firmware_commit", "firmware_targets", "firmware_granularity"}
+                                                        "trace_sample", "trace_max_requests"}
     assert set(e0) == set(declared("CXLType3Expander")) - {"fault_device_stops_after"}
     # Root port i's link draws its CRC errors from seed + 17 i, as in the standalone engine.
     assert (e0["seed"], e1["seed"]) == (s.seed, s.seed + 17)

@@ -187,10 +187,11 @@ def cxl_io_devices(board, bridges, layout) -> None:
     board.cxl_chbs = regs
     board.cxl_functions = functions
     # Each window's timing follows the decoders committed at its bridge and devices (set after the
-    # board adopts them, or the bridge would); the board commits one over the whole window first,
+    # board adopts them, or the register block would); the board commits one over the whole window first,
     # as firmware does for memory it puts in SRAT.
+    board.cxl_bridges = bridges  # adopted here, not under the register blocks that name them
     for b, r, devices in routed:
-        b.regs, b.endpoints, b.firmware_commit = r, devices, True
+        r.bridge, r.endpoints, r.firmware_commit = b, devices, True
     board.cxl_ecam = CXLEcam(base=ECAM_BASE, first_bus=CXL_BUS,
                              last_bus=CXL_BUS + BUSES_PER_BRIDGE * len(bridges) - 1, functions=functions)
     for obj in regs + functions + [board.cxl_ecam]:
@@ -255,7 +256,8 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
 
     board = CXLNumaBoard(clk_freq=clk_freq, processor=processor, memory=local_memory,
                          cache_hierarchy=cache_hierarchy)
-    board.cxl_bridges = bridges
+    if not cxl_io:  # with CXL.io, cxl_io_devices adopted them
+        board.cxl_bridges = bridges
     # The tables are made once the board is whole, each a child of the board
     # (a table listed in both RSDT and XSDT needs one parent of its own).
     board.acpi_tables = acpi_tables(processor.get_num_cores(), local_memory.get_size(), layout,

@@ -150,7 +150,9 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
     fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL", cxl_bridge_uids=list(range(n)),
                        cxl_bridge_first_buses=first, cxl_bridge_last_buses=[b + BUSES_PER_BRIDGE - 1 for b in first],
                        cxl_bridge_mmio_bases=[MMIO_BASE + MMIO_PER_BRIDGE * i for i in range(n)],
-                       cxl_bridge_mmio_sizes=[MMIO_PER_BRIDGE] * n, mcfg=mcfg)
+                       cxl_bridge_mmio_sizes=[MMIO_PER_BRIDGE] * n)
+    # The FADT's DSDT reserves the MCFG's ranges (fadt.mcfg): the caller sets it once the board has
+    # adopted both, or the FADT would adopt the MCFG and the list could not be the board's.
     return [fadt, madt(cores), srat, slit, hmat, cedt, mcfg]
 
 
@@ -245,12 +247,13 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
             super()._setup_io_devices()
             # New entries get a parent of their own: gem5 adopts a list's
             # members only when none of them has one.
-            self.cxl_e820 = [X86E820Entry(addr=base, size=f"{size}B", range_type=1) for base, size in layout]
+            e820 = [X86E820Entry(addr=base, size=f"{size}B", range_type=1) for base, size in layout]
             if cxl_io:
                 # Reserved, as firmware marks ECAM: Linux's early MMCONFIG check looks in the E820 map.
                 first = ECAM_BASE + (CXL_BUS << 20)
-                self.cxl_e820.append(X86E820Entry(addr=first, size=f"{(BUSES_PER_BRIDGE * len(layout)) << 20}B",
-                                                  range_type=2))
+                e820.append(X86E820Entry(addr=first, size=f"{(BUSES_PER_BRIDGE * len(layout)) << 20}B", range_type=2))
+            self.cxl_e820 = e820  # whole before the board adopts it: a later append stays an orphan
+            if cxl_io:
                 cxl_io_devices(self, bridges, layout)
             self.workload.e820_table.entries = list(self.workload.e820_table.entries) + list(self.cxl_e820)
 
@@ -262,6 +265,8 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
     # (a table listed in both RSDT and XSDT needs one parent of its own).
     board.acpi_tables = acpi_tables(processor.get_num_cores(), local_memory.get_size(), layout,
                                     [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa, cxl_io)
+    if cxl_io:
+        board.acpi_tables[0].mcfg = board.acpi_tables[-1]
     board.workload.acpi_description_table_pointer = X86ACPIRSDP(
         oem_id="SIMCXL", rsdt=X86ACPIRSDT(entries=board.acpi_tables), xsdt=X86ACPIXSDT(entries=board.acpi_tables))
     return board

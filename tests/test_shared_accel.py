@@ -17,6 +17,8 @@ import simcxl
 from simcxl import topology
 from simcxl.config.params import ParamError
 
+from conftest import one_credit_everywhere
+
 ROOT = Path(__file__).resolve().parents[1] / "examples" / "topologies"
 EXAMPLE = ROOT / "shared-4hosts-accel.toml"
 
@@ -35,13 +37,7 @@ def with_accelerators(graph: dict, hosts, preset="type1-asic") -> dict:
 
 def one_cache_credit_everywhere(graph: dict) -> dict:
     """Every CXL.cache and CXL.mem credit, home tracker, host bridge and device queue at 1."""
-    for c in graph["components"].values():
-        if c["type"] == "link":
-            c.update(credits_req=1, credits_rwd=1, credits_ndr=1, credits_drs=1, credits_bisnp=1, credits_birsp=1)
-        if c["type"] == "host_bridge":
-            c.update(req_queue=1, resp_queue=1)
-        if c["type"] == "type3":
-            c["device"].update(req_queue=1, resp_queue=1)
+    for c in one_credit_everywhere(graph)["components"].values():
         if c["type"] == "accelerator":
             c.setdefault("cache", {}).update(credits_d2h_req=1, credits_d2h_rsp=1, credits_d2h_data=1,
                                              credits_h2d_req=1, credits_h2d_rsp=1, credits_h2d_data=1,

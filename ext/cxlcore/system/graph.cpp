@@ -335,6 +335,19 @@ void fillRemote(const Graph& g, const Node& rs, MemoryParams& m) {
     m.remote_dram = g.below(*g.leaving(rs.name, "down").at(0)).params.DramParams_;
 }
 
+// An accelerator below a home agent's root port, with the link between them.
+AccelDeviceParams accelDevice(const Node& link, const Node& dev) {
+    AccelDeviceParams d;
+    d.name = d.node = dev.name;
+    d.linkNode = link.name;
+    d.link = link.params.LinkParams_;
+    d.cache = dev.params.DCacheParams_;
+    d.accel = dev.params.AccelParams_;
+    d.dma = dev.params.DmaParams_;
+    d.media = dev.params.DramParams_;
+    return d;
+}
+
 MemoryKind kindOf(const Node& c) {
     return c.type == "dram" ? MemoryKind::LocalDram
            : c.type == "remote_socket" ? MemoryKind::RemoteNuma
@@ -402,20 +415,11 @@ SystemParams Graph::system() const {
         peer.peer_home = home.params.HomeParams_;
         peer.peer_home_node = home.name;
         for (const Connection* k : leaving(home.name, "root_port")) {
-            const Node& link = below(*k);
             const Node& dev = pastLink(*k);
             need(dev.type == "accelerator", dev.name + ": a " + dev.type + " below " + hs[i]->name +
                                                 "'s home agent is not modelled; allowed: accelerators (a nic hangs "
                                                 "below the first host, " + hs[0]->name + ")");
-            AccelDeviceParams d;
-            d.name = d.node = dev.name;
-            d.linkNode = link.name;
-            d.link = link.params.LinkParams_;
-            d.cache = dev.params.DCacheParams_;
-            d.accel = dev.params.AccelParams_;
-            d.dma = dev.params.DmaParams_;
-            d.media = dev.params.DramParams_;
-            peer.peer_accelerators.push_back(d);
+            peer.peer_accelerators.push_back(accelDevice(below(*k), dev));
         }
         need(!peer.peer_accelerators.empty(), home.name + ".root_port: port left open; join an accelerator below it (through a link)");
     }
@@ -425,17 +429,7 @@ SystemParams Graph::system() const {
         p.home = home.params.HomeParams_;
         p.homeNode = home.name;
         for (const Connection* k : leaving(home.name, "root_port")) {
-            const Node& link = below(*k);
-            const Node& dev = pastLink(*k);
-            AccelDeviceParams d;
-            d.name = d.node = dev.name;
-            d.linkNode = link.name;
-            d.link = link.params.LinkParams_;
-            d.cache = dev.params.DCacheParams_;
-            d.accel = dev.params.AccelParams_;
-            d.dma = dev.params.DmaParams_;
-            d.media = dev.params.DramParams_;
-            p.accelerators.push_back(d);
+            p.accelerators.push_back(accelDevice(below(*k), pastLink(*k)));
         }
         need(!p.accelerators.empty(), home.name + ".root_port: port left open; join an accelerator below it (through a link)");
         if (loneDeviceUnnamed && p.accelerators.size() == 1) p.accelerators[0].name.clear();

@@ -75,6 +75,7 @@ def test_initramfs_key_follows_the_sources(tmp_path):
     assert set(bg.benchmark_sources(tmp_path)) >= {"chase.c", "stream.c", "loaded_latency.c", "m5exit.c", "guest.h"}
     (tmp_path / "kernel.config").write_text("CONFIG_SWAP=y\n")  # the kernel's input, not the initramfs's
     (tmp_path / "notes.txt").write_text("not a source")
+    (tmp_path / "cxlio_probe.c").write_text("/* an SE-mode program: not in the initramfs */\n")
     assert key() == k
     (tmp_path / "guest.h").write_text((tmp_path / "guest.h").read_text() + "\n/* changed */\n")
     k2 = key()

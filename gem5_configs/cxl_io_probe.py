@@ -16,12 +16,13 @@ import sys
 import simcxl_boot  # noqa: F401  (the repository's simcxl, without the engine)
 
 import m5  # noqa: E402
-from m5.objects import (AddrRange, CXLEcam, CXLPciFunction, Pc, Process, Root, SEWorkload,  # noqa: E402
+from m5.objects import (AddrRange, CXLEcam, CXLHostBridgeRegs, CXLPciFunction, Pc, Process, Root, SEWorkload,  # noqa: E402
                         SimpleMemory, SrcClockDomain, System, SystemXBar, VoltageDomain, X86AtomicSimpleCPU)
 
 from simcxl.gem5.components import check_se_guest, host_bridge  # noqa: E402
 
 ECAM_PA, FIRST_BUS, LAST_BUS = 0xB000_0000, 0x10, 0x11
+CHBS_PA = 0xB800_0000
 BAR_PA = 0x3_0000_0000          # above the process's memory and the CXL window
 ECAM_VA, BAR_VA = 0x7000_0000_0000, 0x7100_0000_0000
 MEMORY, WINDOW = 512 << 20, (1 << 32, 4 << 30)
@@ -30,6 +31,8 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--binary", required=True, help="benchmarks/guest/cxlio_probe.c built static")
 parser.add_argument("--memory", default="cxl-asic", help="preset (or JSON) of the Type-3 device")
 parser.add_argument("--capacity", default=str(4 << 30), help="device capacity in bytes (a multiple of 256 MiB)")
+parser.add_argument("--firmware-commit", action="store_true",
+                    help="commit one locked decoder over the window at the bridge and device first, as the FS board does")
 args = parser.parse_args()
 check_se_guest(parser, args.binary)
 
@@ -69,6 +72,11 @@ for obj in (system.root_port, system.device, system.ecam):
     obj.pio = system.membus.mem_side_ports
 for obj in (system.root_port, system.device):
     obj.dma = system.membus.cpu_side_ports
+
+if args.firmware_commit:
+    system.chbs = CXLHostBridgeRegs(base=CHBS_PA, decoders=1, targets=1)
+    system.chbs.pio = system.membus.mem_side_ports
+    system.chbs.bridge, system.chbs.endpoints, system.chbs.firmware_commit = system.cxl, [system.device], True
 
 ecam_bytes = (LAST_BUS - FIRST_BUS + 1) << 20
 argv = [args.binary, hex(ECAM_VA), hex(FIRST_BUS), hex(BAR_VA), hex(BAR_PA),

@@ -23,18 +23,31 @@ CAP = 4 << 30
 BAR_PA = 0x3_0000_0000
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory):
+def run_probe(tmp_path_factory, *extra):
     if "X86" not in gem5_engine.isas(GEM5):
         pytest.skip(f"GEM5 = {GEM5} has no X86 ISA (build build/X86/gem5.opt with EXTRAS=<repo>)")
     if not CC:
         pytest.skip("needs a C compiler to build benchmarks/guest/cxlio_probe.c")
     tmp = tmp_path_factory.mktemp("cxlio")
     binary = build_guest(tmp, "cxlio_probe")
-    r = gem5(tmp, "cxl_io_probe.py", "--binary", str(binary), "--memory", "cxl-asic", "--capacity", str(CAP))
+    r = gem5(tmp, "cxl_io_probe.py", "--binary", str(binary), "--memory", "cxl-asic", "--capacity", str(CAP), *extra)
     lines = [ln.split(" ", 1) for ln in r.stdout.splitlines() if " " in ln]
     stats = (tmp / "m5out" / "stats.txt").read_text()
     return lines, stats
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    return run_probe(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory):
+    return run_probe(tmp_path_factory, "--firmware-commit")
+
+
+def component(lines):
+    return {int(off, 16): int(val, 16) for off, val in (v.split() for v in values(lines, "component"))}
 
 
 def values(lines, key):
@@ -100,3 +113,24 @@ def test_bar_placed_through_config_space_exposes_the_cores_registers_and_mailbox
     assert bytes.fromhex(values(lines, "mbox_payload")[0]) == payload
     # Identify's total capacity (bytes 0x10-0x17) in 256 MiB units: the capacity given.
     assert int.from_bytes(payload[0x10:0x18], "little") == CAP >> 28
+
+
+def test_registers_firmware_committed_read_through_gem5_as_linux_reads_them(committed):
+    """What cxl_port's init_hdm_decoder reads after platform firmware committed the window: the same
+    bytes as the binding's device after the same commit. From the board's description, not a run: one
+    locked decoder over the whole window [4 GiB, 8 GiB), one way at the bridge's interleave (the
+    preset's 4 KiB), DPA skip 0 (Linux adds a nonzero skip to the DPA it reserves)."""
+    lines, _ = committed
+    regs = component(lines)
+    dev, _ = reference()
+    dev.config_write(0x10, 4, BAR_PA & 0xFFFFFFFF)
+    dev.config_write(0x14, 4, BAR_PA >> 32)
+    dev.firmware_commit(0, 1 << 32, 4 << 30, granularity=4096, lock=True)
+    assert {off: dev.mmio_read(off, 4) for off in regs} == regs
+    # The HDM decoder capability (ID 5) through the CXL capability array at 0x1000 (spec 8.2.4):
+    # array size in bits 31:24 of the header, then one dword per capability, its pointer in bits 31:20.
+    entries = [regs[0x1004 + 4 * i] for i in range(regs[0x1000] >> 24)]
+    d0 = 0x1000 + next(e >> 20 for e in entries if e & 0xFFFF == 5) + 0x10
+    assert (regs[d0 + 4] << 32 | regs[d0], regs[d0 + 0xC] << 32 | regs[d0 + 8]) == (1 << 32, 4 << 30)
+    assert regs[d0 + 0x10] & 0x600 == 0x600 and regs[d0 + 0x10] & 0x100  # committed, locked
+    assert regs[d0 + 0x14] == regs[d0 + 0x18] == 0  # DPA skip

@@ -169,6 +169,20 @@ def install_line(missing: list[str]) -> str:
     return "apt-get install -y " + " ".join(missing)
 
 
+def refresh_kernel_choice() -> Path:
+    """Refresh apt's package lists before choosing the kernel source: stale lists
+    (a fresh image's) offer only 6.1 where bookworm-security has 6.12, and Linux
+    6.1 cannot create volatile CXL regions itself (6.3 and later do)."""
+    global KERNEL_PACKAGE, KERNEL_TARBALL
+    if os.geteuid() == 0:
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False)
+    chosen = _choose_kernel_package()
+    if chosen != KERNEL_PACKAGE:
+        PACKAGES[chosen] = PACKAGES.pop(KERNEL_PACKAGE)
+        KERNEL_PACKAGE, KERNEL_TARBALL = chosen, Path(f"/usr/src/{chosen}.tar.xz")
+    return KERNEL_TARBALL
+
+
 def check_inputs(tarball: Path = KERNEL_TARBALL, version=package_version, install: bool = False) -> None:
     """Fail with one line naming what is missing, or install it when asked."""
     missing = missing_packages(version)
@@ -425,6 +439,8 @@ def build(cache: Path | None = None, base: str = "tinyconfig", jobs: int = 2, in
         raise GuestBuildError(f"base config must be one of {', '.join(BASES)}, got '{base}'")
     if jobs < 1:
         raise GuestBuildError(f"jobs must be at least 1, got {jobs}")
+    if install and tarball == KERNEL_TARBALL:
+        tarball = refresh_kernel_choice()
     check_inputs(tarball, install=install)
     cache = (cache or default_cache()).expanduser()
     steps = Steps(out)

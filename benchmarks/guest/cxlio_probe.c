@@ -58,7 +58,8 @@ int main(int argc, char **argv)
     wr32(dev + 0x14, (uint32_t)(bar_pa >> 32));
     wr32(dev + 0x04, rd32(dev + 0x04) | 0x2);
     printf("bar0 %08x %08x\n", rd32(dev + 0x10), rd32(dev + 0x14));
-    for (unsigned off = 0x1000; off < 0x1020; off += 4) printf("component %05x %08x\n", off, rd32(bar + off));
+    /* CXL.cache/mem capability headers, RAS and the HDM decoders, as cxl_port reads them. */
+    for (unsigned off = 0x1000; off < 0x1200; off += 4) printf("component %05x %08x\n", off, rd32(bar + off));
     for (unsigned off = 0x10000; off < 0x10040; off += 8)
         printf("device %05x %016llx\n", off, (unsigned long long)rd64(bar + off));
 

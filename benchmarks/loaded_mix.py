@@ -39,17 +39,20 @@ FRACTIONS = {"write-allocate": (1.0, 0.9, 0.8, 0.75, 0.67, 0.6, 0.5),
 WRITE_ONLY = {"write-allocate": "W5", "non-temporal": "W6"}
 
 
+def seed_mean(base, seeds=(1, 2, 3, 4), **loaded) -> pd.DataFrame:
+    """``simcxl.loaded_latency(**loaded)`` on ``base`` with each seed: total bandwidth's mean and standard
+    deviation over the seeds, indexed by threads, mode and read fraction."""
+    runs = pd.concat([simcxl.loaded_latency(base.replace(seed=seed), **loaded) for seed in seeds])
+    return runs.groupby(["threads", "mode", "read_fraction"]).bandwidth_gbps.agg(["mean", "std"])
+
+
 def curves(memory: str, threads=(16, 32), requests: int = 200000, seeds=(1, 2, 3, 4)) -> None:
     base = simcxl.load_preset(memory)
     for stores, fractions in FRACTIONS.items():
-        runs = []
-        for seed in seeds:
-            s = base.replace(seed=seed)
-            df = simcxl.loaded_latency(s, threads=threads, read_fractions=fractions, stores=stores, requests=requests)
-            modes = simcxl.loaded_latency(s, threads=threads, modes=["R", WRITE_ONLY[stores]], requests=requests)
-            runs.append(pd.concat([df, modes]))
-        all_runs = pd.concat(runs)
-        mean = all_runs.groupby(["threads", "mode", "read_fraction"]).bandwidth_gbps.agg(["mean", "std"])
+        mean = pd.concat([
+            seed_mean(base, seeds, threads=threads, read_fractions=fractions, stores=stores, requests=requests),
+            seed_mean(base, seeds, threads=threads, modes=["R", WRITE_ONLY[stores]], requests=requests)]).sort_index()
+        mean = mean[~mean.index.duplicated()]  # reads only comes from both runs
         for t in threads:
             sub = mean.loc[t]
             bw = {rf: v for (mode, rf), v in sub["mean"].items() if mode in ("R", "mix")}

@@ -19,7 +19,8 @@ import pytest
 import simcxl
 
 SIMCXL = Path(sys.executable).with_name("simcxl")
-PRESETS = {"ddr-local": "local-dram", "ddr-remote": "remote-numa", "cxl-asic": "cxl-type3", "cxl-fpga": "cxl-type3"}
+PRESETS = {"ddr-local": "local-dram", "ddr-remote": "remote-numa", "cxl-asic": "cxl-type3", "cxl-fpga": "cxl-type3",
+           "cxl-cz120": "cxl-type3"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 KERNELS = {"copy", "scale", "add", "triad"}
 
@@ -218,7 +219,7 @@ ACCELS = {"type1-asic": "cxl-type1", "type1-fpga": "cxl-type1", "type2-bias": "c
 def test_presets_list_text():
     p = cli("presets", "list")
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
-    assert len(lines) == 8
+    assert len(lines) == len(PRESETS) + len(ACCELS)
     got = {ln.split()[0]: ln.split()[1] for ln in lines}
     assert got == {**PRESETS, **ACCELS}
 
@@ -272,7 +273,7 @@ def test_presets_differ():
     """Guards the round-trip tests: the workloads they compare tell the presets apart."""
     rows = cli_json(*TRAFFIC_SMALL[:-1], *[a for n in sorted(PRESETS) for a in ("--memory", n)])
     lat = {r["memory"]: r["read_latency_ns_mean"] for r in rows}
-    assert len(lat) == 4 and len(set(lat.values())) == 4, lat
+    assert len(lat) == len(PRESETS) and len(set(lat.values())) == len(PRESETS), lat
     rows = cli_json("run", "lmbench", "--sizes", "64m", "--accesses", "2000", "--memory", "cxl-fpga",
                     "--memory", "ddr-local")
     assert rows[0]["latency_ns"] != rows[1]["latency_ns"]

@@ -16,7 +16,8 @@ from simcxl.topology import core_graph
 
 from conftest import graph_path, set_path
 
-PRESETS = {"ddr-local": "local-dram", "ddr-remote": "remote-numa", "cxl-asic": "cxl-type3", "cxl-fpga": "cxl-type3"}
+PRESETS = {"ddr-local": "local-dram", "ddr-remote": "remote-numa", "cxl-asic": "cxl-type3", "cxl-fpga": "cxl-type3",
+           "cxl-cz120": "cxl-type3"}
 
 
 def test_preset_names():

@@ -12,11 +12,13 @@ CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where
     : Component(host), p_((p.validate(where), p)), where_(where), name_(internName(where)), lat_(nsToTicks(p.latency_ns)) {
     std::fill(std::begin(hostUsp_), std::end(hostUsp_), kUnbound);
     std::fill(std::begin(usHead_), std::end(usHead_), kNever);
+    std::fill(std::begin(inHead_), std::end(inHead_), kNever);
     cong_ = p_.egress_congestion != 0;
     congInterval_ = nsToTicks(p_.congestion_interval_ns);
 }
 
 void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
+    if (ports_.size() >= 32) throw ConfigError(where_ + ".dsp: more than 32 downstream ports; allowed: 1 to 32");
     auto port = std::make_unique<Port>(*this, uint32_t(ports_.size()));
     port->link = link;
     port->below = below;
@@ -103,7 +105,10 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
         }
     }
     u.in[k].push(ready, t);
-    if (!u.blocked[k]) usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+    if (!u.blocked[k]) {
+        usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+        usMin_ = std::min(usMin_, usHead_[u.index]);
+    }
     usBusy_ |= 1u << u.index;
     requestWake(ready);
 }
@@ -111,6 +116,7 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
 void CxlSwitch::fromBelow(Port& p, Txn* t, Tick arrival) {
     // The device took a receive-buffer entry for it (the link's respBuffer_).
     // Responses wait for their turn: ports' arrivals are not in order with each other.
+    if (p.in.empty()) inHead_[p.index] = arrival + lat_;
     p.in.push(arrival + lat_, t);
     inBusy_ |= 1u << p.index;
     requestWake(arrival + lat_);
@@ -196,6 +202,13 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
     // cannot move now cannot for the rest of this call, and its earliest head
     // is a wake-up time as it stands. With 16 hosts' upstream ports busy a
     // scan of every port and class per move was most of the switch's cost.
+    //
+    // usMin_, the earliest of those heads, settles a wake-up with no port due
+    // (most of the top switch's, woken for a response) without the scan.
+    if (usMin_ > t) {
+        later = std::min(later, usMin_);
+        return 0;
+    }
     uint32_t cand = 0;
     for (uint32_t m = usBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
@@ -219,6 +232,10 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
             ugrants_ = usps_[urr_]->weight;
         }
     }
+    // The moves raised the heads of the ports that took part (moveOne).
+    Tick lo = kNever;
+    for (uint32_t m = usBusy_; m; m &= m - 1) lo = std::min(lo, usHead_[__builtin_ctz(m)]);
+    usMin_ = lo;
     return took;
 }
 
@@ -236,7 +253,7 @@ void CxlSwitch::arbitrate(Tick t) {
     uint32_t ready = 0;  // ports whose head response is ready by t
     for (uint32_t m = inBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
-        if (ports_[i]->in.headReady() <= t) ready |= 1u << i;
+        if (inHead_[i] <= t) ready |= 1u << i;
     }
     const uint32_t n = uint32_t(ports_.size());
     while (ready) {
@@ -251,11 +268,12 @@ void CxlSwitch::arbitrate(Tick t) {
             ready &= ~(1u << rr_);
             continue;
         }
-        p.stats.responseWait += t - p.in.headReady();
+        p.stats.responseWait += t - inHead_[rr_];
         ++p.stats.responses;
         p.in.pop();
+        inHead_[rr_] = p.in.headReady();
         if (p.in.empty()) inBusy_ &= ~(1u << rr_);
-        if (p.in.headReady() > t) ready &= ~(1u << rr_);
+        if (inHead_[rr_] > t) ready &= ~(1u << rr_);
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
         if (!pbr_) x->addr = u.hdm->encode(p.index, x->addr);
@@ -337,6 +355,7 @@ void CxlSwitch::process() {
                     if (u.blocked[k]) {
                         u.blocked[k] = false;
                         usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+                        usMin_ = std::min(usMin_, usHead_[u.index]);
                     }
                 }
             }
@@ -358,7 +377,7 @@ void CxlSwitch::process() {
     // stopped when its earliest head was later than t, so that head is due().
     for (uint32_t m = usBusy_ & routed; m; m &= m - 1) w = std::min(w, due(usHead_[__builtin_ctz(m)], t));
     if (room)
-        for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->in.headReady(), t));
+        for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(inHead_[__builtin_ctz(m)], t));
     for (uint32_t m = egBusy_; m; m &= m - 1)
         for (const auto& q : ports_[__builtin_ctz(m)]->egress) w = std::min(w, due(q.headReady(), t));
     if (w != kNever) requestWake(w);

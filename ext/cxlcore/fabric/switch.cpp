@@ -53,6 +53,7 @@ MemEndpoint& CxlSwitch::addUpstream(CxlLink& link, const std::string& name) {
     u->weight = p_.weighted_arbitration ? link.params().lanes : 1;
     if (usps_.empty()) ugrants_ = u->weight;
     usps_.push_back(std::move(u));
+    allUsps_ = usps_.size() == 32 ? ~0u : (1u << usps_.size()) - 1;
     return *usps_.back();
 }
 
@@ -139,8 +140,8 @@ bool CxlSwitch::sendUp(Usp& u, Txn* x, Tick t) {
         x->note("credit_wait", t, u.link.name());
         return false;
     }
-    u.link.respBuffer_.take(t);
-    u.link.credits_[c].take(t);
+    u.link.respBuffer_.takeAvailable();
+    u.link.credits_[c].takeAvailable();
     ++stats_.responses;
     ++u.stats.responses;
     u.port->receive(x, u.link.carry(*x, t, kStageSwitch, name_));
@@ -334,10 +335,11 @@ void CxlSwitch::process() {
     const Tick t = now();
     // Upstream first: each response sent frees an entry the arbiter may fill;
     // what the arbiter could not send at once waits for the links' credits.
+    // flushUp out of line, called only when an upstream queue holds something.
     usWaiting_ = 0;
-    flushUp(t);
+    if (outBusy_) flushUp(t);
     arbitrate(t);
-    flushUp(t);
+    if (outBusy_ & ~usWaiting_) flushUp(t);
     // Downstream egress: a request sent frees an entry a blocked class may take.
     for (uint32_t m = egBusy_; m; m &= m - 1) {
         Port& p = *ports_[__builtin_ctz(m)];
@@ -367,7 +369,7 @@ void CxlSwitch::process() {
     // Only the upstream ports holding something: idle hosts cost nothing.
     Tick w = kNever;
     const uint32_t routed = route(t, w);
-    bool room = outBusy_ != (usps_.size() == 32 ? ~0u : (1u << usps_.size()) - 1);  // a port with an empty out
+    bool room = outBusy_ != allUsps_;  // a port with an empty out
     for (uint32_t m = outBusy_; m; m &= m - 1) {
         const Usp& u = *usps_[__builtin_ctz(m)];
         if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));

@@ -255,6 +255,7 @@ class CxlSwitch final : public Component {
     // leave: the arbiter's and the wake-up's scans read one array, not each port.
     Tick inHead_[32];
     uint32_t outBusy_ = 0;  // upstream ports whose S2M queue holds responses
+    uint32_t allUsps_ = 0;  // a bit for each upstream port
     SwitchStats stats_;
     std::unique_ptr<PbrTables> pbr_;  // routing = pbr
     bool cong_ = false;  // egress_congestion

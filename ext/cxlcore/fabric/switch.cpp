@@ -12,11 +12,13 @@ CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where
     : Component(host), p_((p.validate(where), p)), where_(where), name_(internName(where)), lat_(nsToTicks(p.latency_ns)) {
     std::fill(std::begin(hostUsp_), std::end(hostUsp_), kUnbound);
     std::fill(std::begin(usHead_), std::end(usHead_), kNever);
+    std::fill(std::begin(inHead_), std::end(inHead_), kNever);
     cong_ = p_.egress_congestion != 0;
     congInterval_ = nsToTicks(p_.congestion_interval_ns);
 }
 
 void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
+    if (ports_.size() >= 32) throw ConfigError(where_ + ".dsp: more than 32 downstream ports; allowed: 1 to 32");
     auto port = std::make_unique<Port>(*this, uint32_t(ports_.size()));
     port->link = link;
     port->below = below;
@@ -51,6 +53,7 @@ MemEndpoint& CxlSwitch::addUpstream(CxlLink& link, const std::string& name) {
     u->weight = p_.weighted_arbitration ? link.params().lanes : 1;
     if (usps_.empty()) ugrants_ = u->weight;
     usps_.push_back(std::move(u));
+    allUsps_ = usps_.size() == 32 ? ~0u : (1u << usps_.size()) - 1;
     return *usps_.back();
 }
 
@@ -103,7 +106,10 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
         }
     }
     u.in[k].push(ready, t);
-    if (!u.blocked[k]) usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+    if (!u.blocked[k]) {
+        usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+        usMin_ = std::min(usMin_, usHead_[u.index]);
+    }
     usBusy_ |= 1u << u.index;
     requestWake(ready);
 }
@@ -111,6 +117,7 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
 void CxlSwitch::fromBelow(Port& p, Txn* t, Tick arrival) {
     // The device took a receive-buffer entry for it (the link's respBuffer_).
     // Responses wait for their turn: ports' arrivals are not in order with each other.
+    if (p.in.empty()) inHead_[p.index] = arrival + lat_;
     p.in.push(arrival + lat_, t);
     inBusy_ |= 1u << p.index;
     requestWake(arrival + lat_);
@@ -133,8 +140,8 @@ bool CxlSwitch::sendUp(Usp& u, Txn* x, Tick t) {
         x->note("credit_wait", t, u.link.name());
         return false;
     }
-    u.link.respBuffer_.take(t);
-    u.link.credits_[c].take(t);
+    u.link.respBuffer_.takeAvailable();
+    u.link.credits_[c].takeAvailable();
     ++stats_.responses;
     ++u.stats.responses;
     u.port->receive(x, u.link.carry(*x, t, kStageSwitch, name_));
@@ -196,6 +203,13 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
     // cannot move now cannot for the rest of this call, and its earliest head
     // is a wake-up time as it stands. With 16 hosts' upstream ports busy a
     // scan of every port and class per move was most of the switch's cost.
+    //
+    // usMin_, the earliest of those heads, settles a wake-up with no port due
+    // (most of the top switch's, woken for a response) without the scan.
+    if (usMin_ > t) {
+        later = std::min(later, usMin_);
+        return 0;
+    }
     uint32_t cand = 0;
     for (uint32_t m = usBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
@@ -219,6 +233,10 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
             ugrants_ = usps_[urr_]->weight;
         }
     }
+    // The moves raised the heads of the ports that took part (moveOne).
+    Tick lo = kNever;
+    for (uint32_t m = usBusy_; m; m &= m - 1) lo = std::min(lo, usHead_[__builtin_ctz(m)]);
+    usMin_ = lo;
     return took;
 }
 
@@ -236,7 +254,7 @@ void CxlSwitch::arbitrate(Tick t) {
     uint32_t ready = 0;  // ports whose head response is ready by t
     for (uint32_t m = inBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
-        if (ports_[i]->in.headReady() <= t) ready |= 1u << i;
+        if (inHead_[i] <= t) ready |= 1u << i;
     }
     const uint32_t n = uint32_t(ports_.size());
     while (ready) {
@@ -251,11 +269,12 @@ void CxlSwitch::arbitrate(Tick t) {
             ready &= ~(1u << rr_);
             continue;
         }
-        p.stats.responseWait += t - p.in.headReady();
+        p.stats.responseWait += t - inHead_[rr_];
         ++p.stats.responses;
         p.in.pop();
+        inHead_[rr_] = p.in.headReady();
         if (p.in.empty()) inBusy_ &= ~(1u << rr_);
-        if (p.in.headReady() > t) ready &= ~(1u << rr_);
+        if (inHead_[rr_] > t) ready &= ~(1u << rr_);
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
         if (!pbr_) x->addr = u.hdm->encode(p.index, x->addr);
@@ -316,10 +335,11 @@ void CxlSwitch::process() {
     const Tick t = now();
     // Upstream first: each response sent frees an entry the arbiter may fill;
     // what the arbiter could not send at once waits for the links' credits.
+    // flushUp out of line, called only when an upstream queue holds something.
     usWaiting_ = 0;
-    flushUp(t);
+    if (outBusy_) flushUp(t);
     arbitrate(t);
-    flushUp(t);
+    if (outBusy_ & ~usWaiting_) flushUp(t);
     // Downstream egress: a request sent frees an entry a blocked class may take.
     for (uint32_t m = egBusy_; m; m &= m - 1) {
         Port& p = *ports_[__builtin_ctz(m)];
@@ -337,6 +357,7 @@ void CxlSwitch::process() {
                     if (u.blocked[k]) {
                         u.blocked[k] = false;
                         usHead_[u.index] = std::min(usHead_[u.index], u.in[k].headReady());
+                        usMin_ = std::min(usMin_, usHead_[u.index]);
                     }
                 }
             }
@@ -348,7 +369,7 @@ void CxlSwitch::process() {
     // Only the upstream ports holding something: idle hosts cost nothing.
     Tick w = kNever;
     const uint32_t routed = route(t, w);
-    bool room = outBusy_ != (usps_.size() == 32 ? ~0u : (1u << usps_.size()) - 1);  // a port with an empty out
+    bool room = outBusy_ != allUsps_;  // a port with an empty out
     for (uint32_t m = outBusy_; m; m &= m - 1) {
         const Usp& u = *usps_[__builtin_ctz(m)];
         if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));
@@ -358,7 +379,7 @@ void CxlSwitch::process() {
     // stopped when its earliest head was later than t, so that head is due().
     for (uint32_t m = usBusy_ & routed; m; m &= m - 1) w = std::min(w, due(usHead_[__builtin_ctz(m)], t));
     if (room)
-        for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(ports_[__builtin_ctz(m)]->in.headReady(), t));
+        for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(inHead_[__builtin_ctz(m)], t));
     for (uint32_t m = egBusy_; m; m &= m - 1)
         for (const auto& q : ports_[__builtin_ctz(m)]->egress) w = std::min(w, due(q.headReady(), t));
     if (w != kNever) requestWake(w);

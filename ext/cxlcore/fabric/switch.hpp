@@ -250,7 +250,12 @@ class CxlSwitch final : public Component {
     // scan of every port's three classes was most of the top switch's cost
     // with 16 hosts.
     Tick usHead_[32];
+    Tick usMin_ = kNever;  // the earliest of usHead_ (every port not busy holds kNever)
+    // Each downstream port's in.headReady(), kept as responses arrive and
+    // leave: the arbiter's and the wake-up's scans read one array, not each port.
+    Tick inHead_[32];
     uint32_t outBusy_ = 0;  // upstream ports whose S2M queue holds responses
+    uint32_t allUsps_ = 0;  // a bit for each upstream port
     SwitchStats stats_;
     std::unique_ptr<PbrTables> pbr_;  // routing = pbr
     bool cong_ = false;  // egress_congestion

@@ -44,6 +44,9 @@ class Component {
         process();
     }
     void requestWake(Tick t) {
+        // A time at or after the wake-up held changes nothing (the clamp to
+        // now only raises it): about half the calls, settled before reading the clock.
+        if (t >= scheduled_) return;
         const Tick n = now();
         if (t < n) t = n;
         if (t < scheduled_) {

@@ -188,6 +188,8 @@ class CreditPool {
         land(now);
         return avail_ > 0;
     }
+    // Takes the credit available(now) has just found (what landed by now is counted already).
+    void takeAvailable() { --avail_; }
     // The receiver frees a buffer at `now`; the credit lands after the return delay.
     void give(Tick now) { giveAt(now + delay_); }
     void giveAt(Tick at) {

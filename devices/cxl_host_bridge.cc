@@ -217,8 +217,18 @@ CXLHostBridge::rebuildRoutes()
             out.device = &below[n];
             return true;
         }, range.start());
-    DPRINTF(CXLMem, "routes: %u regions committed\n",
-            unsigned(regions.size()));
+    // One line per region, on every rebuild: what the timing routes by, in
+    // the terms `cxl list` reports a region (host addresses, ways, bytes).
+    for (const cxlcore::CommittedRegion &g : regions) {
+        std::string ports;
+        for (uint32_t p : g.ports)
+            ports += (ports.empty() ? "" : ",") + std::to_string(p);
+        inform("%s: routes [%#x, %#x) ways %u granularity %u ports %s",
+               name(), range.start() + g.base, range.start() + g.base + g.size,
+               g.ways, g.granularity, ports);
+    }
+    if (regions.empty())
+        inform("%s: routes nothing (no decoder committed)", name());
     bridge->routeBy(std::make_unique<cxlcore::CommittedRoutes>(
         name(), regions, r.poisonOnDecodeError()));
 }

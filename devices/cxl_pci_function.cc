@@ -6,6 +6,8 @@
 #include <string>
 
 #include "base/logging.hh"
+#include "base/trace.hh"
+#include "debug/CXLIo.hh"
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/kernel/sim.hpp"
 #include "devices/cxl_type3_expander.hh"
@@ -154,7 +156,9 @@ CXLPciFunction::read(PacketPtr pkt)
     if (!getBAR(pkt->getAddr(), bar, off) || bar != 0)
         panic("%s: read of %#x outside BAR 0", name(), pkt->getAddr());
     const unsigned size = pkt->getSize();
-    answer(pkt, size <= 8 ? fn->mmioRead(off, size) : ~uint64_t(0));
+    const uint64_t v = size <= 8 ? fn->mmioRead(off, size) : ~uint64_t(0);
+    DPRINTF(CXLIo, "read  %#06x/%u = %#x\n", off, size, v);
+    answer(pkt, v);
     return pioDelay;
 }
 
@@ -165,8 +169,11 @@ CXLPciFunction::write(PacketPtr pkt)
     Addr off;
     if (!getBAR(pkt->getAddr(), bar, off) || bar != 0)
         panic("%s: write of %#x outside BAR 0", name(), pkt->getAddr());
-    if (pkt->getSize() <= 8)
+    if (pkt->getSize() <= 8) {
+        DPRINTF(CXLIo, "write %#06x/%u = %#x\n", off, pkt->getSize(),
+                pkt->getUintX(ByteOrder::little));
         fn->mmioWrite(off, pkt->getSize(), pkt->getUintX(ByteOrder::little));
+    }
     else
         ++malformed;
     pkt->makeAtomicResponse();

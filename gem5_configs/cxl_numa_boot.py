@@ -75,6 +75,9 @@ parser.add_argument("--cxl-io", action="store_true",
                     help="Linux's CXL drivers find each window's host bridge, root ports and memory devices (ACPI "
                          "DSDT/MCFG/CEDT, ECAM, PCI functions whose registers are the core's); PCI is then "
                          "enumerated through ACPI (no pci=noacpi)")
+parser.add_argument("--cxl-regions", action="store_true",
+                    help="with --cxl-io: firmware maps no window (CEDT only, no decoder committed); the guest's "
+                         "`cxl create-region` commits them and Linux onlines the memory as a node of its own")
 parser.add_argument("--local-preset", default=None,
                     help="preset whose host shapes the caches (default: the NUMA description's node 0)")
 args = parser.parse_args()
@@ -82,6 +85,8 @@ args = parser.parse_args()
 kernel = check_fs_inputs(parser, args.kernel, args.local_size, "--local-size", "the vmlinux_initramfs build_guest.py prints")
 if not 1 <= args.cores <= 64:
     parser.error(f"--cores {args.cores} is out of range; allowed: 1 to 64")
+if args.cxl_regions and not args.cxl_io:
+    parser.error("--cxl-regions needs --cxl-io (Linux creates regions on devices its CXL drivers found)")
 if args.checkpoint and args.restore:
     parser.error("--checkpoint and --restore are not allowed together; allowed: one of them")
 if args.restore and not (Path(args.restore) / "m5.cpt").is_file():
@@ -121,7 +126,8 @@ try:
     shape_o3(processor, tso=args.cores > 1)
     board = numa_board(processor=processor, cache_hierarchy=caches,
                        local_memory=SingleChannelDDR4_2400(size=args.local_size), cxl=cxl, numa=numa,
-                       clk_freq=f"{CLOCK_KHZ // 1000}MHz", cxl_io=args.cxl_io)
+                       clk_freq=f"{CLOCK_KHZ // 1000}MHz", cxl_io=args.cxl_io,
+                       linux_regions=args.cxl_regions)
 except (ParamError, ValueError, OSError) as e:
     parser.error(str(e))
 outdir = Path(m5.options.outdir)
@@ -139,7 +145,9 @@ if args.warm == "atomic":
 console_args = ["quiet", "loglevel=4"] if args.cpu == "kvm" else ["earlyprintk=ttyS0"]
 board.set_kernel_disk_workload(
     kernel=KernelResource(local_path=str(kernel.resolve())), disk_image=DiskImageResource(local_path=str(disk)),
-    kernel_args=console_args + ["console=ttyS0"] + ([] if args.cxl_io else ["pci=noacpi"]) + [
+    # A region's memory, hot-added by the kmem driver, goes online at once (as udev would online it).
+    kernel_args=console_args + ["console=ttyS0"] + ([] if args.cxl_io else ["pci=noacpi"])
+    + (["memhp_default_state=online"] if args.cxl_regions else []) + [
                                 f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
                                 "lpj=7999923", "panic=-1", "no_timer_check",
                                 # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them

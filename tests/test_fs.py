@@ -216,6 +216,7 @@ def test_windows_are_placed_from_4_gib_at_1_gib_steps_unless_a_base_is_given():
     (dict(local_size="4GiB"), "--local-size 4294967296 is out of range; allowed: above 0 up to 3GiB"),
     (dict(warm="atomic", cpu="timing"), "warm = 'atomic' is for restored runs timed on detailed cores"),
     (dict(cpu="minor"), "cpu = 'minor' is not allowed; allowed: kvm, atomic, timing, o3"),
+    (dict(linux_regions=True), "linux_regions needs cxl_io"),
 ])
 def test_bad_board_input_fails_before_gem5_starts(tmp_path, fake, bad, needle):
     gem5, kernel = fake
@@ -303,3 +304,14 @@ def test_simcxl_fs_says_when_a_kvm_boot_ran_on_atomic_cores(tmp_path):
                                "--numa", str(numa), "--cxl", "cxl-asic:1GiB", "--cxl", "cxl-fpga:1GiB"]),
                          capture_output=True, text=True, timeout=300)
     user_error(bad, "numa has 2 nodes; allowed: 3, one for local DRAM and one per CXL window")
+
+
+def test_the_region_command_names_each_windows_decoder_and_devices():
+    # By hand from the board's layout: window i's root decoder is decoder0.i, its devices sit on
+    # buses 0x80 + 0x10 i + 1 + j; cxl-asic's bridge has one root port and 4 KiB interleave.
+    run = fs.region_run(["cxl-asic:1GiB", "cxl-asic:1GiB"])
+    assert run.startswith("cxl create-region -m -d decoder0.0 -t ram -w 1 -g 4096 "
+                          "$(basename /sys/bus/pci/devices/0000:81:00.0/mem*); "
+                          "cxl create-region -m -d decoder0.1 -t ram -w 1 -g 4096 "
+                          "$(basename /sys/bus/pci/devices/0000:91:00.0/mem*); cxl list -M -D -P -u -R; numactl -H")
+    assert '"' not in run  # it travels inside simcxl.run="..." on the kernel command line

@@ -82,9 +82,14 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
                    "bridge, root ports and memory devices (ACPI DSDT/MCFG/CEDT, ECAM, the core's registers); with "
                    "--bench topology the guest runs `cxl list -M -D -P -u` and its memdevs, ports and decoders "
                    "come back as tables.")
+@click.option("--cxl-region", is_flag=True,
+              help="As --cxl-driver, but firmware maps no window (CEDT only, no decoder committed): the guest's "
+                   "`cxl create-region` commits the decoders (Linux 6.3 or later), the timing routes by them and "
+                   "Linux onlines each region as a NUMA node (window i's as node 1 + i); --bench topology lists the regions "
+                   "too, any other benchmark runs once they are online.")
 @json_opt
 def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
-           timed, warm, threads, mode, checkpoint, restore, max_seconds, cxl_driver, as_json):
+           timed, warm, threads, mode, checkpoint, restore, max_seconds, cxl_driver, cxl_region, as_json):
     """Full system: Linux on gem5's X86 board with CXL memory as CPU-less NUMA nodes."""
     from ..gem5 import fs
     from ..engine.standalone import parse_size
@@ -94,7 +99,10 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                                accesses=accesses, threads=threads, mode=mode, kernel=stream_kernel,
                                elements=elements, marks=marks, timed=timed,
                                warm_lines=fs.default_warm_lines(local) if marks else 0)
-        if cxl_driver and bench == "topology":
+        cxl_driver = cxl_driver or cxl_region
+        if cxl_region:
+            run = fs.region_run(list(cxl), then="" if bench == "topology" else run)
+        elif cxl_driver and bench == "topology":
             run = fs.CXL_DRIVER_RUN
         numa = None
         if numa_file:
@@ -105,9 +113,10 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                 raise ParamError(f"--numa {numa_file}: {getattr(e, 'strerror', None) or e}") from None
         r = fs.boot(gem5, out, kernel=kernel, warm=warm, local=local, numa=numa, cxl=list(cxl), cpu=cpu, cores=cores, run=run, bench=bench, node=node,
                     local_size=local_size, max_seconds=max_seconds, checkpoint=checkpoint, restore=restore,
-                    cxl_io=cxl_driver)
+                    cxl_io=cxl_driver, linux_regions=cxl_region)
     cxl_tables = {}
-    if cxl_driver and run == fs.CXL_DRIVER_RUN:
+    listed = cxl_driver and bench == "topology"
+    if listed:
         from ..gem5 import cxlcli
         docs = cxlcli.listings(r.console)
         cxl_tables = cxlcli.tables(docs[-1]) if docs else {}
@@ -117,7 +126,7 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                    "results": r.frame.to_dict(orient="records"),
                    **({"cxl": {k: v.to_dict(orient="records") for k, v in cxl_tables.items()},
                        "cdat": {p: raw.hex() for p, raw in cxlcli.cdat_dumps(r.console).items()}}
-                      if cxl_driver and run == fs.CXL_DRIVER_RUN else {})})
+                      if listed else {})})
         return
     if r.fallback:
         click.echo(f"simcxl: booted on atomic cores, not KVM: {r.fallback}", err=True)
@@ -130,7 +139,7 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
                    f"MB/s; write {h.get('write_latency', '-')} ns, {h.get('write_bandwidth', '-')} MB/s")
     if len(r.frame):
         click.echo(r.frame.to_string(index=False))
-    if cxl_driver and run == fs.CXL_DRIVER_RUN:
+    if listed:
         if not cxl_tables:
             click.echo("cxl list printed nothing the parser could read; see the console", err=True)
         for name, t in cxl_tables.items():

@@ -109,23 +109,28 @@ def madt(cores: int):
 
 
 def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]], granularities: Sequence[int],
-                numa: Numa, cxl_io: bool = False):
+                numa: Numa, cxl_io: bool = False, linux_regions: bool = False):
     """FADT (with its DSDT), MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
     CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM
-    and a DSDT declaring the CXL root and each bridge (cxl_io_devices' layout)."""
+    and a DSDT declaring the CXL root and each bridge (cxl_io_devices' layout). With
+    `linux_regions`, the windows are in the CEDT only, as firmware leaves memory it did not
+    map: Linux gives each CFMWS a node of its own and maps what `cxl create-region` commits."""
     from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiMcfg, CXLAcpiSlit, CXLAcpiSrat
     n = 1 + len(windows)
     if len(numa.nodes) != n:
         raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {n} "
                          "(local DRAM and one per CXL window)")
+    mapped = [] if linux_regions else windows
+    if linux_regions:
+        n, numa = 1, Numa(nodes=numa.nodes[:1], distances=[[10]])  # 10: a node's distance to itself (ACPI)
     srat = CXLAcpiSrat(oem_id="SIMCXL", oem_table_id="SIMCXL",
                        cpu_apic_ids=list(range(cores)), cpu_domains=[0] * cores,
-                       mem_bases=[0] + [b for b, _ in windows], mem_sizes=[local_size] + [s for _, s in windows],
+                       mem_bases=[0] + [b for b, _ in mapped], mem_sizes=[local_size] + [s for _, s in mapped],
                        mem_domains=list(range(n)), mem_hot_pluggable=[False] * n)
     slit = CXLAcpiSlit(oem_id="SIMCXL", oem_table_id="SIMCXL", localities=n,
                        distances=[d for row in numa.distances for d in row])
     hmat = CXLAcpiHmat(oem_id="SIMCXL", oem_table_id="SIMCXL", memory_domains=list(range(n)),
-                       attached_initiators=[0] + [-1] * len(windows),
+                       attached_initiators=[0] + [-1] * len(mapped),
                        initiators=[0] * n, targets=list(range(n)),
                        read_latency_ns=[x.read_latency_ns for x in numa.nodes],
                        write_latency_ns=[x.write_latency_ns for x in numa.nodes],
@@ -156,7 +161,7 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
     return [fadt, madt(cores), srat, slit, hmat, cedt, mcfg]
 
 
-def cxl_io_devices(board, bridges, layout) -> None:
+def cxl_io_devices(board, bridges, layout, firmware_commit: bool = True) -> None:
     """Linux's view of each CXL window through CXL.io: bridge i's component registers at its CHBS,
     a root-port PCI function per root port on bus CXL_BUS + 0x10 i (device j) and a Type-3 memory
     device below each (bus + 1 + j) with its share of the window, and one ECAM window for all
@@ -189,11 +194,12 @@ def cxl_io_devices(board, bridges, layout) -> None:
     board.cxl_chbs = regs
     board.cxl_functions = functions
     # Each window's timing follows the decoders committed at its bridge and devices (set after the
-    # board adopts them, or the register block would); the board commits one over the whole window first,
-    # as firmware does for memory it puts in SRAT.
+    # board adopts them, or the register block would); with `firmware_commit` the board commits one
+    # over the whole window first, as firmware does for memory it puts in SRAT; without, nothing
+    # routes until the OS commits a region (reads answer all ones, writes are dropped).
     board.cxl_bridges = bridges  # adopted here, not under the register blocks that name them
     for b, r, devices in routed:
-        r.bridge, r.endpoints, r.firmware_commit = b, devices, True
+        r.bridge, r.endpoints, r.firmware_commit = b, devices, firmware_commit
     board.cxl_ecam = CXLEcam(base=ECAM_BASE, first_bus=CXL_BUS,
                              last_bus=CXL_BUS + BUSES_PER_BRIDGE * len(bridges) - 1, functions=functions)
     for obj in regs + functions + [board.cxl_ecam]:
@@ -208,12 +214,17 @@ def _targets(ports: int) -> int:
 
 
 def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple], numa: Numa,
-               clk_freq: str = "3GHz", cxl_io: bool = False):
+               clk_freq: str = "3GHz", cxl_io: bool = False, linux_regions: bool = False):
     """An X86Board with `local_memory` (a stdlib memory system of at most
     3 GiB) as node 0 and one CXL window per (preset, size) or (preset, size,
     base) in `cxl` (see window_layout for where windows go). With `cxl_io`,
     Linux's CXL drivers find each window's host bridge, root ports and
-    memory devices (cxl_io_devices) through ACPI and PCI."""
+    memory devices (cxl_io_devices) through ACPI and PCI. With
+    `linux_regions` (needs `cxl_io`), firmware maps none of it: the windows
+    are in the CEDT only and Linux's `cxl create-region` commits the decoders
+    the timing then routes by."""
+    if linux_regions and not cxl_io:
+        raise ParamError("linux_regions needs cxl_io: Linux can only create regions on devices its CXL drivers found")
     from m5.objects import AddrRange, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT, X86E820Entry
     from gem5.components.boards.x86_board import X86Board
     from .components import host_bridge
@@ -247,14 +258,15 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
             super()._setup_io_devices()
             # New entries get a parent of their own: gem5 adopts a list's
             # members only when none of them has one.
-            e820 = [X86E820Entry(addr=base, size=f"{size}B", range_type=1) for base, size in layout]
+            e820 = [] if linux_regions else [X86E820Entry(addr=base, size=f"{size}B", range_type=1)
+                                             for base, size in layout]
             if cxl_io:
                 # Reserved, as firmware marks ECAM: Linux's early MMCONFIG check looks in the E820 map.
                 first = ECAM_BASE + (CXL_BUS << 20)
                 e820.append(X86E820Entry(addr=first, size=f"{(BUSES_PER_BRIDGE * len(layout)) << 20}B", range_type=2))
             self.cxl_e820 = e820  # whole before the board adopts it: a later append stays an orphan
             if cxl_io:
-                cxl_io_devices(self, bridges, layout)
+                cxl_io_devices(self, bridges, layout, firmware_commit=not linux_regions)
             self.workload.e820_table.entries = list(self.workload.e820_table.entries) + list(self.cxl_e820)
 
     board = CXLNumaBoard(clk_freq=clk_freq, processor=processor, memory=local_memory,
@@ -264,7 +276,8 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
     # The tables are made once the board is whole, each a child of the board
     # (a table listed in both RSDT and XSDT needs one parent of its own).
     board.acpi_tables = acpi_tables(processor.get_num_cores(), local_memory.get_size(), layout,
-                                    [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa, cxl_io)
+                                    [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa, cxl_io,
+                                    linux_regions)
     if cxl_io:
         board.acpi_tables[0].mcfg = board.acpi_tables[-1]
     board.workload.acpi_description_table_pointer = X86ACPIRSDP(

@@ -57,7 +57,7 @@ def _walk(node: Any, parent: Optional[str], key: str) -> Iterator[Tuple[Dict[str
         for v in node:
             yield from _walk(v, parent, key)
     elif isinstance(node, dict):
-        name = next((node[k] for k in ("memdev", "decoder", "port", "endpoint", "bus") if k in node), None)
+        name = next((node[k] for k in ("memdev", "decoder", "region", "port", "endpoint", "bus") if k in node), None)
         if name is not None:
             yield node, parent, key
         for k, v in node.items():
@@ -67,11 +67,18 @@ def _walk(node: Any, parent: Optional[str], key: str) -> Iterator[Tuple[Dict[str
 
 def tables(listing: Any) -> Dict[str, pd.DataFrame]:
     """memdevs (memdev, parent, host, pmem_bytes, ram_bytes, serial), ports (port, parent, host, depth)
-    and decoders (decoder, level: root/port/endpoint, parent, resource, size, interleave_ways,
-    interleave_granularity, nr_targets) of one `cxl list` document."""
-    mem, ports, dec = [], [], []
+    decoders (decoder, level: root/port/endpoint, parent, resource, size, interleave_ways,
+    interleave_granularity, nr_targets) and regions (region, parent, type, resource, size,
+    interleave_ways, interleave_granularity, decode_state) of one `cxl list` document."""
+    mem, ports, dec, regions = [], [], [], []
     for obj, parent, key in _walk(listing, None, ""):
-        if "memdev" in obj:
+        if "region" in obj and "decoder" not in obj:
+            regions.append(dict(region=obj["region"], parent=parent, type=obj.get("type"),
+                                resource=to_bytes(obj.get("resource")), size=to_bytes(obj.get("size")),
+                                interleave_ways=obj.get("interleave_ways"),
+                                interleave_granularity=obj.get("interleave_granularity"),
+                                decode_state=obj.get("decode_state")))
+        elif "memdev" in obj:
             mem.append(dict(memdev=obj["memdev"], parent=parent, host=obj.get("host"),
                             pmem_bytes=to_bytes(obj.get("pmem_size")) or 0, ram_bytes=to_bytes(obj.get("ram_size")) or 0,
                             serial=to_bytes(obj.get("serial"))))
@@ -89,9 +96,11 @@ def tables(listing: Any) -> Dict[str, pd.DataFrame]:
     cols = {"memdevs": ["memdev", "parent", "host", "pmem_bytes", "ram_bytes", "serial"],
             "ports": ["port", "parent", "host", "depth"],
             "decoders": ["decoder", "level", "parent", "resource", "size", "interleave_ways",
-                         "interleave_granularity", "nr_targets"]}
+                         "interleave_granularity", "nr_targets"],
+            "regions": ["region", "parent", "type", "resource", "size", "interleave_ways",
+                        "interleave_granularity", "decode_state"]}
     return {name: pd.DataFrame(rows, columns=cols[name]).sort_values(cols[name][0], ignore_index=True)
-            for name, rows in (("memdevs", mem), ("ports", ports), ("decoders", dec))}
+            for name, rows in (("memdevs", mem), ("ports", ports), ("decoders", dec), ("regions", regions))}
 
 
 _CDAT_DUMP = re.compile(r"^cdat-begin (\S+)\n(.*?)^cdat-end", re.M | re.S)

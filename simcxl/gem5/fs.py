@@ -99,6 +99,26 @@ CDAT_DUMP = ("for f in /sys/bus/cxl/devices/endpoint*/CDAT; do echo cdat-begin $
 CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 
 
+def region_run(cxl: Sequence[str], then: str = "") -> str:
+    """What `simcxl fs --cxl-region` runs in the guest: for each window, `cxl create-region` over
+    every memory device below its host bridge (root decoder decoder0.i; the devices by their PCI
+    address, board.cxl_io_devices' layout: bridge i's root port j leads to bus CXL_BUS + 0x10 i +
+    1 + j), one way each, at the CFMWS's granularity; Linux commits the decoders and its dax and
+    kmem drivers bring the memory online as a NUMA node. Then `then` (a benchmark's command, the
+    region's node being node 1 + i) or, by default, the listing with regions, the nodes and the CDAT."""
+    from .. import load_preset
+    from .board import BUSES_PER_BRIDGE, CXL_BUS
+    steps = []
+    for i, spec in enumerate(cxl):
+        bridge = load_preset(parse_cxl(spec)[0]).cxl.bridge
+        bus = CXL_BUS + BUSES_PER_BRIDGE * i
+        devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
+                        for j in range(bridge.root_ports))
+        gran = min(16384, max(256, bridge.interleave_bytes))
+        steps.append(f"cxl create-region -m -d decoder0.{i} -t ram -w {bridge.root_ports} -g {gran} {devs}")
+    return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
+
+
 def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20, 64 << 20), accesses: int = 100000,
                   threads: int = 1, kernel: str = "triad", elements: int = 1 << 20, mode: str = "R",
                   chase_bytes: int = 64 << 20, cpu_node: int = 0, marks: bool = False, warm_lines: int = 0,
@@ -252,7 +272,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
          cxl: Sequence[str] = ("cxl-asic:1GiB",), cpu: str = "kvm", cores: int = 1, run: str = "",
          bench: str = "", node: int = 1, local_size: str = "1GiB", max_seconds: float = 5.0,
          checkpoint: Optional[str] = None, restore: Optional[str] = None, numa=None,
-         timeout: float = 7200, warm: str = "none", cxl_io: bool = False) -> FsRun:
+         timeout: float = 7200, warm: str = "none", cxl_io: bool = False, linux_regions: bool = False) -> FsRun:
     """Boot the guest on the CXL NUMA board and run `run` in it.
 
     ``checkpoint``: boot, save a checkpoint there at the guest's shell (before
@@ -267,7 +287,9 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     board's NUMA description (simcxl.gem5.numa.Numa); by default the standalone
     engine computes it for the presets (about 20 s a preset). ``cxl_io``: Linux's
     CXL drivers find each window's host bridge, root ports and memory devices
-    (gem5_configs/cxl_numa_boot.py --cxl-io); `run` may then be CXL_LIST."""
+    (gem5_configs/cxl_numa_boot.py --cxl-io); `run` may then be CXL_LIST. ``linux_regions``
+    (with ``cxl_io``): firmware maps no window (CEDT only, nothing committed) and `run`, e.g.
+    region_run(cxl), creates the regions."""
     from .numa import describe
 
     if not gem5 or not Path(gem5).is_file():
@@ -277,6 +299,8 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
         raise ParamError(f"cpu = {cpu!r} is not allowed; allowed: {', '.join(CPUS)}")
     if checkpoint and restore:
         raise ParamError("checkpoint and restore are not allowed together; allowed: one of them, or neither")
+    if linux_regions and not cxl_io:
+        raise ParamError("linux_regions needs cxl_io: Linux creates regions on devices its CXL drivers found")
     if warm not in ("none", "atomic"):
         raise ParamError(f"warm = {warm!r} is not allowed; allowed: none, atomic")
     if warm == "atomic" and not (restore and cpu in ("timing", "o3")):
@@ -301,7 +325,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
     for spec in cxl:
         cmd += ["--cxl", spec]
     if cxl_io:
-        cmd += ["--cxl-io"]
+        cmd += ["--cxl-io"] + (["--cxl-regions"] if linux_regions else [])
     if checkpoint:
         cmd += ["--checkpoint", str(checkpoint)]
     if restore:

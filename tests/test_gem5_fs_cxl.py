@@ -1,7 +1,7 @@
 """Full system with CXL.io (`simcxl fs --cxl-driver`): Linux's own cxl_acpi, cxl_pci, cxl_port and
 cxl_mem drivers find the board's CXL host bridge (DSDT ACPI0016, CEDT CHBS), its root port and the
 Type-3 memory device below it (ECAM, the core's DVSECs, component and device registers, mailbox),
-and `cxl list -M -D -P -u` in the guest lists them. Needs GEM5 = a gem5 built for X86 with this
+and `cxl list -M -D -P -E -u` in the guest lists them. Needs GEM5 = a gem5 built for X86 with this
 repository as EXTRAS and the guest (`simcxl guest build`); the boot takes about 10 minutes on atomic
 cores, so these are also marked slow.
 

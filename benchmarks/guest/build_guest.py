@@ -96,6 +96,7 @@ PROGRAMS = {
     "stream": ("stream.c", ["-pthread"]),
     "loaded_latency": ("loaded_latency.c", ["-pthread"]),
     "m5exit": ("m5exit.c", []),
+    "seed_entropy": ("seed_entropy.c", []),
 }
 #: As the SE tests build them: no loop turned into a memcpy call (STREAM counts its own bytes).
 CFLAGS = ["-O2", "-static", "-fno-tree-loop-distribute-patterns", "-Wall"]
@@ -110,6 +111,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /tmp
 exec </dev/console >/dev/console 2>&1
+seed_entropy  # or the first getrandom() (cxl-cli's) waits while the kernel gathers entropy
 cmdline=/proc/cmdline
 arg() { sed -n "s/.*simcxl\.$1=\"\([^\"]*\)\".*/\1/p; t; s/.*simcxl\.$1=\([^ ]*\).*/\1/p" "$cmdline"; }
 echo "simcxl-guest: kernel=$(uname -r) cpus=$(nproc)"

@@ -80,7 +80,7 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
 @click.option("--cxl-driver", is_flag=True,
               help="Linux's own CXL drivers (cxl_acpi, cxl_pci, cxl_port, cxl_mem) enumerate each window's host "
                    "bridge, root ports and memory devices (ACPI DSDT/MCFG/CEDT, ECAM, the core's registers); with "
-                   "--bench topology the guest runs `cxl list -M -D -P -u` and its memdevs, ports and decoders "
+                   "--bench topology the guest runs `cxl list -M -D -P -E -u` and its memdevs, ports and decoders "
                    "come back as tables.")
 @click.option("--cxl-region", is_flag=True,
               help="As --cxl-driver, but firmware maps no window (CEDT only, no decoder committed): the guest's "

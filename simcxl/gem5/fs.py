@@ -90,7 +90,7 @@ _MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:
 
 
 # What Linux's CXL drivers built: memdevs, ports and decoders (parsed by simcxl.gem5.cxlcli).
-CXL_LIST = "cxl list -M -D -P -u"
+CXL_LIST = "cxl list -M -D -P -E -u"  # -E: endpoints, so -D lists their decoders too
 # The CDAT each endpoint port read from its device over DOE, as bytes (cxlcli.cdat_dumps). No double
 # quotes: the command travels in the kernel command line's simcxl.run="...".
 CDAT_DUMP = ("for f in /sys/bus/cxl/devices/endpoint*/CDAT; do echo cdat-begin $f; od -An -tx1 -v $f; "
@@ -115,7 +115,8 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
         devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
                         for j in range(bridge.root_ports))
         gran = min(16384, max(256, bridge.interleave_bytes))
-        steps.append(f"cxl create-region -m -d decoder0.{i} -t ram -w {bridge.root_ports} -g {gran} {devs}")
+        size = parse_cxl(spec)[1]  # the whole window (cxl-cli 76 cannot work a ram region's size out)
+        steps.append(f"cxl create-region -m -d decoder0.{i} -t ram -w {bridge.root_ports} -g {gran} -s {size} {devs}")
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 

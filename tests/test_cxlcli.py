@@ -103,3 +103,21 @@ def test_dslbis_entries_by_the_cdat_layout():
     t = cxlcli.dslbis(raw)
     assert list(t["kind"]) == ["read_latency", "read_bandwidth", "write_bandwidth"]
     assert list(t["value"]) == [91670, 38400, 20000] and list(t["unit"]) == ["ps", "MB/s", "MB/s"]
+
+
+def test_an_endpoint_listing_from_gem5_nests_the_memdev_under_its_endpoint():
+    """`cxl list -M -D -P -E -u` from the guest on gem5's board (tests/data/cxl_list_gem5_endpoints.txt):
+    with -E the memdev is an object inside its endpoint. Expected values are the board's description:
+    the window at 4 GiB, 1 GiB, one way; the device below root port 0 of bridge 0 at bus 0x81."""
+    from simcxl.gem5 import board
+    text = (Path(__file__).parent / "data" / "cxl_list_gem5_endpoints.txt").read_text()
+    t = cxlcli.tables(cxlcli.listings(text)[0])
+    m, = t["memdevs"].to_dict("records")
+    assert (m["memdev"], m["parent"], m["host"], m["ram_bytes"], m["pmem_bytes"]) == \
+        ("mem0", "endpoint2", f"0000:{board.CXL_BUS + 1:02x}:00.0", GiB, 0)
+    assert set(t["ports"]["port"]) == {"port1", "endpoint2"}
+    d, = t["decoders"].to_dict("records")
+    base, size = board.window_layout([GiB], None, GiB)[0]
+    assert (d["decoder"], d["level"], d["resource"], d["size"], d["interleave_ways"]) == \
+        ("decoder0.0", "root", base, size, 1)
+    assert t["regions"].empty

@@ -310,8 +310,8 @@ def test_the_region_command_names_each_windows_decoder_and_devices():
     # By hand from the board's layout: window i's root decoder is decoder0.i, its devices sit on
     # buses 0x80 + 0x10 i + 1 + j; cxl-asic's bridge has one root port and 4 KiB interleave.
     run = fs.region_run(["cxl-asic:1GiB", "cxl-asic:1GiB"])
-    assert run.startswith("cxl create-region -m -d decoder0.0 -t ram -w 1 -g 4096 -s 1073741824 "
+    assert run.startswith("simcxl-region decoder0.0 4096 1073741824 "
                           "$(basename /sys/bus/pci/devices/0000:81:00.0/mem*); "
-                          "cxl create-region -m -d decoder0.1 -t ram -w 1 -g 4096 -s 1073741824 "
+                          "simcxl-region decoder0.1 4096 1073741824 "
                           "$(basename /sys/bus/pci/devices/0000:91:00.0/mem*); cxl list -M -D -P -E -u -R; numactl -H")
     assert '"' not in run  # it travels inside simcxl.run="..." on the kernel command line

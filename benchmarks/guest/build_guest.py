@@ -98,6 +98,8 @@ PROGRAMS = {
     "m5exit": ("m5exit.c", []),
     "seed_entropy": ("seed_entropy.c", []),
 }
+#: Guest shell scripts: name in /bin, source here.
+SCRIPTS = {"simcxl-region": "simcxl_region.sh"}
 #: As the SE tests build them: no loop turned into a memcpy call (STREAM counts its own bytes).
 CFLAGS = ["-O2", "-static", "-fno-tree-loop-distribute-patterns", "-Wall"]
 #: Fixed file times in the archive, so that equal inputs give equal bytes.
@@ -223,9 +225,9 @@ def initramfs_key(sources: dict[str, bytes], init: str, versions: dict[str, str]
 
 
 def benchmark_sources(src: Path = HERE) -> dict[str, bytes]:
-    """Every C source and header the guest programs are built from (not the SE-mode
+    """Every C source, header and script the guest's programs come from (not the SE-mode
     programs beside them, which the initramfs does not hold)."""
-    programs = {source for source, _ in PROGRAMS.values()}
+    programs = {source for source, _ in PROGRAMS.values()} | set(SCRIPTS.values())
     return {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.suffix == ".h" or p.name in programs}
 
 
@@ -402,6 +404,9 @@ def assemble_initramfs(root: Path, out: Path, src: Path = HERE, cc: str = "gcc")
         if r.returncode:
             first = (r.stderr.strip().splitlines() or ["?"])[0]
             raise GuestBuildError(f"cannot build {source}: {first}")
+    for name, source in SCRIPTS.items():
+        shutil.copy(src / source, root / "bin" / name)
+        (root / "bin" / name).chmod(0o755)
     (root / "bin/m5").symlink_to("m5exit")
     init = root / "init"
     init.write_text(INIT)

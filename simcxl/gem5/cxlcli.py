@@ -57,7 +57,9 @@ def _walk(node: Any, parent: Optional[str], key: str) -> Iterator[Tuple[Dict[str
         for v in node:
             yield from _walk(v, parent, key)
     elif isinstance(node, dict):
-        name = next((node[k] for k in ("memdev", "decoder", "region", "port", "endpoint", "bus") if k in node), None)
+        # With -E an endpoint holds its memdev as an object under "memdev": named by its own key, not that.
+        name = next((node[k] for k in ("memdev", "decoder", "region", "port", "endpoint", "bus")
+                     if isinstance(node.get(k), str)), None)
         if name is not None:
             yield node, parent, key
         for k, v in node.items():
@@ -78,7 +80,7 @@ def tables(listing: Any) -> Dict[str, pd.DataFrame]:
                                 interleave_ways=obj.get("interleave_ways"),
                                 interleave_granularity=obj.get("interleave_granularity"),
                                 decode_state=obj.get("decode_state")))
-        elif "memdev" in obj:
+        elif isinstance(obj.get("memdev"), str):
             mem.append(dict(memdev=obj["memdev"], parent=parent, host=obj.get("host"),
                             pmem_bytes=to_bytes(obj.get("pmem_size")) or 0, ram_bytes=to_bytes(obj.get("ram_size")) or 0,
                             serial=to_bytes(obj.get("serial"))))

@@ -100,11 +100,13 @@ CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 
 
 def region_run(cxl: Sequence[str], then: str = "") -> str:
-    """What `simcxl fs --cxl-region` runs in the guest: for each window, `cxl create-region` over
+    """What `simcxl fs --cxl-region` runs in the guest: for each window, a volatile region over
     every memory device below its host bridge (root decoder decoder0.i; the devices by their PCI
     address, board.cxl_io_devices' layout: bridge i's root port j leads to bus CXL_BUS + 0x10 i +
-    1 + j), one way each, at the CFMWS's granularity; Linux commits the decoders and its dax and
-    kmem drivers bring the memory online as a NUMA node. Then `then` (a benchmark's command, the
+    1 + j), one way each, at the CFMWS's granularity, created through the kernel's sysfs interface
+    by the guest's simcxl-region (benchmarks/guest/simcxl_region.sh: `cxl create-region -t ram`'s
+    steps, which Debian 12's cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
+    drivers bring the memory online as a NUMA node. Then `then` (a benchmark's command, the
     region's node being node 1 + i) or, by default, the listing with regions, the nodes and the CDAT."""
     from .. import load_preset
     from .board import BUSES_PER_BRIDGE, CXL_BUS
@@ -115,8 +117,8 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
         devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
                         for j in range(bridge.root_ports))
         gran = min(16384, max(256, bridge.interleave_bytes))
-        size = parse_cxl(spec)[1]  # the whole window (cxl-cli 76 cannot work a ram region's size out)
-        steps.append(f"cxl create-region -m -d decoder0.{i} -t ram -w {bridge.root_ports} -g {gran} -s {size} {devs}")
+        size = parse_cxl(spec)[1]  # the whole window
+        steps.append(f"simcxl-region decoder0.{i} {gran} {size} {devs}")
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 

@@ -492,6 +492,9 @@ CXLHostBridge::CpuPort::recvAtomic(PacketPtr pkt)
     // picks (a media row hit).
     uint32_t rp = 0;
     const bool routed = owner.portOf(pkt->getAddr() - owner.range.start(), rp);
+    ++owner.stats.atomicAccesses;
+    if (!routed)
+        ++owner.stats.atomicUnrouted;
     owner.accessData(pkt, routed);
     // Unrouted: answered by the bridge itself, after its own pipeline.
     return cxlcore::nsToTicks(owner.bridgeLatencyNs +
@@ -520,6 +523,11 @@ CXLHostBridge::BridgeStats::BridgeStats(CXLHostBridge &b)
       ADD_STAT(writeReqs, statistics::units::Count::get(), "Write requests"),
       ADD_STAT(retries, statistics::units::Count::get(),
                "Requests refused (host bridge tracker full)"),
+      ADD_STAT(atomicAccesses, statistics::units::Count::get(),
+               "Atomic-mode accesses (reads and writes)"),
+      ADD_STAT(atomicUnrouted, statistics::units::Count::get(),
+               "Atomic-mode accesses no committed decoder routed (reads "
+               "answered all ones, writes dropped)"),
       ADD_STAT(readBytes, statistics::units::Byte::get(), "Bytes read"),
       ADD_STAT(writeBytes, statistics::units::Byte::get(), "Bytes written"),
       ADD_STAT(readBandwidth, statistics::units::Rate<

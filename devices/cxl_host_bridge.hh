@@ -126,6 +126,9 @@ class CXLHostBridge : public memory::AbstractMemory
         void resetStats() override;
         CXLHostBridge &br;
         statistics::Scalar readReqs, writeReqs, retries;
+        // Atomic-mode accesses (atomic cores, boots), which the timing
+        // counters and the core's do not see: all, and those no decoder routed.
+        statistics::Scalar atomicAccesses, atomicUnrouted;
         statistics::Scalar readBytes, writeBytes;
         statistics::Formula readBandwidth, writeBandwidth;
         // Latencies and stages are of completed reads: means divide by these.

@@ -20,6 +20,7 @@ from simcxl import load_preset
 from simcxl.gem5 import board, cxlcli, fs
 
 from test_gem5 import GEM5
+from test_gem5_fs_cxl import bridge_unrouted
 from test_gem5_fs import NUMA, pytestmark, require_x86_and_guest  # noqa: F401  (gem5 and slow marks, skip)
 
 WINDOW = 1 << 30
@@ -82,5 +83,4 @@ def test_linux_onlines_the_region_as_a_node_of_its_own(created):
     # Linux put them on the new memory itself.
     assert (WINDOW - WINDOW // 64) >> 20 <= sizes[cxl_nodes[0]] <= WINDOW >> 20 and cpus[cxl_nodes[0]] == ""
     stats = (r.outdir / "m5out" / "stats.txt").read_text()
-    unrouted = [float(v) for v in re.findall(r"^\S+\.unrouted_reads\s+(\S+)", stats, re.M)]
-    assert unrouted and sum(unrouted) == 0
+    assert bridge_unrouted(stats) == 0

@@ -28,7 +28,7 @@ for mem in "$@"; do
     [ -n "$ep" ] || { echo "simcxl-region: no endpoint port for $mem" >&2; exit 1; }
     # The endpoint's first decoder with no capacity yet (decoders commit in order).
     dec=
-    for d in $ep/decoder*; do
+    for d in $ep/decoder[0-9]*.[0-9]*; do
         [ -z "$dec" ] && [ "$(cat $d/dpa_size)" = 0 ] && dec=$d
     done
     [ -n "$dec" ] || { echo "simcxl-region: no free decoder on $(basename $ep)" >&2; exit 1; }

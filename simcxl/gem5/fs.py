@@ -108,7 +108,7 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
     steps, which Debian 12's cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
     drivers bring the memory online as a NUMA node. Then `then` (a benchmark's command, the
     region's node being node 1 + i) or, by default, the listing with regions, the nodes and the CDAT."""
-    from .. import load_preset
+    from ..config.presets import load as load_preset
     from .board import BUSES_PER_BRIDGE, CXL_BUS
     steps = []
     for i, spec in enumerate(cxl):

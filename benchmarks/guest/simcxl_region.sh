@@ -29,7 +29,8 @@ for mem in "$@"; do
     # The endpoint's first decoder with no capacity yet (decoders commit in order).
     dec=
     for d in $ep/decoder[0-9]*.[0-9]*; do
-        [ -z "$dec" ] && [ "$(cat $d/dpa_size)" = 0 ] && dec=$d
+        # dpa_size reads 0x0 when nothing is allocated (sysfs prints it in hex).
+        [ -z "$dec" ] && [ $(($(cat $d/dpa_size))) -eq 0 ] && dec=$d
     done
     [ -n "$dec" ] || { echo "simcxl-region: no free decoder on $(basename $ep)" >&2; exit 1; }
     echo ram > $dec/mode

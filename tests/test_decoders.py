@@ -384,6 +384,20 @@ def test_firmware_commit_leaves_the_registers_as_the_drivers_sequence_does(ways,
     assert (d["base"], d["size"], d["ways"], d["granularity"]) == (base, size, ways, gran)
 
 
+def test_a_bridge_routes_without_hdm_enable_as_linux_leaves_it():
+    """Linux enables HDM decoding at endpoints only (drivers/cxl/core/pci.c, cxl_hdm_decode_init): a
+    bridge's committed decoder routes with its HDM Decoder Enable clear; a device's does not."""
+    p = T.Platform(topo(1))
+    cxlio.commit_decoder(p.function("d0"), 0, 0, GiB)
+    cxlio.commit_decoder(p.function("hb"), 0, 0, GiB, targets=[0])
+    assert p.function("hb").hdm_enabled and not p.function("d0").hdm_enabled
+    with pytest.raises(_core.ConfigError, match=r"d0 has no committed decoder for that range"):
+        _run(p.committed_topology())
+    cxlio.enable_hdm(p.function("d0"))
+    g = core_graph(T.memory_system(p.committed_topology()))
+    assert ROUTE(g, 0x1000, "hb") == {"root_port": 0, "device": "d0", "dpa": 0x1000}
+
+
 def test_firmware_commit_refusals_name_the_reason():
     dev = _core.cxlio.Type3(1 << 30)
     with pytest.raises(ValueError, match="exceeds the capacity"):

@@ -108,9 +108,11 @@ def hdm_offset(fn) -> int:
     raise ValueError("the function has no HDM decoder capability")
 
 
-def enable_hdm(fn, poison: bool = False) -> None:
-    """HDM Decoder Enable (devm_cxl_enable_hdm), and Poison On Decode Error Enable if asked."""
-    fn.mmio_write(hdm_offset(fn) + HDM_GLOBAL_CTRL, 4, HDM_ENABLE | (HDM_POISON_ON_ERR if poison else 0))
+def enable_hdm(fn, poison: bool = False, enable: bool = True) -> None:
+    """HDM Decoder Enable (devm_cxl_enable_hdm), and Poison On Decode Error Enable if asked. The enable
+    bit matters at endpoints only: a bridge's or switch's committed decoders decode without it."""
+    fn.mmio_write(hdm_offset(fn) + HDM_GLOBAL_CTRL, 4,
+                  (HDM_ENABLE if enable else 0) | (HDM_POISON_ON_ERR if poison else 0))
 
 
 def commit_decoder(fn, index: int, base: int, size: int, ways: int = 1, granularity: int = 256,

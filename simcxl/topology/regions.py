@@ -151,10 +151,11 @@ class Platform:
             cxlio.commit_decoder(fn, index, **decoder)
         except ValueError as e:
             raise TopologyError(f"{where}: {name} refused to commit {e}") from None
-        cxlio.enable_hdm(fn, poison or fn.poison_on_decode_error)
+        # Linux sets HDM Decoder Enable at endpoints only (cxl_hdm_decode_init), never at bridges.
+        cxlio.enable_hdm(fn, poison or fn.poison_on_decode_error, enable=name not in self.bridges)
 
     def decoders(self) -> Dict[str, Any]:
-        """What every function with HDM Decoder Enable set committed, as the engine reads it."""
+        """What every function that decodes by its HDM decoders committed, as the engine reads it."""
         return {name: {"poison_on_decode_error": fn.poison_on_decode_error, "committed": fn.committed_decoders()}
                 for name, fn in [*self.bridges.items(), *self.devices.items()] if fn.hdm_enabled}
 

@@ -124,8 +124,12 @@ void ComponentRegs::write(uint32_t off, unsigned size, uint64_t value) {
 
 bool ComponentRegs::isCommitted(uint32_t i) const { return regs_.get(decoderReg(i, kCtrl), 4) & kCommitted; }
 
+// HDM Decoder Enable applies to devices only: Linux sets it at endpoints
+// (cxl_hdm_decode_init) and never at host bridges or switch ports, whose
+// committed decoders decode by themselves.
 bool ComponentRegs::hdmEnabled() const {
-    return decoders_ && (regs_.get(kCacheMemOffset + kHdmOffset + 4, 4) & kHdmEnable);
+    if (!decoders_) return false;
+    return kind_ != ComponentKind::Endpoint || (regs_.get(kCacheMemOffset + kHdmOffset + 4, 4) & kHdmEnable);
 }
 
 bool ComponentRegs::poisonOnDecodeError() const {

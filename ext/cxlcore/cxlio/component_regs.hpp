@@ -51,7 +51,7 @@ class ComponentRegs {
 
     // The decoders committed as the OS programmed them, in decoder order.
     std::vector<CommittedDecoder> committed() const;
-    bool hdmEnabled() const;  // the global HDM Decoder Enable bit
+    bool hdmEnabled() const;  // decodes by its committed decoders (endpoints: HDM Decoder Enable set)
     bool poisonOnDecodeError() const;  // reads no decoder covers answer poison (else all ones)
     uint32_t decoders() const { return decoders_; }
     const std::string& lastCommitError() const { return lastError_; }

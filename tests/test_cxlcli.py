@@ -121,3 +121,21 @@ def test_an_endpoint_listing_from_gem5_nests_the_memdev_under_its_endpoint():
     assert (d["decoder"], d["level"], d["resource"], d["size"], d["interleave_ways"]) == \
         ("decoder0.0", "root", base, size, 1)
     assert t["regions"].empty
+
+
+def test_a_region_listing_from_gem5_names_the_region_at_each_level():
+    """`cxl list -M -D -P -E -u -R` after the guest committed region0 (tests/data/cxl_list_gem5_region.txt):
+    the region under the root decoder, and the port's and endpoint's decoders naming it. Expected values are
+    the board's window (4 GiB, 1 GiB, one way) and the granularity the guest asked for (4 KiB)."""
+    from simcxl.gem5 import board
+    text = (Path(__file__).parent / "data" / "cxl_list_gem5_region.txt").read_text()
+    t = cxlcli.tables(cxlcli.listings(text)[0])
+    base, size = board.window_layout([GiB], None, GiB)[0]
+    g, = t["regions"].to_dict("records")
+    assert (g["region"], g["parent"], g["resource"], g["size"], g["interleave_ways"], g["interleave_granularity"],
+            g["decode_state"]) == ("region0", "decoder0.0", base, size, 1, 4096, "commit")
+    d = t["decoders"].set_index("decoder")
+    assert list(d["level"]) == ["root", "port", "endpoint"]
+    assert list(d.loc[["decoder1.0", "decoder2.0"], "region"]) == ["region0", "region0"]
+    assert d.loc["decoder2.0", "mode"] == "ram"
+    assert (d["resource"] == base).all() and (d["size"] == size).all()

@@ -70,7 +70,8 @@ def _walk(node: Any, parent: Optional[str], key: str) -> Iterator[Tuple[Dict[str
 def tables(listing: Any) -> Dict[str, pd.DataFrame]:
     """memdevs (memdev, parent, host, pmem_bytes, ram_bytes, serial), ports (port, parent, host, depth)
     decoders (decoder, level: root/port/endpoint, parent, resource, size, interleave_ways,
-    interleave_granularity, nr_targets) and regions (region, parent, type, resource, size,
+    interleave_granularity, nr_targets, mode: an endpoint's ram/pmem, region: the region it belongs
+    to) and regions (region, parent, type, resource, size,
     interleave_ways, interleave_granularity, decode_state) of one `cxl list` document."""
     mem, ports, dec, regions = [], [], [], []
     for obj, parent, key in _walk(listing, None, ""):
@@ -91,14 +92,14 @@ def tables(listing: Any) -> Dict[str, pd.DataFrame]:
                             resource=to_bytes(obj.get("resource")), size=to_bytes(obj.get("size")),
                             interleave_ways=obj.get("interleave_ways"),
                             interleave_granularity=obj.get("interleave_granularity"),
-                            nr_targets=obj.get("nr_targets")))
+                            nr_targets=obj.get("nr_targets"), mode=obj.get("mode"), region=obj.get("region")))
         elif "port" in obj or "endpoint" in obj:
             ports.append(dict(port=obj.get("port", obj.get("endpoint")), parent=parent, host=obj.get("host"),
                               depth=obj.get("depth")))
     cols = {"memdevs": ["memdev", "parent", "host", "pmem_bytes", "ram_bytes", "serial"],
             "ports": ["port", "parent", "host", "depth"],
             "decoders": ["decoder", "level", "parent", "resource", "size", "interleave_ways",
-                         "interleave_granularity", "nr_targets"],
+                         "interleave_granularity", "nr_targets", "mode", "region"],
             "regions": ["region", "parent", "type", "resource", "size", "interleave_ways",
                         "interleave_granularity", "decode_state"]}
     return {name: pd.DataFrame(rows, columns=cols[name]).sort_values(cols[name][0], ignore_index=True)

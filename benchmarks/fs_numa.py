@@ -21,6 +21,11 @@ SimCXL host bridges, described by our SRAT/SLIT/HMAT/CEDT (and FADT). Steps:
                node 1 in one guest command; wall time
   determinism  restore the same checkpoint twice for the same chase; identical?
 
+--io firmware boots the same board with CXL.io (Linux's CXL drivers find the host bridges, root
+ports and memory devices; firmware commits each window's decoders, as without it); --io linux has
+firmware map no window and each restored run first creates the regions through Linux's CXL
+drivers (fs.region_run), on atomic cores, before its command. Use a separate --out for each.
+
 Results go to OUT/results.json, each figure as soon as its run ends (kept
 between runs, so steps can run apart, at once from two shells, and an
 interrupted step keeps what it finished), and a Markdown summary on stdout. Every figure is a
@@ -64,6 +69,8 @@ def main() -> int:
     ap.add_argument("--accesses", type=int, default=20000, help="timed loads per working set")
     ap.add_argument("--nodes", default=",".join(map(str, NODES)), help="nodes of the chase and stream steps")
     ap.add_argument("--kernels", default="triad,copy", help="STREAM kernels of the stream step")
+    ap.add_argument("--io", default="none", choices=["none", "firmware", "linux"],
+                    help="CXL.io on the board, and who commits the decoders (see above)")
     args = ap.parse_args()
     steps = args.steps.split(",")
     if any(s not in STEPS for s in steps):
@@ -91,7 +98,8 @@ def main() -> int:
     else:
         numa = describe(LOCAL, [c.split(":")[0] for c in CXL])
         numa_file.write_text(json.dumps(numa.to_dict(), indent=1))
-    board = dict(local=LOCAL, cxl=CXL, local_size="3GiB", numa=numa, max_seconds=60.0)
+    board = dict(local=LOCAL, cxl=CXL, local_size="3GiB", numa=numa, max_seconds=60.0,
+                 cxl_io=args.io != "none", linux_regions=args.io == "linux")
     ck = out / "ckpt"
     warm = fs.default_warm_lines(LOCAL)
 
@@ -107,6 +115,8 @@ def main() -> int:
 
     def restore(name, run, bench, node, cpu="timing"):
         t = time.time()
+        if args.io == "linux":
+            run = fs.region_run(CXL, then=run)
         r = fs.boot(args.gem5, out / name, cpu=cpu, warm="atomic", run=run, bench=bench, node=node,
                     restore=str(ck), **board)
         wall = time.time() - t
@@ -119,7 +129,7 @@ def main() -> int:
         r = fs.boot(args.gem5, out / "boot", cpu=args.cpu, checkpoint=str(ck), **board)
         wall = time.time() - t
         hmat = [ln for ln in r.console.splitlines() if ln.startswith("hmat node")]
-        boot = {"cpu": r.cpu, "fallback": r.fallback, "wall_s": round(wall, 1),
+        boot = {"io": args.io, "cpu": r.cpu, "fallback": r.fallback, "wall_s": round(wall, 1),
                 "gem5_line": (out / "boot" / "gem5.log").read_text().strip().splitlines()[-1:],
                 "numactl": r.console[r.console.find("available:"):].split("hmat ")[0].strip(),
                 "hmat": hmat, "numa_description": numa.to_dict()}

@@ -176,6 +176,14 @@ def test_bad_fabrics_are_refused_naming_the_part():
         topology.load(fabric(5, ring(5), [0], [0, 1, 2, 3, 4]))
 
 
+def test_a_switch_past_32_upstream_ports_is_refused_naming_it():
+    # A switch keeps a bit a port in 32-bit masks. A PBR inter-switch link is also an upstream port
+    # of the switch it leaves (responses come back over it): s0's host and 31 links make 32 there.
+    run(fabric(2, [(0, 1)] * 31, [0], [1]), threads=1, requests=100)
+    with pytest.raises(_core.ConfigError, match=r"^s0\.up: more than 32 upstream ports; allowed: 1 to 32$"):
+        run(fabric(2, [(0, 1)] * 32, [0], [1]), threads=1, requests=100)
+
+
 def test_explicit_pids_are_kept_and_the_rest_assigned():
     t = topology.load(fabric(2, [(0, 1)], [0], [1, 1], pids={(1, "dsp", 1): 0}))
     (f,) = show.pbr_fabrics(t)

@@ -330,7 +330,7 @@ void CxlSwitch::process() {
     const Tick t = now();
     // Upstream first: each response sent frees an entry the arbiter may fill;
     // what the arbiter could not send at once waits for the links' credits.
-    // flushUp out of line, called only when an upstream queue holds something.
+    // Most wake-ups find every upstream queue empty: flushUp is called only when one is not.
     usWaiting_ = 0;
     if (outBusy_) flushUp(t);
     arbitrate(t);

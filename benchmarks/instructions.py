@@ -62,7 +62,11 @@ def count(tree: Path, shape, n: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as d:
         out = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.out", sys.executable, *args],
                              cwd=d, check=True, capture_output=True, text=True,
-                             env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"})
+                             # No .pyc written: on a tree not yet imported from, the run of N would
+                             # compile its modules and the run of 2N not, and the difference would
+                             # lose the compiler's instructions (thousands a request).
+                             env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0",
+                                  "PYTHONDONTWRITEBYTECODE": "1"})
     ir = float(re.search(r"Collected : (\d+)", out.stderr).group(1))
     got = json.loads(out.stdout.strip().splitlines()[-1])
     # FABRIC and BENCH run N and then 2N requests in one process, each stopping at 90 % done.

@@ -49,10 +49,10 @@ def seed_mean(base, seeds=(1, 2, 3, 4), **loaded) -> pd.DataFrame:
 def curves(memory: str, threads=(16, 32), requests: int = 200000, seeds=(1, 2, 3, 4)) -> None:
     base = simcxl.load_preset(memory)
     for stores, fractions in FRACTIONS.items():
+        # Read fraction 1.0 is MLC's R (reads only) already; the stores-only mode is a run of its own.
         mean = pd.concat([
             seed_mean(base, seeds, threads=threads, read_fractions=fractions, stores=stores, requests=requests),
-            seed_mean(base, seeds, threads=threads, modes=["R", WRITE_ONLY[stores]], requests=requests)]).sort_index()
-        mean = mean[~mean.index.duplicated()]  # reads only comes from both runs
+            seed_mean(base, seeds, threads=threads, modes=[WRITE_ONLY[stores]], requests=requests)]).sort_index()
         for t in threads:
             sub = mean.loc[t]
             bw = {rf: v for (mode, rf), v in sub["mean"].items() if mode in ("R", "mix")}

@@ -1,7 +1,5 @@
 #include "devices/cxl_pci_function.hh"
 
-#include "devices/cxl_host_bridge.hh"
-
 #include <algorithm>
 #include <string>
 
@@ -10,6 +8,7 @@
 #include "debug/CXLIo.hh"
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/kernel/sim.hpp"
+#include "devices/cxl_host_bridge.hh"
 #include "devices/cxl_type3_expander.hh"
 #include "mem/packet_access.hh"
 

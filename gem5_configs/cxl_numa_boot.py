@@ -76,8 +76,9 @@ parser.add_argument("--cxl-io", action="store_true",
                          "DSDT/MCFG/CEDT, ECAM, PCI functions whose registers are the core's); PCI is then "
                          "enumerated through ACPI (no pci=noacpi)")
 parser.add_argument("--cxl-regions", action="store_true",
-                    help="with --cxl-io: firmware maps no window (CEDT only, no decoder committed); the guest's "
-                         "`cxl create-region` commits them and Linux onlines the memory as a node of its own")
+                    help="with --cxl-io: firmware maps no window (CEDT only, no decoder committed); Linux commits "
+                         "the decoders when the guest creates a region (simcxl.gem5.fs.region_run: `cxl "
+                         "create-region`'s steps) and onlines the memory as a node of its own")
 parser.add_argument("--local-preset", default=None,
                     help="preset whose host shapes the caches (default: the NUMA description's node 0)")
 args = parser.parse_args()

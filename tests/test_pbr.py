@@ -176,6 +176,20 @@ def test_bad_fabrics_are_refused_naming_the_part():
         topology.load(fabric(5, ring(5), [0], [0, 1, 2, 3, 4]))
 
 
+def test_a_switch_past_32_ports_is_refused_naming_it():
+    # A switch keeps its ports in 32-bit masks. A PBR inter-switch link is an upstream and a downstream
+    # port at both of its switches (requests cross it both ways): with 31 links, s0's host makes 32
+    # upstream ports there and s1's device 32 downstream ones, which runs; a 32nd link makes s0's
+    # upstream ports 33, and a second device at s0 its downstream ones.
+    run(fabric(2, [(0, 1)] * 31, [0], [1]), threads=1, requests=100)
+    for links, devices, part in ((32, [1], "up: 33 upstream"), (31, [0, 0, 1], "dsp: 33 downstream")):
+        msg = rf"^s0\.{part} ports, counting one for each inter-switch link at s0; allowed: 1 to 32$"
+        with pytest.raises(TopologyError, match=msg):
+            topology.load(fabric(2, [(0, 1)] * links, [0], devices))
+        with pytest.raises(_core.ConfigError, match=msg):  # the core's graph spells pbr as 1
+            _core.validate(fabric(2, [(0, 1)] * links, [0], devices, routing=1))
+
+
 def test_explicit_pids_are_kept_and_the_rest_assigned():
     t = topology.load(fabric(2, [(0, 1)], [0], [1, 1], pids={(1, "dsp", 1): 0}))
     (f,) = show.pbr_fabrics(t)

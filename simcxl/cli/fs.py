@@ -83,10 +83,11 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
                    "--bench topology the guest runs `cxl list -M -D -P -E -u` and its memdevs, ports and decoders "
                    "come back as tables.")
 @click.option("--cxl-region", is_flag=True,
-              help="As --cxl-driver, but firmware maps no window (CEDT only, no decoder committed): the guest's "
-                   "`cxl create-region` commits the decoders (Linux 6.3 or later), the timing routes by them and "
-                   "Linux onlines each region as a NUMA node (window i's as node 1 + i); --bench topology lists the regions "
-                   "too, any other benchmark runs once they are online.")
+              help="As --cxl-driver, but firmware maps no window (CEDT only, no decoder committed): the guest "
+                   "creates a ram region per window through the kernel's sysfs interface (`cxl create-region`'s "
+                   "steps; Linux 6.3 or later), Linux commits the decoders, the timing routes by them and Linux "
+                   "onlines each region as a NUMA node (window i's as node 1 + i); --bench topology lists the "
+                   "regions too, any other benchmark runs once they are online.")
 @json_opt
 def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cpu, cores, sizes, accesses, stream_kernel, elements,
            timed, warm, threads, mode, checkpoint, restore, max_seconds, cxl_driver, cxl_region, as_json):

@@ -190,7 +190,7 @@ bool CxlSwitch::moveHead(Usp& u, Tick t) {
     }
 }
 
-uint32_t CxlSwitch::route(Tick t, Tick& later) {
+void CxlSwitch::route(Tick t) {
     // A round-robin arbiter over the upstream ports: each move goes to the
     // first port at or after the one whose turn it is that can make one, and
     // a port's turn lasts its weight in moves. A port that cannot move does
@@ -206,18 +206,13 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
     //
     // usMin_, the earliest of those heads, settles a wake-up with no port due
     // (most of the top switch's, woken for a response) without the scan.
-    if (usMin_ > t) {
-        later = std::min(later, usMin_);
-        return 0;
-    }
+    if (usMin_ > t) return;
     uint32_t cand = 0;
     for (uint32_t m = usBusy_; m; m &= m - 1) {
         const uint32_t i = uint32_t(__builtin_ctz(m));
-        const Tick h = usHead_[i];
-        if (h <= t) cand |= 1u << i;
-        else later = std::min(later, h);
+        if (usHead_[i] <= t) cand |= 1u << i;
     }
-    const uint32_t took = cand, n = uint32_t(usps_.size());
+    const uint32_t n = uint32_t(usps_.size());
     while (cand) {
         const uint32_t i = next(cand, urr_);
         if (!moveOne(*usps_[i], t)) {
@@ -233,11 +228,11 @@ uint32_t CxlSwitch::route(Tick t, Tick& later) {
             ugrants_ = usps_[urr_]->weight;
         }
     }
-    // The moves raised the heads of the ports that took part (moveOne).
+    // The moves raised the heads of the ports that took part (moveOne), each
+    // to its first request not yet due: every head is now later than t.
     Tick lo = kNever;
     for (uint32_t m = usBusy_; m; m &= m - 1) lo = std::min(lo, usHead_[__builtin_ctz(m)]);
     usMin_ = lo;
-    return took;
 }
 
 uint32_t CxlSwitch::next(uint32_t mask, uint32_t from) const {
@@ -335,7 +330,7 @@ void CxlSwitch::process() {
     const Tick t = now();
     // Upstream first: each response sent frees an entry the arbiter may fill;
     // what the arbiter could not send at once waits for the links' credits.
-    // flushUp out of line, called only when an upstream queue holds something.
+    // Most wake-ups find every upstream queue empty: flushUp is called only when one is not.
     usWaiting_ = 0;
     if (outBusy_) flushUp(t);
     arbitrate(t);
@@ -367,17 +362,15 @@ void CxlSwitch::process() {
         }
     }
     // Only the upstream ports holding something: idle hosts cost nothing.
-    Tick w = kNever;
-    const uint32_t routed = route(t, w);
+    // Their earliest head, later than t once routed, is a wake-up time as it stands.
+    route(t);
+    Tick w = usMin_;
     bool room = outBusy_ != allUsps_;  // a port with an empty out
     for (uint32_t m = outBusy_; m; m &= m - 1) {
         const Usp& u = *usps_[__builtin_ctz(m)];
         if (!(usWaiting_ >> u.index & 1)) w = std::min(w, due(u.out.headReady(), t));
         room |= !u.out.full();
     }
-    // The others' heads are in w already (route). Each port route took part
-    // stopped when its earliest head was later than t, so that head is due().
-    for (uint32_t m = usBusy_ & routed; m; m &= m - 1) w = std::min(w, due(usHead_[__builtin_ctz(m)], t));
     if (room)
         for (uint32_t m = inBusy_; m; m &= m - 1) w = std::min(w, due(inHead_[__builtin_ctz(m)], t));
     for (uint32_t m = egBusy_; m; m &= m - 1)

@@ -208,9 +208,9 @@ class CxlSwitch final : public Component {
     bool sendUp(Usp& u, Txn* x, Tick t);
     // Sends what waits for each upstream link; sets `waiting` for those left waiting for a credit.
     void flushUp(Tick t);
-    // Upstream receive buffers -> the downstream egress queues, the upstream ports in turns.
-    // Returns the ports that took part; `later` gets the earliest head of the others.
-    uint32_t route(Tick t, Tick& later);
+    // Upstream receive buffers -> the downstream egress queues, the upstream ports in turns;
+    // leaves usMin_ the earliest head still waiting (later than t, or kNever).
+    void route(Tick t);
     // One request of u's down to its egress queue (false: none due, or each due class blocked);
     // moveOne also brings usHead_ up to date.
     bool moveOne(Usp& u, Tick t);

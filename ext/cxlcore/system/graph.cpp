@@ -307,6 +307,23 @@ void Graph::check() const {
                                     ": with several windows each host.mem connection gives base and size; add them");
     }
     for (const PbrFabric& f : pbrFabrics()) {
+        // A switch keeps its ports in 32-bit masks. An inter-switch link is an upstream and a downstream
+        // port at both of its switches (requests cross it both ways); a host edge is an upstream port,
+        // a device edge a downstream one.
+        std::vector<uint32_t> ups(f.g.switches.size()), dsps(f.g.switches.size());
+        for (const auto& l : f.g.isls)
+            for (uint32_t s : {l.a, l.b}) {
+                ++ups[s];
+                ++dsps[s];
+            }
+        for (const auto& x : f.g.edges) ++(x.host ? ups : dsps)[x.sw];
+        for (size_t s = 0; s < ups.size(); ++s) {
+            const std::string& sw = f.g.switches[s];
+            need(ups[s] <= 32, sw + ".up: " + std::to_string(ups[s]) + " upstream ports, counting one for each "
+                                   "inter-switch link at " + sw + "; allowed: 1 to 32");
+            need(dsps[s] <= 32, sw + ".dsp: " + std::to_string(dsps[s]) + " downstream ports, counting one for "
+                                    "each inter-switch link at " + sw + "; allowed: 1 to 32");
+        }
         std::map<std::string, std::string> entered;  // host -> the edge port it enters the fabric by
         for (size_t e = 0; e < f.g.edges.size(); ++e) {
             const auto& x = f.g.edges[e];

@@ -154,7 +154,8 @@ class CXLHostBridge : public memory::AbstractMemory
     // bridge's component registers) and at `endpoints` (the Type-3 function
     // below each root port); `commit` first commits one decoder over the
     // window as firmware does (root ports `targets`, all if empty; interleave
-    // `granularity` bytes, the bridge's if 0). Called at init().
+    // `granularity` bytes, the bridge's if 0). Called from
+    // CXLHostBridgeRegs::init().
     void routeByDecoders(CXLHostBridgeRegs *regs,
                          const std::vector<CXLPciFunction *> &endpoints,
                          bool commit, std::vector<uint32_t> targets,

@@ -50,6 +50,11 @@ def parse_cxl(spec: str) -> Tuple[str, int, Optional[int]]:
     return preset, parse_bytes(size, f"--cxl {spec!r}: size"), (parse_bytes(base, f"--cxl {spec!r}: base") if at else None)
 
 
+def cfmws_granularity(interleave_bytes: int) -> int:
+    """A window's CFMWS granularity: the bridge's interleave clamped to what CXL encodes, 256 B to 16 KiB."""
+    return min(16384, max(256, interleave_bytes))
+
+
 def _hex_range(base: int, size: int) -> str:
     return f"[{base:#x}, {base + size:#x})"
 
@@ -114,24 +119,24 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
     CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM
     and a DSDT declaring the CXL root and each bridge (cxl_io_devices' layout). With
     `linux_regions`, the windows are in the CEDT only, as firmware leaves memory it did not
-    map: Linux gives each CFMWS a node of its own and maps what `cxl create-region` commits."""
+    map: Linux gives each CFMWS a node of its own and maps the regions it commits."""
     from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiMcfg, CXLAcpiSlit, CXLAcpiSrat
-    n = 1 + len(windows)
-    if len(numa.nodes) != n:
-        raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {n} "
+    nodes = 1 + len(windows)
+    if len(numa.nodes) != nodes:
+        raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {nodes} "
                          "(local DRAM and one per CXL window)")
     mapped = [] if linux_regions else windows
     if linux_regions:
-        n, numa = 1, Numa(nodes=numa.nodes[:1], distances=[[10]])  # 10: a node's distance to itself (ACPI)
+        nodes, numa = 1, Numa(nodes=numa.nodes[:1], distances=[[10]])  # 10: a node's distance to itself (ACPI)
     srat = CXLAcpiSrat(oem_id="SIMCXL", oem_table_id="SIMCXL",
                        cpu_apic_ids=list(range(cores)), cpu_domains=[0] * cores,
                        mem_bases=[0] + [b for b, _ in mapped], mem_sizes=[local_size] + [s for _, s in mapped],
-                       mem_domains=list(range(n)), mem_hot_pluggable=[False] * n)
-    slit = CXLAcpiSlit(oem_id="SIMCXL", oem_table_id="SIMCXL", localities=n,
+                       mem_domains=list(range(nodes)), mem_hot_pluggable=[False] * nodes)
+    slit = CXLAcpiSlit(oem_id="SIMCXL", oem_table_id="SIMCXL", localities=nodes,
                        distances=[d for row in numa.distances for d in row])
-    hmat = CXLAcpiHmat(oem_id="SIMCXL", oem_table_id="SIMCXL", memory_domains=list(range(n)),
+    hmat = CXLAcpiHmat(oem_id="SIMCXL", oem_table_id="SIMCXL", memory_domains=list(range(nodes)),
                        attached_initiators=[0] + [-1] * len(mapped),
-                       initiators=[0] * n, targets=list(range(n)),
+                       initiators=[0] * nodes, targets=list(range(nodes)),
                        read_latency_ns=[x.read_latency_ns for x in numa.nodes],
                        write_latency_ns=[x.write_latency_ns for x in numa.nodes],
                        read_bandwidth_gbps=[x.read_bandwidth_gbps for x in numa.nodes],
@@ -142,7 +147,7 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
                        bridge_lengths=[0x10000] * len(windows),
                        window_bases=[b for b, _ in windows], window_sizes=[s for _, s in windows],
                        window_ways=[1] * len(windows),
-                       window_granularities=[min(16384, max(256, g)) for g in granularities],
+                       window_granularities=[cfmws_granularity(g) for g in granularities],
                        window_targets=list(range(len(windows))), window_restrictions=[0x6] * len(windows))
     # The FADT lets Linux enable ACPI; with ACPI disabled it parses no HMAT.
     if not cxl_io:
@@ -221,8 +226,8 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
     Linux's CXL drivers find each window's host bridge, root ports and
     memory devices (cxl_io_devices) through ACPI and PCI. With
     `linux_regions` (needs `cxl_io`), firmware maps none of it: the windows
-    are in the CEDT only and Linux's `cxl create-region` commits the decoders
-    the timing then routes by."""
+    are in the CEDT only and Linux commits the decoders of the regions the
+    guest creates (fs.region_run), which the timing then routes by."""
     if linux_regions and not cxl_io:
         raise ParamError("linux_regions needs cxl_io: Linux can only create regions on devices its CXL drivers found")
     from m5.objects import AddrRange, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT, X86E820Entry

@@ -109,16 +109,15 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
     drivers bring the memory online as a NUMA node. Then `then` (a benchmark's command, the
     region's node being node 1 + i) or, by default, the listing with regions, the nodes and the CDAT."""
     from ..config.presets import load as load_preset
-    from .board import BUSES_PER_BRIDGE, CXL_BUS
+    from .board import BUSES_PER_BRIDGE, CXL_BUS, cfmws_granularity
     steps = []
     for i, spec in enumerate(cxl):
-        bridge = load_preset(parse_cxl(spec)[0]).cxl.bridge
+        preset, size, _ = parse_cxl(spec)  # the region takes the whole window
+        bridge = load_preset(preset).cxl.bridge
         bus = CXL_BUS + BUSES_PER_BRIDGE * i
         devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
                         for j in range(bridge.root_ports))
-        gran = min(16384, max(256, bridge.interleave_bytes))
-        size = parse_cxl(spec)[1]  # the whole window
-        steps.append(f"simcxl-region decoder0.{i} {gran} {size} {devs}")
+        steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(bridge.interleave_bytes)} {size} {devs}")
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 

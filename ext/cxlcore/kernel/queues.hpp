@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,13 +25,17 @@ class ObjectPool {
         }
         T* t = free_.back();
         free_.pop_back();
-        *t = T();
+        if constexpr (std::is_trivially_copyable<T>::value)
+            *t = kBlank;  // plain moves (a temporary is cleared and copied)
+        else
+            *t = T();
         return t;
     }
     void put(T* t) { free_.push_back(t); }
     size_t allocated() const { return store_.size(); }
 
   private:
+    static inline const T kBlank{};
     std::vector<std::unique_ptr<T>> store_;
     std::vector<T*> free_;
 };

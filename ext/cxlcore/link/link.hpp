@@ -173,8 +173,12 @@ class CreditPool {
         total_ = n;
         delay_ = returnDelay;
         // Grown on demand (push): a ring as long as the pool cycled through
-        // all of it however few returns were in flight.
-        ring_.assign(std::min<uint32_t>(std::max<uint32_t>(n, 1), 8), 0);
+        // all of it however few returns were in flight. A power of two, so
+        // positions wrap by a mask.
+        uint32_t slots = 1;
+        while (slots < std::min<uint32_t>(n, 8)) slots <<= 1;
+        ring_.assign(slots, 0);
+        mask_ = slots - 1;
         head_ = size_ = 0;
     }
     bool take(Tick now) {
@@ -225,18 +229,17 @@ class CreditPool {
   private:
     // Returns in flight, in landing order, in a ring held with the pool: its
     // state is a few words that share cache lines with the pool's counters.
-    Tick& at_(uint32_t i) {
-        uint32_t k = head_ + i;
-        if (k >= ring_.size()) k -= uint32_t(ring_.size());
-        return ring_[k];
+    Tick& at_(uint32_t i) { return ring_[(head_ + i) & mask_]; }
+    // More returns in flight than ever before: twice the slots, in order from 0.
+    [[gnu::noinline, gnu::cold]] void grow() {
+        std::vector<Tick> r(ring_.size() * 2);
+        for (uint32_t i = 0; i < size_; ++i) r[i] = at_(i);
+        ring_.swap(r);
+        mask_ = uint32_t(ring_.size()) - 1;
+        head_ = 0;
     }
     void push(Tick at) {
-        if (size_ == ring_.size()) {  // grow: more returns in flight than ever before
-            std::vector<Tick> r(ring_.size() * 2);
-            for (uint32_t i = 0; i < size_; ++i) r[i] = at_(i);
-            ring_.swap(r);
-            head_ = 0;
-        }
+        if (size_ > mask_) grow();
         // Nearly always the latest; an earlier one is moved into place from the back.
         uint32_t i = size_++;
         while (i > 0 && at_(i - 1) > at) {
@@ -247,16 +250,16 @@ class CreditPool {
     }
     void land(Tick now) {
         while (size_ && ring_[head_] <= now) {
-            if (++head_ == ring_.size()) head_ = 0;
+            head_ = (head_ + 1) & mask_;
             --size_;
             ++avail_;
         }
         if (!size_) head_ = 0;  // an empty ring starts again at its first (cached) slot
     }
-    uint32_t avail_ = 0, total_ = 0, head_ = 0, size_ = 0;
+    uint32_t avail_ = 0, total_ = 0, head_ = 0, size_ = 0, mask_ = 0;
     Tick delay_ = 0;
     Component* waiter_ = nullptr;
-    std::vector<Tick> ring_;
+    std::vector<Tick> ring_ = std::vector<Tick>(1);  // one slot before init()
 };
 
 // The far end of a link: every CXL message, of any channel, is sent by

@@ -51,15 +51,16 @@ class SmallFifo {
     SmallFifo() = default;
     SmallFifo(const SmallFifo&) = default;
     SmallFifo& operator=(const SmallFifo&) = default;
+    // Element by element: std::copy became a call to memmove for N pointers.
     SmallFifo(SmallFifo&& o) noexcept : head_(o.head_), n_(o.n_), more_(std::move(o.more_)) {
-        std::copy(o.in_, o.in_ + N, in_);
+        for (size_t i = 0; i < N; ++i) in_[i] = o.in_[i];
         o.head_ = o.n_ = 0;
         o.more_.clear();
     }
     SmallFifo& operator=(SmallFifo&& o) noexcept {
         head_ = o.head_;
         n_ = o.n_;
-        std::copy(o.in_, o.in_ + N, in_);
+        for (size_t i = 0; i < N; ++i) in_[i] = o.in_[i];
         more_ = std::move(o.more_);
         o.head_ = o.n_ = 0;
         o.more_.clear();

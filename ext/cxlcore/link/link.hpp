@@ -196,7 +196,7 @@ class CreditPool {
     void takeAvailable() { --avail_; }
     // The receiver frees a buffer at `now`; the credit lands after the return delay.
     void give(Tick now) { giveAt(now + delay_); }
-    void giveAt(Tick at) {
+    [[gnu::always_inline]] void giveAt(Tick at) {
         push(at);
         if (waiter_) {
             waiter_->requestWake(at);

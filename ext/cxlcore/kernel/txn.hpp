@@ -159,6 +159,17 @@ struct Txn {
         Tick overlap = mark > child.birth ? mark - child.birth : 0;
         leave(before, child.birth > mark ? child.birth : mark, who);
         Tick cut[kNumStages];
+        if (!overlap) {
+            // Nearly always: the child began as this one's stage did (a
+            // memory read issued at once), so nothing is cut.
+            for (int s = 0; s < kNumStages; ++s) stage[s] += child.stage[s];
+            if (trace) {
+                for (Tick& c : cut) c = 0;
+                traceAbsorb(*this, child, cut, who);
+            }
+            mark = now;
+            return;
+        }
         for (int s = 0; s < kNumStages; ++s) {
             cut[s] = child.stage[s] < overlap ? child.stage[s] : overlap;
             overlap -= cut[s];

@@ -7,7 +7,8 @@
 //
 // Options: check (under the coherence checker), store (RdOwn instead of
 // RdShared), type2 (a Type-2 device in host bias), threads=N (N host cores on
-// the same footprint), dump (every statistic of the run, exactly, one a line:
+// the same footprint), ber=X (the link's bit error rate: flit replays),
+// flit256 (256-byte flits), dump (every statistic of the run, exactly, one a line:
 // diff two builds' dumps to show results unchanged). Prints the run's figure
 // in M accesses per second of CPU time (what a loaded machine can measure)
 // and of wall time. Build as engine_bench (benchmarks/README.md).
@@ -33,9 +34,11 @@ int main(int argc, char** argv) {
         else if (o == "store") c.op = "store";
         else if (o == "type2") p.accelerators[0].accel.type = 2;
         else if (o.rfind("threads=", 0) == 0) c.host_threads = uint32_t(std::strtoul(o.c_str() + 8, nullptr, 10));
+        else if (o.rfind("ber=", 0) == 0) p.accelerators[0].link.bit_error_rate = std::strtod(o.c_str() + 4, nullptr);
+        else if (o == "flit256") p.accelerators[0].link.flit_bytes = 256;
         else if (o == "dump") dump = true;
         else {
-            std::fprintf(stderr, "unknown option '%s'; allowed: check, store, type2, threads=N, dump\n", o.c_str());
+            std::fprintf(stderr, "unknown option '%s'; allowed: check, store, type2, threads=N, ber=X, flit256, dump\n", o.c_str());
             return 2;
         }
     }

@@ -204,8 +204,12 @@ class TimedQueue {
         for (; i && at(i - 1).ready > ready; --i) at(i) = std::move(at(i - 1));
         at(i) = Slot{ready, std::move(v)};
         ++size_;
+        if (i == 0) next_ = ready;
     }
-    Tick headReady() const { return size_ ? buf_[head_].ready : kNever; }
+    // Kept in a member: components read it several times per wake-up
+    // (every queue's head, then the earliest of them), far more often than
+    // the queue changes.
+    Tick headReady() const { return next_; }
     Tick readyAt(size_t i) const { return at(i).ready; }
     T& front() { return buf_[head_].v; }
     T pop() {
@@ -213,6 +217,7 @@ class TimedQueue {
         buf_[head_].v = T();  // holds nothing once taken
         head_ = (head_ + 1) & (buf_.size() - 1);
         --size_;
+        next_ = size_ ? buf_[head_].ready : kNever;
         return v;
     }
     void clear() {
@@ -235,6 +240,7 @@ class TimedQueue {
     }
     std::vector<Slot> buf_;
     size_t head_ = 0, size_ = 0;
+    Tick next_ = kNever;  // the head's ready time (kNever: empty)
     const char* name_ = nullptr;
 };
 

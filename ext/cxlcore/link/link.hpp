@@ -203,7 +203,7 @@ class CreditPool {
     // Takes the credit available(now) has just found (what landed by now is counted already).
     void takeAvailable() { --avail_; }
     // The receiver frees a buffer at `now`; the credit lands after the return delay.
-    void give(Tick now) { giveAt(now + delay_); }
+    [[gnu::always_inline]] void give(Tick now) { giveAt(now + delay_); }
     [[gnu::always_inline]] void giveAt(Tick at) {
         push(at);
         if (waiter_) {

@@ -52,7 +52,7 @@ class Wire {
     void send(Txn* m);
     void pump();
     // The receiver freed the buffer of a message of channel c.
-    void giveCredit(Channel c, Tick now) { link_->credits_[c].give(now); }
+    [[gnu::always_inline]] void giveCredit(Channel c, Tick now) { link_->credits_[c].give(now); }
     size_t queued() const;
     size_t maxQueued() const { return maxQueued_; }
     uint64_t sent(Channel c) const { return sent_[c]; }

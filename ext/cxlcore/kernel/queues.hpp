@@ -61,7 +61,10 @@ class SmallFifo {
         head_ = o.head_;
         n_ = o.n_;
         for (size_t i = 0; i < N; ++i) in_[i] = o.in_[i];
-        more_ = std::move(o.more_);
+        // Nearly always empty (a pooled MSHR or line reset from a new one):
+        // then only cleared, without the vector's move and free.
+        if (o.more_.empty()) more_.clear();
+        else more_ = std::move(o.more_);
         o.head_ = o.n_ = 0;
         o.more_.clear();
         return *this;

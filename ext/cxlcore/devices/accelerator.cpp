@@ -56,6 +56,26 @@ Accelerator::CLine* Accelerator::find(uint64_t line) {
     return nullptr;
 }
 
+Accelerator::CLine* Accelerator::find(uint64_t line, CLine** fill) {
+    // find() and victim() in one pass over the set: on a miss the victim
+    // scan read the same ways again.
+    CLine* set = &ways_[size_t(uint32_t((line / kLineBytes) % sets_)) * cp_.assoc];
+    CLine* invalid = nullptr;
+    CLine* best = nullptr;
+    for (uint32_t w = 0; w < cp_.assoc; ++w) {
+        CLine& c = set[w];
+        if (c.line == line && (c.st != MState::I || c.reserved)) return &c;
+        if (c.reserved) continue;
+        if (c.st == MState::I) {
+            if (!invalid) invalid = &c;
+        } else if (!best || c.lru < best->lru) {
+            best = &c;
+        }
+    }
+    *fill = invalid ? invalid : best;  // victim(line)'s choice
+    return nullptr;
+}
+
 Accelerator::CLine* Accelerator::victim(uint64_t line) {
     const uint32_t set = uint32_t((line / kLineBytes) % sets_);
     CLine* best = nullptr;
@@ -111,7 +131,8 @@ void Accelerator::lookup(Txn* a) {
         mi->waiting.push_back(a);
         return;
     }
-    CLine* c = find(L);
+    CLine* fill = nullptr;
+    CLine* c = find(L, &fill);
     const bool valid = c && c->st != MState::I;
     if (valid && !isWrite(a->kind)) {
         a->value = c->value;
@@ -132,10 +153,10 @@ void Accelerator::lookup(Txn* a) {
         complete(a);
         return;
     }
-    startMiss(a, valid ? c : nullptr);
+    startMiss(a, valid ? c : nullptr, c ? nullptr : fill);
 }
 
-bool Accelerator::startMiss(Txn* a, CLine* present) {
+bool Accelerator::startMiss(Txn* a, CLine* present, CLine* fill) {
     const uint64_t L = a->addr;
     const bool write = isWrite(a->kind);
     Opc op = a->kind == Txn::LoadCurrent    ? Opc::RdCurr
@@ -151,7 +172,7 @@ bool Accelerator::startMiss(Txn* a, CLine* present) {
     CLine* way = present;
     CLine* evict = nullptr;
     if (!uncached && !way) {
-        way = victim(L);
+        way = fill ? fill : victim(L);
         if (!way) {
             stalled_.push_back(a);
             ++stats_.mshrFull;

@@ -132,8 +132,12 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     void run(const Deferred& d);
     void handle(Txn* m);
     void lookup(Txn* a);
-    bool startMiss(Txn* a, CLine* hitLine);
+    // `fill`: the way victim(line) picks, when the caller found the line
+    // absent (find's second form), else null.
+    bool startMiss(Txn* a, CLine* hitLine, CLine* fill = nullptr);
     CLine* find(uint64_t line);
+    // As find; on a miss also victim(line)'s choice in *fill.
+    CLine* find(uint64_t line, CLine** fill);
     CLine* victim(uint64_t line);
     // MSHRs are made and dropped here only (the order kept for Type-2 memory).
     Mshr& newMshr(uint64_t line);

@@ -27,8 +27,8 @@ class EventLoop : public Host {
     void wakeAt(Component* c, Tick t) override {
         const size_t s = c->slot;
         // The component firing now: settled once it returns, in one walk.
-        if (s == firing_) {
-            firingNext_ = t;
+        if (c == firing) {
+            firingNext = t;
             return;
         }
         size_t leaf = leaf_[s];
@@ -44,7 +44,7 @@ class EventLoop : public Host {
     }
     void detach(Component* c) override {
         comps_[c->slot] = nullptr;
-        if (c->slot == firing_) firingNext_ = kNever;
+        if (c == firing) firingNext = kNever;
         else if (leaf_[c->slot] != kNoLeaf) settle(leaf_[c->slot], c->slot, kNever);
     }
     // Runs until no work is left, stop() is called, or the time limit.
@@ -56,11 +56,12 @@ class EventLoop : public Host {
             const size_t slot = slotOf(key_[1]);
             now_ = t;
             ++events_;
-            firing_ = slot;
-            firingNext_ = kNever;
-            comps_[slot]->fire(t);
-            firing_ = kNoSlot;
-            settle(leaf_[slot], slot, firingNext_);
+            Component* c = comps_[slot];
+            firing = c;
+            firingNext = kNever;
+            c->fire(t);
+            firing = nullptr;
+            settle(leaf_[slot], slot, firingNext);
             if (watch_ && ++sinceWatch_ >= kWatchEvery) {
                 sinceWatch_ = 0;
                 watch_->check(now_);
@@ -70,7 +71,7 @@ class EventLoop : public Host {
     void stop() { stopped_ = true; }
     bool stopped() const { return stopped_; }
     void watch(Watch* w) { watch_ = w; }
-    bool idle() const { return timeOf(key_[1]) == kNever && (firing_ == kNoSlot || firingNext_ == kNever); }
+    bool idle() const { return timeOf(key_[1]) == kNever && (!firing || firingNext == kNever); }
     uint64_t events() const { return events_; }
 
   private:
@@ -135,8 +136,6 @@ class EventLoop : public Host {
     size_t leaves_ = 0;
     size_t cap_ = 1;  // leaves, a power of two
     std::vector<Key> key_{key(kNever, kNoSlot), key(kNever, kNoSlot)};  // root at 1, leaves at [cap_, 2 cap_)
-    size_t firing_ = kNoSlot;
-    Tick firingNext_ = kNever;
     Tick now_ = 0;
     uint64_t events_ = 0, sinceWatch_ = 0;
     bool stopped_ = false;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,13 +25,17 @@ class ObjectPool {
         }
         T* t = free_.back();
         free_.pop_back();
-        *t = T();
+        if constexpr (std::is_trivially_copyable<T>::value)
+            *t = kBlank;  // plain moves (a temporary is cleared and copied)
+        else
+            *t = T();
         return t;
     }
     void put(T* t) { free_.push_back(t); }
     size_t allocated() const { return store_.size(); }
 
   private:
+    static inline const T kBlank{};
     std::vector<std::unique_ptr<T>> store_;
     std::vector<T*> free_;
 };
@@ -46,16 +51,20 @@ class SmallFifo {
     SmallFifo() = default;
     SmallFifo(const SmallFifo&) = default;
     SmallFifo& operator=(const SmallFifo&) = default;
+    // Element by element: std::copy became a call to memmove for N pointers.
     SmallFifo(SmallFifo&& o) noexcept : head_(o.head_), n_(o.n_), more_(std::move(o.more_)) {
-        std::copy(o.in_, o.in_ + N, in_);
+        for (size_t i = 0; i < N; ++i) in_[i] = o.in_[i];
         o.head_ = o.n_ = 0;
         o.more_.clear();
     }
     SmallFifo& operator=(SmallFifo&& o) noexcept {
         head_ = o.head_;
         n_ = o.n_;
-        std::copy(o.in_, o.in_ + N, in_);
-        more_ = std::move(o.more_);
+        for (size_t i = 0; i < N; ++i) in_[i] = o.in_[i];
+        // Nearly always empty (a pooled MSHR or line reset from a new one):
+        // then only cleared, without the vector's move and free.
+        if (o.more_.empty()) more_.clear();
+        else more_ = std::move(o.more_);
         o.head_ = o.n_ = 0;
         o.more_.clear();
         return *this;
@@ -198,8 +207,12 @@ class TimedQueue {
         for (; i && at(i - 1).ready > ready; --i) at(i) = std::move(at(i - 1));
         at(i) = Slot{ready, std::move(v)};
         ++size_;
+        if (i == 0) next_ = ready;
     }
-    Tick headReady() const { return size_ ? buf_[head_].ready : kNever; }
+    // Kept in a member: components read it several times per wake-up
+    // (every queue's head, then the earliest of them), far more often than
+    // the queue changes.
+    Tick headReady() const { return next_; }
     Tick readyAt(size_t i) const { return at(i).ready; }
     T& front() { return buf_[head_].v; }
     T pop() {
@@ -207,6 +220,7 @@ class TimedQueue {
         buf_[head_].v = T();  // holds nothing once taken
         head_ = (head_ + 1) & (buf_.size() - 1);
         --size_;
+        next_ = size_ ? buf_[head_].ready : kNever;
         return v;
     }
     void clear() {
@@ -229,6 +243,7 @@ class TimedQueue {
     }
     std::vector<Slot> buf_;
     size_t head_ = 0, size_ = 0;
+    Tick next_ = kNever;  // the head's ready time (kNever: empty)
     const char* name_ = nullptr;
 };
 

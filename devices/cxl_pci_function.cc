@@ -11,6 +11,7 @@
 #include "devices/cxl_host_bridge.hh"
 #include "devices/cxl_type3_expander.hh"
 #include "mem/packet_access.hh"
+#include "sim/serialize.hh"
 
 namespace gem5
 {
@@ -119,6 +120,27 @@ CXLPciFunction::followBar()
         BARs[1]->write(hostInterface, uint32_t(want >> 32));
     }
     pioPort.sendRangeChange();
+}
+
+void
+CXLPciFunction::serialize(CheckpointOut &cp) const
+{
+    PciDevice::serialize(cp);
+    arrayParamOut(cp, "cxl_state", cxlio::saveState(*fn));
+}
+
+void
+CXLPciFunction::unserialize(CheckpointIn &cp)
+{
+    PciDevice::unserialize(cp);
+    std::vector<uint8_t> state;
+    arrayParamIn(cp, "cxl_state", state);
+    try {
+        cxlio::loadState(*fn, state, name());
+    } catch (const cxlcore::ConfigError &e) {
+        fatal("%s: checkpoint: %s", name(), e.what());
+    }
+    followBar();
 }
 
 Tick
@@ -340,6 +362,25 @@ CXLHostBridgeRegs::init()
         fatal_if(p.firmware_commit || !p.endpoints.empty(),
                  "%s: bad parameter: endpoints and firmware_commit need "
                  "bridge (the CXLHostBridge these decoders route)", name());
+}
+
+void
+CXLHostBridgeRegs::serialize(CheckpointOut &cp) const
+{
+    arrayParamOut(cp, "cxl_state", cxlio::saveState(*regs));
+}
+
+void
+CXLHostBridgeRegs::unserialize(CheckpointIn &cp)
+{
+    std::vector<uint8_t> state;
+    arrayParamIn(cp, "cxl_state", state);
+    try {
+        // Tells the bridge, which rebuilds its routes from what is committed.
+        cxlio::loadState(*regs, state, name());
+    } catch (const cxlcore::ConfigError &e) {
+        fatal("%s: checkpoint: %s", name(), e.what());
+    }
 }
 
 AddrRangeList

@@ -52,6 +52,10 @@ class CXLPciFunction : public PciDevice
     Tick read(PacketPtr pkt) override;
     Tick write(PacketPtr pkt) override;
     AddrRangeList getAddrRanges() const override;
+    // The core's registers are what the OS programmed (BAR, command, decoders):
+    // gem5's own copy of the configuration space is not the one software sees.
+    void serialize(CheckpointOut &cp) const override;
+    void unserialize(CheckpointIn &cp) override;
 
     // Any offset of the function's 4 KiB (ECAM); accesses of a size other
     // than 1, 2 or 4 bytes, or crossing a dword, read all ones and are counted.
@@ -115,6 +119,8 @@ class CXLHostBridgeRegs : public PioDevice
 
     cxlcore::cxlio::ComponentRegs &registers() { return *regs; }
     void init() override;
+    void serialize(CheckpointOut &cp) const override;
+    void unserialize(CheckpointIn &cp) override;
 
   private:
     std::unique_ptr<cxlcore::cxlio::ComponentRegs> regs;

@@ -770,3 +770,58 @@ def test_commits_follow_the_rules_whatever_the_order(steps):
             for k, d in enumerate(oracle.r) if d["committed"]]
     assert [(d["index"], d["base"], d["size"], d["ways"], d["granularity"], d["dpa_base"])
             for d in dev.committed_decoders()] == want
+
+
+# --- checkpoints ---------------------------------------------------------------------------------------
+
+def _programmed():
+    """A Type-3 device as Linux leaves it at the shell: BAR 0 placed and memory space on, a decoder
+    committed, HDM enabled, a timestamp, label data and a poisoned line."""
+    fn = X.Type3(CAP, lsa_bytes=1024)
+    fn.config_write(0x10, 4, 0xFE00_0000)
+    fn.config_write(0x14, 4, 0x1)
+    fn.config_write(0x04, 2, 0x6)
+    cxlio.commit_decoder(fn, 0, 1 << 32, 1 << 30)
+    cxlio.enable_hdm(fn)
+    assert fn.mailbox(0x0301, struct.pack("<Q", 987654321))[0] == RC_SUCCESS
+    assert fn.mailbox(0x4103, struct.pack("<II", 64, 0) + bytes(range(32)))[0] == RC_SUCCESS
+    assert fn.mailbox(0x4301, struct.pack("<Q", 0x4000))[0] == RC_SUCCESS
+    return fn
+
+
+def _visible(fn):
+    """Everything software reads: configuration space, both register blocks, mailbox answers."""
+    bar = fn.bar_bytes
+    return (snapshot(fn), [fn.mmio_read(o, 4) for o in range(0, bar, 4)], fn.committed_decoders(),
+            fn.hdm_enabled, fn.bar_address, fn.mailbox(0x0300), fn.mailbox(0x4102, struct.pack("<II", 64, 32)),
+            fn.mailbox(0x4300, struct.pack("<QQ", 0, CAP // 64)))
+
+
+def test_a_restored_function_reads_as_the_saved_one():
+    """A simulator checkpoint keeps what software programmed: a fresh function loaded with a
+    programmed one's state reads the same everywhere (the second method: the original's reads)."""
+    fn = _programmed()
+    fresh = X.Type3(CAP, lsa_bytes=1024)
+    assert fresh.bar_address == 0 and fresh.committed_decoders() == []
+    fresh.load_state(fn.save_state())
+    assert _visible(fresh) == _visible(fn)
+    assert fresh.bar_address == 0x1_FE00_0000 and fresh.committed_decoders()[0]["base"] == 1 << 32
+
+
+def test_a_restored_bridge_routes_by_its_saved_decoders():
+    hb = X.HostBridgeRegisters(hdm_decoders=2, targets=2)
+    cxlio.commit_decoder(hb, 0, 1 << 40, 2 << 30, ways=2, granularity=4096, targets=[1, 0])
+    fresh = X.HostBridgeRegisters(hdm_decoders=2, targets=2)
+    fresh.load_state(hb.save_state())
+    assert fresh.committed_decoders() == hb.committed_decoders()
+    assert fresh.committed_decoders()[0]["targets"] == [1, 0]
+
+
+@pytest.mark.parametrize("other,cut", [(lambda: X.Port("root", port_number=0), 0),
+                                       (lambda: X.Type3(CAP, lsa_bytes=4096), 0),
+                                       (lambda: X.Type3(CAP, lsa_bytes=1024), 7)])
+def test_a_state_of_another_function_or_cut_short_is_refused(other, cut):
+    state = _programmed().save_state()
+    with pytest.raises(_core.ConfigError, match=r"saved CXL.io state does not fit this function .*allowed: a "
+                                                r"state saved by a function of the same kind and parameters"):
+        other().load_state(state[:len(state) - cut])

@@ -14,6 +14,22 @@ using namespace cxlcore::cxlio;
 
 namespace {
 
+// Checkpoint state as Python bytes.
+constexpr const char* kSaveStateDoc = "What software left in the registers, as bytes (a simulator checkpoint's part).";
+constexpr const char* kLoadStateDoc = "Restores save_state's bytes; another kind or size of function's is a ConfigError.";
+
+template <class T>
+py::bytes stateBytes(const T& regs) {
+    const std::vector<uint8_t> s = saveState(regs);
+    return py::bytes(reinterpret_cast<const char*>(s.data()), s.size());
+}
+
+template <class T>
+void loadStateBytes(T& regs, const py::bytes& b) {
+    const std::string s = b;
+    loadState(regs, std::vector<uint8_t>(s.begin(), s.end()), "load_state");
+}
+
 using ReadGraph = Graph (*)(const py::dict&);
 
 // A whole number in [lo, hi], or a ConfigError naming it and the range.
@@ -144,7 +160,9 @@ void bindFunction(C& c) {
         .def("inject_ras", [](F& f, bool uncorrectable, py::handle bit) {
             f.component().injectRas(uncorrectable, unsigned(ranged(bit, "bit", 0, 31)));
         }, py::arg("uncorrectable"), py::arg("bit"), "Raises a RAS status bit as the hardware would report an error.")
-        .def("stats", [](const F& f) { return statsDict(f.stats()); });
+        .def("stats", [](const F& f) { return statsDict(f.stats()); })
+        .def("save_state", &stateBytes<F>, kSaveStateDoc)
+        .def("load_state", &loadStateBytes<F>, py::arg("state"), kLoadStateDoc);
 }
 
 }  // namespace
@@ -251,6 +269,8 @@ void bindCxlio(py::module_& parent, ReadGraph graphOf) {
         }, py::arg("index"), py::arg("base"), py::arg("size"), py::arg("ways") = 1, py::arg("granularity") = 256,
            py::arg("targets") = std::vector<uint32_t>{}, py::arg("skip") = 0, py::arg("lock") = false, kFirmwareCommitDoc)
         .def_property_readonly("hdm_enabled", &ComponentRegs::hdmEnabled)
+        .def("save_state", &stateBytes<ComponentRegs>, kSaveStateDoc)
+        .def("load_state", &loadStateBytes<ComponentRegs>, py::arg("state"), kLoadStateDoc)
         .def_property_readonly("poison_on_decode_error", &ComponentRegs::poisonOnDecodeError)
         .def_property_readonly("last_commit_error", &ComponentRegs::lastCommitError)
         .def("stats", [](const ComponentRegs& r) { return statsDict(*r.stats); });

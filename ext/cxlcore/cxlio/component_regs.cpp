@@ -283,5 +283,10 @@ void ComponentRegs::injectRas(bool uncorrectable, unsigned bit) {
     regs_.setBits(status, 4, 1u << bit, true);
 }
 
+void ComponentRegs::load(StateIn& in) {
+    in.bytes(regs_.values(), "component registers");
+    if (changed_) changed_();
+}
+
 }  // namespace cxlio
 }  // namespace cxlcore

@@ -66,6 +66,9 @@ class ComponentRegs {
     // A RAS event as hardware reports it: sets an (un)correctable status bit and,
     // for the first uncorrectable error, the First Error Pointer.
     void injectRas(bool uncorrectable, unsigned bit);
+    // Checkpoints: the registers; loading them tells onDecoderChange (the routes follow).
+    void save(StateOut& out) const { out.bytes(regs_.bytes()); }
+    void load(StateIn& in);
     IoStats* stats = &own_;  // the owning function's counters
 
   private:

@@ -188,5 +188,12 @@ void ConfigSpace::doeGo() {
     regs_.setBits(doe_ + kDoeStatus, 4, kDoeError, true);
 }
 
+void ConfigSpace::load(StateIn& in) {
+    in.bytes(regs_.values(), "configuration space");
+    doeIn_.clear();
+    doeOut_.clear();
+    doeRead_ = 0;
+}
+
 }  // namespace cxlio
 }  // namespace cxlcore

@@ -58,6 +58,9 @@ class ConfigSpace {
     uint32_t addDoe(const std::vector<uint8_t>& cdat);
 
     RegBlock& regs() { return regs_; }
+    // Checkpoints: the registers; a DOE exchange in flight is not kept (none is at a quiet point).
+    void save(StateOut& out) const { out.bytes(regs_.bytes()); }
+    void load(StateIn& in);
     uint64_t bar64(unsigned bar) const;
     PortType type() const { return type_; }
     IoStats* stats = &own_;  // the owning function's counters

@@ -231,5 +231,25 @@ uint16_t DeviceRegs::poisonChange(uint16_t op, const std::vector<uint8_t>& in) {
     return kRcSuccess;
 }
 
+void DeviceRegs::save(StateOut& out) const {
+    out.bytes(regs_.bytes());
+    out.bytes(lsa_);
+    out.u64(timestamp_);
+    out.u64(eventPolicy_);
+    out.u64(poison_.size());
+    for (uint64_t dpa : poison_) out.u64(dpa);
+}
+
+void DeviceRegs::load(StateIn& in) {
+    in.bytes(regs_.values(), "device registers");
+    in.bytes(lsa_, "label storage area");
+    timestamp_ = in.u64();
+    eventPolicy_ = uint32_t(in.u64());
+    const uint64_t n = in.u64();
+    if (n > kInjectPoisonLimit) in.fail("poison list");
+    poison_.clear();
+    for (uint64_t i = 0; i < n; ++i) poison_.push_back(in.u64());
+}
+
 }  // namespace cxlio
 }  // namespace cxlcore

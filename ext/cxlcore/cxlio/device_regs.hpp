@@ -40,6 +40,9 @@ class DeviceRegs {
     void write(uint32_t off, unsigned size, uint64_t value);
     // Memory Device Status: media ready (the default) or not, as Linux's cxl_await_media_ready reads it.
     void setMediaReady(bool ready);
+    // Checkpoints: registers, label storage, timestamp, event policy and injected poison.
+    void save(StateOut& out) const;
+    void load(StateIn& in);
     IoStats* stats = &own_;  // the owning function's counters
 
   private:

@@ -1,5 +1,7 @@
 #include "cxlcore/cxlio/function.hpp"
 
+#include <algorithm>
+
 #include "cxlcore/config/params.hpp"
 #include "cxlcore/platform/acpi.hpp"
 
@@ -155,6 +157,48 @@ PortFunction::PortFunction(PortKind kind, uint8_t portNumber, const LinkParams& 
         r.access(gpf + 0x0E, 2, 0x0F0F);
     }
     addCxlDvsecs({{kBlockComponent, 0}});
+}
+
+uint64_t StateIn::u64() {
+    if (in_.size() - pos_ < 8) fail("length");
+    const uint64_t v = getLe(in_, pos_, 8);
+    pos_ += 8;
+    return v;
+}
+
+void StateIn::bytes(std::vector<uint8_t>& b, const char* part) {
+    if (u64() != b.size() || in_.size() - pos_ < b.size()) fail(part);
+    std::copy(in_.begin() + long(pos_), in_.begin() + long(pos_ + b.size()), b.begin());
+    pos_ += b.size();
+}
+
+void StateIn::done() const {
+    if (pos_ != in_.size()) fail("end");
+}
+
+void StateIn::fail(const char* part) const {
+    throw ConfigError(what_ + ": saved CXL.io state does not fit this function (at its " + part +
+                      "); allowed: a state saved by a function of the same kind and parameters");
+}
+
+void Function::save(StateOut& out) const {
+    config_.save(out);
+    component_.save(out);
+}
+
+void Function::load(StateIn& in) {
+    config_.load(in);
+    component_.load(in);
+}
+
+void Type3Function::save(StateOut& out) const {
+    Function::save(out);
+    device_.save(out);
+}
+
+void Type3Function::load(StateIn& in) {
+    Function::load(in);
+    device_.load(in);
 }
 
 }  // namespace cxlio

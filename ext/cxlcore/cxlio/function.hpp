@@ -35,6 +35,9 @@ class Function {
     bool hdmEnabled() const { return component_.hdmEnabled(); }
     ComponentRegs& component() { return component_; }
     const IoStats& stats() const { return stats_; }
+    // What software left in the function's registers, for a simulator's checkpoint (saveState).
+    virtual void save(StateOut& out) const;
+    virtual void load(StateIn& in);
 
   protected:
     Function(uint16_t vendor, uint16_t device, uint32_t classCode, PortType type, ComponentKind kind,
@@ -60,6 +63,9 @@ class Type3Function : public Function {
     DeviceRegs& device() { return device_; }
     uint32_t dvsecOffset() const { return dvsec_; }
     static constexpr uint32_t kDeviceRegsOffset = kComponentBytes;  // within BAR 0
+
+    void save(StateOut& out) const override;
+    void load(StateIn& in) override;
 
   private:
     DeviceRegs device_;

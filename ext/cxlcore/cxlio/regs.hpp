@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace cxlcore {
@@ -55,10 +56,59 @@ class RegBlock {
         set(off, size, (old & ~rw & ~(w1c & v)) | (v & rw));
     }
     const std::vector<uint8_t>& bytes() const { return data_; }
+    std::vector<uint8_t>& values() { return data_; }  // for restoring a saved state only
 
   private:
     std::vector<uint8_t> data_, rw_, w1c_;
 };
+
+// What software left in a function's registers, as bytes, for a simulator's
+// checkpoints: each part a length and its bytes, read back in the same order.
+class StateOut {
+  public:
+    explicit StateOut(std::vector<uint8_t>& out) : out_(out) {}
+    void u64(uint64_t v) { putLe(out_, out_.size(), 8, v); }
+    void bytes(const std::vector<uint8_t>& b) {
+        u64(b.size());
+        out_.insert(out_.end(), b.begin(), b.end());
+    }
+
+  private:
+    std::vector<uint8_t>& out_;
+};
+
+class StateIn {
+  public:
+    // `what` names the state in errors (a function's name).
+    StateIn(const std::vector<uint8_t>& in, std::string what) : in_(in), what_(std::move(what)) {}
+    uint64_t u64();
+    // Fills `b`, which must already have the saved length (registers never change size).
+    void bytes(std::vector<uint8_t>& b, const char* part);
+    void done() const;  // all of it read
+    [[noreturn]] void fail(const char* part) const;
+
+  private:
+    const std::vector<uint8_t>& in_;
+    std::string what_;
+    size_t pos_ = 0;
+};
+
+// A function's or register block's state as one byte string, and back; a state
+// saved by another kind or size of function is a ConfigError naming `name`.
+template <class T>
+std::vector<uint8_t> saveState(const T& regs) {
+    std::vector<uint8_t> state;
+    StateOut out(state);
+    regs.save(out);
+    return state;
+}
+
+template <class T>
+void loadState(T& regs, const std::vector<uint8_t>& state, const std::string& name) {
+    StateIn in(state, name);
+    regs.load(in);
+    in.done();
+}
 
 // Malformed or refused accesses, counted rather than fatal: a guest driver's
 // bug must never stop the simulation.

@@ -68,6 +68,20 @@ answer(PacketPtr pkt, uint64_t value)
     pkt->makeAtomicResponse();
 }
 
+// The core's registers as serialize() saved them (the section's cxl_state).
+template <class Regs>
+void
+restoreState(Regs &regs, CheckpointIn &cp, const std::string &who)
+{
+    std::vector<uint8_t> state;
+    arrayParamIn(cp, "cxl_state", state);
+    try {
+        cxlio::loadState(regs, state, who);
+    } catch (const cxlcore::ConfigError &e) {
+        fatal("%s: checkpoint: %s", who, e.what());
+    }
+}
+
 } // anonymous namespace
 
 CXLPciFunction::CXLPciFunction(const Params &p)
@@ -133,13 +147,7 @@ void
 CXLPciFunction::unserialize(CheckpointIn &cp)
 {
     PciDevice::unserialize(cp);
-    std::vector<uint8_t> state;
-    arrayParamIn(cp, "cxl_state", state);
-    try {
-        cxlio::loadState(*fn, state, name());
-    } catch (const cxlcore::ConfigError &e) {
-        fatal("%s: checkpoint: %s", name(), e.what());
-    }
+    restoreState(*fn, cp, name());
     followBar();
 }
 
@@ -373,14 +381,8 @@ CXLHostBridgeRegs::serialize(CheckpointOut &cp) const
 void
 CXLHostBridgeRegs::unserialize(CheckpointIn &cp)
 {
-    std::vector<uint8_t> state;
-    arrayParamIn(cp, "cxl_state", state);
-    try {
-        // Tells the bridge, which rebuilds its routes from what is committed.
-        cxlio::loadState(*regs, state, name());
-    } catch (const cxlcore::ConfigError &e) {
-        fatal("%s: checkpoint: %s", name(), e.what());
-    }
+    // Tells the bridge, which rebuilds its routes from what is committed.
+    restoreState(*regs, cp, name());
 }
 
 AddrRangeList

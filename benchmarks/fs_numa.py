@@ -82,8 +82,9 @@ def main() -> int:
     if any(n not in NODES for n in nodes):
         ap.error(f"--nodes {args.nodes}: allowed: a comma-separated list of {', '.join(map(str, NODES))}")
     kernels = args.kernels.split(",")
-    if any(k not in ("copy", "scale", "add", "triad") for k in kernels):
-        ap.error(f"--kernels {args.kernels}: allowed: a comma-separated list of copy, scale, add, triad")
+    from simcxl.gem5.fs import STREAM_KERNELS
+    if any(k not in STREAM_KERNELS for k in kernels):
+        ap.error(f"--kernels {args.kernels}: allowed: a comma-separated list of {', '.join(STREAM_KERNELS)}")
 
     os.environ.setdefault("SIMCXL_REPO", str(REPO))   # the configs and guest sources of this checkout
     from simcxl.gem5 import fs

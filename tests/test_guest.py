@@ -22,7 +22,7 @@ def stream(tmp_path_factory):
     return build_guest(tmp_path_factory.mktemp("guest"), "stream")
 
 
-@pytest.mark.parametrize("kernel,arrays", [("copy", 2), ("scale", 2), ("add", 3), ("triad", 3)])
+@pytest.mark.parametrize("kernel,arrays", [("copy", 2), ("scale", 2), ("add", 3), ("triad", 3), ("read", 1)])
 def test_stream_guest_counts_bytes_and_checks_elements(stream, kernel, arrays):
     r = subprocess.run([str(stream), "-p", "3", "-w", "-t", "60000", kernel, "2", "100000"], capture_output=True,
                        text=True, timeout=120)
@@ -40,7 +40,7 @@ def test_stream_guest_counts_bytes_and_checks_elements(stream, kernel, arrays):
          "ELEMENTS_PER_THREAD"),
     (["-s", "turn", "-1", "copy", "1", "10"], "INDEX must be a non-negative integer, got '-1'"),
     (["-t", "11", "copy", "1", "10"], "TIMED = 11 is out of range; allowed: 1 to ELEMENTS_PER_THREAD (10)"),
-    (["sum", "1", "10"], "KERNEL = 'sum' is not allowed; allowed: copy, scale, add, triad"),
+    (["sum", "1", "10"], "KERNEL = 'sum' is not allowed; allowed: copy, scale, add, triad, read"),
     (["copy", "300", "10"], "THREADS = 300 is out of range; allowed: 1 to 256"),
     (["copy", "1", "0"], "ELEMENTS_PER_THREAD must be a positive integer, got '0'"),
 ])

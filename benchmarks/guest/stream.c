@@ -29,7 +29,8 @@
  * interleave their pages; in turn, each gets consecutive frames (a page of
  * a, b and c in turn), as a Linux thread does from its CPU's page lists.
  *
- * KERNEL is copy, scale, add or triad. Prints "kernel=<k> threads=<n>
+ * KERNEL is copy, scale, add, triad or read (a sum over a, reads only, as
+ * lmbench's bw_mem rd; four partial sums so that no add chain bounds it). Prints "kernel=<k> threads=<n>
  * bytes=<n> stream_gbps=<x> check=<ok|bad> t0_ns=<t> t1_ns=<t>"; check
  * compares every element with what the kernel must have written, t0 and t1
  * bound the timed passes (so that copies run as separate processes, as gem5
@@ -65,15 +66,27 @@ static double *a, *b, *c;
 static pthread_barrier_t bar;
 static double t0, t1;
 static const double scalar = 3.0;
+static double *sums; /* read: each thread's sum over every pass */
 
-static void run(double *restrict x, double *restrict y, double *restrict z, unsigned long n)
+static double run(double *restrict x, double *restrict y, double *restrict z, unsigned long n)
 {
+    if (kernel == 4) {
+        double s[4] = {0, 0, 0, 0};
+        unsigned long j = 0;
+        for (; j + 4 <= n; j += 4)
+            for (int k = 0; k < 4; k++)
+                s[k] += x[j + k];
+        for (; j < n; j++)
+            s[0] += x[j];
+        return s[0] + s[1] + s[2] + s[3];
+    }
     switch (kernel) {
     case 0: for (unsigned long j = 0; j < n; j++) z[j] = x[j]; break;           /* c = a */
     case 1: for (unsigned long j = 0; j < n; j++) y[j] = scalar * z[j]; break;  /* b = s c */
     case 2: for (unsigned long j = 0; j < n; j++) z[j] = x[j] + y[j]; break;    /* c = a + b */
     default: for (unsigned long j = 0; j < n; j++) x[j] = y[j] + scalar * z[j]; /* a = b + s c */
     }
+    return 0;
 }
 
 static void turn_file(char *path, size_t size, unsigned long index)
@@ -98,7 +111,7 @@ static void *worker(void *arg)
             fclose(f);
     }
     if (warm)
-        run(a + lo, b + lo, c + lo, per);
+        sums[t] += run(a + lo, b + lo, c + lo, per);
     pthread_barrier_wait(&bar);
     if (t == 0) {
         if (marks)
@@ -112,7 +125,7 @@ static void *worker(void *arg)
     }
     pthread_barrier_wait(&bar);
     for (int p = 0; p < passes; p++)
-        run(a + lo, b + lo, c + lo, timed);
+        sums[t] += run(a + lo, b + lo, c + lo, timed);
     pthread_barrier_wait(&bar);
     if (t == 0) {
         t1 = now_ns();
@@ -127,7 +140,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    static const char *names[] = {"copy", "scale", "add", "triad"};
+    static const char *names[] = {"copy", "scale", "add", "triad", "read"};
     int i = 1;
     for (;;) {
         if (i < argc && strcmp(argv[i], "-m") == 0) {
@@ -164,11 +177,11 @@ int main(int argc, char **argv)
         return 2;
     }
     kernel = -1;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
         if (strcmp(argv[i], names[k]) == 0)
             kernel = k;
     if (kernel < 0) {
-        fprintf(stderr, "stream: KERNEL = '%s' is not allowed; allowed: copy, scale, add, triad\n", argv[i]);
+        fprintf(stderr, "stream: KERNEL = '%s' is not allowed; allowed: copy, scale, add, triad, read\n", argv[i]);
         return 2;
     }
     threads = parse_arg("stream", argv[i + 1], "THREADS");
@@ -200,6 +213,7 @@ int main(int argc, char **argv)
             if (marks)
                 m5_sleep_ns(2000);
     }
+    sums = calloc(threads, sizeof(double));
     pthread_barrier_init(&bar, NULL, (unsigned)threads);
     pthread_t *tid = malloc(threads * sizeof(pthread_t));
     for (unsigned long t = 1; t < threads; t++)
@@ -214,7 +228,7 @@ int main(int argc, char **argv)
     if (kernel == 0) ec = ea;
     else if (kernel == 1) eb = scalar * ec;
     else if (kernel == 2) ec = ea + eb;
-    else ea = eb + scalar * ec;
+    else if (kernel == 3) ea = eb + scalar * ec;
     unsigned long bad = 0;
     /* Thread by thread, with no division per element (gem5's X86 runs DIV as a microcode loop). */
     for (size_t t = 0; t < threads; t++)
@@ -222,7 +236,10 @@ int main(int argc, char **argv)
             const int done = warm || i < timed;
             bad += a[j] != (done ? ea : 1.0) || b[j] != (done ? eb : 2.0) || c[j] != (done ? ec : 0.5);
         }
-    const double moved = (double)threads * timed * sizeof(double) * (kernel < 2 ? 2 : 3) * passes;
+    /* read: a holds ones, so each sum counts the elements read (exact below 2^53) */
+    for (size_t t = 0; kernel == 4 && t < threads; t++)
+        bad += sums[t] != (double)(warm ? per : 0) + (double)timed * passes;
+    const double moved = (double)threads * timed * sizeof(double) * (kernel == 4 ? 1 : kernel < 2 ? 2 : 3) * passes;
     printf("kernel=%s threads=%lu bytes=%.0f stream_gbps=%.3f check=%s t0_ns=%.0f t1_ns=%.0f\n", names[kernel],
            threads, moved, moved / (t1 - t0), bad ? "bad" : "ok", t0, t1);
     return bad ? 1 : 0;

@@ -58,8 +58,8 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
 @click.option("--sizes", default="1MiB,64MiB", show_default=True, help="lmbench: working sets.")
 @click.option("--accesses", type=click.IntRange(1, 1 << 32), default=100000, show_default=True,
               help="lmbench / loaded-latency: timed loads per working set.")
-@click.option("--stream-kernel", type=click.Choice(["copy", "scale", "add", "triad"]), default="triad",
-              show_default=True, help="stream: the kernel.")
+@click.option("--stream-kernel", type=click.Choice(["copy", "scale", "add", "triad", "read"]), default="triad",
+              show_default=True, help="stream: the kernel (read: a sum over one array, reads only).")
 @click.option("--elements", type=click.IntRange(1, 1 << 40), default=1 << 20, show_default=True,
               help="stream: elements of each array per thread.")
 @click.option("--timed", type=click.IntRange(0, 1 << 40), default=0, show_default=True,

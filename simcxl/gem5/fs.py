@@ -85,7 +85,7 @@ def parse_rows(text: str) -> pd.DataFrame:
 
 CPUS = ("kvm", "atomic", "timing", "o3")
 BENCHES = ("topology", "lmbench", "stream", "loaded-latency")
-STREAM_KERNELS = ("copy", "scale", "add", "triad")
+STREAM_KERNELS = ("copy", "scale", "add", "triad", "read")  # read: a sum over one array, reads only
 _MLC_RW = {"R": (1, 0), "W2": (2, 1), "W3": (3, 1), "W5": (1, 1)}  # MLC's read:write traffic modes
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
-from .numa import Numa
+from .numa import Numa, Port, firmware_access, generic_port, window_ports
 from ..config.params import ParamError
 
 GiB = 1 << 30
@@ -113,34 +113,63 @@ def madt(cores: int):
            X86ACPIMadtIntSourceOverride(bus_source=0, irq_source=0, sys_int=2, flags=0)]))
 
 
+def generic_ports(numa: Numa, ports: Sequence[Sequence[Port]]):
+    """With CXL.io, host bridge i's Generic Port: (proximity domain, UID i, figures as a numa.Node in
+    ns and GB/s). Its domain comes after every node's, 1 + windows + i: Linux numbers the nodes it
+    makes for CFMWS windows (firmware maps none with linux_regions) from the first domain SRAT does
+    not name, and a port sharing one would take the region node's figures for its own. Its figures
+    are what Linux must add to the window's CDAT and link to arrive at the figures the firmware-table
+    path's HMAT gives the window's node (numa.generic_port, numa.firmware_access): the model's."""
+    from .numa import Node
+    n = len(ports)
+    targets = firmware_access(numa)[1:]
+    out = []
+    for i, (t, p) in enumerate(zip(targets, ports)):
+        gp = generic_port(t, p)
+        # Whole ns and MB/s: HMAT holds them exactly (in ps, a base unit of 10 or 100 at these sizes).
+        out.append((1 + n + i, i, Node(f"generic-port-{i}", gp.read_latency, gp.write_latency,
+                                       gp.read_bandwidth / 1000, gp.write_bandwidth / 1000)))
+    return out
+
+
 def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]], granularities: Sequence[int],
-                numa: Numa, cxl_io: bool = False, linux_regions: bool = False):
+                numa: Numa, cxl_io: bool = False, linux_regions: bool = False,
+                ports: Optional[Sequence[Sequence[Port]]] = None):
     """FADT (with its DSDT), MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
-    CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM
-    and a DSDT declaring the CXL root and each bridge (cxl_io_devices' layout). With
-    `linux_regions`, the windows are in the CEDT only, as firmware leaves memory it did not
-    map: Linux gives each CFMWS a node of its own and maps the regions it commits."""
+    CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM,
+    a DSDT declaring the CXL root (with the QTG _DSM: QoS class 0, the CFMWS's QTG ID) and each bridge
+    (cxl_io_devices' layout), and each bridge's generic port (generic_ports; `ports`: each window's
+    root ports as Linux reads them, numa.window_ports). With `linux_regions`, the windows are in the
+    CEDT only, as firmware leaves memory it did not map: Linux gives each CFMWS a node of its own
+    and maps the regions it commits."""
     from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiMcfg, CXLAcpiSlit, CXLAcpiSrat
     nodes = 1 + len(windows)
     if len(numa.nodes) != nodes:
         raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {nodes} "
                          "(local DRAM and one per CXL window)")
+    if cxl_io and (ports is None or len(ports) != len(windows)):
+        raise ParamError("acpi_tables with cxl_io needs ports: one list of root ports per CXL window")
+    gps = generic_ports(numa, ports) if cxl_io else []
     mapped = [] if linux_regions else windows
     if linux_regions:
         nodes, numa = 1, Numa(nodes=numa.nodes[:1], distances=[[10]])  # 10: a node's distance to itself (ACPI)
     srat = CXLAcpiSrat(oem_id="SIMCXL", oem_table_id="SIMCXL",
                        cpu_apic_ids=list(range(cores)), cpu_domains=[0] * cores,
                        mem_bases=[0] + [b for b, _ in mapped], mem_sizes=[local_size] + [s for _, s in mapped],
-                       mem_domains=list(range(nodes)), mem_hot_pluggable=[False] * nodes)
+                       mem_domains=list(range(nodes)), mem_hot_pluggable=[False] * nodes,
+                       gp_domains=[d for d, _, _ in gps], gp_uids=[u for _, u, _ in gps])
     slit = CXLAcpiSlit(oem_id="SIMCXL", oem_table_id="SIMCXL", localities=nodes,
                        distances=[d for row in numa.distances for d in row])
+    # The generic ports are targets of initiator 0 but no memory domains (no attached initiator:
+    # Linux then takes their figures from these localities).
+    figures = list(numa.nodes) + [x for _, _, x in gps]
     hmat = CXLAcpiHmat(oem_id="SIMCXL", oem_table_id="SIMCXL", memory_domains=list(range(nodes)),
                        attached_initiators=[0] + [-1] * len(mapped),
-                       initiators=[0] * nodes, targets=list(range(nodes)),
-                       read_latency_ns=[x.read_latency_ns for x in numa.nodes],
-                       write_latency_ns=[x.write_latency_ns for x in numa.nodes],
-                       read_bandwidth_gbps=[x.read_bandwidth_gbps for x in numa.nodes],
-                       write_bandwidth_gbps=[x.write_bandwidth_gbps for x in numa.nodes])
+                       initiators=[0] * len(figures), targets=list(range(nodes)) + [d for d, _, _ in gps],
+                       read_latency_ns=[x.read_latency_ns for x in figures],
+                       write_latency_ns=[x.write_latency_ns for x in figures],
+                       read_bandwidth_gbps=[x.read_bandwidth_gbps for x in figures],
+                       write_bandwidth_gbps=[x.write_bandwidth_gbps for x in figures])
     cedt = CXLAcpiCedt(oem_id="SIMCXL", oem_table_id="SIMCXL",
                        bridge_uids=list(range(len(windows))), bridge_versions=[1] * len(windows),
                        bridge_bases=[CHBS_BASE + 0x10000 * i for i in range(len(windows))],
@@ -282,7 +311,7 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
     # (a table listed in both RSDT and XSDT needs one parent of its own).
     board.acpi_tables = acpi_tables(processor.get_num_cores(), local_memory.get_size(), layout,
                                     [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa, cxl_io,
-                                    linux_regions)
+                                    linux_regions, [window_ports(b._simcxl_system) for b in bridges])
     if cxl_io:
         board.acpi_tables[0].mcfg = board.acpi_tables[-1]
     board.workload.acpi_description_table_pointer = X86ACPIRSDP(

@@ -100,3 +100,34 @@ def test_linux_onlines_the_region_as_a_node_of_its_own(created):
     assert (WINDOW - WINDOW // 64) >> 20 <= sizes[cxl_nodes[0]] <= WINDOW >> 20 and cpus[cxl_nodes[0]] == ""
     stats = (r.outdir / "m5out" / "stats.txt").read_text()
     assert bridge_unrouted(stats) == 0
+
+
+def test_linux_gives_the_region_node_the_models_figures(created):
+    """Linux's CXL drivers, not HMAT, give the region's node its access0 figures (CDAT + link + the
+    bridge's generic port, the QTG _DSM's class 0): they must be (a) what the firmware-table path's
+    HMAT gives the same window's node for the same description (numa.firmware_access, checked by
+    hand in test_acpi_region_access) and (b) the kernel's arithmetic (numa.linux_region_access) on
+    the CDAT the guest read from each device, the link the preset gives and the generic port's
+    HMAT figures as Linux decodes them."""
+    from simcxl.gem5.numa import Access, Port, firmware_access, linux_region_access, window_ports
+    r, _, _, ports = created
+    node = r.topology.hmat.get(1)
+    assert node, r.console[-4000:]
+    model = firmware_access(NUMA)[1]
+    assert node == model.sysfs(), (node, model)
+    region = r.topology.region_access
+    assert list(region.values()) == [model.sysfs()], region
+    # (b): each endpoint's CDAT as the guest read it (DSLBIS: read latency rounded up to ns, bandwidths).
+    cdats = list(cxlcli.cdat_dumps(r.console).values())
+    assert len(cdats) == ports
+    system = load_preset("cxl-asic").replace(**{"cxl.bridge.root_ports": ports, "cxl.bridge.interleave_ways": ports})
+    linked = []
+    for raw, p in zip(cdats, window_ports(system)):
+        t = cxlcli.dslbis(raw).set_index("kind")["value"]  # ps and MB/s; no write latency entry
+        assert "write_latency" not in t
+        cdat = Access(-(-int(t["read_latency"]) // 1000), 0, int(t["read_bandwidth"]), int(t["write_bandwidth"]))
+        linked.append(Port(cdat, p.gen, p.width))
+    (_, _, gp), = board.generic_ports(NUMA, [window_ports(system)])
+    gp = Access(int(gp.read_latency_ns), int(gp.write_latency_ns), round(gp.read_bandwidth_gbps * 1000),
+                round(gp.write_bandwidth_gbps * 1000))
+    assert linux_region_access(linked, gp) == Access(**node)

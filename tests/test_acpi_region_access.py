@@ -187,7 +187,8 @@ def test_linux_arithmetic_on_the_cores_tables_gives_the_firmware_paths_node(numa
     ports = [linux_port_from_core(system, f"cxl_dev{j}", GiB // ways) for j in range(ways)]
     assert ports == window_ports(system)  # the board's pure-Python view is the core's
     (dom, uid, gp), = board.generic_ports(numa, [window_ports(system)])
-    assert (dom, uid) == (2, 0)  # after node 0 and the window's CFMWS node
+    # After node 0 and the window's CFMWS node; UID 1: Linux matches UID 0 to node 0's memory target.
+    assert (dom, uid) == (2, 1)
     # The HMAT board.acpi_tables writes with linux_regions: node 0 and the port, from initiator 0.
     figs = [numa.nodes[0], gp]
     loc = [dict(initiator=0, target=t, read_latency_ns=x.read_latency_ns, write_latency_ns=x.write_latency_ns,

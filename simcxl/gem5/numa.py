@@ -21,6 +21,7 @@ at least 11. Every figure is a simulation of the named presets.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -137,7 +138,7 @@ class Access:
 
     def sysfs(self) -> Dict[str, int]:
         """As node<N>/access0/initiators/ names them."""
-        return {f"{k}": getattr(self, k) for k in _FIELDS}
+        return {k: getattr(self, k) for k in _FIELDS}
 
 
 @dataclass(frozen=True)
@@ -241,8 +242,10 @@ def linux_region_access(ports: Sequence[Port], gp: Access) -> Optional[Access]:
     (cxl_endpoint_get_perf_coordinates, cxl_port_perf_data_calculate): latency = CDAT + the root
     port's link, rounded up to ns (add_latency) + generic port; bandwidth = min(CDAT, generic port,
     pcie_bandwidth_available / 8). Region (cxl_region_perf_data_calculate): the largest latency;
-    bandwidth (cxl_region_shared_upstream_bandwidth_update) = min(sum over endpoints of min(CDAT,
-    the endpoint's raw link MB/s), generic port)."""
+    bandwidth (cxl_region_shared_upstream_bandwidth_update, once every endpoint is attached, in
+    place of the endpoints' sum) = min(sum over endpoints of min(CDAT, the endpoint's raw link MB/s:
+    cxl_pci_get_bandwidth), generic port). Where that update gives up (an asymmetric hierarchy, a
+    PCI read failing) Linux keeps the sum of the per-endpoint figures, which this does not model."""
     if not all(getattr(gp, k) for k in _FIELDS):
         return None
     rl = wl = 0
@@ -254,14 +257,14 @@ def linux_region_access(ports: Sequence[Port], gp: Access) -> Optional[Access]:
         raw = PCIE_RAW_MBPS[p.gen] * p.width // 8
         rsum += _min_bw(raw, p.cdat.read_bandwidth, 0)
         wsum += _min_bw(raw, p.cdat.write_bandwidth, 0)
-    return Access(rl, wl, _min_bw(rsum, gp.read_bandwidth, 0), _min_bw(wsum, gp.write_bandwidth, 0))
+    # cxl_hb_gather_bandwidth: the sum below the bridge against the port's.
+    return Access(rl, wl, _min_bw(rsum, gp.read_bandwidth, rsum), _min_bw(wsum, gp.write_bandwidth, wsum))
 
 
 def generic_port(target: Access, ports: Sequence[Port]) -> Access:
     """The generic port figures (ns, MB/s) for which linux_region_access(ports, gp) == target: the
     latencies less the CDAT's and the link's; the bandwidths the target's, which the sums over the
     ports then leave as they are (warns where the links or the devices' CDAT allow less)."""
-    import warnings
     def link_ns(p):
         return -(-link_latency_ps(p) // 1000)
     rl = target.read_latency - max(p.cdat.read_latency + link_ns(p) for p in ports)

@@ -110,6 +110,9 @@ def node_access(node: int) -> str:
 
 REGION_ACCESS = ("for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] && "
                  "echo cxl-access ${f#/sys/bus/cxl/devices/}=$(cat $f 2>/dev/null); done")
+# The ACPI tables Linux was given (header included), parsed by cxlcli.acpi_dumps.
+ACPI_DUMP = ("for t in SRAT HMAT; do echo acpi-begin $t; od -An -tx1 -v /sys/firmware/acpi/tables/$t; "
+             "echo acpi-end; done")
 # What `simcxl fs --cxl-driver` runs in the guest.
 CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 
@@ -122,7 +125,8 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
     by the guest's simcxl-region (benchmarks/guest/simcxl_region.sh: `cxl create-region -t ram`'s
     steps, which Debian 12's cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
     drivers bring the memory online as a NUMA node. Then each region node's access0 figures as
-    Linux's CXL drivers computed them (node_access, REGION_ACCESS), and `then` (a benchmark's
+    Linux's CXL drivers computed them (node_access, REGION_ACCESS) and the SRAT and HMAT they started
+    from (ACPI_DUMP: the generic ports), and `then` (a benchmark's
     command, the region's node being node 1 + i) or, by default, the listing with regions, the nodes
     and the CDAT."""
     from ..config.presets import load as load_preset
@@ -135,7 +139,7 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
         devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
                         for j in range(bridge.root_ports))
         steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(bridge.interleave_bytes)} {size} {devs}")
-    steps += [node_access(1 + i) for i in range(len(cxl))] + [REGION_ACCESS]
+    steps += [node_access(1 + i) for i in range(len(cxl))] + [REGION_ACCESS, ACPI_DUMP]
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 

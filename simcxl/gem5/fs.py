@@ -103,9 +103,9 @@ CDAT_DUMP = ("for f in /sys/bus/cxl/devices/endpoint*/CDAT; do echo cdat-begin $
              "echo cdat-end; done")
 # What Linux gave node N once its region was online (cxl_region_perf_attrs_callback: CDAT, links and
 # the generic port, not HMAT), in the init's `hmat` line format, and each region's own figures.
-def node_access(node: int) -> str:
-    return (f"for f in /sys/devices/system/node/node{node}/access0/initiators/*_*; do [ -f $f ] && "
-            "echo hmat ${f#/sys/devices/system/node/}=$(cat $f); done")
+def node_access(nodes: Sequence[int]) -> str:
+    return (f"for n in {' '.join(map(str, nodes))}; do for f in /sys/devices/system/node/node$n/access0/initiators/*_*; "
+            "do [ -f $f ] && echo hmat ${f#/sys/devices/system/node/}=$(cat $f); done; done")
 
 
 REGION_ACCESS = ("for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] && "
@@ -139,7 +139,7 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
         devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
                         for j in range(bridge.root_ports))
         steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(bridge.interleave_bytes)} {size} {devs}")
-    steps += [node_access(1 + i) for i in range(len(cxl))] + [REGION_ACCESS, ACPI_DUMP]
+    steps += [node_access([1 + i for i in range(len(cxl))]), REGION_ACCESS, ACPI_DUMP]
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 

@@ -101,13 +101,17 @@ CXL_LIST = "cxl list -M -D -P -E -u"  # -E: endpoints, so -D lists their decoder
 # quotes: the command travels in the kernel command line's simcxl.run="...".
 CDAT_DUMP = ("for f in /sys/bus/cxl/devices/endpoint*/CDAT; do echo cdat-begin $f; od -An -tx1 -v $f; "
              "echo cdat-end; done")
-# What Linux gave node N once its region was online (cxl_region_perf_attrs_callback: CDAT, links and
-# the generic port, not HMAT), in the init's `hmat` line format, and each region's own figures.
+
+
 def node_access(nodes: Sequence[int]) -> str:
-    return (f"for n in {' '.join(map(str, nodes))}; do for f in /sys/devices/system/node/node$n/access0/initiators/*_*; "
+    """What Linux gave each of `nodes` once its region was online (cxl_region_perf_attrs_callback:
+    CDAT, links and the generic port, not HMAT), in the init's `hmat` line format."""
+    return (f"for n in {' '.join(map(str, nodes))}; do "
+            "for f in /sys/devices/system/node/node$n/access0/initiators/*_*; "
             "do [ -f $f ] && echo hmat ${f#/sys/devices/system/node/}=$(cat $f); done; done")
 
 
+# Each region's own access0 figures (regionN/access0), as `cxl-access regionN/access0/NAME=VALUE`.
 REGION_ACCESS = ("for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] && "
                  "echo cxl-access ${f#/sys/bus/cxl/devices/}=$(cat $f 2>/dev/null); done")
 # The ACPI tables Linux was given (header included), parsed by cxlcli.acpi_dumps.

@@ -123,6 +123,16 @@ def test_cxl_asic_figures_by_hand():
     assert link_latency_ps(window_ports(s)[0]) == 2125
 
 
+def test_a_flits_time_is_truncated_to_ps_then_rounded_up_to_ns():
+    # cxl-fpga's Gen5 x16: 64000 MB/s raw, 68e6 / 64000 = 1062.5 -> 1062 ps (C long division); the
+    # region's latency then takes 2 ns for it (add_latency rounds up). A 256-byte flit at Gen6 x16: 2000 ps.
+    p = window_ports(load_preset("cxl-fpga"))[0]
+    assert (p.gen, p.width, link_latency_ps(p)) == (5, 16, 1062)
+    assert link_latency_ps(Port(p.cdat, 6, 16, flit256=True)) == 256 * 10**6 // (64000 * 16 // 8) == 2000
+    gp = Access(100, 100, 1000, 1000)
+    assert linux_region_access([p], gp).read_latency == p.cdat.read_latency + 2 + 100
+
+
 def test_firmware_path_figures_by_hand():
     # Read latency ps 110000 and 271400: base 10, 271400 ps -> 272 ns; write 280 ns; MB/s base 1.
     assert firmware_access(TEST_NUMA) == [Access(110, 120, 30000, 28000), Access(272, 280, 21000, 19500)]

@@ -154,7 +154,9 @@ board.set_kernel_disk_workload(
                                 # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them
                                 "transparent_hugepage=never",
                  # A checkpointed guest takes its command from readfile when it resumes.
-                 'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',
+                 # gem5 str.format()s the command line: a brace of the command's shell (${f#x}) is doubled.
+                 'simcxl.run="@readfile"' if args.checkpoint
+                 else 'simcxl.run="' + args.run.replace("{", "{{").replace("}", "}}") + '"',
                  f"simcxl.checkpoint={1 if args.checkpoint else 0}", "simcxl.after=m5exit"],
     readfile_contents=args.run + "\n")
 

@@ -22,6 +22,8 @@ class CXLAcpiSrat(X86ACPISysDescTable):
     mem_sizes = VectorParam.UInt64([], "size of each memory range (bytes)")
     mem_domains = VectorParam.UInt32([], "proximity domain of each memory range")
     mem_hot_pluggable = VectorParam.Bool([], "whether each memory range is hot-pluggable")
+    gp_domains = VectorParam.UInt32([], "proximity domain of each generic port (a CXL host bridge)")
+    gp_uids = VectorParam.UInt32([], "_UID of each generic port's host bridge (ACPI0016)")
 
 
 class CXLAcpiSlit(X86ACPISysDescTable):
@@ -45,7 +47,7 @@ class CXLAcpiHmat(X86ACPISysDescTable):
     memory_domains = VectorParam.UInt32([], "memory proximity domains")
     attached_initiators = VectorParam.Int64([], "initiator domain each memory domain is attached to (-1: none)")
     initiators = VectorParam.UInt32([], "initiator domain of each locality")
-    targets = VectorParam.UInt32([], "memory domain of each locality")
+    targets = VectorParam.UInt32([], "memory or generic port domain of each locality")
     read_latency_ns = VectorParam.Float([], "read latency of each locality (ns)")
     write_latency_ns = VectorParam.Float([], "write latency of each locality (ns)")
     read_bandwidth_gbps = VectorParam.Float([], "read bandwidth of each locality (GB/s)")

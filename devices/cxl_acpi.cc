@@ -59,6 +59,7 @@ CXLAcpiSrat::CXLAcpiSrat(const Params &p)
                p.mem_domains);
     sameLength(name(), "mem_bases", p.mem_bases, "mem_hot_pluggable",
                p.mem_hot_pluggable);
+    sameLength(name(), "gp_domains", p.gp_domains, "gp_uids", p.gp_uids);
     std::vector<acpi::CpuAffinity> cpus;
     for (size_t i = 0; i < p.cpu_apic_ids.size(); ++i)
         cpus.push_back({p.cpu_apic_ids[i], p.cpu_domains[i]});
@@ -66,7 +67,10 @@ CXLAcpiSrat::CXLAcpiSrat(const Params &p)
     for (size_t i = 0; i < p.mem_bases.size(); ++i)
         mem.push_back({p.mem_bases[i], p.mem_sizes[i], p.mem_domains[i],
                        bool(p.mem_hot_pluggable[i])});
-    body = build(name(), [&] { return acpi::sratBody(cpus, mem); });
+    std::vector<acpi::GenericPortAffinity> gp;
+    for (size_t i = 0; i < p.gp_domains.size(); ++i)
+        gp.push_back({p.gp_domains[i], p.gp_uids[i]});
+    body = build(name(), [&] { return acpi::sratBody(cpus, mem, gp); });
 }
 
 CXLAcpiSlit::CXLAcpiSlit(const Params &p)

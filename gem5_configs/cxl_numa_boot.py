@@ -153,8 +153,9 @@ board.set_kernel_disk_workload(
                                 "lpj=7999923", "panic=-1", "no_timer_check",
                                 # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them
                                 "transparent_hugepage=never",
-                 # A checkpointed guest takes its command from readfile when it resumes.
-                 'simcxl.run="@readfile"' if args.checkpoint else f'simcxl.run="{args.run}"',
+                 # The command always comes by readfile: a checkpointed guest reads it when it resumes,
+                 # and on the command line gem5 would str.format() its braces and cap its length.
+                 'simcxl.run="@readfile"',
                  f"simcxl.checkpoint={1 if args.checkpoint else 0}", "simcxl.after=m5exit"],
     readfile_contents=args.run + "\n")
 

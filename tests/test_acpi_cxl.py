@@ -97,6 +97,10 @@ def objects(b, i, end, path):
         elif b[i] == 0x08:  # NameOp
             name = b[i + 1:i + 5].decode()
             out[f"{path}{name}"], i = data(b, i + 5)
+        elif b[i] == 0x14:  # MethodOp: its whole encoding, read by the tests of the method
+            length, took = pkg_length(b, i + 1)
+            out[f"{path}{b[i + 1 + took:i + 5 + took].decode()}"] = bytes(b[i:i + 1 + length])
+            i += 1 + length
         else:
             raise AssertionError(f"opcode {b[i]:#x} at {i} is not in the subset")
     return out
@@ -137,6 +141,36 @@ def test_the_namespace_declares_the_cxl_root_each_bridge_as_a_pcie_root_and_the_
     assert eisa(ns["\\_SB_.ECAM._HID"]) == "PNP0C02"
     # 1 MiB per bus from bus 0's address: buses 0x10-0x2F are 32 MiB at 0xB1000000.
     assert descriptors(ns["\\_SB_.ECAM._CRS"]) == [("qword", 0, 1, 0xB100_0000, 0xB2FF_FFFF, 32 * MiB)]
+
+
+# The QTG _DSM (CXL 3.1 section 9.18.3) assembled by hand from ACPI 6.5 chapter 20's encodings:
+#   Method (_DSM, 4) { If (LEqual (Arg0, ToUUID ("f365f9a6-a7de-4071-a66a-b40c0b4f8e52"))) {
+#       If (LEqual (Arg2, Zero)) { Return (Buffer (One) { 0x03 }) }       // functions 0 and 1
+#       If (LEqual (Arg2, One)) { Return (Package (2) { Zero, Package (1) { Zero } }) } }
+#     Return (Buffer (One) { 0x00 }) }
+# ToUUID's bytes: the first three fields little-endian, the last two as written (section 19.6.142).
+QTG_UUID = bytes.fromhex("a6f965f3" "dea7" "7140" "a66a" "b40c0b4f8e52")
+DSM = (bytes([0x14, 59]) + b"_DSM" + bytes([0x04])                 # MethodOp, PkgLength, name, 4 args
+       + bytes([0xA0, 47, 0x93, 0x68, 0x11, 19, 0x0A, 16]) + QTG_UUID  # If (LEqual (Arg0, Buffer (16) {..}))
+       + bytes([0xA0, 9, 0x93, 0x6A, 0x00, 0xA4, 0x11, 3, 0x01, 0x03])  # If (Arg2 == 0) Return (Buffer)
+       + bytes([0xA0, 13, 0x93, 0x6A, 0x01, 0xA4,                          # If (Arg2 == 1) Return (
+                0x12, 7, 2, 0x00, 0x12, 3, 1, 0x00])                       #   Package {0, Package {0}})
+       + bytes([0xA4, 0x11, 3, 0x01, 0x00]))                            # Return (Buffer (One) {0})
+
+
+def test_the_cxl_root_answers_the_qtg_dsm_with_qos_class_zero():
+    assert bytes.fromhex("f365f9a6a7de4071a66ab40c0b4f8e52")[::-1][12:] == QTG_UUID[:4]  # the first field reversed
+    ns = objects(dsdt(), 36, len(dsdt()), "\\")
+    assert ns["\\_SB_.CXLR._DSM"] == DSM
+
+
+def test_the_qtg_dsm_lists_the_ids_given_most_suitable_first():
+    raw = A.table("DSDT", 2, A.dsdt(BRIDGES, ECAM, qtg_max=3, qtg_ids=[2, 0]))
+    dsm = objects(raw, 36, len(raw), "\\")["\\_SB_.CXLR._DSM"]
+    # Package (2) { 3, Package (2) { 2, Zero } }: ByteConst 3 (0x0A 0x03), ByteConst 2, ZeroOp.
+    assert bytes([0x12, 10, 2, 0x0A, 3, 0x12, 5, 2, 0x0A, 2, 0x00]) in dsm
+    with pytest.raises(ValueError, match=re.escape("dsdt.qtg_ids[1] = 4 is not allowed; allowed: 0 to qtg_max (3)")):
+        A.dsdt(BRIDGES, ECAM, qtg_max=3, qtg_ids=[0, 4])
 
 
 def test_mcfg_gives_each_ecam_range_by_the_pci_firmware_layout():
@@ -192,6 +226,7 @@ def test_acpica_disassembles_the_dsdt_and_recompiles_it_to_the_same_aml(tmp_path
     asl = (tmp_path / "dsdt.dsl").read_text()
     assert re.search(r'Device \(HB01\)\s*\{\s*Name \(_HID, "ACPI0016"\)', asl)
     assert 'EisaId ("PNP0A08") /* PCI Express Bus */' in asl and "Name (_BBN, 0x20)" in asl
+    assert "Method (_DSM, 4, NotSerialized)" in asl and "f365f9a6-a7de-4071-a66a-b40c0b4f8e52" in asl.lower()
     assert re.search(r"WordBusNumber \(ResourceProducer, MinFixed, MaxFixed, PosDecode,\s*0x0000,\s*// Granularity\s*"
                      r"0x0010,\s*// Range Minimum\s*0x001F,", asl)
     r = subprocess.run([IASL, "-p", "again", "dsdt.dsl"], capture_output=True, text=True, cwd=tmp_path)
@@ -263,3 +298,25 @@ def test_linux_cxl_acpi_finds_our_root_host_bridges_and_interleaved_window(tmp_p
     assert (d["resource"], d["size"]) == (window["base"], window["size"]), d
     assert (d["interleave_ways"], d["interleave_granularity"]) == (2, 8192), d
     assert sorted((t["position"], t["id"]) for t in d["targets"]) == [(0, 9), (1, 7)], d  # listed in dport order
+
+
+@pytest.mark.skipif(not ACPIEXEC, reason="needs acpiexec (Debian: acpica-tools) to evaluate the _DSM as an OS does")
+def test_acpica_evaluates_the_qtg_dsm_as_linux_calls_it(tmp_path):
+    """As cxl_acpi_evaluate_qtg_dsm does: the UUID, revision 1, function 1 and a package of read and
+    write latency (ps) and bandwidth (MB/s); then function 0 and an unknown UUID."""
+    (tmp_path / "dsdt.dat").write_bytes(dsdt())
+    uuid = " ".join(f"{b:02x}" for b in QTG_UUID)
+    other = " ".join(f"{b:02x}" for b in bytes(16))
+    perf = "[272000 280000 21000 19500]"
+    cmds = "; ".join(f"evaluate \\_SB.CXLR._DSM ({u}) 1 {f} {perf}" for u, f in ((uuid, 1), (uuid, 0), (other, 1)))
+    r = subprocess.run([ACPIEXEC, "-b", cmds, "dsdt.dat"], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    assert "AE_" not in out and "Warning" not in out, out
+    results = out.split("Evaluating \\_SB.CXLR._DSM")[1:]
+    assert len(results) == 3, out
+    # Package {Max QTG ID 0, Package {QTG ID 0}}: QoS class 0, the CFMWS's QTG ID.
+    assert re.search(r"\[Package\] Contains 2 Elements:\s+\[Integer\] = 0+\s+\[Package\] Contains 1 Elements:\s+"
+                     r"\[Integer\] = 0+\s", results[0]), results[0]
+    assert re.search(r"\[Buffer\] Length 01 =\s+0000: 03 ", results[1]), results[1]  # functions 0 and 1
+    assert re.search(r"\[Buffer\] Length 01 =\s+0000: 00 ", results[2]), results[2]

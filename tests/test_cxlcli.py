@@ -93,6 +93,16 @@ def test_the_cdat_linux_printed_is_read_back_byte_for_byte():
     assert cxlcli.cdat_dumps(console) == {"/sys/bus/cxl/devices/endpoint2/CDAT": raw}
 
 
+def test_the_acpi_tables_linux_printed_are_read_back_byte_for_byte():
+    from simcxl import _core
+    A = _core.acpi
+    srat = A.table("SRAT", 3, A.srat([(0, 0)], [(0, 1 << 30, 0, False)], generic_ports=[(2, 1)]))
+    hmat = A.table("HMAT", 2, A.hmat([0], [0], []))
+    console = ("acpi-begin SRAT\n" + _od(srat) + "\n[    1.000000] a kernel message\nacpi-end\n"
+               "acpi-begin HMAT\n" + _od(hmat) + "\nacpi-end\n")
+    assert cxlcli.acpi_dumps(console) == {"SRAT": srat, "HMAT": hmat}
+
+
 def test_dslbis_entries_by_the_cdat_layout():
     import struct
     # A header and one DSLBIS per data type 1, 4, 5 (UEFI CDAT 1.03: type, reserved, length 24, handle,

@@ -313,5 +313,28 @@ def test_the_region_command_names_each_windows_decoder_and_devices():
     assert run.startswith("simcxl-region decoder0.0 4096 1073741824 "
                           "$(basename /sys/bus/pci/devices/0000:81:00.0/mem*); "
                           "simcxl-region decoder0.1 4096 1073741824 "
-                          "$(basename /sys/bus/pci/devices/0000:91:00.0/mem*); cxl list -M -D -P -E -u -R; numactl -H")
+                          "$(basename /sys/bus/pci/devices/0000:91:00.0/mem*); "
+                          "for n in 1 2; do for f in /sys/devices/system/node/node$n/access0/initiators/*_*; do "
+                          "[ -f $f ] && echo hmat ${f#/sys/devices/system/node/}=$(cat $f); done; done; "
+                          "for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] && "
+                          "echo cxl-access ${f#/sys/bus/cxl/devices/}=$(cat $f 2>/dev/null); done; "
+                          "for t in SRAT HMAT; do echo acpi-begin $t; od -An -tx1 -v /sys/firmware/acpi/tables/$t; "
+                          "echo acpi-end; done; cxl list -M -D -P -E -u -R; numactl -H")
     assert '"' not in run  # it travels inside simcxl.run="..." on the kernel command line
+    # x86's COMMAND_LINE_SIZE is 2048 bytes, the board's other arguments included: eight windows
+    # (the most CXL.io's buses allow) still fit.
+    assert len(fs.region_run(["cxl-asic:1GiB"] * 8)) < 1700
+
+
+def test_region_lines_win_over_the_boots_for_the_region_node():
+    # At boot node 1 (a CFMWS's, no memory yet) may show nothing or zeros; the lines region_run
+    # prints after onlining come later and are what the topology keeps, beside the region's own.
+    text = ("hmat node0/access0/initiators/read_latency=110\n"
+            "hmat node1/access0/initiators/read_latency=0\n"
+            "hmat node1/access0/initiators/read_latency=272\n"
+            "hmat node1/access0/initiators/write_bandwidth=19500\n"
+            "cxl-access region0/access0/read_latency=272\n"
+            "cxl-access region0/access0/write_latency=\n")
+    t = fs.parse_topology(text)
+    assert t.hmat == {0: {"read_latency": 110}, 1: {"read_latency": 272, "write_bandwidth": 19500}}
+    assert t.region_access == {0: {"read_latency": 272}}

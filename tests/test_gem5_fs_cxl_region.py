@@ -100,3 +100,45 @@ def test_linux_onlines_the_region_as_a_node_of_its_own(created):
     assert (WINDOW - WINDOW // 64) >> 20 <= sizes[cxl_nodes[0]] <= WINDOW >> 20 and cpus[cxl_nodes[0]] == ""
     stats = (r.outdir / "m5out" / "stats.txt").read_text()
     assert bridge_unrouted(stats) == 0
+
+
+def test_linux_gives_the_region_node_the_models_figures(created):
+    """Linux's CXL drivers, not HMAT, give the region's node its access0 figures (CDAT + link + the
+    bridge's generic port, the QTG _DSM's class 0): they must be (a) what the firmware-table path's
+    HMAT gives the same window's node for the same description (numa.firmware_access, checked by
+    hand in test_acpi_region_access) and (b) the kernel's arithmetic (numa.linux_region_access) on
+    the CDAT the guest read from each device, the link the preset gives and the generic port's
+    HMAT figures as Linux decodes them from the tables it was given (/sys/firmware/acpi/tables)."""
+    import struct
+    from simcxl.gem5.numa import Access, Port, firmware_access, linux_region_access, window_ports
+    from test_acpi_region_access import linux_hmat
+    r, _, _, ports = created
+    node = r.topology.hmat.get(1)
+    assert node, r.console[-4000:]
+    model = firmware_access(NUMA)[1]
+    assert node == model.sysfs(), (node, model)
+    region = r.topology.region_access
+    assert list(region.values()) == [model.sysfs()], region
+    # (b): each endpoint's CDAT as the guest read it (DSLBIS: read latency rounded up to ns, bandwidths).
+    cdats = list(cxlcli.cdat_dumps(r.console).values())
+    assert len(cdats) == ports
+    system = load_preset("cxl-asic").replace(**{"cxl.bridge.root_ports": ports, "cxl.bridge.interleave_ways": ports})
+    linked = []
+    for raw, p in zip(cdats, window_ports(system)):
+        t = cxlcli.dslbis(raw).set_index("kind")["value"]  # ps and MB/s; no write latency entry
+        assert "write_latency" not in t
+        cdat = Access(-(-int(t["read_latency"]) // 1000), 0, int(t["read_bandwidth"]), int(t["write_bandwidth"]))
+        linked.append(Port(cdat, p.gen, p.width))
+    tables = cxlcli.acpi_dumps(r.console)
+    # SRAT's Generic Port Affinity (type 6, 32 bytes): domain 2 (after node 0 and the CFMWS's node 1),
+    # ACPI0016 with _UID 1, enabled; HMAT's figures from initiator 0 to that domain.
+    srat, off, ports_found = tables["SRAT"], 36 + 12, []
+    while off < len(srat):
+        if srat[off] == 6:
+            dom, = struct.unpack_from("<I", srat, off + 4)
+            uid, flags = struct.unpack_from("<I4xI", srat, off + 16)
+            ports_found.append((dom, srat[off + 8:off + 16], uid, flags))
+        off += srat[off + 1]
+    assert ports_found == [(2, b"ACPI0016", 1, 1)], ports_found
+    gp = linux_hmat(tables["HMAT"][36:], 0, 2)
+    assert linux_region_access(linked, gp) == Access(**node)

@@ -29,13 +29,18 @@ void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&)) {
                                    py::arg("FACP") = acpi::kFadtRevision, py::arg("DSDT") = acpi::kDsdtRevision,
                                    py::arg("MCFG") = acpi::kMcfgRevision);
     m.def("srat", [](const std::vector<std::pair<uint32_t, uint32_t>>& cpus,
-                     const std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>>& memory) {
+                     const std::vector<std::tuple<uint64_t, uint64_t, uint32_t, bool>>& memory,
+                     const std::vector<std::pair<uint32_t, uint32_t>>& ports) {
         std::vector<acpi::CpuAffinity> c;
         for (auto& [apic, dom] : cpus) c.push_back({apic, dom});
         std::vector<acpi::MemoryAffinity> mem;
         for (auto& [base, size, dom, hot] : memory) mem.push_back({base, size, dom, hot});
-        return asBytes(acpi::sratBody(c, mem));
-    }, py::arg("cpus"), py::arg("memory"), "cpus: [(apic_id, domain)]; memory: [(base, size, domain, hot_pluggable)].");
+        std::vector<acpi::GenericPortAffinity> gp;
+        for (auto& [dom, uid] : ports) gp.push_back({dom, uid});
+        return asBytes(acpi::sratBody(c, mem, gp));
+    }, py::arg("cpus"), py::arg("memory"), py::arg("generic_ports") = std::vector<std::pair<uint32_t, uint32_t>>{},
+       "cpus: [(apic_id, domain)]; memory: [(base, size, domain, hot_pluggable)]; generic_ports: [(domain, uid)], "
+       "a CXL host bridge (ACPI0016) each.");
     m.def("fadt", [](uint64_t dsdt, uint16_t sci, uint32_t evt, uint32_t cnt, uint16_t boot) {
         return asBytes(acpi::fadtBody({dsdt, sci, evt, cnt, boot}));
     }, py::arg("dsdt"), py::arg("sci_interrupt") = 9, py::arg("pm1a_event_port") = 0x600,
@@ -73,15 +78,17 @@ void bindAcpi(py::module_& parent, Graph (*graphOf)(const py::dict&)) {
        "(bridge UIDs), restrictions, qtg_id.");
     m.def("mcfg", [](const std::vector<py::dict>& ecam) { return asBytes(acpi::mcfgBody(ecamRanges(ecam))); },
           py::arg("ecam"), "ecam: dicts of base (bus 0's address), segment, first_bus, last_bus.");
-    m.def("dsdt", [](const std::vector<py::dict>& bridges, const std::vector<py::dict>& ecam) {
+    m.def("dsdt", [](const std::vector<py::dict>& bridges, const std::vector<py::dict>& ecam, uint16_t qtgMax,
+                     const std::vector<uint16_t>& qtgIds) {
         std::vector<acpi::CxlRootBridge> b;
         for (const py::dict& d : bridges)
             b.push_back({d["uid"].cast<uint32_t>(), d.contains("segment") ? d["segment"].cast<uint16_t>() : uint16_t(0),
                          d["first_bus"].cast<uint8_t>(), d["last_bus"].cast<uint8_t>(), d["mmio_base"].cast<uint64_t>(),
                          d["mmio_size"].cast<uint64_t>()});
-        return asBytes(acpi::dsdtBody(b, ecamRanges(ecam)));
-    }, py::arg("bridges"), py::arg("ecam"),
-       "AML: the CXL root (ACPI0017), a root bridge (ACPI0016) per dict of uid (its CHBS UID), segment, first_bus, "
+        return asBytes(acpi::dsdtBody(b, ecamRanges(ecam), {qtgMax, qtgIds}));
+    }, py::arg("bridges"), py::arg("ecam"), py::arg("qtg_max") = 0, py::arg("qtg_ids") = std::vector<uint16_t>{0},
+       "AML: the CXL root (ACPI0017) with its QTG _DSM (function 1 answers Package {qtg_max, Package {qtg_ids}}), "
+       "a root bridge (ACPI0016) per dict of uid (its CHBS UID), segment, first_bus, "
        "last_bus, mmio_base, mmio_size, and the ECAM ranges reserved (PNP0C02).");
     m.def("cdat", [](const std::vector<py::dict>& ranges, uint32_t sequence) {
         std::vector<acpi::CdatRange> r;

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
-from .numa import Numa
+from .numa import Numa, Port, firmware_access, generic_port, window_ports
 from ..config.params import ParamError
 
 GiB = 1 << 30
@@ -20,6 +20,10 @@ LOCAL_MAX = 3 * GiB         # X86Board keeps DRAM below its I/O hole at 3 GiB
 PHYS_LIMIT = 1 << 46        # Linux's x86-64 physical address limit with 4-level paging
 CHBS_BASE = 0xFD000000      # component-register blocks of the host bridges (CEDT CHBS), 64 KiB each
 CFMWS_ALIGN = 256 << 20     # CXL 3.1 9.18.1.3: windows are 256 MiB aligned and sized
+# Host bridge i's UID (CEDT CHBS, DSDT _UID, its generic port's): 1 + i. Not 0: Linux 6.12's
+# acpi_find_genport_target compares a bridge's UID with the handle of every HMAT target, memory
+# domains' included, whose handles are zeros: UID 0 would find node 0's, which has no port figures.
+BRIDGE_UID_BASE = 1
 # CXL.io (cxl_io=True): bridge i's buses from CXL_BUS + 0x10 i (root ports on the first, a device
 # below each), ECAM for them at ECAM_BASE (the address of bus 0, as the MCFG gives it), BARs from
 # MMIO_BASE + 16 MiB i; all inside the board's I/O bridge range [0xC0000000, 0xFFFF0000).
@@ -113,42 +117,72 @@ def madt(cores: int):
            X86ACPIMadtIntSourceOverride(bus_source=0, irq_source=0, sys_int=2, flags=0)]))
 
 
+def generic_ports(numa: Numa, ports: Sequence[Sequence[Port]]):
+    """With CXL.io, host bridge i's Generic Port: (proximity domain, its UID, figures as a numa.Node in
+    ns and GB/s). Its domain comes after every node's, 1 + windows + i: Linux numbers the nodes it
+    makes for CFMWS windows (firmware maps none with linux_regions) from the first domain SRAT does
+    not name, and a port sharing one would take the region node's figures for its own. Its figures
+    are what Linux must add to the window's CDAT and link to arrive at the figures the firmware-table
+    path's HMAT gives the window's node (numa.generic_port, numa.firmware_access): the model's."""
+    from .numa import Node
+    n = len(ports)
+    targets = firmware_access(numa)[1:]
+    out = []
+    for i, (t, p) in enumerate(zip(targets, ports)):
+        gp = generic_port(t, p)
+        # Whole ns and MB/s: HMAT holds them exactly (in ps, a base unit of 10 or 100 at these sizes).
+        out.append((1 + n + i, BRIDGE_UID_BASE + i, Node(f"generic-port-{i}", gp.read_latency, gp.write_latency,
+                                       gp.read_bandwidth / 1000, gp.write_bandwidth / 1000)))
+    return out
+
+
 def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]], granularities: Sequence[int],
-                numa: Numa, cxl_io: bool = False, linux_regions: bool = False):
+                numa: Numa, cxl_io: bool = False, linux_regions: bool = False,
+                ports: Optional[Sequence[Sequence[Port]]] = None):
     """FADT (with its DSDT), MADT, SRAT, SLIT, HMAT and CEDT for node 0 = [0, local_size) with the
-    CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM
-    and a DSDT declaring the CXL root and each bridge (cxl_io_devices' layout). With
-    `linux_regions`, the windows are in the CEDT only, as firmware leaves memory it did not
-    map: Linux gives each CFMWS a node of its own and maps the regions it commits."""
+    CPUs and node i = windows[i - 1], CPU-less. With `cxl_io`, also the MCFG of the bridges' ECAM,
+    a DSDT declaring the CXL root (with the QTG _DSM: QoS class 0, the CFMWS's QTG ID) and each bridge
+    (cxl_io_devices' layout), and each bridge's generic port (generic_ports; `ports`: each window's
+    root ports as Linux reads them, numa.window_ports). With `linux_regions`, the windows are in the
+    CEDT only, as firmware leaves memory it did not map: Linux gives each CFMWS a node of its own
+    and maps the regions it commits."""
     from m5.objects import CXLAcpiCedt, CXLAcpiFadt, CXLAcpiHmat, CXLAcpiMcfg, CXLAcpiSlit, CXLAcpiSrat
     nodes = 1 + len(windows)
     if len(numa.nodes) != nodes:
         raise ParamError(f"the NUMA description has {len(numa.nodes)} nodes; the board has {nodes} "
                          "(local DRAM and one per CXL window)")
+    if cxl_io and (ports is None or len(ports) != len(windows)):
+        raise ParamError("acpi_tables with cxl_io needs ports: one list of root ports per CXL window")
+    gps = generic_ports(numa, ports) if cxl_io else []
     mapped = [] if linux_regions else windows
     if linux_regions:
         nodes, numa = 1, Numa(nodes=numa.nodes[:1], distances=[[10]])  # 10: a node's distance to itself (ACPI)
     srat = CXLAcpiSrat(oem_id="SIMCXL", oem_table_id="SIMCXL",
                        cpu_apic_ids=list(range(cores)), cpu_domains=[0] * cores,
                        mem_bases=[0] + [b for b, _ in mapped], mem_sizes=[local_size] + [s for _, s in mapped],
-                       mem_domains=list(range(nodes)), mem_hot_pluggable=[False] * nodes)
+                       mem_domains=list(range(nodes)), mem_hot_pluggable=[False] * nodes,
+                       gp_domains=[d for d, _, _ in gps], gp_uids=[u for _, u, _ in gps])
     slit = CXLAcpiSlit(oem_id="SIMCXL", oem_table_id="SIMCXL", localities=nodes,
                        distances=[d for row in numa.distances for d in row])
+    # The generic ports are targets of initiator 0 but no memory domains (no attached initiator:
+    # Linux then takes their figures from these localities).
+    figures = list(numa.nodes) + [x for _, _, x in gps]
     hmat = CXLAcpiHmat(oem_id="SIMCXL", oem_table_id="SIMCXL", memory_domains=list(range(nodes)),
                        attached_initiators=[0] + [-1] * len(mapped),
-                       initiators=[0] * nodes, targets=list(range(nodes)),
-                       read_latency_ns=[x.read_latency_ns for x in numa.nodes],
-                       write_latency_ns=[x.write_latency_ns for x in numa.nodes],
-                       read_bandwidth_gbps=[x.read_bandwidth_gbps for x in numa.nodes],
-                       write_bandwidth_gbps=[x.write_bandwidth_gbps for x in numa.nodes])
+                       initiators=[0] * len(figures), targets=list(range(nodes)) + [d for d, _, _ in gps],
+                       read_latency_ns=[x.read_latency_ns for x in figures],
+                       write_latency_ns=[x.write_latency_ns for x in figures],
+                       read_bandwidth_gbps=[x.read_bandwidth_gbps for x in figures],
+                       write_bandwidth_gbps=[x.write_bandwidth_gbps for x in figures])
+    uids = [BRIDGE_UID_BASE + i for i in range(len(windows))]
     cedt = CXLAcpiCedt(oem_id="SIMCXL", oem_table_id="SIMCXL",
-                       bridge_uids=list(range(len(windows))), bridge_versions=[1] * len(windows),
+                       bridge_uids=uids, bridge_versions=[1] * len(windows),
                        bridge_bases=[CHBS_BASE + 0x10000 * i for i in range(len(windows))],
                        bridge_lengths=[0x10000] * len(windows),
                        window_bases=[b for b, _ in windows], window_sizes=[s for _, s in windows],
                        window_ways=[1] * len(windows),
                        window_granularities=[cfmws_granularity(g) for g in granularities],
-                       window_targets=list(range(len(windows))), window_restrictions=[0x6] * len(windows))
+                       window_targets=uids, window_restrictions=[0x6] * len(windows))
     # The FADT lets Linux enable ACPI; with ACPI disabled it parses no HMAT.
     if not cxl_io:
         fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL")
@@ -157,7 +191,7 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
     first = [CXL_BUS + BUSES_PER_BRIDGE * i for i in range(n)]
     mcfg = CXLAcpiMcfg(oem_id="SIMCXL", oem_table_id="SIMCXL", ecam_bases=[ECAM_BASE],
                        ecam_first_buses=[CXL_BUS], ecam_last_buses=[CXL_BUS + BUSES_PER_BRIDGE * n - 1])
-    fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL", cxl_bridge_uids=list(range(n)),
+    fadt = CXLAcpiFadt(oem_id="SIMCXL", oem_table_id="SIMCXL", cxl_bridge_uids=uids,
                        cxl_bridge_first_buses=first, cxl_bridge_last_buses=[b + BUSES_PER_BRIDGE - 1 for b in first],
                        cxl_bridge_mmio_bases=[MMIO_BASE + MMIO_PER_BRIDGE * i for i in range(n)],
                        cxl_bridge_mmio_sizes=[MMIO_PER_BRIDGE] * n)
@@ -280,9 +314,10 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
         board.cxl_bridges = bridges
     # The tables are made once the board is whole, each a child of the board
     # (a table listed in both RSDT and XSDT needs one parent of its own).
+    ports = [window_ports(b._simcxl_system) for b in bridges] if cxl_io else None
     board.acpi_tables = acpi_tables(processor.get_num_cores(), local_memory.get_size(), layout,
                                     [b._simcxl_system.cxl.bridge.interleave_bytes for b in bridges], numa, cxl_io,
-                                    linux_regions)
+                                    linux_regions, ports)
     if cxl_io:
         board.acpi_tables[0].mcfg = board.acpi_tables[-1]
     board.workload.acpi_description_table_pointer = X86ACPIRSDP(

@@ -122,6 +122,18 @@ def cdat_dumps(console: str) -> Dict[str, bytes]:
     return out
 
 
+_ACPI_DUMP = re.compile(r"^acpi-begin (\w+)\n(.*?)^acpi-end", re.M | re.S)
+
+
+def acpi_dumps(console: str) -> Dict[str, bytes]:
+    """The ACPI tables fs.ACPI_DUMP printed (header included), by signature; the last dump of each wins."""
+    out = {}
+    for m in _ACPI_DUMP.finditer(console.replace("\r", "")):
+        hexes = [w for ln in m.group(2).splitlines() if not _PRINTK.match(ln) for w in ln.split()]
+        out[m.group(1)] = bytes(int(w, 16) for w in hexes)
+    return out
+
+
 def dslbis(raw: bytes) -> pd.DataFrame:
     """The latency and bandwidth entries (DSLBIS, UEFI CDAT 1.03) of a CDAT: handle, kind, value, unit."""
     rows, off = [], 16

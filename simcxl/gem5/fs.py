@@ -44,14 +44,20 @@ class Topology:
     # node -> what Linux registered from the HMAT for its best initiator (access0):
     # read/write_latency in ns, read/write_bandwidth in MB/s
     hmat: Dict[int, Dict[str, int]] = field(default_factory=dict)
+    # region -> the access0 figures Linux's CXL drivers computed for it (regionN/access0/*,
+    # printed by region_run): read/write_latency in ns, read/write_bandwidth in MB/s
+    region_access: Dict[int, Dict[str, int]] = field(default_factory=dict)
 
 
 def parse_topology(text: str) -> Topology:
     """`numactl -H`'s report (nodes, their CPUs and sizes, the distance
-    table) and the guest's `hmat nodeN/access0/initiators/X=V` lines."""
+    table) and the guest's `hmat nodeN/access0/initiators/X=V` lines (a later line wins: region_run
+    prints a region's node again once Linux has given it figures) and `cxl-access regionN/access0/X=V`."""
     t = Topology()
     for m in re.finditer(r"^hmat node(\d+)/access0/initiators/(\w+)=(\d+)$", text, re.M):
         t.hmat.setdefault(int(m.group(1)), {})[m.group(2)] = int(m.group(3))
+    for m in re.finditer(r"^cxl-access region(\d+)/access0/(\w+)=(\d+)$", text, re.M):
+        t.region_access.setdefault(int(m.group(1)), {})[m.group(2)] = int(m.group(3))
     for m in re.finditer(r"^node (\d+) cpus:([ \d]*)$", text, re.M):
         t.cpus[int(m.group(1))] = [int(c) for c in m.group(2).split()]
     for m in re.finditer(r"^node (\d+) size: (\d+) MB$", text, re.M):
@@ -95,6 +101,22 @@ CXL_LIST = "cxl list -M -D -P -E -u"  # -E: endpoints, so -D lists their decoder
 # quotes: the command travels in the kernel command line's simcxl.run="...".
 CDAT_DUMP = ("for f in /sys/bus/cxl/devices/endpoint*/CDAT; do echo cdat-begin $f; od -An -tx1 -v $f; "
              "echo cdat-end; done")
+
+
+def node_access(nodes: Sequence[int]) -> str:
+    """What Linux gave each of `nodes` once its region was online (cxl_region_perf_attrs_callback:
+    CDAT, links and the generic port, not HMAT), in the init's `hmat` line format."""
+    return (f"for n in {' '.join(map(str, nodes))}; do "
+            "for f in /sys/devices/system/node/node$n/access0/initiators/*_*; "
+            "do [ -f $f ] && echo hmat ${f#/sys/devices/system/node/}=$(cat $f); done; done")
+
+
+# Each region's own access0 figures (regionN/access0), as `cxl-access regionN/access0/NAME=VALUE`.
+REGION_ACCESS = ("for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] && "
+                 "echo cxl-access ${f#/sys/bus/cxl/devices/}=$(cat $f 2>/dev/null); done")
+# The ACPI tables Linux was given (header included), parsed by cxlcli.acpi_dumps.
+ACPI_DUMP = ("for t in SRAT HMAT; do echo acpi-begin $t; od -An -tx1 -v /sys/firmware/acpi/tables/$t; "
+             "echo acpi-end; done")
 # What `simcxl fs --cxl-driver` runs in the guest.
 CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 
@@ -106,8 +128,11 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
     1 + j), one way each, at the CFMWS's granularity, created through the kernel's sysfs interface
     by the guest's simcxl-region (benchmarks/guest/simcxl_region.sh: `cxl create-region -t ram`'s
     steps, which Debian 12's cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
-    drivers bring the memory online as a NUMA node. Then `then` (a benchmark's command, the
-    region's node being node 1 + i) or, by default, the listing with regions, the nodes and the CDAT."""
+    drivers bring the memory online as a NUMA node. Then each region node's access0 figures as
+    Linux's CXL drivers computed them (node_access, REGION_ACCESS) and the SRAT and HMAT they started
+    from (ACPI_DUMP: the generic ports), and `then` (a benchmark's
+    command, the region's node being node 1 + i) or, by default, the listing with regions, the nodes
+    and the CDAT."""
     from ..config.presets import load as load_preset
     from .board import BUSES_PER_BRIDGE, CXL_BUS, cfmws_granularity
     steps = []
@@ -118,6 +143,7 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
         devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
                         for j in range(bridge.root_ports))
         steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(bridge.interleave_bytes)} {size} {devs}")
+    steps += [node_access([1 + i for i in range(len(cxl))]), REGION_ACCESS, ACPI_DUMP]
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 

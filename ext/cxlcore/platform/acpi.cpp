@@ -35,7 +35,8 @@ uint64_t baseUnit(const std::vector<double>& v) {
 
 }  // namespace
 
-std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::vector<MemoryAffinity>& memory) {
+std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::vector<MemoryAffinity>& memory,
+                              const std::vector<GenericPortAffinity>& genericPorts) {
     Bytes o;
     o.u32(1);  // reserved, 1 for compatibility with ACPI 1.0 parsers
     o.u64(0);
@@ -87,6 +88,28 @@ std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::v
         o.u32(0);
         o.u32(1u | (m.hotPluggable ? 2u : 0u));  // enabled, hot-pluggable
         o.u64(0);
+    }
+    std::set<uint32_t> taken, uids;
+    for (const CpuAffinity& c : cpus) taken.insert(c.domain);
+    for (const MemoryAffinity& m : memory) taken.insert(m.domain);
+    for (size_t i = 0; i < genericPorts.size(); ++i) {  // Generic Port Affinity (type 6)
+        const GenericPortAffinity& g = genericPorts[i];
+        const std::string at = "srat.generic_ports[" + std::to_string(i) + "]";
+        if (!taken.insert(g.domain).second)
+            bad(at + ".domain = " + std::to_string(g.domain) +
+                " is not allowed; allowed: a domain no CPU, memory range or other generic port has");
+        if (!uids.insert(g.uid).second)
+            bad(at + ".uid = " + std::to_string(g.uid) + " is not allowed; allowed: one generic port per host bridge UID");
+        o.u8(6);
+        o.u8(32);
+        o.u8(0);
+        o.u8(0);  // device handle type: ACPI
+        o.u32(g.domain);
+        for (char c : std::string("ACPI0016")) o.u8(uint8_t(c));  // _HID, 8 bytes
+        o.u32(g.uid);  // _UID
+        o.u32(0);
+        o.u32(1);  // enabled
+        o.u32(0);
     }
     return o.b;
 }

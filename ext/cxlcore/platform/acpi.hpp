@@ -28,7 +28,20 @@ struct MemoryAffinity {
     uint32_t domain = 0;
     bool hotPluggable = false;
 };
-std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::vector<MemoryAffinity>& memory);
+// A Generic Port (ACPI 6.5 section 5.2.16.7, type 6): a CXL host bridge as a
+// proximity domain of its own, so that HMAT can give the latency and
+// bandwidth from an initiator to the bridge. Linux's CXL drivers add the
+// rest of a region's path (links, switches, the device's CDAT) to these
+// (drivers/acpi/numa/hmat.c, drivers/cxl/acpi.c). The device handle is of
+// type ACPI: _HID "ACPI0016" and the bridge's integer _UID, as Linux matches
+// it. The domain must be no CPU's or memory range's (Linux would take the
+// memory target for the port's).
+struct GenericPortAffinity {
+    uint32_t domain = 0;
+    uint32_t uid = 0;  // the host bridge's _UID (its CEDT CHBS UID)
+};
+std::vector<uint8_t> sratBody(const std::vector<CpuAffinity>& cpus, const std::vector<MemoryAffinity>& memory,
+                              const std::vector<GenericPortAffinity>& genericPorts = {});
 
 // distances: n x n, row-major (from row to column); 10 on the diagonal.
 std::vector<uint8_t> slitBody(uint32_t n, const std::vector<uint8_t>& distances);
@@ -40,7 +53,11 @@ struct Locality {
     double readBandwidthGBps = 0, writeBandwidthGBps = 0;
 };
 // attachedInitiator[i]: the initiator domain memory domain `memoryDomains[i]`
-// is attached to, or -1 for none (a CPU-less node behind a link).
+// is attached to, or -1 for none (a CPU-less node behind a link). A
+// locality's target may also be a generic port's domain (SRAT type 6), kept
+// out of `memoryDomains`: Linux takes a port's figures from the localities
+// only when no Memory Proximity Domain Attributes entry names an initiator
+// for its domain.
 std::vector<uint8_t> hmatBody(const std::vector<uint32_t>& memoryDomains, const std::vector<int64_t>& attachedInitiator,
                               const std::vector<Locality>& localities);
 

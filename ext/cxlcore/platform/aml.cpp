@@ -90,12 +90,59 @@ Code package(std::initializer_list<Code> elements) {
     return cat({{0x12}, withLength(body)});
 }
 
+Code packageOf(const std::vector<Code>& elements) {
+    Code body{uint8_t(elements.size())};
+    for (const Code& e : elements) body.insert(body.end(), e.begin(), e.end());
+    return cat({{0x12}, withLength(body)});
+}
+
+Code buffer(const Code& bytes) { return cat({{0x11}, withLength(cat({integer(bytes.size()), bytes}))}); }
+
+// ToUUID (ACPI 6.5 section 19.6.142): "aabbccdd-eeff-gghh-iijj-kkllmmnnoopp"
+// is the bytes dd cc bb aa ff ee hh gg ii jj kk ll mm nn oo pp.
+Code uuid(const std::string& text) {
+    std::string h;
+    for (char c : text)
+        if (c != '-') h.push_back(c);
+    Code b;
+    for (size_t i = 0; i + 1 < h.size(); i += 2) b.push_back(uint8_t(std::stoul(h.substr(i, 2), nullptr, 16)));
+    return buffer({b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                   b[15]});
+}
+
+// Statements (ACPI 6.5 section 20.2.5): Method with its argument count
+// (not serialized, sync level 0), If, LEqual, ArgN and Return.
+Code method(const std::string& s, int args, const Code& body) {
+    return cat({{0x14}, withLength(cat({seg(s), {uint8_t(args & 7)}, body}))});
+}
+Code ifThen(const Code& predicate, const Code& body) { return cat({{0xA0}, withLength(cat({predicate, body}))}); }
+Code lEqual(const Code& a, const Code& b) { return cat({{0x93}, a, b}); }
+Code arg(int n) { return {uint8_t(0x68 + n)}; }
+Code ret(const Code& value) { return cat({{0xA4}, value}); }
+
+// The QTG _DSM (see QtgDsm): Arg0 the UUID, Arg1 the revision, Arg2 the
+// function, Arg3 the performance asked about (which one answer suits here).
+Code qtgDsm(const QtgDsm& q) {
+    if (q.ids.size() > 255) bad("dsdt.qtg_ids has " + std::to_string(q.ids.size()) + " entries; allowed: at most 255");
+    std::vector<Code> ids;
+    for (size_t i = 0; i < q.ids.size(); ++i) {
+        if (q.ids[i] > q.maxId)
+            bad("dsdt.qtg_ids[" + std::to_string(i) + "] = " + std::to_string(q.ids[i]) +
+                " is not allowed; allowed: 0 to qtg_max (" + std::to_string(q.maxId) + ")");
+        ids.push_back(integer(q.ids[i]));
+    }
+    const Code functions = cat({ifThen(lEqual(arg(2), integer(0)), ret(buffer({0x03}))),  // functions 0 and 1
+                                ifThen(lEqual(arg(2), integer(1)),
+                                       ret(packageOf({integer(q.maxId), packageOf(ids)})))});
+    return method("_DSM", 4, cat({ifThen(lEqual(arg(0), uuid("f365f9a6-a7de-4071-a66a-b40c0b4f8e52")), functions),
+                                  ret(buffer({0x00}))}));
+}
+
 Code device(const std::string& s, const Code& body) { return cat({{0x5B, 0x82}, withLength(cat({seg(s), body}))}); }
 
 // A ResourceTemplate: the descriptors and an End Tag, as a Buffer.
 Code resources(const Code& descriptors) {
-    const Code bytes = cat({descriptors, {0x79, 0x00}});
-    return cat({{0x11}, withLength(cat({integer(bytes.size()), bytes}))});
+    return buffer(cat({descriptors, {0x79, 0x00}}));
 }
 
 // Address space descriptors (ACPI 6.5 section 6.4.3.5): general flags are
@@ -157,10 +204,11 @@ std::vector<uint8_t> mcfgBody(const std::vector<EcamRange>& ecam) {
     return o;
 }
 
-std::vector<uint8_t> dsdtBody(const std::vector<CxlRootBridge>& bridges, const std::vector<EcamRange>& ecam) {
+std::vector<uint8_t> dsdtBody(const std::vector<CxlRootBridge>& bridges, const std::vector<EcamRange>& ecam,
+                              const QtgDsm& qtg) {
     checkEcam(ecam);
     if (bridges.size() > 256) bad("dsdt: " + std::to_string(bridges.size()) + " host bridges; allowed: at most 256");
-    Code scope = device("CXLR", name("_HID", string("ACPI0017")));
+    Code scope = device("CXLR", cat({name("_HID", string("ACPI0017")), qtgDsm(qtg)}));
     for (size_t i = 0; i < bridges.size(); ++i) {
         const CxlRootBridge& b = bridges[i];
         const std::string at = "dsdt.bridges[" + std::to_string(i) + "]";

@@ -30,8 +30,22 @@ struct CxlRootBridge {
     uint64_t mmioBase = 0, mmioSize = 0;   // where BARs below it may be placed
 };
 
-// The DSDT's body: \_SB.CXLR (ACPI0017), \_SB.HBnn per bridge, \_SB.ECAM (PNP0C02).
-std::vector<uint8_t> dsdtBody(const std::vector<CxlRootBridge>& bridges, const std::vector<EcamRange>& ecam);
+// What the CXL root's QTG _DSM (CXL 3.1 section 9.18.3, UUID
+// f365f9a6-a7de-4071-a66a-b40c0b4f8e52, revision 1) answers: function 0 the
+// functions it has (0 and 1), function 1 Package {maxId, Package {ids}}
+// whatever performance the OS asks about; another UUID gets Buffer {0}.
+// Linux's cxl_acpi gives a device's memory a QoS class (its first id) only
+// through it, and drops every CDAT range without one, so that a region's
+// node gets no performance figures at all; the id must be a CFMWS's QTG ID.
+struct QtgDsm {
+    uint16_t maxId = 0;
+    std::vector<uint16_t> ids{0};  // most suitable first
+};
+
+// The DSDT's body: \_SB.CXLR (ACPI0017, with the QTG _DSM), \_SB.HBnn per
+// bridge, \_SB.ECAM (PNP0C02).
+std::vector<uint8_t> dsdtBody(const std::vector<CxlRootBridge>& bridges, const std::vector<EcamRange>& ecam,
+                              const QtgDsm& qtg = {});
 std::vector<uint8_t> mcfgBody(const std::vector<EcamRange>& ecam);
 constexpr uint8_t kMcfgRevision = 1;
 

@@ -132,10 +132,10 @@ class Platform:
                                     f"its switches; allowed: {', '.join(mine)}")
         ways = len(targets)
         switched = any(len(self.paths[d]) > 1 for d in targets)
-        if len(set(targets)) != ways or ways not in cxlio.WAYS_CODE or (ways > 8 and not switched) or (
-                switched and ways & (ways - 1)):
+        # Below switches each port's ways are checked where they are computed (_port_decoders), naming the port.
+        if len(set(targets)) != ways or ways not in cxlio.WAYS_CODE or (ways > 8 and not switched):
             raise TopologyError(f"{where}.targets = {targets}: {ways} ways is not allowed; allowed: " + (
-                "1, 2, 4, 8 or 16 different devices (below a switch, a power of two)" if switched else
+                "1, 2, 3, 4, 6, 8, 12 or 16 different devices (a device decoder's ways)" if switched else
                 "1, 2, 3, 4, 6 or 8 different devices (a host bridge's target list)"))
         gran = _bytes(region.get("granularity", 256), f"{where}.granularity")
         if gran not in cxlio.GRANULARITIES:

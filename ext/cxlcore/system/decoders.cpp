@@ -85,6 +85,7 @@ void Graph::walkRegion(const std::string& hb, const cxlio::CommittedDecoder& d,
                                        ", which " + comp + " does not have");
                 const Node& n = pastLink(*k);
                 const cxlio::CommittedDecoder* e = sameRange(*this, n.name, d);
+                if (!e && n.type == "switch" && decoders.count(n.name)) continue;  // the switch answers it
                 need(e != nullptr, nameOf(comp, x) + " routes " + rangeOf(d) + " to " + kind + " " + std::to_string(t) +
                                        ", but " + n.name + " has no committed decoder for that range");
                 need(e->targets.size() == e->ways || n.type == "type3",
@@ -102,6 +103,7 @@ void Graph::walkRegion(const std::string& hb, const cxlio::CommittedDecoder& d,
     std::map<uint32_t, std::string> who;
     const cxlio::CommittedDecoder* first = nullptr;
     std::string firstName;
+    bool unrouted = false;  // some chunks reach a switch with no decoder for the range: it answers them
     for (uint64_t off = 0; off < period && off < d.size; off += fine) {
         const uint64_t hpa = d.base + off;
         std::string comp = hb;
@@ -111,8 +113,12 @@ void Graph::walkRegion(const std::string& hb, const cxlio::CommittedDecoder& d,
             const uint32_t way = HdmDecoder(comp, x->base, x->size, x->ways, x->granularity).decode(hpa).port;
             n = &pastLink(*portOf(*this, comp, comp == hb ? "root_port" : "dsp", x->targets[way]));
             x = sameRange(*this, n->name, d);
-            if (n->type != "switch") break;
+            if (n->type != "switch" || !x) break;
             comp = n->name;
+        }
+        if (!x) {
+            unrouted = true;
+            continue;
         }
         if (!first) first = x, firstName = n->name;
         need(x->ways == first->ways && x->granularity == first->granularity,
@@ -132,7 +138,7 @@ void Graph::walkRegion(const std::string& hb, const cxlio::CommittedDecoder& d,
                  "; allowed: each port's granularity its parent's times the parent's ways, targets in position "
                  "order (Linux's cxl_port_setup_targets)");
     }
-    need(first && at.size() == first->ways,
+    need(unrouted || (first && at.size() == first->ways),
          nameOf(hb, d) + " reaches " + std::to_string(at.size()) + " devices for a region their decoders give " +
              std::to_string(first ? first->ways : 0) + " ways; allowed: one device per position");
     if (positions) *positions = at;
@@ -223,8 +229,10 @@ void Graph::checkDecoders() const {
                          ", where a " + dev.type + " (" + dev.name + ") sits; allowed: a Type-3 device or a switch");
                 const auto e = decoders.find(dev.name);
                 const cxlio::CommittedDecoder* m = e == decoders.end() ? nullptr : matching(e->second, d);
-                need(m != nullptr, nameOf(comp, d) + " routes " + rangeOf(d) + " to " + portWord + std::to_string(t) +
-                                       ", but " + dev.name + " has no committed decoder for that range");
+                // A switch routing by decoders answers a range none of them covers (all ones or poison).
+                need(m != nullptr || (dev.type == "switch" && e != decoders.end()),
+                     nameOf(comp, d) + " routes " + rangeOf(d) + " to " + portWord + std::to_string(t) + ", but " +
+                         dev.name + " has no committed decoder for that range");
                 if (sw || dev.type == "switch") {
                     throughSwitch = true;  // the levels differ: walkRegion checks the whole path
                     continue;

@@ -75,6 +75,13 @@ def test_four_way_over_two_switches_commits_linux_decoders():
         assert committed(s, d) == [(0, 4 * GiB, 4, 256, [])]
 
 
+def test_default_targets_take_linux_position_order():
+    """Without targets, positions follow the ports with the lowest level's most significant: d0, d2, d1, d3."""
+    a = T.program_region(topo([2, 2]), granularity=256, size="4g")
+    b = T.program_region(topo([2, 2]), targets=["d0", "d2", "d1", "d3"], granularity=256, size="4g")
+    assert a.graph.decoders == b.graph.decoders
+
+
 # --- where each address goes -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("gran", [256, 4096])

@@ -19,7 +19,8 @@ In a topology file::
 
     [[regions]]
     host_bridge = "hb"               # default: the only host bridge with Type-3 devices
-    targets = ["exp0", "exp1"]       # interleave order (default: its devices in root port order)
+    targets = ["exp0", "exp1"]       # position order (default: by root port; below switches, by the
+                                     # lowest level's port first, as cxl_calc_interleave_pos orders them)
     granularity = 1024               # bytes, 256 to 16384 (default 256)
     size = "2g"                      # default: the rest of the host's window onto the bridge
     base = "1t"                      # default: where the bridge's last region ends (or the window's base)
@@ -125,7 +126,9 @@ class Platform:
             raise TopologyError(f"{where}.host_bridge = {hb!r} is not a host bridge; allowed: "
                                 f"{', '.join(self.bridges)}")
         mine = [d for d, path in sorted(self.paths.items(), key=lambda x: [n for _, n in x[1]]) if path[0][0] == hb]
-        targets = list(region.get("targets", mine))
+        # Default: position order by the ports' numbers, the lowest level's most significant (as
+        # cxl_calc_interleave_pos orders an auto region), so each level's ways alternate fastest at the top.
+        targets = list(region.get("targets", sorted(mine, key=lambda d: [n for _, n in reversed(self.paths[d])])))
         for d in targets:
             if d not in mine:
                 raise TopologyError(f"{where}.targets: {d!r} is not a Type-3 device on a root port of {hb} or below "

@@ -123,9 +123,10 @@ def test_four_way_over_two_switches_request_counts(tmp_path):
     """100 reads of consecutive lines at 256 B: chunk c (4 lines) goes to position c % 4; chunks 0..24
     give position 0 seven chunks (0, 4, ..., 24), positions 1-3 six: d0 28 lines, d2, d1, d3 24 each."""
     s = T.program_region(topo([2, 2]), targets=["d0", "d2", "d1", "d3"], granularity=256, size="4g")
-    r = simcxl.trace(s, trace_file(tmp_path, [("R", 64 * i) for i in range(100)])).iloc[0]
+    r = simcxl.trace(s, trace_file(tmp_path, [("R" if i % 3 else "W", 64 * i) for i in range(100)])).iloc[0]
     assert [r[f"l{i}.m2s.messages"] for i in range(4)] == [28, 24, 24, 24]
     assert (r["s0.requests"], r["s1.requests"]) == (52, 48)
+    assert sum(r[f"l{i}.s2m.messages"] for i in range(4)) == 100  # every read and write answered
 
 
 def test_two_levels_of_switches(tmp_path):

@@ -202,6 +202,18 @@ def test_two_way_below_a_switch_is_bounded_by_its_upstream_link():
     assert r["l0.s2m.data_gbps"] + r["l1.s2m.data_gbps"] == pytest.approx(r["u0.s2m.data_gbps"], rel=0.01)
 
 
+def test_four_way_over_two_switches_uses_both_upstream_links():
+    """The 4-way region over two switches, each on an x4 root port link: HPA bit 8 alternates the root
+    ports, so the region reads at both links' S2M ceilings, 2 x 13.18 GB/s, a quarter on each device."""
+    raw = 32e9 * 4 * 128 / 130 / 8 / 1e9
+    ceiling = raw * 64 / (72 * 68 / 64)
+    s = T.program_region(topo([2, 2], up_lanes=4, dev_lanes=16, req_queue=512), granularity=256, size="4g")
+    r = simcxl.traffic(s, threads=48, pattern="sequential", footprint_bytes=GiB, requests=80000).iloc[0]
+    assert r.read_gbps == pytest.approx(2 * ceiling, rel=0.01)
+    for i in range(4):
+        assert r[f"l{i}.s2m.data_gbps"] == pytest.approx(ceiling / 2, rel=0.02)
+
+
 # --- refused -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("groups,region,message", [

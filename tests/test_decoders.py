@@ -272,15 +272,17 @@ def test_device_decoder_no_bridge_reaches_is_a_config_error():
         _run(t)
 
 
-def test_target_behind_a_switch_is_a_config_error():
+def test_switch_without_decoders_below_a_bridge_decoder_is_a_config_error():
+    """A bridge decoder naming the root port of a switch whose upstream port committed nothing for it."""
     t = topo(2, switch=True)
     p = T.Platform(t)
-    assert "d1" not in p.devices  # only devices on root ports have registers here
+    assert "d1" in p.devices and "sw" in p.switches  # devices below switches have registers too
     cxlio.commit_decoder(p.function("d0"), 0, 0, GiB, 2)
     cxlio.enable_hdm(p.function("d0"))
     cxlio.commit_decoder(p.function("hb"), 0, 0, GiB, 2, targets=[0, 1])
     cxlio.enable_hdm(p.function("hb"))
-    with pytest.raises(_core.ConfigError, match=r"target 1 is root port 1, where a switch \(sw\) sits"):
+    with pytest.raises(_core.ConfigError, match=r"hb decoder 0 routes \[0x0, 0x40000000\) to root port 1, but sw "
+                                                r"has no committed decoder for that range"):
         _run(p.committed_topology())
 
 

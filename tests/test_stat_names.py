@@ -101,6 +101,7 @@ def test_link_bytes_add_up_to_what_the_trace_moved(tmp_path):
     ("switch-1level.toml", "traffic"),
     ("ddr-remote.toml", "traffic"),
     ("region-2way.toml", "traffic"),
+    ("switch-region.toml", "traffic"),
     ("mixed.toml", "stream"),
     ("mixed-nic.toml", "stream"),
     ("pool-4hosts-mld.toml", "hosts"),

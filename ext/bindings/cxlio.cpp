@@ -189,13 +189,26 @@ void bindCxlio(py::module_& parent, ReadGraph graphOf) {
               const CommittedRoutes routes(hb, g.regions(hb), d->second.poison);
               HdmDecoder::Target tg;
               if (!routes.route(ranged(hpa, "hpa", 0, (1ull << 52) - 1), tg)) return py::none();
-              const Connection& port = *g.leaving(hb, "root_port").at(tg.port);
-              return py::dict(py::arg("root_port") = port.from.index >= 0 ? uint32_t(port.from.index) : tg.port,
-                              py::arg("device") = g.pastLink(port).name, py::arg("dpa") = tg.dpa);
+              const Connection* port = g.leaving(hb, "root_port").at(tg.port);
+              const uint32_t rp = port->from.index >= 0 ? uint32_t(port->from.index) : tg.port;
+              // Down through the switches whose upstream ports committed decoders, each decoding the host address.
+              py::list path;
+              while (g.pastLink(*port).type == "switch" && g.decoders.count(g.pastLink(*port).name)) {
+                  const std::string sw = g.pastLink(*port).name;
+                  const CommittedRoutes sr(sw, g.switchRegions(sw), g.decoders.at(sw).poison);
+                  if (!sr.route(tg.dpa, tg)) return py::none();
+                  port = g.leaving(sw, "dsp").at(tg.port);
+                  path.append(py::make_tuple(sw, port->from.index >= 0 ? uint32_t(port->from.index) : tg.port));
+              }
+              py::dict out(py::arg("root_port") = rp, py::arg("device") = g.pastLink(*port).name,
+                           py::arg("dpa") = tg.dpa);
+              if (path.size()) out["switches"] = path;
+              return out;
           },
           py::arg("system"), py::arg("hpa"), py::arg("host_bridge") = py::none(),
-          "Where a host bridge's committed decoders send a host physical address, as the engine routes it: "
-          "{root_port, device, dpa}, or None when no committed decoder covers it.");
+          "Where a host bridge's committed decoders (and those of the switches below it) send a host physical "
+          "address, as the engine routes it: {root_port, device, dpa}, with switches: [(switch, downstream port), "
+          "...] below switches; None when no committed decoder covers it.");
 
     py::class_<Type3Function> t3(m, "Type3",
         "A Type-3 memory device's PCIe function: its parameters (and so its CDAT) from a system's type3 "

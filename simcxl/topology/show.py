@@ -59,11 +59,12 @@ def text(t: Topology) -> str:
             lines.append(f"  PID {e['pid']:4d}: {e['switch']}.{e['port']} -> {e['component']} ({e['kind']})")
         for sw, table in f["routes"].items():
             lines.append(f"  {sw} routes: " + ", ".join(f"{pid} -> {port}" for pid, port in sorted(table.items())))
-    if t.decoders:  # as `cxl list -D` shows them: what the host bridges route by
+    if t.decoders:  # as `cxl list -D` shows them: what the host bridges and switches route by
         lines += ["", "committed HDM decoders:"]
         for name, d in t.decoders.items():
             for x in d["committed"]:
-                where = (f"root ports {', '.join(map(str, x['targets']))}" if x["targets"] else
+                kind = "downstream ports" if t.components[name].type == "switch" else "root ports"
+                where = (f"{kind} {', '.join(map(str, x['targets']))}" if x["targets"] else
                          f"DPA [0x{x['dpa_base']:x}, 0x{x['dpa_base'] + x['dpa_size']:x})")
                 lines.append(f"  {name} decoder {x['index']}: [0x{x['base']:x}, 0x{x['base'] + x['size']:x}) "
                              f"{x['ways']} ways x {x['granularity']} B -> {where}")

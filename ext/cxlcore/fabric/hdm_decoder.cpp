@@ -38,11 +38,26 @@ void HdmDecoder::outside(uint64_t hpa) const {
 CommittedRoutes::CommittedRoutes(const std::string& where, const std::vector<CommittedRegion>& regions, bool poison)
     : poison_(poison) {
     for (const CommittedRegion& c : regions) {
-        if (c.ports.size() != c.ways || c.dpaBase.size() != c.ways)
+        if (c.ports.size() != c.ways || c.dpaBase.size() != c.ways ||
+            (!c.dpaWays.empty() && (c.dpaWays.size() != c.ways || c.dpaGranularity.size() != c.ways ||
+                                    c.position.size() != c.ways)))
             throw ConfigError(where + ": a committed decoder of " + std::to_string(c.ways) + " ways needs one target "
                               "port and device decoder per way");
-        r_.push_back({HdmDecoder(where, c.base, c.size, c.ways, c.granularity), c.ports, c.dpaBase,
-                      HdmDecoder::share(c.size, c.ways, c.granularity)});
+        Region r{HdmDecoder(where, c.base, c.size, c.ways, c.granularity), {}};
+        for (uint32_t w = 0; w < c.ways; ++w) {
+            Way x;
+            x.port = c.ports[w];
+            x.pos = w;
+            x.dpaBase = c.dpaBase[w];
+            x.dpaSize = HdmDecoder::share(c.size, c.ways, c.granularity);
+            if (!c.dpaWays.empty() && c.dpaWays[w] && x.dpaBase != CommittedRegion::kThrough) {
+                x.dev = std::make_shared<HdmDecoder>(where, c.base, c.size, c.dpaWays[w], c.dpaGranularity[w]);
+                x.pos = c.position[w];
+                x.dpaSize = HdmDecoder::share(c.size, c.dpaWays[w], c.dpaGranularity[w]);
+            }
+            r.way.push_back(x);
+        }
+        r_.push_back(std::move(r));
     }
 }
 
@@ -59,7 +74,13 @@ std::vector<CommittedRegion> committedRegions(const std::vector<cxlio::Committed
         r.granularity = d.granularity;
         for (uint32_t t : d.targets) {
             RootPortDecoders port;
-            if (!below(t, port) || !port.device) break;
+            if (!below(t, port)) break;
+            if (port.through) {  // a switch decodes the host address itself
+                r.ports.push_back(port.index);
+                r.dpaBase.push_back(CommittedRegion::kThrough);
+                continue;
+            }
+            if (!port.device) break;
             const auto m = std::find_if(port.device->begin(), port.device->end(), [&](const auto& e) {
                 return e.base == d.base && e.size == d.size && e.ways == d.ways && e.granularity == d.granularity;
             });
@@ -74,11 +95,14 @@ std::vector<CommittedRegion> committedRegions(const std::vector<cxlio::Committed
 
 uint64_t CommittedRoutes::hpaOf(uint32_t port, uint64_t dpa) const {
     for (const Region& r : r_)
-        for (uint32_t w = 0; w < r.ports.size(); ++w)
-            if (r.ports[w] == port && dpa >= r.dpaBase[w] && dpa - r.dpaBase[w] < r.dpaSize)
-                return r.hdm.encode(w, dpa - r.dpaBase[w]);
+        for (const Way& w : r.way) {
+            if (w.port != port) continue;
+            if (w.dpaBase == CommittedRegion::kThrough) return dpa;  // the switch below gave back the host address
+            if (dpa >= w.dpaBase && dpa - w.dpaBase < w.dpaSize)
+                return w.dev ? w.dev->encode(w.pos, dpa - w.dpaBase) : r.hdm.encode(w.pos, dpa - w.dpaBase);
+        }
     std::ostringstream os;
-    os << "a response from root port " << port << " at DPA 0x" << std::hex << dpa
+    os << "a response from port " << port << " at DPA 0x" << std::hex << dpa
        << " that no committed decoder maps (the model lost its address)";
     throw ConfigError(os.str());
 }

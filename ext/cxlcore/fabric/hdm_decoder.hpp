@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,11 +68,20 @@ class HdmDecoder {
 // the decoders before it plus the offset with the interleave bits removed.
 // With no switch between them both levels decode the same ways and
 // granularity, so one HdmDecoder does both steps.
+//
+// Below a switch the levels differ (Linux's cxl_port_setup_targets: each
+// port's granularity is its parent's times the parent's ways), so a way may
+// name the device decoder's own ways, granularity and the device's position
+// in the region, which give the DPA; and a way whose port leads to a switch
+// passes the host address on (kThrough), the switch decoding it in turn.
 struct CommittedRegion {
+    static constexpr uint64_t kThrough = ~0ull;
     uint64_t base = 0, size = 0;
     uint32_t ways = 1, granularity = 256;
     std::vector<uint32_t> ports;    // the root port (index in the bridge) of each way
-    std::vector<uint64_t> dpaBase;  // where that way's device decoder begins in its DPA
+    std::vector<uint64_t> dpaBase;  // where that way's device decoder begins in its DPA (or kThrough)
+    // Per way, or empty: the device decoder's ways (0: this decoder's), granularity and the device's position.
+    std::vector<uint32_t> dpaWays, dpaGranularity, position;
 };
 
 // What root port number `n` of a host bridge leads to: its index among the
@@ -79,6 +89,7 @@ struct CommittedRegion {
 struct RootPortDecoders {
     uint32_t index = 0;
     const std::vector<cxlio::CommittedDecoder>* device = nullptr;
+    bool through = false;  // a switch with committed decoders sits there: the host address goes on
 };
 
 // The regions a host bridge routes by: each committed bridge decoder every way
@@ -99,24 +110,29 @@ class CommittedRoutes {
         for (const Region& r : r_)
             if (r.hdm.contains(hpa)) {
                 out = r.hdm.decode(hpa);
-                out.dpa += r.dpaBase[out.port];
-                out.port = r.ports[out.port];
+                const Way& w = r.way[out.port];
+                out.port = w.port;
+                if (w.dpaBase == CommittedRegion::kThrough) out.dpa = hpa;
+                else out.dpa = w.dpaBase + (w.dev ? w.dev->decode(hpa).dpa : out.dpa);
                 return true;
             }
         return false;
     }
-    // The host address of a response from root port `port` at `dpa`.
+    // The host address of a response from root port (or downstream port) `port` at `dpa`.
     uint64_t hpaOf(uint32_t port, uint64_t dpa) const;
     // Poison On Decode Error Enable (HDM Decoder Global Control bit 0): an
     // unrouted read answers poison rather than all ones.
     bool poison() const { return poison_; }
 
   private:
+    struct Way {
+        uint32_t port = 0, pos = 0;
+        uint64_t dpaBase = 0, dpaSize = 0;
+        std::shared_ptr<const HdmDecoder> dev;  // the device decoder's interleave, when not the region's
+    };
     struct Region {
         HdmDecoder hdm;
-        std::vector<uint32_t> ports;
-        std::vector<uint64_t> dpaBase;
-        uint64_t dpaSize;
+        std::vector<Way> way;
     };
     std::vector<Region> r_;
     bool poison_;

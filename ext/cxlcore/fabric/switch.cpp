@@ -15,6 +15,7 @@ CxlSwitch::CxlSwitch(Host& host, const SwitchParams& p, const std::string& where
     std::fill(std::begin(inHead_), std::end(inHead_), kNever);
     cong_ = p_.egress_congestion != 0;
     congInterval_ = nsToTicks(p_.congestion_interval_ns);
+    unrouted_.name(where + ".unrouted (completions of requests no committed decoder covers)");
 }
 
 void CxlSwitch::addPort(CxlLink* link, MemEndpoint* below) {
@@ -78,7 +79,10 @@ void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
         throw ConfigError(where_ + ": one host reaches it through " + usps_[hostUsp_[host]]->name + " and " + u.name +
                           "; allowed: one upstream port per host");
     hostUsp_[host] = uint8_t(u.index);
-    if (!u.hdm || window > u.window) {
+    if (routes_) {
+        // The committed decoders route; each device is offered the share the fixed interleave would give.
+        u.window = std::max(u.window, window);
+    } else if (!u.hdm || window > u.window) {
         u.window = window;
         // Over all of its downstream ports: a count the decoder refuses names them.
         u.hdm = std::make_unique<HdmDecoder>(where_ + ".dsp", 0, window, ports(), p_.interleave_bytes);
@@ -89,6 +93,10 @@ void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
 
 void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
     const Tick ready = arrival + lat_;
+    if (routes_) {
+        HdmDecoder::Target tg;
+        if (!routes_->route(t->addr, tg)) return unrouted(u, t, ready);
+    }
     const int k = t->channel();
     // With nothing queued at any upstream port and the port's egress empty,
     // the request leaves at `ready` when a credit has landed by then, with no
@@ -112,6 +120,39 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
     }
     usBusy_ |= 1u << u.index;
     requestWake(ready);
+}
+
+void CxlSwitch::unrouted(Usp& u, Txn* t, Tick ready) {
+    // As at a host bridge (CXL 3.1 section 8.2.4.20.2): a read answers
+    // poison when software set Poison On Decode Error Enable, all ones
+    // otherwise; a write is dropped. The request frees its receive buffer at
+    // once (it waits behind nothing) and its completion goes back up after
+    // the switch's latency each way.
+    if (t->isRead()) {
+        ++stats_.unroutedReads;
+        stats_.poisoned += routes_->poison();
+        t->value = ~uint64_t(0);
+    } else {
+        ++stats_.unroutedWrites;
+    }
+    u.link.credits_[t->channel()].give(ready);
+    t->opc = responseOf(t->opc);
+    unrouted_.push(ready + lat_, t);
+    requestWake(ready + lat_);
+}
+
+void CxlSwitch::answerUnrouted(Tick t) {
+    while (unrouted_.headReady() <= t) {
+        Txn* x = unrouted_.front();
+        Usp& u = *usps_[hostUsp_[x->host]];
+        if (u.out.full() || (usWaiting_ >> u.index & 1)) return;  // the upstream port's draining wakes the switch
+        unrouted_.pop();
+        if (!(u.out.empty() && sendUp(u, x, t))) {
+            if (cong_) u.bp.start(t);
+            u.out.push(t, x);
+            outBusy_ |= 1u << u.index;
+        }
+    }
 }
 
 void CxlSwitch::fromBelow(Port& p, Txn* t, Tick arrival) {
@@ -272,7 +313,8 @@ void CxlSwitch::arbitrate(Tick t) {
         if (inHead_[rr_] > t) ready &= ~(1u << rr_);
         p.link->credits_[x->channel()].give(t);
         p.link->respBuffer_.give(t);
-        if (!pbr_) x->addr = u.hdm->encode(p.index, x->addr);
+        if (routes_) x->addr = routes_->hpaOf(p.index, x->addr);
+        else if (!pbr_) x->addr = u.hdm->encode(p.index, x->addr);
         else if (u.hdm) x->addr = u.hdm->encode(pbr_->devIndex[x->dpid], x->addr);  // back at its host's edge
         if (cong_) raiseDevLoad(p, u, x, t);
         if (!(u.out.empty() && sendUp(u, x, t))) {
@@ -333,6 +375,7 @@ void CxlSwitch::process() {
     // Most wake-ups find every upstream queue empty: flushUp is called only when one is not.
     usWaiting_ = 0;
     if (outBusy_) flushUp(t);
+    if (!unrouted_.empty()) answerUnrouted(t);
     arbitrate(t);
     if (outBusy_ & ~usWaiting_) flushUp(t);
     // Downstream egress: a request sent frees an entry a blocked class may take.
@@ -364,7 +407,7 @@ void CxlSwitch::process() {
     // Only the upstream ports holding something: idle hosts cost nothing.
     // Their earliest head, later than t once routed, is a wake-up time as it stands.
     route(t);
-    Tick w = usMin_;
+    Tick w = std::min(usMin_, due(unrouted_.headReady(), t));
     bool room = outBusy_ != allUsps_;  // a port with an empty out
     for (uint32_t m = outBusy_; m; m &= m - 1) {
         const Usp& u = *usps_[__builtin_ctz(m)];

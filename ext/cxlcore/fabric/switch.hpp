@@ -75,6 +75,9 @@ struct SwitchStats {
     uint64_t egressFull = 0;  // times a request waited because its downstream egress queue was full
     uint64_t creditWaits = 0;  // times a port had a message ready but no credit of its link
     uint64_t devLoadRaised = 0;  // responses whose DevLoad egress congestion raised (egress_congestion)
+    // Requests no decoder committed at its upstream port covers (routing by committed decoders only):
+    // reads answered with all ones (or poison), writes dropped, by the switch itself.
+    uint64_t unroutedReads = 0, unroutedWrites = 0, poisoned = 0;
 };
 
 class CxlSwitch final : public Component {
@@ -109,6 +112,11 @@ class CxlSwitch final : public Component {
         usps_[i]->pid = pid;
     }
     bool portBased() const { return pbr_ != nullptr; }
+    // Routes by the HDM decoders software committed at its upstream port
+    // (one host, hierarchy-based routing) instead of its own interleave over
+    // every downstream port; call before the first bind.
+    void routeBy(std::unique_ptr<CommittedRoutes> r) { routes_ = std::move(r); }
+    const CommittedRoutes* routes() const { return routes_.get(); }
     const std::string& portLabel(uint32_t i) const { return ports_[i]->label; }
     const std::string& upstreamLabel(uint32_t i) const { return usps_[i]->label; }
     int portPid(uint32_t i) const { return ports_[i]->pid; }
@@ -186,6 +194,11 @@ class CxlSwitch final : public Component {
         uint16_t dpid;
     };
     Target target(const Usp& u, const Txn* t) const {
+        if (routes_) {  // fromAbove answered what no committed decoder covers
+            HdmDecoder::Target tg;
+            routes_->route(t->addr, tg);
+            return {tg.port, tg.dpa, 0};
+        }
         if (!pbr_) {
             const HdmDecoder::Target tg = u.hdm->decode(t->addr);
             return {tg.port, tg.dpa, 0};
@@ -203,6 +216,9 @@ class CxlSwitch final : public Component {
         }
     }
     void fromAbove(Usp& u, Txn* t, Tick arrival);
+    // A request no committed decoder covers: answered here at `ready`, never sent down.
+    void unrouted(Usp& u, Txn* t, Tick ready);
+    void answerUnrouted(Tick t);
     void fromBelow(Port& p, Txn* t, Tick arrival);
     bool sendDown(Port& p, Txn* x, Tick t);
     bool sendUp(Usp& u, Txn* x, Tick t);
@@ -258,6 +274,8 @@ class CxlSwitch final : public Component {
     uint32_t allUsps_ = 0;  // a bit for each upstream port
     SwitchStats stats_;
     std::unique_ptr<PbrTables> pbr_;  // routing = pbr
+    std::unique_ptr<CommittedRoutes> routes_;  // decoders software committed at the upstream port
+    TimedQueue<Txn*> unrouted_;  // completions of requests no committed decoder covers
     bool cong_ = false;  // egress_congestion
     Tick congInterval_ = 0, congStart_ = 0, statsFrom_ = 0;
 };

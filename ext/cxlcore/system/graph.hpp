@@ -120,6 +120,13 @@ struct Graph {
     void checkDecoders() const;
     // A checked host bridge's committed decoders as the routes it takes.
     std::vector<CommittedRegion> regions(const std::string& hostBridge) const;
+    // A checked switch's decoders committed at its upstream port as the routes it takes.
+    std::vector<CommittedRegion> switchRegions(const std::string& sw) const;
+    // Follows a host bridge decoder through the switch decoders of its range
+    // down to the devices and checks that each receives exactly the addresses
+    // its own decoder gives its position; `positions`: each device's.
+    void walkRegion(const std::string& hostBridge, const cxlio::CommittedDecoder& d,
+                    std::map<std::string, uint32_t>* positions = nullptr) const;
 
     // Switches joined by links (an inter-switch link: `down` leaves the upper
     // switch's dsp for the link, `up` leaves the link for the lower switch's up port).

@@ -128,6 +128,11 @@ std::vector<StatSpec> makeSwitchStats() {
             {"responses", "count", "", "responses switched upstream"},
             {"egress_full", "count", "", "times a message waited for room in an egress queue"},
             {"credit_waits", "count", "", "times a message waited for a link credit"},
+            {"unrouted_reads", "count", "routing by committed HDM decoders",
+             "reads no decoder committed at its upstream port covered, answered by the switch"},
+            {"unrouted_writes", "count", "routing by committed HDM decoders",
+             "writes no decoder committed at its upstream port covered, dropped"},
+            {"poisoned_reads", "count", "routing by committed HDM decoders", "unrouted reads answered with poison"},
             {"dsp<i>.requests", "count", "", "requests sent out of downstream port i"},
             {"dsp<i>.responses", "count", "", "responses that came in on downstream port i"},
             {"dsp<i>.response_wait_ns", "ns", "", "mean time a response from port i waited in the switch"},
@@ -411,6 +416,11 @@ void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw, Tick s, 
     r.emplace_back(k + ".responses", double(st.responses));
     r.emplace_back(k + ".egress_full", double(st.egressFull));
     r.emplace_back(k + ".credit_waits", double(st.creditWaits));
+    if (sw.routes()) {  // requests no decoder committed at its upstream port covered
+        r.emplace_back(k + ".unrouted_reads", double(st.unroutedReads));
+        r.emplace_back(k + ".unrouted_writes", double(st.unroutedWrites));
+        r.emplace_back(k + ".poisoned_reads", double(st.poisoned));
+    }
     if (sw.portBased()) {
         if (sw.measuresCongestion()) r.emplace_back(k + ".devload_raised", double(st.devLoadRaised));
         return reportPbrPorts(r, k, sw, s, e);

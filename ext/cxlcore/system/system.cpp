@@ -59,6 +59,10 @@ class CxlBuilder {
                     CxlLink* l = build(*k, "", seed_ + 7919 * ++deeper_, child);
                     sw->addPort(l, child);
                 }
+                // Software committed the upstream port's HDM decoders: they route, not its interleave.
+                if (g_.decoders.count(dev.name))
+                    sw->routeBy(std::make_unique<CommittedRoutes>(dev.name, g_.switchRegions(dev.name),
+                                                                  g_.decoders.at(dev.name).poison));
             } else {
                 reachBelow(dev.name);
             }

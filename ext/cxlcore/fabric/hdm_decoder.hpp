@@ -123,6 +123,19 @@ class CommittedRoutes {
     // Poison On Decode Error Enable (HDM Decoder Global Control bit 0): an
     // unrouted read answers poison rather than all ones.
     bool poison() const { return poison_; }
+    // What the bridge or switch answers for a request none of them covers
+    // (CXL 3.1 section 8.2.4.20.2): a read gets poison when software enabled
+    // it, all ones otherwise; a write is dropped. Counted in `c`.
+    template <class Txn, class Counts>
+    void answerUnrouted(Txn* t, Counts& c) const {
+        if (t->isRead()) {
+            ++c.unroutedReads;
+            c.poisoned += poison_;
+            t->value = ~uint64_t(0);
+        } else {
+            ++c.unroutedWrites;
+        }
+    }
 
   private:
     struct Way {

@@ -207,17 +207,9 @@ bool HostBridge::respond(Port& p, Txn* x, Tick ready) {
 }
 
 void HostBridge::unrouted(Txn* t) {
-    // No committed decoder positively decodes the address (CXL 3.1 section
-    // 8.2.4.20.2, Poison On Decode Error Enable): a read returns poison when
-    // software enabled that, all ones otherwise; a write is dropped. Either is
-    // completed after the bridge's own pipeline, both ways, and reaches no link.
-    if (t->isRead()) {
-        ++stats_.unroutedReads;
-        stats_.poisoned += routes_->poison();
-        t->value = ~uint64_t(0);
-    } else {
-        ++stats_.unroutedWrites;
-    }
+    // No committed decoder positively decodes the address: completed after
+    // the bridge's own pipeline, both ways, reaching no link.
+    routes_->answerUnrouted(t, stats_);
     t->opc = responseOf(t->opc);
     const Tick at = now() + reqLat_ + respLat_;
     unrouted_.push(at, t);

@@ -123,18 +123,10 @@ void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
 }
 
 void CxlSwitch::unrouted(Usp& u, Txn* t, Tick ready) {
-    // As at a host bridge (CXL 3.1 section 8.2.4.20.2): a read answers
-    // poison when software set Poison On Decode Error Enable, all ones
-    // otherwise; a write is dropped. The request frees its receive buffer at
-    // once (it waits behind nothing) and its completion goes back up after
-    // the switch's latency each way.
-    if (t->isRead()) {
-        ++stats_.unroutedReads;
-        stats_.poisoned += routes_->poison();
-        t->value = ~uint64_t(0);
-    } else {
-        ++stats_.unroutedWrites;
-    }
+    // As at a host bridge; the request frees its receive buffer at once (it
+    // waits behind nothing) and its completion goes back up after the
+    // switch's latency each way.
+    routes_->answerUnrouted(t, stats_);
     u.link.credits_[t->channel()].give(ready);
     t->opc = responseOf(t->opc);
     unrouted_.push(ready + lat_, t);

@@ -2,8 +2,9 @@
  * Credit the guest kernel's random pool with a fixed seed, so that its CRNG is
  * ready from the start.
  *
- * A simulated machine has almost no entropy: the first getrandom() (glibc's
- * malloc, json-c's hash seed in cxl-cli, libuuid) blocks until the kernel
+ * A simulated machine has almost no entropy: the first blocking getrandom()
+ * (json-c's hash seed in cxl-cli, libuuid; glibc's malloc asks with
+ * GRND_NONBLOCK and does not wait) blocks until the kernel
  * has gathered enough, and Linux 5.18 and later gather it by running a
  * jitter loop on the CPU meanwhile: about 1.6 simulated seconds of busy
  * cycles on gem5's cores (tens of minutes on an atomic core) before

@@ -119,12 +119,10 @@ def describe(local, windows: Sequence) -> Numa:
 # integers as Linux keeps them: ns and MB/s. Pure Python (the board runs in gem5, without the core).
 
 U32_MAX = (1 << 32) - 1
-# PCIe link speeds by the Link Status register's code (1: 2.5 GT/s ... 6: 64 GT/s), in Mb/s per lane:
-# raw (pcie_dev_speed_mbps, for the CXL link's latency and bandwidth) and after encoding
-# (PCIE_SPEED2MBS_ENC, for pcie_bandwidth_available).
+# PCIe link speeds by the Link Status register's code (1: 2.5 GT/s ... 6: 64 GT/s), raw Mb/s per lane
+# (pcie_dev_speed_mbps, for the CXL link's latency and the region's bandwidth; the per-endpoint
+# minimum with pcie_bandwidth_available's encoded rate is replaced by the region's, so it never shows).
 PCIE_RAW_MBPS = {1: 2500, 2: 5000, 3: 8000, 4: 16000, 5: 32000, 6: 64000}
-PCIE_ENC_MBPS = {1: 2500 * 8 // 10, 2: 5000 * 8 // 10, 3: 8000 * 128 // 130, 4: 16000 * 128 // 130,
-                 5: 32000 * 128 // 130, 6: 64000}
 _FIELDS = ("read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
 
 
@@ -224,10 +222,19 @@ def window_ports(system) -> List[Port]:
     return out
 
 
+def raw_mbytes(p: Port) -> int:
+    """The link's raw MB/s (cxl_pci_get_bandwidth)."""
+    return PCIE_RAW_MBPS[p.gen] * p.width // 8
+
+
 def link_latency_ps(p: Port) -> int:
     """cxl_pci_get_latency of the root port: flit bytes over the link's raw MB/s, in ps."""
-    mbytes = PCIE_RAW_MBPS[p.gen] * p.width // 8
-    return (256 if p.flit256 else 68) * 1_000_000 // mbytes
+    return (256 if p.flit256 else 68) * 1_000_000 // raw_mbytes(p)
+
+
+def link_latency_ns(p: Port) -> int:
+    """As add_latency adds it: rounded up to ns."""
+    return -(-link_latency_ps(p) // 1000)
 
 
 def _min_bw(a: int, b: int, keep: int) -> int:
@@ -251,10 +258,10 @@ def linux_region_access(ports: Sequence[Port], gp: Access) -> Optional[Access]:
     rl = wl = 0
     rsum = wsum = 0
     for p in ports:
-        link_ns = -(-link_latency_ps(p) // 1000)
+        link_ns = link_latency_ns(p)
         rl = max(rl, p.cdat.read_latency + link_ns + gp.read_latency)
         wl = max(wl, p.cdat.write_latency + link_ns + gp.write_latency)
-        raw = PCIE_RAW_MBPS[p.gen] * p.width // 8
+        raw = raw_mbytes(p)
         rsum += _min_bw(raw, p.cdat.read_bandwidth, 0)
         wsum += _min_bw(raw, p.cdat.write_bandwidth, 0)
     # cxl_hb_gather_bandwidth: the sum below the bridge against the port's.
@@ -265,10 +272,8 @@ def generic_port(target: Access, ports: Sequence[Port]) -> Access:
     """The generic port figures (ns, MB/s) for which linux_region_access(ports, gp) == target: the
     latencies less the CDAT's and the link's; the bandwidths the target's, which the sums over the
     ports then leave as they are (warns where the links or the devices' CDAT allow less)."""
-    def link_ns(p):
-        return -(-link_latency_ps(p) // 1000)
-    rl = target.read_latency - max(p.cdat.read_latency + link_ns(p) for p in ports)
-    wl = target.write_latency - max(p.cdat.write_latency + link_ns(p) for p in ports)
+    rl = target.read_latency - max(p.cdat.read_latency + link_latency_ns(p) for p in ports)
+    wl = target.write_latency - max(p.cdat.write_latency + link_latency_ns(p) for p in ports)
     gp = Access(max(1, rl), max(1, wl), target.read_bandwidth, target.write_bandwidth)
     got = linux_region_access(ports, gp)
     if got != target:

@@ -118,6 +118,12 @@ class CommittedRoutes {
             }
         return false;
     }
+    // Whether route() would find a decoder for `hpa`, without decoding it.
+    bool covers(uint64_t hpa) const {
+        for (const Region& r : r_)
+            if (r.hdm.contains(hpa)) return true;
+        return false;
+    }
     // The host address of a response from root port (or downstream port) `port` at `dpa`.
     uint64_t hpaOf(uint32_t port, uint64_t dpa) const;
     // Poison On Decode Error Enable (HDM Decoder Global Control bit 0): an

@@ -93,10 +93,8 @@ void CxlSwitch::bind(Usp& u, uint8_t host, uint64_t window, const LdQos& qos) {
 
 void CxlSwitch::fromAbove(Usp& u, Txn* t, Tick arrival) {
     const Tick ready = arrival + lat_;
-    if (routes_) {
-        HdmDecoder::Target tg;
-        if (!routes_->route(t->addr, tg)) return unrouted(u, t, ready);
-    }
+    // target() decodes it when it leaves; here only whether any decoder covers it.
+    if (routes_ && !routes_->covers(t->addr)) return unrouted(u, t, ready);
     const int k = t->channel();
     // With nothing queued at any upstream port and the port's egress empty,
     // the request leaves at `ready` when a credit has landed by then, with no

@@ -123,6 +123,26 @@ void firmwareCommit(ComponentRegs& r, py::handle index, py::handle base, py::han
     if (!err.empty()) throw py::value_error(err);
 }
 
+// A decoder as {base, size, ways, granularity, targets?} for position_below_switch.
+CommittedDecoder decoderOf(const py::dict& d, const std::string& what) {
+    for (const char* k : {"base", "size", "ways", "granularity"})
+        if (!d.contains(k)) throw ConfigError(what + "." + k + " is missing; give base, size, ways and granularity");
+    CommittedDecoder x;
+    x.base = ranged(d["base"], (what + ".base").c_str(), 0, (1ull << 52) - 1);
+    x.size = ranged(d["size"], (what + ".size").c_str(), 1, 1ull << 52);
+    x.ways = uint32_t(ranged(d["ways"], (what + ".ways").c_str(), 1, 16));
+    x.granularity = uint32_t(ranged(d["granularity"], (what + ".granularity").c_str(), 256, 16384));
+    if (d.contains("targets")) x.targets = d["targets"].cast<std::vector<uint32_t>>();
+    if (d.contains("dpa_base")) x.dpaBase = ranged(d["dpa_base"], (what + ".dpa_base").c_str(), 0, 1ull << 52);
+    return x;
+}
+
+std::vector<CommittedDecoder> decodersOf(const py::handle& list, const std::string& what) {
+    std::vector<CommittedDecoder> out;
+    for (py::handle d : list) out.push_back(decoderOf(d.cast<py::dict>(), what + "[" + std::to_string(out.size()) + "]"));
+    return out;
+}
+
 const char* const kFirmwareCommitDoc =
     "Programs and commits a decoder as platform firmware does (register writes, then HDM Decoder Enable); "
     "ValueError with the registers' reason when they refuse.";
@@ -175,6 +195,41 @@ void bindCxlio(py::module_& parent, ReadGraph graphOf) {
     m.attr("DEVICE_OFFSET") = Type3Function::kDeviceRegsOffset;
     m.attr("PAYLOAD_BYTES") = kPayloadBytes;
 
+    m.def("position_below_switch",
+          [](const py::dict& bridge, py::handle rootPort, const py::dict& usp, py::handle way,
+             const py::dict& device) -> py::object {
+              uint32_t pos = 0;
+              if (!positionBelowSwitch(decoderOf(bridge, "bridge"), uint32_t(ranged(rootPort, "root_port", 0, 255)),
+                                       decoderOf(usp, "usp"), uint32_t(ranged(way, "way", 0, 15)),
+                                       decoderOf(device, "device"), pos))
+                  return py::none();
+              return py::int_(pos);
+          },
+          py::arg("bridge"), py::arg("root_port"), py::arg("usp"), py::arg("way"), py::arg("device"),
+          "The position in its region of the device below way `way` of a switch's upstream decoder `usp`, the "
+          "switch below root port `root_port` of host bridge decoder `bridge` (decoders as {base, size, ways, "
+          "granularity, targets}): how gem5's host bridge places each device below a switch; None if the "
+          "decoders send no chunk of the region there.");
+    m.def("route_below_switch",
+          [](const py::list& bridge, py::handle rootPort, const py::list& usp, const py::list& devices,
+             py::handle hpa) -> py::object {
+              std::vector<std::vector<CommittedDecoder>> devs;
+              for (py::handle d : devices) devs.push_back(decodersOf(d, "devices[" + std::to_string(devs.size()) + "]"));
+              const CommittedRoutes routes(
+                  "switch", switchRegionsBelowBridge(decodersOf(bridge, "bridge"),
+                                                     uint32_t(ranged(rootPort, "root_port", 0, 255)),
+                                                     decodersOf(usp, "usp"), devs),
+                  false);
+              HdmDecoder::Target tg;
+              const uint64_t a = ranged(hpa, "hpa", 0, (1ull << 52) - 1);
+              if (!routes.route(a, tg)) return py::none();
+              return py::make_tuple(tg.port, tg.dpa, routes.hpaOf(tg.port, tg.dpa));
+          },
+          py::arg("bridge"), py::arg("root_port"), py::arg("usp"), py::arg("devices"), py::arg("hpa"),
+          "How gem5's switch below root port `root_port` routes `hpa` by the decoders committed at the host bridge "
+          "(`bridge`), at its upstream port (`usp`) and at the device below each downstream port (`devices`, "
+          "lists of {base, size, ways, granularity, targets, dpa_base}): (downstream port, DPA, the host address "
+          "its response maps back to), or None where no decoder covers it.");
     m.def("route", [graphOf](const py::dict& system, py::handle hpa, py::object bridge) -> py::object {
               const Graph g = graphOf(system);
               g.check();

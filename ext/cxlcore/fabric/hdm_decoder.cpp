@@ -93,6 +93,90 @@ std::vector<CommittedRegion> committedRegions(const std::vector<cxlio::Committed
     return out;
 }
 
+namespace {
+
+const cxlio::CommittedDecoder* sameRange(const std::vector<cxlio::CommittedDecoder>& v,
+                                         const cxlio::CommittedDecoder& d) {
+    for (const cxlio::CommittedDecoder& x : v)
+        if (x.base == d.base && x.size == d.size) return &x;
+    return nullptr;
+}
+
+}  // namespace
+
+std::vector<CommittedRegion> switchCommittedRegions(
+    const std::vector<cxlio::CommittedDecoder>& usp, const std::function<bool(uint32_t, RootPortDecoders&)>& below,
+    const std::function<bool(const cxlio::CommittedDecoder&, std::vector<uint32_t>&)>& place, uint64_t offset) {
+    std::vector<CommittedRegion> out;
+    for (const cxlio::CommittedDecoder& d : usp) {
+        std::vector<uint32_t> positions(d.ways, 0);
+        if (d.base < offset || d.targets.size() != d.ways || !place(d, positions) || positions.size() != d.ways)
+            continue;
+        CommittedRegion r;
+        r.base = d.base - offset;
+        r.size = d.size;
+        r.ways = d.ways;
+        r.granularity = d.granularity;
+        for (uint32_t w = 0; w < d.ways; ++w) {
+            RootPortDecoders port;
+            if (!below(d.targets[w], port)) break;
+            const cxlio::CommittedDecoder* e = !port.through && port.device ? sameRange(*port.device, d) : nullptr;
+            if (!port.through && !e) break;
+            r.ports.push_back(port.index);
+            r.dpaBase.push_back(e ? e->dpaBase : CommittedRegion::kThrough);
+            r.dpaWays.push_back(e ? e->ways : 0);
+            r.dpaGranularity.push_back(e ? e->granularity : 0);
+            r.position.push_back(e ? positions[w] : 0);
+        }
+        if (r.ports.size() == r.ways) out.push_back(std::move(r));
+    }
+    return out;
+}
+
+bool positionBelowSwitch(const cxlio::CommittedDecoder& bridge, uint32_t rootPort, const cxlio::CommittedDecoder& usp,
+                         uint32_t way, const cxlio::CommittedDecoder& device, uint32_t& position) {
+    if (bridge.targets.size() != bridge.ways || usp.targets.size() != usp.ways || way >= usp.ways ||
+        uint64_t(device.ways) * device.granularity > device.size)
+        return false;
+    const HdmDecoder b("host bridge", bridge.base, bridge.size, bridge.ways, bridge.granularity);
+    const HdmDecoder s("switch", usp.base, usp.size, usp.ways, usp.granularity);
+    for (uint32_t p = 0; p < device.ways; ++p) {
+        const uint64_t hpa = device.base + uint64_t(p) * device.granularity;
+        if (!b.contains(hpa) || !s.contains(hpa)) return false;
+        if (bridge.targets[b.decode(hpa).port] == rootPort && s.decode(hpa).port == way) {
+            position = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+std::vector<CommittedRegion> switchRegionsBelowBridge(const std::vector<cxlio::CommittedDecoder>& bridge,
+                                                      uint32_t rootPort,
+                                                      const std::vector<cxlio::CommittedDecoder>& usp,
+                                                      const std::vector<std::vector<cxlio::CommittedDecoder>>& devices,
+                                                      uint64_t offset) {
+    return switchCommittedRegions(
+        usp,
+        [&](uint32_t n, RootPortDecoders& out) {
+            if (n >= devices.size()) return false;
+            out.index = n;
+            out.device = &devices[n];
+            return true;
+        },
+        [&](const cxlio::CommittedDecoder& d, std::vector<uint32_t>& positions) {
+            const cxlio::CommittedDecoder* h = sameRange(bridge, d);
+            if (!h) return false;
+            for (uint32_t w = 0; w < d.ways; ++w) {
+                const cxlio::CommittedDecoder* e =
+                    d.targets[w] < devices.size() ? sameRange(devices[d.targets[w]], d) : nullptr;
+                if (!e || !positionBelowSwitch(*h, rootPort, d, w, *e, positions[w])) return false;
+            }
+            return true;
+        },
+        offset);
+}
+
 uint64_t CommittedRoutes::hpaOf(uint32_t port, uint64_t dpa) const {
     for (const Region& r : r_)
         for (const Way& w : r.way) {

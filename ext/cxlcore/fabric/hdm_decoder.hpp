@@ -101,6 +101,35 @@ std::vector<CommittedRegion> committedRegions(const std::vector<cxlio::Committed
                                               const std::function<bool(uint32_t, RootPortDecoders&)>& below,
                                               uint64_t offset = 0);
 
+// The regions a switch's upstream port routes by: each committed decoder of
+// `usp` every target of which reaches a device decoder mapping the same range
+// (or, `through`, a switch below with decoders of its own), moved down by
+// `offset` as committedRegions. `place(d, positions)` gives each way's device
+// its position in the region (for the address of responses), or is false
+// where no decoder above reaches `d` (it then routes nowhere).
+std::vector<CommittedRegion> switchCommittedRegions(
+    const std::vector<cxlio::CommittedDecoder>& usp, const std::function<bool(uint32_t, RootPortDecoders&)>& below,
+    const std::function<bool(const cxlio::CommittedDecoder&, std::vector<uint32_t>&)>& place, uint64_t offset = 0);
+
+// The position in its region of the device below way `way` of switch decoder
+// `usp`, the switch being below root port number `rootPort` of host bridge
+// decoder `bridge`, the device decoding `device` (the region's ways and
+// granularity): the region-level chunk among the first `device.ways` that both
+// decoders send there. False if none does (the decoders disagree).
+bool positionBelowSwitch(const cxlio::CommittedDecoder& bridge, uint32_t rootPort, const cxlio::CommittedDecoder& usp,
+                         uint32_t way, const cxlio::CommittedDecoder& device, uint32_t& position);
+
+// The regions of a switch right below root port number `rootPort` of a host
+// bridge whose committed decoders are `bridge`: switchCommittedRegions over
+// the switch's upstream decoders `usp`, downstream port n leading to a Type-3
+// device whose committed decoders are devices[n], each placed by
+// positionBelowSwitch.
+std::vector<CommittedRegion> switchRegionsBelowBridge(const std::vector<cxlio::CommittedDecoder>& bridge,
+                                                      uint32_t rootPort,
+                                                      const std::vector<cxlio::CommittedDecoder>& usp,
+                                                      const std::vector<std::vector<cxlio::CommittedDecoder>>& devices,
+                                                      uint64_t offset = 0);
+
 // A host bridge's routes by its committed decoders. An address none of them
 // covers routes nowhere: the bridge answers it itself (HostBridge::unrouted).
 class CommittedRoutes {

@@ -271,31 +271,30 @@ std::vector<CommittedRegion> Graph::switchRegions(const std::string& sw) const {
     // The host bridge above: its decoder of each range gives each device its position in the region.
     const Connection* up = feeding(*this, sw);
     while (up && up->from.port == "dsp") up = feeding(*this, up->from.comp);
-    std::vector<CommittedRegion> out;
-    for (const cxlio::CommittedDecoder& d : s->second.committed) {
-        const cxlio::CommittedDecoder* h = up ? sameRange(*this, up->from.comp, d) : nullptr;
-        if (!h) continue;  // checkDecoders refuses this
-        std::map<std::string, uint32_t> pos;
-        walkRegion(up->from.comp, *h, &pos);
-        CommittedRegion r;
-        r.base = d.base;
-        r.size = d.size;
-        r.ways = d.ways;
-        r.granularity = d.granularity;
-        for (uint32_t t : d.targets) {
-            const Connection* port = portOf(*this, sw, "dsp", t);
-            const Node& n = pastLink(*port);
-            const cxlio::CommittedDecoder* e = sameRange(*this, n.name, d);
-            r.ports.push_back(portIndex(*this, sw, port, "dsp"));
-            const bool dev = n.type == "type3";
-            r.dpaBase.push_back(dev ? e->dpaBase : CommittedRegion::kThrough);
-            r.dpaWays.push_back(dev ? e->ways : 0);
-            r.dpaGranularity.push_back(dev ? e->granularity : 0);
-            r.position.push_back(dev && pos.count(n.name) ? pos.at(n.name) : 0);
-        }
-        out.push_back(std::move(r));
-    }
-    return out;
+    return switchCommittedRegions(
+        s->second.committed,
+        [&](uint32_t n, RootPortDecoders& out) {
+            const Connection* port = portOf(*this, sw, "dsp", n);
+            if (!port) return false;
+            out.index = portIndex(*this, sw, port, "dsp");
+            const Node& below = pastLink(*port);
+            const auto dev = decoders.find(below.name);
+            out.device = dev == decoders.end() ? nullptr : &dev->second.committed;
+            out.through = below.type != "type3";
+            return true;
+        },
+        [&](const cxlio::CommittedDecoder& d, std::vector<uint32_t>& positions) {
+            const cxlio::CommittedDecoder* h = up ? sameRange(*this, up->from.comp, d) : nullptr;
+            if (!h) return false;  // checkDecoders refuses this
+            std::map<std::string, uint32_t> pos;
+            walkRegion(up->from.comp, *h, &pos);
+            for (uint32_t w = 0; w < d.ways; ++w) {
+                const Connection* port = portOf(*this, sw, "dsp", d.targets[w]);
+                const std::string n = port ? pastLink(*port).name : std::string();
+                positions[w] = pos.count(n) ? pos.at(n) : 0;
+            }
+            return true;
+        });
 }
 
 }  // namespace cxlcore

@@ -69,7 +69,14 @@ class CXLHostBridgeRegs(PioDevice):
         NULL, "the CXLHostBridge whose window these decoders route: its timing then follows the HDM decoders "
         "committed here and at the endpoints (an address none covers reads all ones or poison, a write is "
         "dropped); without one the bridge uses its own interleave")
-    endpoints = VectorParam.CXLPciFunction([], "with bridge: the Type-3 function below each of its root ports, in order")
+    endpoints = VectorParam.CXLPciFunction(
+        [], "with bridge: the Type-3 function below each of its root ports, in order (the switch_upstream "
+        "function where the root port leads to a CXLSwitch)")
+    # Here, not on the CXLSwitch: the functions name their System, which lists the bridge, whose root
+    # ports are the switches; a switch naming them would close a loop.
+    switch_endpoints = VectorParam.CXLPciFunction(
+        [], "with bridge: the Type-3 function below each downstream port of each CXLSwitch below a root port, "
+        "root port by root port, each switch's in port order")
     firmware_commit = Param.Bool(
         False, "with bridge: commit and lock one decoder over its whole window here and at the endpoints before "
         "the guest runs, as platform firmware does for memory it reports in SRAT/E820")

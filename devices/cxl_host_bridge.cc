@@ -9,6 +9,7 @@
 #include "base/logging.hh"
 #include "base/trace.hh"
 #include "debug/CXLMem.hh"
+#include "devices/cxl_switch.hh"
 #include "sim/sim_exit.hh"
 #include "sim/stats.hh"
 
@@ -135,15 +136,47 @@ void
 CXLHostBridge::routeByDecoders(CXLHostBridgeRegs *r,
                                const std::vector<CXLPciFunction *> &eps,
                                bool commit, std::vector<uint32_t> targets,
-                               uint32_t granularity)
+                               uint32_t granularity,
+                               const std::vector<CXLPciFunction *> &switchEps)
 {
     fatal_if(regs, "%s: %s routes it already; one register block a bridge",
              name(), regs->name());
     if (eps.size() != rootPorts.size())
         fatal("%s: bad CXLHostBridgeRegs parameter: %s's endpoints holds %u "
-              "functions for %u root ports; give the Type-3 function below "
-              "each root port, in port order", name(), r->name(),
+              "functions for %u root ports; give the Type-3 function (or the "
+              "switch's upstream port function) below each root port, in "
+              "port order", name(), r->name(),
               unsigned(eps.size()), unsigned(rootPorts.size()));
+    size_t next = 0;  // in switchEps
+    for (size_t j = 0; j < eps.size(); ++j) {
+        CXLSwitch *s = dynamic_cast<CXLSwitch *>(rootPorts[j]);
+        if (!s)
+            continue;
+        const size_t n = s->downstreamPorts();
+        if (eps[j]->params().kind != "switch_upstream" ||
+            next + n > switchEps.size())
+            fatal("%s: bad CXLHostBridgeRegs parameter: root port %u leads "
+                  "to switch %s (%u downstream ports): %s's endpoints must "
+                  "name its switch_upstream function there (%s is a %s) and "
+                  "switch_endpoints its %u Type-3 functions (%u left)",
+                  name(), unsigned(j), s->name(), unsigned(n), r->name(),
+                  eps[j]->name(), eps[j]->params().kind, unsigned(n),
+                  unsigned(switchEps.size() - next));
+        s->bindIo(eps[j], std::vector<CXLPciFunction *>(
+                              switchEps.begin() + next,
+                              switchEps.begin() + next + n));
+        next += n;
+        if (commit)
+            fatal("%s: bad CXLHostBridgeRegs parameter: firmware_commit with "
+                  "switch %s below root port %u is not supported; allowed: "
+                  "firmware_commit = False (the guest commits a region's "
+                  "decoders)", name(), s->name(), unsigned(j));
+    }
+    if (next != switchEps.size())
+        fatal("%s: bad CXLHostBridgeRegs parameter: switch_endpoints holds "
+              "%u functions; the switches below the root ports have %u "
+              "downstream ports", name(), unsigned(switchEps.size()),
+              unsigned(next));
     if (targets.empty())
         for (uint32_t j = 0; j < rootPorts.size(); ++j)
             targets.push_back(j);
@@ -164,6 +197,11 @@ CXLHostBridge::routeByDecoders(CXLHostBridgeRegs *r,
     regs->registers().onDecoderChange([this] { rebuildRoutes(); });
     for (CXLPciFunction *f : endpoints)
         f->function().component().onDecoderChange([this] { rebuildRoutes(); });
+    for (CXLPortTarget *t : rootPorts)
+        if (auto *s = dynamic_cast<CXLSwitch *>(t))
+            for (CXLPciFunction *f : s->endpointFunctions())
+                f->function().component().onDecoderChange(
+                    [this] { rebuildRoutes(); });
     if (commit)
         commitAsFirmware();
     rebuildRoutes();
@@ -205,9 +243,12 @@ CXLHostBridge::rebuildRoutes()
     if (r.hdmEnabled())
         mine = r.committed();
     std::vector<std::vector<CommittedDecoder>> below(endpoints.size());
-    for (size_t j = 0; j < endpoints.size(); ++j)
+    std::vector<CXLSwitch *> switches(endpoints.size(), nullptr);
+    for (size_t j = 0; j < endpoints.size(); ++j) {
         if (endpoints[j]->function().hdmEnabled())
             below[j] = endpoints[j]->function().committedDecoders();
+        switches[j] = dynamic_cast<CXLSwitch *>(rootPorts[j]);
+    }
     // The core's bridge sees offsets into the window.
     auto regions = cxlcore::committedRegions(
         mine, [&](uint32_t n, cxlcore::RootPortDecoders &out) {
@@ -215,8 +256,14 @@ CXLHostBridge::rebuildRoutes()
                 return false;
             out.index = n;
             out.device = &below[n];
+            // A switch whose upstream port software programmed decodes the
+            // address again (Linux's granularity there: parent's x ways).
+            out.through = switches[n] && !below[n].empty();
             return true;
         }, range.start());
+    for (uint32_t j = 0; j < switches.size(); ++j)
+        if (switches[j])
+            routeSwitch(*switches[j], j, mine, below[j]);
     // One line per region, on every rebuild: what the timing routes by, in
     // the terms `cxl list` reports a region (host addresses, ways, bytes).
     for (const cxlcore::CommittedRegion &g : regions) {
@@ -231,6 +278,21 @@ CXLHostBridge::rebuildRoutes()
         inform("%s: routes nothing (no decoder committed)", name());
     bridge->routeBy(std::make_unique<cxlcore::CommittedRoutes>(
         name(), regions, r.poisonOnDecodeError()));
+}
+
+void
+CXLHostBridge::routeSwitch(CXLSwitch &s, uint32_t rootPort,
+                           const std::vector<cxlcore::cxlio::CommittedDecoder> &mine,
+                           const std::vector<cxlcore::cxlio::CommittedDecoder> &usp)
+{
+    using cxlcore::cxlio::CommittedDecoder;
+    std::vector<std::vector<CommittedDecoder>> devs;
+    for (CXLPciFunction *f : s.endpointFunctions())
+        devs.push_back(f->function().hdmEnabled()
+                           ? f->function().committedDecoders()
+                           : std::vector<CommittedDecoder>{});
+    s.routeBy(cxlcore::switchRegionsBelowBridge(mine, rootPort, usp, devs,
+                                                range.start()));
 }
 
 bool

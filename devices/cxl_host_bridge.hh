@@ -29,6 +29,8 @@
 namespace gem5
 {
 
+class CXLSwitch;
+
 class CXLHostBridge : public memory::AbstractMemory
 {
   private:
@@ -110,6 +112,12 @@ class CXLHostBridge : public memory::AbstractMemory
     uint32_t interleaveBytes = 256;
     void commitAsFirmware();
     void rebuildRoutes();
+    // The switch below root port `rootPort` routes by the decoders committed
+    // at its upstream port (`usp`) and the devices below it; `mine` are the
+    // bridge's, which place each device in its region.
+    void routeSwitch(CXLSwitch &s, uint32_t rootPort,
+                     const std::vector<cxlcore::cxlio::CommittedDecoder> &mine,
+                     const std::vector<cxlcore::cxlio::CommittedDecoder> &usp);
     void sendResponses();
     void armWatchdog();
     void checkProgress();
@@ -152,14 +160,16 @@ class CXLHostBridge : public memory::AbstractMemory
     CXLHostBridge(const Params &p);
     // From then on, route by the HDM decoders committed at `regs` (this
     // bridge's component registers) and at `endpoints` (the Type-3 function
-    // below each root port); `commit` first commits one decoder over the
-    // window as firmware does (root ports `targets`, all if empty; interleave
-    // `granularity` bytes, the bridge's if 0). Called from
-    // CXLHostBridgeRegs::init().
+    // below each root port, or the upstream port's of the CXLSwitch there,
+    // whose downstream ports lead to `switchEndpoints`, switch by switch);
+    // `commit` first commits one decoder over the window as firmware does
+    // (root ports `targets`, all if empty; interleave `granularity` bytes,
+    // the bridge's if 0). Called from CXLHostBridgeRegs::init().
     void routeByDecoders(CXLHostBridgeRegs *regs,
                          const std::vector<CXLPciFunction *> &endpoints,
                          bool commit, std::vector<uint32_t> targets,
-                         uint32_t granularity);
+                         uint32_t granularity,
+                         const std::vector<CXLPciFunction *> &switchEndpoints);
 
     Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
     void init() override;

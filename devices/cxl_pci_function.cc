@@ -365,10 +365,13 @@ CXLHostBridgeRegs::init()
     const Params &p = params();
     if (p.bridge)
         p.bridge->routeByDecoders(this, p.endpoints, p.firmware_commit,
-                                  p.firmware_targets, p.firmware_granularity);
+                                  p.firmware_targets, p.firmware_granularity,
+                                  p.switch_endpoints);
     else
-        fatal_if(p.firmware_commit || !p.endpoints.empty(),
-                 "%s: bad parameter: endpoints and firmware_commit need "
+        fatal_if(p.firmware_commit || !p.endpoints.empty() ||
+                     !p.switch_endpoints.empty(),
+                 "%s: bad parameter: endpoints, switch_endpoints and "
+                 "firmware_commit need "
                  "bridge (the CXLHostBridge these decoders route)", name());
 }
 

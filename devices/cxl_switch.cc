@@ -41,6 +41,40 @@ CXLSwitch::CXLSwitch(const Params &p)
     }
 }
 
+void
+CXLSwitch::bindIo(CXLPciFunction *f, std::vector<CXLPciFunction *> devs)
+{
+    fatal_if(usp, "%s: bound to %s already", name(), usp->name());
+    fatal_if(devs.size() != below.size(), "%s: %u Type-3 functions for %u "
+             "downstream ports", name(), unsigned(devs.size()),
+             unsigned(below.size()));
+    usp = f;
+    endpoints = std::move(devs);
+    // With CXL.io the switch routes by what software committed and nothing
+    // else: until a region is committed it routes nothing, as the bridge.
+    routeBy({});
+}
+
+void
+CXLSwitch::routeBy(const std::vector<cxlcore::CommittedRegion> &regions)
+{
+    CXLPciFunction *f = usp;
+    fatal_if(!f, "%s: routed by committed decoders before bindIo", name());
+    for (const cxlcore::CommittedRegion &g : regions) {
+        std::string ports;
+        for (uint32_t p : g.ports)
+            ports += (ports.empty() ? "" : ",") + std::to_string(p);
+        inform("%s: routes window offsets [%#x, %#x) ways %u granularity %u "
+               "downstream ports %s", name(), g.base, g.base + g.size, g.ways,
+               g.granularity, ports);
+    }
+    if (regions.empty())
+        inform("%s: routes nothing (no decoder committed at %s reaches a "
+               "device decoder)", name(), f->name());
+    sw->routeBy(std::make_unique<cxlcore::CommittedRoutes>(
+        name(), regions, f->function().component().poisonOnDecodeError()));
+}
+
 CXLPortTarget::Attachment
 CXLSwitch::attach(const SimObject &port_above)
 {

@@ -14,7 +14,9 @@
 #include "base/statistics.hh"
 #include "devices/cxl_core_stats.hh"
 #include "devices/cxl_event_host.hh"
+#include "devices/cxl_pci_function.hh"
 #include "devices/cxl_port_target.hh"
+#include "cxlcore/fabric/hdm_decoder.hpp"
 #include "cxlcore/fabric/switch.hpp"
 #include "params/CXLSwitch.hh"
 
@@ -30,6 +32,8 @@ class CXLSwitch : public CXLPortTarget
     std::vector<std::unique_ptr<cxlcore::CxlLink>> upLinks;
     std::vector<CXLPortTarget *> below;
     std::vector<const SimObject *> above;  // by upstream port
+    CXLPciFunction *usp = nullptr;
+    std::vector<CXLPciFunction *> endpoints;
 
     void checkDrained();
 
@@ -52,6 +56,20 @@ class CXLSwitch : public CXLPortTarget
     // The upstream link, both switch traversals and the first downstream
     // port's target: the switch adds the same to every path through it.
     double idleLatencyNs() const override;
+
+    size_t downstreamPorts() const { return below.size(); }
+    // CXL.io (a full-system board whose Linux enumerates the switch), from
+    // the host bridge above: the upstream port's function, whose committed
+    // HDM decoders alone route the switch from now on, and the Type-3
+    // function below each downstream port.
+    void bindIo(CXLPciFunction *usp, std::vector<CXLPciFunction *> devs);
+    CXLPciFunction *uspFunction() const { return usp; }
+    const std::vector<CXLPciFunction *> &endpointFunctions() const
+    {
+        return endpoints;
+    }
+    // The bridge, when any decoder below it changes: the regions to route by.
+    void routeBy(const std::vector<cxlcore::CommittedRegion> &regions);
 
     bool idle() const { return host.idle(); }
     DrainState drain() override;

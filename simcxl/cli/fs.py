@@ -52,7 +52,9 @@ def guest_build(cache, jobs, install, drop_tree, as_json):
               help="NUMA description (JSON: nodes with read/write latency_ns and bandwidth_gbps, optional "
                    "distances) for the SRAT/SLIT/HMAT, instead of the standalone engine's for the presets.")
 @click.option("--cxl", multiple=True, default=["cxl-asic:1GiB"], show_default=True, metavar="PRESET:SIZE[@BASE]",
-              help="One CXL window (a CPU-less node), placed from 4 GiB up unless @BASE is given; repeat for more.")
+              help="One CXL window (a CPU-less node), placed from 4 GiB up unless @BASE is given; repeat for more. "
+                   "PRESET may be a topology file with one host bridge, e.g. a switch with Type-3 devices below "
+                   "one root port (examples/topologies/switch-2dev.toml; with --cxl-region).")
 @click.option("--cpu", type=click.Choice(["kvm", "atomic", "timing", "o3"]), default="kvm", show_default=True)
 @click.option("--cores", type=click.IntRange(1, 64), default=1, show_default=True)
 @click.option("--sizes", default="1MiB,64MiB", show_default=True, help="lmbench: working sets.")

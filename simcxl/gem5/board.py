@@ -200,12 +200,61 @@ def acpi_tables(cores: int, local_size: int, windows: Sequence[Tuple[int, int]],
     return [fadt, madt(cores), srat, slit, hmat, cedt, mcfg]
 
 
+def switch_fanout(system) -> List[int]:
+    """Per root port of a window's System: 0 where a Type-3 device sits on the port, else the number
+    of downstream ports of the switch there (each leading to a Type-3 device)."""
+    graph = getattr(system, "graph", None)
+    if graph is None or not graph.of_type("switch"):
+        return [0] * system.cxl.bridge.root_ports
+    hb = next(graph.components[k.b.comp] for h in graph.of_type("host") for k in graph.down(h.name, "mem")
+              if graph.components[k.b.comp].type == "host_bridge")
+    out, seen = [], set()
+    for k in graph.down(hb.name, "root_port"):
+        below = graph.below(graph.components[k.b.comp].name, "down")[0]
+        if below.type != "switch":
+            out.append(0)
+            continue
+        if below.name in seen:
+            raise ParamError(f"switch {below.name} is reached by two root ports; with CXL.io the board allows one "
+                             "upstream port per switch")
+        seen.add(below.name)
+        dsps = graph.down(below.name, "dsp")
+        for d in dsps:
+            leaf = graph.below(graph.components[d.b.comp].name, "down")[0]
+            if leaf.type != "type3":
+                raise ParamError(f"{leaf.name} (a {leaf.type}) below switch {below.name}: with CXL.io the board "
+                                 "allows Type-3 devices below a switch (one switch level)")
+        out.append(len(dsps))
+    return out
+
+
+def bus_layout(first_bus: int, fanout: Sequence[int]) -> List[dict]:
+    """Where each root port's functions go when the root ports sit on `first_bus` (device j) and
+    `fanout` is switch_fanout's: the numbers Linux gives unconfigured bridges, depth first (a root
+    port's secondary bus is one past the last bus below the port before it). Per root port: the
+    Type-3 devices' buses ("devices") and, below a switch, its upstream port's ("usp") and its
+    downstream ports' ("dsp") bus."""
+    out, nxt = [], first_bus + 1
+    for n in fanout:
+        if n:
+            out.append(dict(usp=nxt, dsp=nxt + 1, devices=[nxt + 2 + k for k in range(n)]))
+            nxt += 2 + n
+        else:
+            out.append(dict(devices=[nxt]))
+            nxt += 1
+    if nxt > first_bus + BUSES_PER_BRIDGE:
+        raise ParamError(f"the functions below a host bridge need {nxt - first_bus} buses; allowed: at most "
+                         f"{BUSES_PER_BRIDGE} (fewer root ports or downstream ports)")
+    return out
+
+
 def cxl_io_devices(board, bridges, layout, firmware_commit: bool = True) -> None:
     """Linux's view of each CXL window through CXL.io: bridge i's component registers at its CHBS,
-    a root-port PCI function per root port on bus CXL_BUS + 0x10 i (device j) and a Type-3 memory
-    device below each (bus + 1 + j) with its share of the window, and one ECAM window for all
-    their buses. Every function's registers are the core's, built from the same expander the
-    window's CXL.mem path runs through. Attached to the board's I/O bus."""
+    a root-port PCI function per root port on bus CXL_BUS + 0x10 i (device j) and below each
+    either a Type-3 memory device or a switch (its upstream port, a downstream port per device,
+    and a Type-3 device below each: bus_layout), each device with its share of the window, and one
+    ECAM window for all their buses. Every function's registers are the core's, built from the
+    same expanders the window's CXL.mem path runs through. Attached to the board's I/O bus."""
     from m5.objects import CXLEcam, CXLHostBridgeRegs, CXLPciFunction
 
     if len(bridges) * BUSES_PER_BRIDGE > 0x100 - CXL_BUS:
@@ -213,32 +262,55 @@ def cxl_io_devices(board, bridges, layout, firmware_commit: bool = True) -> None
                          f"{(0x100 - CXL_BUS) // BUSES_PER_BRIDGE} (buses {CXL_BUS:#x}-0xff)")
     host, iobus = board.pc.pci_host, board.get_io_bus()
     regs, functions, routed = [], [], []
+
+    def port(kind, expander, number, bus, dev, **kw):
+        f = CXLPciFunction(kind=kind, expander=expander, port_number=number, host=host,
+                           pci_bus=bus, pci_dev=dev, pci_func=0, **kw)
+        f.BAR0.size = "64KiB"  # component registers only
+        return f
+
     for i, (b, (_, size)) in enumerate(zip(bridges, layout)):
         ports = list(b.root_ports)
-        if not 1 <= len(ports) < BUSES_PER_BRIDGE or size % (len(ports) * CFMWS_ALIGN):
-            raise ParamError(f"CXL window {i + 1}: {len(ports)} root ports for {size} bytes is not allowed with "
-                             f"CXL.io; allowed: 1 to {BUSES_PER_BRIDGE - 1} ports, each a multiple of 256 MiB")
+        fanout = switch_fanout(b._simcxl_system)
+        devices_total = sum(n or 1 for n in fanout)
+        if not 1 <= len(ports) < BUSES_PER_BRIDGE or size % (devices_total * CFMWS_ALIGN):
+            raise ParamError(f"CXL window {i + 1}: {devices_total} devices for {size} bytes is not allowed with "
+                             f"CXL.io; allowed: 1 to {BUSES_PER_BRIDGE - 1} root ports, each device a multiple of "
+                             "256 MiB")
+        if firmware_commit and any(fanout):
+            raise ParamError(f"CXL window {i + 1} has a switch: firmware does not map memory below switches here; "
+                             "allowed: a switch with --cxl-region (Linux commits the region's decoders)")
         bus = CXL_BUS + BUSES_PER_BRIDGE * i
         regs.append(CXLHostBridgeRegs(base=CHBS_BASE + 0x10000 * i, decoders=1, targets=_targets(len(ports))))
-        devices = []
-        for j, expander in enumerate(ports):
-            rp = CXLPciFunction(kind="root_port", expander=expander, decoders=0, port_number=j, host=host,
-                                pci_bus=bus, pci_dev=j, pci_func=0)
-            rp.BAR0.size = "64KiB"
-            dev = CXLPciFunction(kind="type3", expander=expander, capacity=f"{size // len(ports)}B", host=host,
-                                 pci_bus=bus + 1 + j, pci_dev=0, pci_func=0)
-            functions += [rp, dev]
-            devices.append(dev)
-        routed.append((b, regs[-1], devices))
+        capacity = f"{size // devices_total}B"
+        endpoints, switch_endpoints = [], []
+        for j, (below, n, where) in enumerate(zip(ports, fanout, bus_layout(bus, fanout))):
+            expanders = list(below.downstream) if n else [below]
+            functions.append(port("root_port", expanders[0], j, bus, j, decoders=0))
+            devs = [CXLPciFunction(kind="type3", expander=e, capacity=capacity, host=host,
+                                   pci_bus=d, pci_dev=0, pci_func=0) for e, d in zip(expanders, where["devices"])]
+            if n:
+                # The switch's upstream link reports as its first device's (the board's links match).
+                usp = port("switch_upstream", expanders[0], 0, where["usp"], 0, decoders=1, targets=_targets(n))
+                functions.append(usp)
+                functions += [port("switch_downstream", e, k, where["dsp"], k, decoders=0)
+                              for k, e in enumerate(expanders)]
+                endpoints.append(usp)
+                switch_endpoints += devs
+            else:
+                endpoints.append(devs[0])
+            functions += devs
+        routed.append((b, regs[-1], endpoints, switch_endpoints))
     board.cxl_chbs = regs
     board.cxl_functions = functions
-    # Each window's timing follows the decoders committed at its bridge and devices (set after the
-    # board adopts them, or the register block would); with `firmware_commit` the board commits one
-    # over the whole window first, as firmware does for memory it puts in SRAT; without, nothing
-    # routes until the OS commits a region (reads answer all ones, writes are dropped).
+    # Each window's timing follows the decoders committed at its bridge, switches and devices (set
+    # after the board adopts them, or the register block would); with `firmware_commit` the board
+    # commits one over the whole window first, as firmware does for memory it puts in SRAT; without,
+    # nothing routes until the OS commits a region (reads answer all ones, writes are dropped).
     board.cxl_bridges = bridges  # adopted here, not under the register blocks that name them
-    for b, r, devices in routed:
-        r.bridge, r.endpoints, r.firmware_commit = b, devices, firmware_commit
+    for b, r, endpoints, switch_endpoints in routed:
+        r.bridge, r.endpoints, r.firmware_commit = b, endpoints, firmware_commit
+        r.switch_endpoints = switch_endpoints
     board.cxl_ecam = CXLEcam(base=ECAM_BASE, first_bus=CXL_BUS,
                              last_bus=CXL_BUS + BUSES_PER_BRIDGE * len(bridges) - 1, functions=functions)
     for obj in regs + functions + [board.cxl_ecam]:

@@ -27,6 +27,8 @@ PORT_SEED_STRIDE = 17
 
 def load_system(memory: Union[str, Path, System]) -> System:
     """A preset, a preset file, or a topology file (the same graph the standalone engine runs)."""
+    from .fabric import _load_core
+    _load_core()  # the topology package checks files against the core's registry
     from .. import topology
     if topology.is_file(memory):
         return topology.memory_system(topology.load(memory))
@@ -94,13 +96,23 @@ def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways
         raise ParamError(f"watchdog_ns = {watchdog_ns} is not allowed; allowed: 0 (off) or a window in ns above 0")
     if not isinstance(device_stops_after, int) or device_stops_after < 0:
         raise ParamError(f"device_stops_after = {device_stops_after!r} is not allowed; allowed: an integer >= 0")
-    system = interleaved(memory, ways, granularity)
-    ports = system.cxl.bridge.root_ports
     extra = {} if watchdog_ns is None else {"watchdog_window_ns": float(watchdog_ns)}
-    bridge = CXLHostBridge(root_ports=[CXLType3Expander(**expander_params(system, i),
-                                                       fault_device_stops_after=device_stops_after)
-                                      for i in range(ports)],
-                           **bridge_params(system), **extra)
+    system = load_system(memory)
+    graph = getattr(system, "graph", None)
+    if graph is not None and graph.of_type("switch"):
+        # The graph below the bridge as the topology draws it (fabric's builder); the System (its
+        # first device per root port) describes the window to the board's tables.
+        if ways is not None or granularity is not None or device_stops_after:
+            raise ParamError(f"topology {graph.name} has a switch: ways, granularity and device_stops_after are "
+                             "not allowed; allowed: the topology file's own")
+        from .fabric import topology_bridge
+        bridge = topology_bridge(graph, **extra)
+    else:
+        system = interleaved(system, ways, granularity)
+        bridge = CXLHostBridge(root_ports=[CXLType3Expander(**expander_params(system, i),
+                                                           fault_device_stops_after=device_stops_after)
+                                          for i in range(system.cxl.bridge.root_ports)],
+                               **bridge_params(system), **extra)
     if window is not None:
         bridge.range = window
     bridge._simcxl_system = system  # the description it was built from

@@ -51,39 +51,38 @@ def _prefixed(prefix: str, group) -> Dict[str, object]:
     return {f"{prefix}_{k}": v for k, v in asdict(group).items()}
 
 
-def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
-    """Every host's CXL windows of topology `spec` as CXLHostBridges sharing
-    the switches and devices below them; each window maps its first `size`
-    bytes (at most its own size). Hosts with no CXL window are left out."""
-    from m5.objects import AddrRange, CXLHostBridge, CXLSwitch, CXLType3Expander  # lazy: needs gem5
+class _Builder:
+    """Each switch and device of topology `t` built once, however many root ports reach it."""
 
-    _load_core()
-    from .. import topology
+    def __init__(self, t):
+        if t.regions:
+            raise ParamError(f"topology {t.name} programs HDM decoders ([[regions]]); in gem5 the guest's CXL "
+                             "drivers program them (simcxl fs --cxl-region): run it in the standalone engine")
+        pbr = [s.name for s in t.of_type("switch") if s.values.get("routing") == 1]
+        if pbr:
+            raise ParamError(f"{pbr[0]}.routing = \"pbr\": gem5 builds switches with hierarchy-based routing only "
+                             "so far; run port-based routing in the standalone engine")
+        self.t = t
+        self.made: Dict[str, object] = {}
+        self.above: Dict[str, dict] = {}  # a switch's upstream link parameters, from the first link reaching it
 
-    t = topology.load(spec)
-    if t.regions:
-        raise ParamError(f"topology {t.name} programs HDM decoders ([[regions]]); gem5's host bridges route by "
-                         "their own interleave so far: run it in the standalone engine")
-    pbr = [s.name for s in t.of_type("switch") if s.values.get("routing") == 1]
-    if pbr:
-        raise ParamError(f"{pbr[0]}.routing = \"pbr\": gem5 builds switches with hierarchy-based routing only so "
-                         "far; run port-based routing in the standalone engine")
-    made: Dict[str, object] = {}
-    above: Dict[str, dict] = {}  # a switch's upstream link parameters, from the first link reaching it
+    def target(self, port, seed: int):
+        """What root port (or downstream port) connection `port` leads to: a CXLSwitch or CXLType3Expander."""
+        from m5.objects import CXLSwitch, CXLType3Expander  # lazy: needs gem5
 
-    def target(port, seed: int):
+        t, made = self.t, self.made
         link = t.components[port.b.comp]
         dev = t.below(link.name, "down")[0]
         link_params = _prefixed("link", link.group(""))
         if dev.type == "switch":
             if dev.name in made:
-                if link_params != above[dev.name]:
+                if link_params != self.above[dev.name]:
                     raise ParamError(f"{link.name}: its parameters differ from those of the other links into "
                                      f"switch {dev.name}; in gem5 a switch's upstream links share one set "
                                      "(link_* of CXLSwitch)")
                 return made[dev.name]
-            above[dev.name] = link_params
-            down = [target(k, seed + 7919 * (i + 1)) for i, k in enumerate(t.down(dev.name, "dsp"))]
+            self.above[dev.name] = link_params
+            down = [self.target(k, seed + 7919 * (i + 1)) for i, k in enumerate(t.down(dev.name, "dsp"))]
             made[dev.name] = CXLSwitch(downstream=down, seed=seed, **_prefixed("switch", dev.group("")),
                                        **link_params)
             return made[dev.name]
@@ -96,6 +95,41 @@ def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
                                           **_prefixed("media", dev.group("media")))
         return made[dev.name]
 
+    def bridge(self, hb, index: int = 0, **extra):
+        """The CXLHostBridge of host_bridge component `hb`, its root ports built (`index`: its host's place)."""
+        from m5.objects import CXLHostBridge  # lazy: needs gem5
+
+        t = self.t
+        ports = t.down(hb.name, "root_port")
+        params = _prefixed("bridge", hb.group(""))
+        # Derived from the connections, as the standalone engine derives them.
+        params["bridge_root_ports"] = params["bridge_interleave_ways"] = len(ports)
+        return CXLHostBridge(root_ports=[self.target(p, t.seed + PORT_SEED_STRIDE * i) for i, p in enumerate(ports)],
+                             host_index=index, **params, **extra)
+
+
+def topology_bridge(t, **extra):
+    """The CXLHostBridge of a topology's one host window (its switches and devices below), for a
+    full-system board's window; `extra`: more CXLHostBridge parameters."""
+    hbs = [t.components[k.b.comp] for h in t.of_type("host") for k in t.down(h.name, "mem")
+           if t.components[k.b.comp].type == "host_bridge"]
+    if len(hbs) != 1:
+        raise ParamError(f"topology {t.name} has {len(hbs)} host windows on a host bridge; a full-system board's "
+                         "--cxl window takes a topology with exactly one")
+    return _Builder(t).bridge(hbs[0], **extra)
+
+
+def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
+    """Every host's CXL windows of topology `spec` as CXLHostBridges sharing
+    the switches and devices below them; each window maps its first `size`
+    bytes (at most its own size). Hosts with no CXL window are left out."""
+    from m5.objects import AddrRange  # lazy: needs gem5
+
+    _load_core()
+    from .. import topology
+
+    t = topology.load(spec)
+    build = _Builder(t)
     out: List[HostWindow] = []
     for index, host in enumerate(t.of_type("host")):
         for conn in t.down(host.name, "mem"):
@@ -104,12 +138,7 @@ def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
                 continue
             if conn.size is not None and size > conn.size:
                 raise ParamError(f"size {size} is out of range for window {conn}; allowed: up to {conn.size} bytes")
-            ports = t.down(hb.name, "root_port")
-            params = _prefixed("bridge", hb.group(""))
-            # Derived from the connections, as the standalone engine derives them.
-            params["bridge_root_ports"] = params["bridge_interleave_ways"] = len(ports)
-            bridge = CXLHostBridge(root_ports=[target(p, t.seed + PORT_SEED_STRIDE * i) for i, p in enumerate(ports)],
-                                   host_index=index, **params)
+            bridge = build.bridge(hb, index)
             base = conn.base or 0
             bridge.range = AddrRange(base, size=size)
             out.append(HostWindow(host.name, index, base, size, bridge))

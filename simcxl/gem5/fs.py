@@ -124,25 +124,26 @@ CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 def region_run(cxl: Sequence[str], then: str = "") -> str:
     """What `simcxl fs --cxl-region` runs in the guest: for each window, a volatile region over
     every memory device below its host bridge (root decoder decoder0.i; the devices by their PCI
-    address, board.cxl_io_devices' layout: bridge i's root port j leads to bus CXL_BUS + 0x10 i +
-    1 + j), one way each, at the CFMWS's granularity, created through the kernel's sysfs interface
-    by the guest's simcxl-region (benchmarks/guest/simcxl_region.sh: `cxl create-region -t ram`'s
-    steps, which Debian 12's cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
+    address, board.bus_layout's, through any switch below a root port), one way each, at the
+    CFMWS's granularity, created through the kernel's sysfs interface by the guest's simcxl-region
+    (benchmarks/guest/simcxl_region.sh: `cxl create-region -t ram`'s steps, which Debian 12's
+    cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
     drivers bring the memory online as a NUMA node. Then each region node's access0 figures as
     Linux's CXL drivers computed them (node_access, REGION_ACCESS) and the SRAT and HMAT they started
     from (ACPI_DUMP: the generic ports), and `then` (a benchmark's
     command, the region's node being node 1 + i) or, by default, the listing with regions, the nodes
     and the CDAT."""
-    from ..config.presets import load as load_preset
-    from .board import BUSES_PER_BRIDGE, CXL_BUS, cfmws_granularity
+    from .board import BUSES_PER_BRIDGE, CXL_BUS, bus_layout, cfmws_granularity, switch_fanout
+    from .components import load_system
     steps = []
     for i, spec in enumerate(cxl):
         preset, size, _ = parse_cxl(spec)  # the region takes the whole window
-        bridge = load_preset(preset).cxl.bridge
-        bus = CXL_BUS + BUSES_PER_BRIDGE * i
-        devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{bus + 1 + j:02x}:00.0/mem*)"
-                        for j in range(bridge.root_ports))
-        steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(bridge.interleave_bytes)} {size} {devs}")
+        system = load_system(preset)
+        buses = [d for port in bus_layout(CXL_BUS + BUSES_PER_BRIDGE * i, switch_fanout(system))
+                 for d in port["devices"]]
+        devs = " ".join(f"$(basename /sys/bus/pci/devices/0000:{d:02x}:00.0/mem*)" for d in buses)
+        steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(system.cxl.bridge.interleave_bytes)} {size} "
+                     f"{devs}")
     steps += [node_access([1 + i for i in range(len(cxl))]), REGION_ACCESS, ACPI_DUMP]
     return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
@@ -284,6 +285,7 @@ def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "dd
     presets, the windows' sizes and places (simcxl.gem5.board.window_layout),
     and that `node` is one of the board's nodes. Raises ParamError (one line)."""
     from ..config.presets import load
+    from .components import load_system
 
     if not cxl:
         raise ParamError("cxl = []: not allowed; allowed: one or more PRESET:SIZE[@BASE] windows")
@@ -292,8 +294,9 @@ def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "dd
     if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node <= len(windows):
         raise ParamError(f"node = {node!r} is not one of the board's nodes; allowed: 0 (local DRAM) to "
                          f"{len(windows)} (one node per CXL window: {', '.join(cxl)})")
-    for name in [local] + [w[0] for w in windows]:
-        load(name)
+    load(local)
+    for w in windows:
+        load_system(w[0])  # a preset or a topology file
 
 
 def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-local",

@@ -90,9 +90,9 @@ def check_distances(d: List[List[int]], n: int) -> None:
 def measure(memory) -> Node:
     """One node's figures from the standalone engine (see the module's docstring)."""
     from ..engine import standalone as engine
-    from ..config.presets import load
+    from .components import load_system
 
-    system = load(memory)
+    system = load_system(memory)  # a preset, a preset file or a topology file
     lat = float(engine.lmbench(system, working_sets=["1GiB"]).iloc[0]["memory_latency_ns_mean"])
     threads = min(16, system.host.cores)
     bw = {rf: float(engine.traffic(system, threads=threads, read_fraction=rf, requests=100000).iloc[0]["total_gbps"])

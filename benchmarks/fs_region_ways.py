@@ -3,6 +3,7 @@
 
     GEM5=/path/to/gem5.opt .venv/bin/python benchmarks/fs_region_ways.py --out fs-ways --ways 1
     GEM5=/path/to/gem5.opt .venv/bin/python benchmarks/fs_region_ways.py --out fs-ways --ways 2
+    GEM5=/path/to/gem5.opt .venv/bin/python benchmarks/fs_region_ways.py --out fs-ways --switch
     .venv/bin/python benchmarks/fs_region_ways.py --out fs-ways --summary
 
 One board per way count, each booted with CXL.io and no window mapped by firmware (the CEDT's
@@ -26,6 +27,11 @@ cxl-asic's 4 KiB its 16 lines in flight lie in one device's 64-line chunk most o
 standalone engine: 0.504 GB/s at 2 ways against 0.388 at one, as (1 + 16/64) x 0.4 by hand); at
 256 B they alternate every 4 lines. What is measured is whether the decoders Linux committed
 spread the lines over both devices; a faster core on the real presets would show the same.
+
+With --switch the two devices sit below one CXL switch on the bridge's one root port
+(examples/topologies/switch-2dev.toml, media slowed alike): Linux commits the bridge's decoder
+(1 way), the switch's upstream port's (2 ways at 256 B) and the devices', and gem5's switch routes
+by them; its standalone figures run the same file with the same region in [[regions]].
 
 Beside each gem5 figure, the standalone engine's on the same preset files: the chase at 1 GiB
 (`lmbench`) and saturated sequential reads (MLC-style, 16 threads, `loaded_latency`). Results go
@@ -57,11 +63,26 @@ def preset_file(out: Path, ways: int) -> Path:
     return save(p, out / f"cxl-asic-slow-{ways}way.json")
 
 
+def switch_topology(out: Path, regions: bool) -> Path:
+    """switch-2dev.toml with both devices' media slowed as SLOW_MEDIA's (its bridge interleaves at 256 B
+    already); with `regions`, the region Linux creates over both, for the standalone engine."""
+    text = (REPO / "examples" / "topologies" / "switch-2dev.toml").read_text()
+    for dev in ("exp0", "exp1"):
+        text += (f"\n[components.{dev}.media]\nchannels = {SLOW_MEDIA['cxl.media.channels']}\n"
+                 f"data_rate_mts = {SLOW_MEDIA['cxl.media.data_rate_mts']}\n")
+    if regions:
+        text += f'\n[[regions]]\nhost_bridge = "cxl"\ntargets = ["exp0", "exp1"]\ngranularity = 256\nsize = {WINDOW}\n'
+    path = out / f"switch-2dev-slow{'-region' if regions else ''}.toml"
+    path.write_text(text)
+    return path
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gem5", default=os.environ.get("GEM5"), help="gem5 X86 binary (default $GEM5)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--ways", type=int, choices=[1, 2], help="devices below the bridge (one board each)")
+    ap.add_argument("--switch", action="store_true", help="two devices below one switch (one board)")
     ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of {', '.join(STEPS)}")
     ap.add_argument("--accesses", type=int, default=20000, help="timed loads of the chase")
     ap.add_argument("--summary", action="store_true", help="print both boards' results and stop")
@@ -70,8 +91,10 @@ def main() -> int:
     if args.summary:
         print(summary(args.out))
         return 0
+    if args.switch:
+        args.ways = 2
     if args.ways is None:
-        ap.error("--ways is required (or --summary)")
+        ap.error("--ways or --switch is required (or --summary)")
     steps = args.steps.split(",")
     if any(s not in STEPS for s in steps):
         ap.error(f"--steps {args.steps}: allowed: {', '.join(STEPS)}")
@@ -83,14 +106,19 @@ def main() -> int:
     from simcxl.gem5 import fs
     from simcxl.gem5.numa import describe
 
-    out = args.out / f"ways{args.ways}"
+    out = args.out / ("switch2" if args.switch else f"ways{args.ways}")
     out.mkdir(parents=True, exist_ok=True)
-    preset = preset_file(out, args.ways)
+    preset = switch_topology(out, False) if args.switch else preset_file(out, args.ways)
+    from simcxl.gem5.components import load_system
+    standalone_system = load_system(str(switch_topology(out, True) if args.switch else preset))
     cxl = [f"{preset}:{WINDOW}"]
     res_file = out / "results.json"
     res = json.loads(res_file.read_text()) if res_file.exists() else {}
 
     def save(key, value):
+        # What another step finished meanwhile (two restores may run at once) is kept.
+        if res_file.exists():
+            res.update({k: v for k, v in json.loads(res_file.read_text()).items() if k != key})
         res[key] = value
         tmp = res_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(res, indent=1))
@@ -119,13 +147,14 @@ def main() -> int:
     if "chase" in steps:
         run = fs.guest_command("lmbench", 1, sizes=[GiB], accesses=args.accesses, marks=True, warm_lines=warm)
         r, wall = restore("chase", run, "lmbench", "timing")
-        sa = float(simcxl.lmbench(str(preset), working_sets=[GiB]).iloc[0]["latency_ns"])
+        sa = float(simcxl.lmbench(standalone_system, working_sets=[GiB]).iloc[0]["latency_ns"])
         save("chase_1GiB", {"gem5_ns": float(r.frame["latency_ns"].iloc[0]), "standalone_ns": sa, "wall_s": wall,
                             "command": run})
     if "stream" in steps:
         run = fs.guest_command("stream", 1, kernel="read", elements=warm * 64 // 8, marks=True, timed=1 << 18)
         r, wall = restore("stream", run, "stream", "o3")
-        sa = standalone.loaded_latency(str(preset), threads=[16], read_fractions=[1.0], pattern="sequential")
+        sa = standalone.loaded_latency(standalone_system, threads=[16], read_fractions=[1.0],
+                                       pattern="sequential")
         save("read", {"gem5_gbps": float(r.frame["stream_gbps"].iloc[0]), "check": r.frame["check"].iloc[0],
                       "standalone_16thread_gbps": float(sa.iloc[0]["bandwidth_gbps"]), "wall_s": wall,
                       "command": run})
@@ -134,20 +163,22 @@ def main() -> int:
 
 
 def summary(out: Path) -> str:
-    rows = {w: json.loads((out / f"ways{w}" / "results.json").read_text())
-            for w in (1, 2) if (out / f"ways{w}" / "results.json").exists()}
+    rows = {w: json.loads((out / d / "results.json").read_text())
+            for w, d in ((1, "ways1"), (2, "ways2"), ("2, switch", "switch2")) if (out / d / "results.json").exists()}
     lines = ["| ways | gem5 chase (ns) | standalone chase (ns) | gem5 reads, 1 O3 core (GB/s) | standalone reads, "
              "16 threads (GB/s) |", "|---|---|---|---|---|"]
-    for w, r in sorted(rows.items()):
+    for w, r in rows.items():
         c, s = r.get("chase_1GiB", {}), r.get("read", {})
         lines.append(f"| {w} | {c.get('gem5_ns', float('nan')):.1f} | {c.get('standalone_ns', float('nan')):.1f} | "
                      f"{s.get('gem5_gbps', float('nan')):.3f} | {s.get('standalone_16thread_gbps', float('nan')):.3f} |")
-    if len(rows) == 2:
-        one, two = rows[1], rows[2]
+    for k in (2, "2, switch"):
+        if 1 not in rows or k not in rows:
+            continue
+        one, two = rows[1], rows[k]
         try:
-            lines.append(f"\nreads 2-way / 1-way: gem5 {two['read']['gem5_gbps'] / one['read']['gem5_gbps']:.3f}, "
+            lines.append(f"\nreads {k}-way / 1-way: gem5 {two['read']['gem5_gbps'] / one['read']['gem5_gbps']:.3f}, "
                          f"standalone {two['read']['standalone_16thread_gbps'] / one['read']['standalone_16thread_gbps']:.3f}")
-            lines.append(f"chase 2-way - 1-way: gem5 {two['chase_1GiB']['gem5_ns'] - one['chase_1GiB']['gem5_ns']:+.1f} ns, "
+            lines.append(f"chase {k}-way - 1-way: gem5 {two['chase_1GiB']['gem5_ns'] - one['chase_1GiB']['gem5_ns']:+.1f} ns, "
                          f"standalone {two['chase_1GiB']['standalone_ns'] - one['chase_1GiB']['standalone_ns']:+.1f} ns")
         except KeyError as e:
             lines.append(f"\n(not run yet: {e})")

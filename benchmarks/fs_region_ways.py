@@ -171,14 +171,14 @@ def summary(out: Path) -> str:
         c, s = r.get("chase_1GiB", {}), r.get("read", {})
         lines.append(f"| {w} | {c.get('gem5_ns', float('nan')):.1f} | {c.get('standalone_ns', float('nan')):.1f} | "
                      f"{s.get('gem5_gbps', float('nan')):.3f} | {s.get('standalone_16thread_gbps', float('nan')):.3f} |")
-    for k in (2, "2, switch"):
+    for k, label in ((2, "2-way"), ("2, switch", "2-way below a switch")):
         if 1 not in rows or k not in rows:
             continue
         one, two = rows[1], rows[k]
         try:
-            lines.append(f"\nreads {k}-way / 1-way: gem5 {two['read']['gem5_gbps'] / one['read']['gem5_gbps']:.3f}, "
+            lines.append(f"\nreads {label} / 1-way: gem5 {two['read']['gem5_gbps'] / one['read']['gem5_gbps']:.3f}, "
                          f"standalone {two['read']['standalone_16thread_gbps'] / one['read']['standalone_16thread_gbps']:.3f}")
-            lines.append(f"chase {k}-way - 1-way: gem5 {two['chase_1GiB']['gem5_ns'] - one['chase_1GiB']['gem5_ns']:+.1f} ns, "
+            lines.append(f"chase {label} - 1-way: gem5 {two['chase_1GiB']['gem5_ns'] - one['chase_1GiB']['gem5_ns']:+.1f} ns, "
                          f"standalone {two['chase_1GiB']['standalone_ns'] - one['chase_1GiB']['standalone_ns']:+.1f} ns")
         except KeyError as e:
             lines.append(f"\n(not run yet: {e})")

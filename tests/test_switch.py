@@ -189,10 +189,10 @@ def test_a_cxl_cache_device_behind_a_switch_is_refused():
         topology.load(d)
 
 
-def test_gem5_refuses_a_switch_before_it_builds_anything():
-    # The gem5 side builds host bridges and expanders only so far; it must not drop the switch silently.
+def test_gem5_refuses_to_describe_a_switch_by_preset_parameters():
+    # A preset's interleave overrides cannot describe a switch; the gem5 side must not drop it silently.
     from simcxl.gem5 import components as gem5
-    with pytest.raises(ParamError, match=r"switch-1level has a switch \(sw\); switches run in the standalone engine"):
+    with pytest.raises(ParamError, match=r"switch-1level has a switch \(sw\), which a preset's .* host_bridge"):
         gem5.interleaved(POOL)
 
 

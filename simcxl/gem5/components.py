@@ -38,8 +38,9 @@ def load_system(memory: Union[str, Path, System]) -> System:
 def _cxl(system: System):
     graph = getattr(system, "graph", None)
     if graph is not None and graph.of_type("switch"):
-        raise ParamError(f"topology {graph.name} has a switch ({graph.of_type('switch')[0].name}); switches run in "
-                         "the standalone engine only so far (simcxl run ...)")
+        raise ParamError(f"topology {graph.name} has a switch ({graph.of_type('switch')[0].name}), which a "
+                         "preset's bridge, link and device parameters do not describe; allowed: the topology file "
+                         "itself to host_bridge (full system) or simcxl.gem5.fabric.host_windows, which build it")
     if system.kind != "cxl-type3":
         raise ParamError(f"memory {system.name} is a {system.kind}; the gem5 CXL component needs a cxl-type3 preset")
     return system.cxl

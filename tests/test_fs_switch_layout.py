@@ -110,3 +110,11 @@ def test_gem5s_switch_routes_as_the_standalone_engines_and_the_specification():
         assert cxlio.route_below_switch(dec["hb"], rp, dec[f"s{rp}"], below[rp], hpa) == (sp, dpa, hpa)
     # Past the region no decoder covers the address.
     assert cxlio.route_below_switch(dec["hb"], 0, dec["s0"], below[0], 4 * GiB) is None
+
+
+def test_a_switch_with_cxl_io_needs_linux_to_create_the_region():
+    spec = f"{TOPOLOGIES / 'switch-2dev.toml'}:{2 * GiB}"
+    with pytest.raises(ParamError, match=r"has a switch: .* allowed: --cxl-region"):
+        fs.check_board([spec], "1GiB", 1, cxl_io=True)
+    fs.check_board([spec], "1GiB", 1, cxl_io=True, linux_regions=True)
+    fs.check_board([spec], "1GiB", 1)  # no CXL.io: accepted, firmware maps the window

@@ -280,10 +280,13 @@ def check_kernel(kernel) -> Path:
     return path
 
 
-def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "ddr-local") -> None:
+def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "ddr-local", cxl_io: bool = False,
+                linux_regions: bool = False) -> None:
     """Everything about the board that can be wrong before gem5 starts: the
     presets, the windows' sizes and places (simcxl.gem5.board.window_layout),
-    and that `node` is one of the board's nodes. Raises ParamError (one line)."""
+    that `node` is one of the board's nodes, and that with CXL.io a switch's
+    window is left to Linux (`linux_regions`). Raises ParamError (one line)."""
+    from .board import switch_fanout
     from ..config.presets import load
     from .components import load_system
 
@@ -295,8 +298,11 @@ def check_board(cxl: Sequence[str], local_size: str, node: int, local: str = "dd
         raise ParamError(f"node = {node!r} is not one of the board's nodes; allowed: 0 (local DRAM) to "
                          f"{len(windows)} (one node per CXL window: {', '.join(cxl)})")
     load(local)
-    for w in windows:
-        load_system(w[0])  # a preset or a topology file
+    for spec, w in zip(cxl, windows):
+        system = load_system(w[0])  # a preset or a topology file
+        if cxl_io and any(switch_fanout(system)) and not linux_regions:
+            raise ParamError(f"--cxl {spec} has a switch: with CXL.io firmware maps no memory below a switch here; "
+                             "allowed: --cxl-region (Linux creates the region and commits the decoders)")
 
 
 def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-local",
@@ -339,7 +345,7 @@ def boot(gem5: str, outdir, *, kernel: Optional[str] = None, local: str = "ddr-l
                          "and cpu = timing or o3")
     if restore and not (Path(restore) / "m5.cpt").is_file():
         raise ParamError(f"restore = {restore!r}: no gem5 checkpoint there (no m5.cpt)")
-    check_board(cxl, local_size, node, local=local)
+    check_board(cxl, local_size, node, local=local, cxl_io=cxl_io, linux_regions=linux_regions)
     script = config()
     kernel = check_kernel(kernel) if kernel else guest_kernel()
     presets = [parse_cxl(spec)[0] for spec in cxl]

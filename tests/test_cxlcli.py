@@ -149,3 +149,22 @@ def test_a_region_listing_from_gem5_names_the_region_at_each_level():
     assert list(d.loc[["decoder1.0", "decoder2.0"], "region"]) == ["region0", "region0"]
     assert d.loc["decoder2.0", "mode"] == "ram"
     assert (d["resource"] == base).all() and (d["size"] == size).all()
+
+
+def test_dax_devices_from_daxctl_list():
+    # daxctl prints one device as an object, several as a list (util_display_json_array); kernel
+    # messages may interleave. Sizes in bytes, as `daxctl list` without -u prints them.
+    one = ('{\n  "chardev":"dax0.0",\n  "size":2147483648,\n  "target_node":1,\n  "align":2097152,\n'
+           '  "mode":"system-ram",\n  "online_memblocks":16,\n  "total_memblocks":16,\n  "movable":true\n}\n')
+    two = ('[\n  {\n    "chardev":"dax0.0",\n    "size":1073741824,\n    "target_node":1,\n    "mode":"devdax"\n  },\n'
+           '[    1.234567] random: crng init done\n'
+           '  {\n    "chardev":"dax1.0",\n    "size":1073741824,\n    "target_node":2,\n    "mode":"system-ram",\n'
+           '    "online_memblocks":8,\n    "total_memblocks":8\n  }\n]\n')
+    d = cxlcli.dax_devices("# daxctl list\n" + one)
+    assert d.to_dict(orient="records") == [dict(chardev="dax0.0", size=2 << 30, target_node=1, mode="system-ram",
+                                                online_memblocks=16, total_memblocks=16)]
+    d = cxlcli.dax_devices(two)
+    assert list(d["chardev"]) == ["dax0.0", "dax1.0"] and list(d["mode"]) == ["devdax", "system-ram"]
+    assert list(d["target_node"]) == [1, 2] and list(d["size"]) == [1 << 30, 1 << 30]
+    # A `cxl list` document beside it holds no dax device.
+    assert cxlcli.dax_devices(CONSOLE).empty

@@ -319,7 +319,7 @@ def test_the_region_command_names_each_windows_decoder_and_devices():
                           "for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] && "
                           "echo cxl-access ${f#/sys/bus/cxl/devices/}=$(cat $f 2>/dev/null); done; "
                           "for t in SRAT HMAT; do echo acpi-begin $t; od -An -tx1 -v /sys/firmware/acpi/tables/$t; "
-                          "echo acpi-end; done; cxl list -M -D -P -E -u -R; numactl -H")
+                          "echo acpi-end; done; daxctl list; cxl list -M -D -P -E -u -R; numactl -H")
     assert '"' not in run  # it travels inside simcxl.run="..." on the kernel command line
     # x86's COMMAND_LINE_SIZE is 2048 bytes, the board's other arguments included: eight windows
     # (the most CXL.io's buses allow) still fit.

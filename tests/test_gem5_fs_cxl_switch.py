@@ -40,7 +40,7 @@ def created(tmp_path_factory):
     cxl = [f"{TOPOLOGY}:{WINDOW}"]
     # Then reads on the region's node whose sum the guest checks: every line came back through the
     # bridge's routes (an unrouted read would answer all ones).
-    run = fs.region_run(cxl, then=f"{fs.CXL_LIST} -R; numactl -H; "
+    run = fs.region_run(cxl, then=f"{fs.DAX_LIST}; {fs.CXL_LIST} -R; numactl -H; "
                         + fs.guest_command("stream", 1, kernel="read", elements=STREAM_ELEMENTS))
     t = time.time()
     r = fs.boot(GEM5, out, cpu=os.environ.get("SIMCXL_FS_CPU", "atomic"), numa=NUMA, cxl=cxl, local_size="1GiB",
@@ -120,6 +120,12 @@ def test_linux_onlines_the_region_below_the_switch_as_a_node(created):
     cxl_nodes = [n for n in sizes if n != 0]
     assert len(cxl_nodes) == 1, last[-3000:]
     assert (WINDOW - WINDOW // 64) >> 20 <= sizes[cxl_nodes[0]] <= WINDOW >> 20
+    # Linux's kmem driver has the region's dax device: system-ram on node 1, every block online.
+    dax = cxlcli.dax_devices(r.console)
+    assert len(dax) == 1, r.console[-3000:]
+    d = dax.iloc[0]
+    assert (d["mode"], int(d["target_node"]), int(d["size"])) == ("system-ram", cxl_nodes[0], WINDOW), dax
+    assert d["online_memblocks"] == d["total_memblocks"] > 0, dax
     # The guest read the node back exactly, and every access it made to the window found a
     # committed decoder at the bridge.
     assert list(r.frame["check"]) == ["ok"], r.console[-3000:]

@@ -123,6 +123,8 @@ def fs_cmd(gem5, out, kernel, bench, node, local, local_size, numa_file, cxl, cp
         from ..gem5 import cxlcli
         docs = cxlcli.listings(r.console)
         cxl_tables = cxlcli.tables(docs[-1]) if docs else {}
+        if cxl_region:
+            cxl_tables["dax"] = cxlcli.dax_devices(r.console)
     if as_json:
         emit_json({"cause": r.cause, "cpu": r.cpu, "fallback": r.fallback or None, "topology": r.topology.__dict__,
                    "command": run,

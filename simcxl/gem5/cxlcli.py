@@ -106,6 +106,19 @@ def tables(listing: Any) -> Dict[str, pd.DataFrame]:
             for name, rows in (("memdevs", mem), ("ports", ports), ("decoders", dec), ("regions", regions))}
 
 
+def dax_devices(console: str) -> pd.DataFrame:
+    """The dax devices `daxctl list` printed on a console (chardev, size, target_node, mode: system-ram
+    once kmem has the memory, devdax otherwise, online_memblocks, total_memblocks); daxctl prints one
+    device as an object and several as a list."""
+    cols = ["chardev", "size", "target_node", "mode", "online_memblocks", "total_memblocks"]
+    rows = []
+    for doc in listings(console):
+        for d in doc if isinstance(doc, list) else [doc]:
+            if isinstance(d, dict) and isinstance(d.get("chardev"), str):
+                rows.append({**{k: d.get(k) for k in cols}, "size": to_bytes(d.get("size"))})
+    return pd.DataFrame(rows, columns=cols)
+
+
 _CDAT_DUMP = re.compile(r"^cdat-begin (\S+)\n(.*?)^cdat-end", re.M | re.S)
 #: DSLBIS data types (ACPI HMAT's): what each entry gives, and the unit after the entry base.
 _DSLBIS = {0: ("access_latency", "ps"), 1: ("read_latency", "ps"), 2: ("write_latency", "ps"),

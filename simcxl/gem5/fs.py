@@ -117,6 +117,9 @@ REGION_ACCESS = ("for f in /sys/bus/cxl/devices/region*/access0/*; do [ -f $f ] 
 # The ACPI tables Linux was given (header included), parsed by cxlcli.acpi_dumps.
 ACPI_DUMP = ("for t in SRAT HMAT; do echo acpi-begin $t; od -An -tx1 -v /sys/firmware/acpi/tables/$t; "
              "echo acpi-end; done")
+# The dax devices and their modes (cxlcli.dax_devices): a region's memory is system-ram once Linux's
+# kmem driver has it (what `daxctl reconfigure-device --mode=system-ram` makes of a devdax device).
+DAX_LIST = "daxctl list"
 # What `simcxl fs --cxl-driver` runs in the guest.
 CXL_DRIVER_RUN = f"{CXL_LIST}; {CDAT_DUMP}"
 
@@ -131,8 +134,8 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
     drivers bring the memory online as a NUMA node. Then each region node's access0 figures as
     Linux's CXL drivers computed them (node_access, REGION_ACCESS) and the SRAT and HMAT they started
     from (ACPI_DUMP: the generic ports), and `then` (a benchmark's
-    command, the region's node being node 1 + i) or, by default, the listing with regions, the nodes
-    and the CDAT."""
+    command, the region's node being node 1 + i) or, by default, the dax devices (DAX_LIST), the
+    listing with regions, the nodes and the CDAT."""
     from .board import BUSES_PER_BRIDGE, CXL_BUS, bus_layout, cfmws_granularity, switch_fanout
     from .components import load_system
     steps = []
@@ -145,7 +148,7 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
         steps.append(f"simcxl-region decoder0.{i} {cfmws_granularity(system.cxl.bridge.interleave_bytes)} {size} "
                      f"{devs}")
     steps += [node_access([1 + i for i in range(len(cxl))]), REGION_ACCESS, ACPI_DUMP]
-    return "; ".join(steps + ([then] if then else [CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
+    return "; ".join(steps + ([then] if then else [DAX_LIST, CXL_LIST + " -R", "numactl -H", CDAT_DUMP]))
 
 
 def guest_command(bench: str, node: int = 1, *, sizes: Sequence[int] = (1 << 20, 64 << 20), accesses: int = 100000,

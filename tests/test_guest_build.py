@@ -177,8 +177,8 @@ def test_initramfs_holds_the_guest(initramfs):
     assert elf_interpreter(m["usr/bin/numactl"][1])  # Debian's, with what ldd names beside it
     for lib in ("lib/x86_64-linux-gnu/libnuma.so.1", "lib/x86_64-linux-gnu/libc.so.6", "lib64/ld-linux-x86-64.so.2"):
         assert m[lib][1][:4] == b"\x7fELF", lib
-    # cxl-cli and daxctl for Linux's CXL flow, each with every library the host's ldd resolves for it.
-    for tool in ("usr/bin/cxl", "usr/bin/daxctl"):
+    # cxl-cli, daxctl and ndctl for Linux's CXL flow, each with every library the host's ldd resolves for it.
+    for tool in ("usr/bin/cxl", "usr/bin/daxctl", "usr/bin/ndctl"):
         assert elf_interpreter(m[tool][1]), tool
         for lib in bg.shared_libraries("/" + tool):
             assert m[lib.lstrip("/")][1][:4] == b"\x7fELF", (tool, lib)

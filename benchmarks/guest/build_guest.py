@@ -4,7 +4,7 @@
     python3 benchmarks/guest/build_guest.py [--cache DIR] [--install] [--base tinyconfig]
 
 The kernel comes from Debian's linux-source-6.12 (else bookworm's 6.1), configured as `make tinyconfig`
-plus kernel.config beside this file; the initramfs holds busybox-static, numactl, cxl, daxctl
+plus kernel.config beside this file; the initramfs holds busybox-static, numactl, cxl, daxctl, ndctl
 (Debian's dynamic binaries with the libraries ldd names: no deb-src is needed), the
 guest benchmarks built static from the C sources beside this file, m5exit (gem5's
 pseudo-ops) and an /init that reads its work from the kernel command line:
@@ -77,7 +77,7 @@ PACKAGES = {
     KERNEL_PACKAGE: "the kernel source",
     "busybox-static": "the initramfs's shell and tools",
     "numactl": "numactl in the guest",
-    "ndctl": "cxl (cxl-cli) in the guest: list, create regions",
+    "ndctl": "cxl (cxl-cli) and ndctl in the guest: list, create regions",
     "daxctl": "daxctl in the guest: online a region's memory as a NUMA node",
     "build-essential": "gcc and make",
     "bc": "the kernel build",
@@ -89,7 +89,7 @@ PACKAGES = {
     "xz-utils": "unpacking the kernel source",
 }
 #: Debian's dynamic tools in the guest, each with the libraries ldd names beside it.
-TOOLS = ("numactl", "cxl", "daxctl")
+TOOLS = ("numactl", "cxl", "daxctl", "ndctl")
 #: Static guest programs: source, extra compiler flags.
 PROGRAMS = {
     "chase": ("chase.c", []),
@@ -219,7 +219,7 @@ def kernel_key(fragment: bytes, source_version: str, base: str) -> str:
 
 def initramfs_key(sources: dict[str, bytes], init: str, versions: dict[str, str]) -> str:
     parts = [("src:" + n, d) for n, d in sorted(sources.items())]
-    parts += [("init", init.encode()), ("cflags", " ".join(CFLAGS).encode())]
+    parts += [("init", init.encode()), ("cflags", " ".join(CFLAGS).encode()), ("tools", " ".join(TOOLS).encode())]
     parts += [("pkg:" + n, v.encode()) for n, v in sorted(versions.items())]
     return digest(parts)
 
@@ -389,7 +389,7 @@ def assemble_initramfs(root: Path, out: Path, src: Path = HERE, cc: str = "gcc")
         if not link.exists() and rel != "bin/busybox":
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(os.path.relpath(busybox, link.parent))
-    packages = {"numactl": "numactl", "cxl": "ndctl", "daxctl": "daxctl"}
+    packages = {"numactl": "numactl", "cxl": "ndctl", "daxctl": "daxctl", "ndctl": "ndctl"}
     for tool in TOOLS:
         path = shutil.which(tool, path="/usr/bin:/bin")
         if path is None:

@@ -192,7 +192,7 @@ def test_a_cxl_cache_device_behind_a_switch_is_refused():
 def test_gem5_refuses_to_describe_a_switch_by_preset_parameters():
     # A preset's interleave overrides cannot describe a switch; the gem5 side must not drop it silently.
     from simcxl.gem5 import components as gem5
-    with pytest.raises(ParamError, match=r"switch-1level has a switch \(sw\), which a preset's .* host_bridge"):
+    with pytest.raises(ParamError, match=r"switch-1level has a switch \(sw\), which a preset's .* simcxl.gem5.fabric"):
         gem5.interleaved(POOL)
 
 

@@ -319,6 +319,22 @@ def cxl_io_devices(board, bridges, layout, firmware_commit: bool = True) -> None
         f.dma = iobus.cpu_side_ports
 
 
+def window_bridge(memory):
+    """A window's CXLHostBridge: a preset's (components.host_bridge), or the switches and devices a
+    topology file puts below its host bridge (fabric.topology_bridge); `_simcxl_system` is the
+    window's System either way (a topology's first device per root port describes it to the tables)."""
+    from .components import host_bridge, load_system
+    from .fabric import topology_bridge
+
+    system = load_system(memory)
+    graph = getattr(system, "graph", None)
+    if graph is None or not graph.of_type("switch"):
+        return host_bridge(system)
+    bridge = topology_bridge(graph)
+    bridge._simcxl_system = system
+    return bridge
+
+
 def _targets(ports: int) -> int:
     """A host bridge's decoder target list length for `ports` root ports (1, 2, 4 or 8)."""
     return next(t for t in (1, 2, 4, 8) if t >= ports) if ports <= 8 else 8
@@ -338,11 +354,10 @@ def numa_board(*, processor, cache_hierarchy, local_memory, cxl: Sequence[Tuple]
         raise ParamError("linux_regions needs cxl_io: Linux can only create regions on devices its CXL drivers found")
     from m5.objects import AddrRange, X86ACPIRSDP, X86ACPIRSDT, X86ACPIXSDT, X86E820Entry
     from gem5.components.boards.x86_board import X86Board
-    from .components import host_bridge
 
     layout = window_layout([w[1] for w in cxl], [w[2] if len(w) > 2 else None for w in cxl],
                            local_memory.get_size())
-    bridges = [host_bridge(w[0]) for w in cxl]
+    bridges = [window_bridge(w[0]) for w in cxl]
 
     class CXLNumaBoard(X86Board):
         def _setup_memory_ranges(self):

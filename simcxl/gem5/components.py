@@ -25,10 +25,31 @@ EXPANDER_GROUPS = ("link", "device", "media")
 PORT_SEED_STRIDE = 17
 
 
+def load_core() -> None:
+    """Topology files are checked against the core's component registry
+    (simcxl._core). gem5's embedded Python does not install the package, so
+    the core comes from the virtual environment the README's setup builds
+    in the repository (.venv), if it is not importable already."""
+    import importlib.util
+    import sys
+
+    if "simcxl._core" in sys.modules or importlib.util.find_spec("simcxl._core") is not None:
+        return
+    here = Path(__file__).resolve()
+    for repo in here.parents:
+        for so in sorted(repo.glob(".venv/lib/python3*/site-packages/simcxl/_core*.so")):
+            spec = importlib.util.spec_from_file_location("simcxl._core", so)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["simcxl._core"] = module
+            return
+    raise ParamError("topology files need the standalone engine's core (simcxl._core), which is neither "
+                     "importable nor in a .venv of the repository: run the README's setup command first")
+
+
 def load_system(memory: Union[str, Path, System]) -> System:
     """A preset, a preset file, or a topology file (the same graph the standalone engine runs)."""
-    from .fabric import _load_core
-    _load_core()  # the topology package checks files against the core's registry
+    load_core()  # the topology package checks files against the core's registry
     from .. import topology
     if topology.is_file(memory):
         return topology.memory_system(topology.load(memory))
@@ -40,7 +61,7 @@ def _cxl(system: System):
     if graph is not None and graph.of_type("switch"):
         raise ParamError(f"topology {graph.name} has a switch ({graph.of_type('switch')[0].name}), which a "
                          "preset's bridge, link and device parameters do not describe; allowed: the topology file "
-                         "itself to host_bridge (full system) or simcxl.gem5.fabric.host_windows, which build it")
+                         "itself to simcxl.gem5.fabric (topology_bridge, host_windows), which builds it")
     if system.kind != "cxl-type3":
         raise ParamError(f"memory {system.name} is a {system.kind}; the gem5 CXL component needs a cxl-type3 preset")
     return system.cxl
@@ -98,22 +119,11 @@ def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways
     if not isinstance(device_stops_after, int) or device_stops_after < 0:
         raise ParamError(f"device_stops_after = {device_stops_after!r} is not allowed; allowed: an integer >= 0")
     extra = {} if watchdog_ns is None else {"watchdog_window_ns": float(watchdog_ns)}
-    system = load_system(memory)
-    graph = getattr(system, "graph", None)
-    if graph is not None and graph.of_type("switch"):
-        # The graph below the bridge as the topology draws it (fabric's builder); the System (its
-        # first device per root port) describes the window to the board's tables.
-        if ways is not None or granularity is not None or device_stops_after:
-            raise ParamError(f"topology {graph.name} has a switch: ways, granularity and device_stops_after are "
-                             "not allowed; allowed: the topology file's own")
-        from .fabric import topology_bridge
-        bridge = topology_bridge(graph, **extra)
-    else:
-        system = interleaved(system, ways, granularity)
-        bridge = CXLHostBridge(root_ports=[CXLType3Expander(**expander_params(system, i),
-                                                           fault_device_stops_after=device_stops_after)
-                                          for i in range(system.cxl.bridge.root_ports)],
-                               **bridge_params(system), **extra)
+    system = interleaved(memory, ways, granularity)
+    bridge = CXLHostBridge(root_ports=[CXLType3Expander(**expander_params(system, i),
+                                                       fault_device_stops_after=device_stops_after)
+                                      for i in range(system.cxl.bridge.root_ports)],
+                           **bridge_params(system), **extra)
     if window is not None:
         bridge.range = window
     bridge._simcxl_system = system  # the description it was built from

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Union
 
 from ..config.params import ParamError
-from .components import PORT_SEED_STRIDE  # root port i's link: seed + 17 i, as in the standalone engine
+# Root port i's link: seed + 17 i, as in the standalone engine; topology files need the core.
+from .components import PORT_SEED_STRIDE, load_core
 
 
 class HostWindow(NamedTuple):
@@ -23,28 +24,6 @@ class HostWindow(NamedTuple):
     base: int      # the window's base in the host's address map
     size: int      # bytes gem5 maps of it (it backs every byte)
     bridge: object  # the CXLHostBridge, its range set
-
-
-def _load_core() -> None:
-    """Topology files are checked against the core's component registry
-    (simcxl._core). gem5's embedded Python does not install the package, so
-    the core comes from the virtual environment the README's setup builds
-    in the repository (.venv), if it is not importable already."""
-    import importlib.util
-    import sys
-
-    if "simcxl._core" in sys.modules or importlib.util.find_spec("simcxl._core") is not None:
-        return
-    here = Path(__file__).resolve()
-    for repo in here.parents:
-        for so in sorted(repo.glob(".venv/lib/python3*/site-packages/simcxl/_core*.so")):
-            spec = importlib.util.spec_from_file_location("simcxl._core", so)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            sys.modules["simcxl._core"] = module
-            return
-    raise ParamError("topology files need the standalone engine's core (simcxl._core), which is neither "
-                     "importable nor in a .venv of the repository: run the README's setup command first")
 
 
 def _prefixed(prefix: str, group) -> Dict[str, object]:
@@ -125,7 +104,7 @@ def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:
     bytes (at most its own size). Hosts with no CXL window are left out."""
     from m5.objects import AddrRange  # lazy: needs gem5
 
-    _load_core()
+    load_core()
     from .. import topology
 
     t = topology.load(spec)

@@ -206,8 +206,9 @@ def switch_fanout(system) -> List[int]:
     graph = getattr(system, "graph", None)
     if graph is None or not graph.of_type("switch"):
         return [0] * system.cxl.bridge.root_ports
-    hb = next(graph.components[k.b.comp] for h in graph.of_type("host") for k in graph.down(h.name, "mem")
-              if graph.components[k.b.comp].type == "host_bridge")
+    from .fabric import window_host_bridge
+
+    hb = window_host_bridge(graph)
     out, seen = [], set()
     for k in graph.down(hb.name, "root_port"):
         below = graph.below(graph.components[k.b.comp].name, "down")[0]

@@ -118,11 +118,12 @@ def host_bridge(memory: Union[str, Path, System] = "cxl-asic", window=None, ways
         raise ParamError(f"watchdog_ns = {watchdog_ns} is not allowed; allowed: 0 (off) or a window in ns above 0")
     if not isinstance(device_stops_after, int) or device_stops_after < 0:
         raise ParamError(f"device_stops_after = {device_stops_after!r} is not allowed; allowed: an integer >= 0")
-    extra = {} if watchdog_ns is None else {"watchdog_window_ns": float(watchdog_ns)}
     system = interleaved(memory, ways, granularity)
+    ports = system.cxl.bridge.root_ports
+    extra = {} if watchdog_ns is None else {"watchdog_window_ns": float(watchdog_ns)}
     bridge = CXLHostBridge(root_ports=[CXLType3Expander(**expander_params(system, i),
                                                        fault_device_stops_after=device_stops_after)
-                                      for i in range(system.cxl.bridge.root_ports)],
+                                      for i in range(ports)],
                            **bridge_params(system), **extra)
     if window is not None:
         bridge.range = window

@@ -87,15 +87,21 @@ class _Builder:
                              host_index=index, **params, **extra)
 
 
-def topology_bridge(t, **extra):
-    """The CXLHostBridge of a topology's one host window (its switches and devices below), for a
-    full-system board's window; `extra`: more CXLHostBridge parameters."""
+def window_host_bridge(t):
+    """The host_bridge component of a topology that is one full-system window: exactly one host
+    window on a host bridge, else a ParamError saying so."""
     hbs = [t.components[k.b.comp] for h in t.of_type("host") for k in t.down(h.name, "mem")
            if t.components[k.b.comp].type == "host_bridge"]
     if len(hbs) != 1:
         raise ParamError(f"topology {t.name} has {len(hbs)} host windows on a host bridge; a full-system board's "
                          "--cxl window takes a topology with exactly one")
-    return _Builder(t).bridge(hbs[0], **extra)
+    return hbs[0]
+
+
+def topology_bridge(t, **extra):
+    """The CXLHostBridge of a topology's one host window (its switches and devices below), for a
+    full-system board's window; `extra`: more CXLHostBridge parameters."""
+    return _Builder(t).bridge(window_host_bridge(t), **extra)
 
 
 def host_windows(spec: Union[str, Path], size: int) -> List[HostWindow]:

@@ -130,12 +130,11 @@ def region_run(cxl: Sequence[str], then: str = "") -> str:
     address, board.bus_layout's, through any switch below a root port), one way each, at the
     CFMWS's granularity, created through the kernel's sysfs interface by the guest's simcxl-region
     (benchmarks/guest/simcxl_region.sh: `cxl create-region -t ram`'s steps, which Debian 12's
-    cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem
-    drivers bring the memory online as a NUMA node. Then each region node's access0 figures as
-    Linux's CXL drivers computed them (node_access, REGION_ACCESS) and the SRAT and HMAT they started
-    from (ACPI_DUMP: the generic ports), and `then` (a benchmark's
-    command, the region's node being node 1 + i) or, by default, the dax devices (DAX_LIST), the
-    listing with regions, the nodes and the CDAT."""
+    cxl-cli 76 refuses); Linux commits the decoders and its dax and kmem drivers bring the memory
+    online as a NUMA node. Then each region node's access0 figures as Linux's CXL drivers computed
+    them (node_access, REGION_ACCESS) and the SRAT and HMAT they started from (ACPI_DUMP: the
+    generic ports), and `then` (a benchmark's command, the region's node being node 1 + i) or, by
+    default, the dax devices (DAX_LIST), the listing with regions, the nodes and the CDAT."""
     from .board import BUSES_PER_BRIDGE, CXL_BUS, bus_layout, cfmws_granularity, switch_fanout
     from .components import load_system
     steps = []

@@ -16,13 +16,13 @@ HomeAgent::HomeAgent(Host& host, const HomeParams& p, Target& memory, TxnPool& p
     hostCap_ = size_t(p_.host_cache_bytes / kLineBytes);
 }
 
-void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp) {
-    ports_.push_back(Port{d, link, Wire(), dp});
+void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp, Endpoint* via) {
+    ports_.push_back(Port{d, link, Wire(), dp, via});
     numDevs_ = uint32_t(ports_.size());
     deviceMemory_ = deviceMemory_ || d->memBytes() != 0;
     // Host-to-device traffic leaves in order: a snoop never passes a GO.
     // Every port is (re)wired: the vector may have moved them.
-    for (auto& p : ports_) p.down.init(p.link, this, p.dev, true);
+    for (auto& p : ports_) p.down.init(p.link, this, p.via ? p.via : p.dev, true);
 }
 
 Txn* HomeAgent::msg(Opc op, uint64_t line) {
@@ -32,7 +32,10 @@ Txn* HomeAgent::msg(Opc op, uint64_t line) {
     return m;
 }
 
-void HomeAgent::sendDown(uint16_t dev, Txn* m) { ports_[dev].down.send(m); }
+void HomeAgent::sendDown(uint16_t dev, Txn* m) {
+    m->dev = dev;  // its CacheID: a switch below the root port routes by it
+    ports_[dev].down.send(m);
+}
 
 HomeAgent::HLine& HomeAgent::line(uint64_t x) {
     bool made;

@@ -421,6 +421,8 @@ void System::runCoherent() {
 
 bool System::quiet() const {
     if (home && !home->quiet()) return false;
+    for (auto& s : cacheSwitches)
+        if (!s->quiet()) return false;
     for (auto& d : accels)
         if (!d->quiet()) return false;
     for (const PeerCache& pc : peerCaches) {
@@ -467,6 +469,21 @@ void System::resetStats() {
     for (auto& sw : switches_) sw->resetStats();
 }
 
+void System::viaSwitch(const AccelDeviceParams& d, uint32_t i) {
+    CacheSwitch* sw = nullptr;
+    for (auto& s : cacheSwitches)
+        if (s->where() == d.switchNode) sw = s.get();
+    if (!sw) {
+        cacheUpLinks.emplace_back(new CxlLink(d.upLink, d.upLinkNode, p_.seed * 131 + 7001 + cacheSwitches.size()));
+        cacheSwitches.emplace_back(new CacheSwitch(loop, d.sw, *cacheUpLinks.back(), *home, d.switchNode));
+        sw = cacheSwitches.back().get();
+    }
+    Accelerator& a = *accels.back();
+    a.viaSwitch(*sw);
+    sw->addPort(*accelLinks.back(), a, uint16_t(i));
+    home->addDevice(&a, const_cast<CxlLink*>(&sw->upLink()), d.dma, sw);
+}
+
 void System::buildAccelerators(bool check) {
     if (check) checker.reset(new CoherenceChecker(p_.accelInstances() + 1));
     // The home reaches host memory through the uncore: the address map routes
@@ -484,11 +501,30 @@ void System::buildAccelerators(bool check) {
             accels.emplace_back(new Accelerator(loop, uint16_t(i), d.cache, d.accel, d.dma, d.media, memBase,
                                                 *accelLinks.back(), *home, pool, checker.get(), d.instance(k, i)));
             accelEntry.push_back(e);
-            home->addDevice(accels.back().get(), accelLinks.back().get(), d.dma);
+            if (d.switchNode.empty())
+                home->addDevice(accels.back().get(), accelLinks.back().get(), d.dma);
+            else
+                viaSwitch(d, i);
             accels.back()->setWatch(&watch);
         }
     }
     home->setWatch(&watch);
+    // A switch's upstream link: its H2D-direction credits are the switch's
+    // receive buffers (port_queue), its D2H-direction ones the home's for
+    // that root port, the most any device below configures for its own link.
+    for (size_t s = 0; s < cacheSwitches.size(); ++s) {
+        uint32_t cr[kNumChannels] = {};
+        for (size_t i = 0; i < accels.size(); ++i) {
+            const AccelDeviceParams& d = p_.accelerators[accelEntry[i]];
+            if (d.switchNode != cacheSwitches[s]->where()) continue;
+            uint32_t own[kNumChannels];
+            channelCredits(d.cache, d.link, d.dma, own);
+            for (int c = 0; c < kNumChannels; ++c)
+                cr[c] = isUpstream(Channel(c)) ? std::max(cr[c], own[c]) : d.sw.port_queue;
+            cacheUpLinks[s]->setTlpOverhead(d.dma.tlp_overhead_bytes);
+        }
+        cacheUpLinks[s]->setCredits(cr);
+    }
 }
 
 }  // namespace cxlcore

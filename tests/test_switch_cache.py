@@ -119,10 +119,11 @@ def test_two_devices_share_the_upstream_links_flits():
     kw = dict(op="rdcurr", requesters=16, depth=8, requests=20_000, footprint="64m")
     r = coherent.accel(system(graph(up_link={"lanes": 4})), **kw).iloc[0]
     assert r["ops"] == 40_000
-    assert 0.95 * bound <= r["bandwidth_gbps"] <= bound
+    assert 0.97 * bound <= r["bandwidth_gbps"] <= bound
     assert r["up_link.h2d_data.messages"] == 40_000 and r["up_link.m2s.flits"] >= 40_000 * 9 / 8
-    for d in ("dev0", "dev1"):  # each its share, each crossing its own port
-        assert r[f"{d}.bandwidth_gbps"] >= 0.45 * bound
+    # Each its share (the home's wires take turns at the upstream link's credits), each through its own port.
+    assert abs(r["dev0.bandwidth_gbps"] - r["dev1.bandwidth_gbps"]) <= 0.02 * bound
+    for d in ("dev0", "dev1"):
         assert r[f"sw.{d.replace('dev', 'dsp')}.requests"] == 20_000
     # The same two devices each on a root port of its own are not held to it.
     alone = coherent.accel(coherent.load("type1-asic").replace(**{"accel.devices": 2}), **kw).iloc[0]

@@ -188,6 +188,7 @@ class HomeAgent : public Endpoint, public Client {
     void hostEvict();
     void flush(HTxn* t, const std::vector<uint64_t>& lines);
     void finishAccess(Txn* a);
+    void pumpInTurn();
     void jobNoticed(DmaJob* job);
     void enqueue(HTxn* t);
     void start(HTxn* t);
@@ -240,6 +241,8 @@ class HomeAgent : public Endpoint, public Client {
     size_t sfLines_ = 0;            // lines with at least one device copy
     std::deque<uint64_t> sfOrder_;  // insertion order (stale entries skipped), for victims
     uint32_t numDevs_ = 0;
+    bool sharedPorts_ = false;  // some devices sit behind a switch (addDevice's via)
+    uint32_t pumpFrom_ = 0;     // the wire pumpInTurn starts at next
     HomeStats stats_;
     friend class Accelerator;
 };

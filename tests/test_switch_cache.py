@@ -236,3 +236,31 @@ def test_systems_without_a_cache_switch_give_mains_figures(case):
     for k, v in c["result"].items():
         assert r[k] == v or (v != v and r[k] != r[k]), k  # every value equal (NaN as NaN)
     assert set(c["result"]) <= set(r)
+
+
+def test_every_component_reports_what_its_type_registers():
+    """The switch under the names a CXL.mem switch's go by (sw.dsp0.requests), the upstream link as a link
+    (up_link.h2d_data.messages), each device and its own link as on a root port of its own."""
+    from simcxl.topology import stats as S
+    r = coherent.accel(system(graph()), requests=500).iloc[0].to_dict()
+    comps = {"sw": "switch", "up_link": "link", "dev0_link": "link", "dev1_link": "link", "dev0": "accelerator",
+             "dev1": "accelerator", "home": "home_agent", "local_dram": "dram"}
+    stream = ("ops", "elapsed_ns", "bandwidth_gbps", "hit_rate", "latency_", "stage_")  # each device's stream
+    got = {}
+    for k in r:
+        c, _, stat = k.partition(".")
+        if c in comps and not (comps[c] == "accelerator" and stat.startswith(stream)):
+            got.setdefault(c, set()).add(stat)
+    assert set(got) == set(comps)
+    for c, names in got.items():
+        pat = S.pattern(comps[c])
+        assert all(pat.match(n) for n in names), (c, sorted(n for n in names if not pat.match(n)))
+        always = {s["name"] for s in S.STATS[comps[c]] if not s["when"] and "<" not in s["name"]}
+        assert always <= names, (c, always - names)
+    # Every message of either device crossed the upstream link and the switch once, each its own port.
+    for ch in ("d2h_req", "h2d_rsp", "h2d_data"):
+        assert r[f"up_link.{ch}.messages"] == r[f"dev0_link.{ch}.messages"] + r[f"dev1_link.{ch}.messages"] > 0
+    for i in (0, 1):
+        down = sum(r[f"dev{i}_link.{ch}.messages"] for ch in ("h2d_req", "h2d_rsp", "h2d_data"))
+        up = sum(r[f"dev{i}_link.{ch}.messages"] for ch in ("d2h_req", "d2h_rsp", "d2h_data"))
+        assert r[f"sw.dsp{i}.requests"] == down and r[f"sw.dsp{i}.responses"] == up

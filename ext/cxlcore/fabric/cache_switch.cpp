@@ -95,4 +95,14 @@ bool CacheSwitch::quiet() const {
     return true;
 }
 
+void CacheSwitch::oldest(Oldest& o) const {
+    auto see = [&](const Txn* m, const std::string& queue) {
+        if (m->parent)
+            o.see(m->parent->birth, [&] { return where_ + " " + queue + " " + channelName(m->channel()) + " (no credit)"; });
+    };
+    for (size_t i = 0; i < ports_.size(); ++i)
+        ports_[i].egress.each([&](const Txn* m) { see(m, "egress to dsp" + std::to_string(i)); });
+    for (const TimedQueue<Txn*>& q : upEgress_) q.each([&](const Txn* m) { see(m, "egress up"); });
+}
+
 }  // namespace cxlcore

@@ -41,6 +41,8 @@ class CacheSwitch final : public Endpoint {
     const PortStats& portStats(uint32_t i) const { return ports_[i].stats; }
     const PortStats& upstreamStats() const { return upStats_; }
     bool quiet() const;
+    // The oldest request a message it holds serves (stall reports).
+    void oldest(Oldest& o) const;
     void resetStats() {
         stats_ = SwitchStats();
         upStats_ = PortStats();

@@ -395,6 +395,7 @@ void System::runCoherent() {
         const Tick t = drained ? loop.now() : until;
         Oldest o;
         for (auto& d : accels) d->oldest(o);
+        for (auto& s : cacheSwitches) s->oldest(o);
         if (home) home->oldest(o);
         for (const PeerCache& pc : peerCaches) {
             for (auto& d : pc.accels) d->oldest(o);

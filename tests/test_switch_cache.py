@@ -208,6 +208,11 @@ def test_what_a_cache_switch_does_not_model_is_refused():
     d = copy.deepcopy(base)
     d["components"]["sw"]["routing"] = 1
     refused(d, "sw.routing = pbr", "allowed: hbr")
+    # Parameters of a CXL.mem switch's arbitration and DevLoad.
+    for key in ("weighted_arbitration", "egress_congestion"):
+        d = copy.deepcopy(base)
+        d["components"]["sw"][key] = 1
+        refused(d, f"sw.{key} = 1", "allowed: 0")
     # Copies of one accelerator description on one port.
     d = copy.deepcopy(base)
     d["components"]["dev1"]["accel"]["devices"] = 2

@@ -68,6 +68,12 @@ def _check_cache_switch(t: Topology, sw: Component, rp) -> None:
                             "one, the link from that root port")
     if port_based(t, sw.name):
         raise TopologyError(f"{sw.name}.routing = pbr: a switch below {rp} (CXL.cache) routes by CacheID; allowed: hbr")
+    if sw.values.get("weighted_arbitration", 0):
+        raise TopologyError(f"{sw.name}.weighted_arbitration = 1: a switch below {rp} (CXL.cache) sends messages up "
+                            "in the order they arrived; allowed: 0")
+    if sw.values.get("egress_congestion", 0):
+        raise TopologyError(f"{sw.name}.egress_congestion = 1: a switch below {rp} (CXL.cache) carries no DevLoad to "
+                            "raise; allowed: 0")
     dsps = t.down(sw.name, "dsp")
     if len(dsps) > 16:
         raise TopologyError(f"{sw.name}.dsp: {len(dsps)} CXL.cache devices below {rp}; allowed: 1 to 16 "

@@ -116,6 +116,12 @@ void checkCacheSwitch(const Graph& g, const Node& sw, const Connection& rp) {
                        " (CXL.cache); allowed: one, the link from that root port");
     need(sw.params.SwitchParams_.routing == 0,
          sw.name + ".routing = pbr: a switch below " + at + " (CXL.cache) routes by CacheID; allowed: hbr");
+    need(sw.params.SwitchParams_.weighted_arbitration == 0,
+         sw.name + ".weighted_arbitration = 1: a switch below " + at + " (CXL.cache) sends messages up in the "
+                   "order they arrived; allowed: 0");
+    need(sw.params.SwitchParams_.egress_congestion == 0,
+         sw.name + ".egress_congestion = 1: a switch below " + at + " (CXL.cache) carries no DevLoad to raise; "
+                   "allowed: 0");
     const auto dsps = g.leaving(sw.name, "dsp");
     need(dsps.size() <= 16, sw.name + ".dsp: " + std::to_string(dsps.size()) + " CXL.cache devices below " + at +
                                 "; allowed: 1 to 16 (CXL 3.x CacheIDs)");

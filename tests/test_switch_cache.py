@@ -49,9 +49,12 @@ def with_devices(d: dict, n: int) -> dict:
     """The example with n accelerators below its switch, each a copy of dev0 on a copy of dev0_link."""
     d = copy.deepcopy(d)
     d["connections"] = [k for k in d["connections"] if not k["from"].startswith(("sw.dsp", "dev"))]
+    link, dev = d["components"]["dev0_link"], d["components"]["dev0"]
+    for name in [c for c in d["components"] if c.startswith("dev")]:
+        del d["components"][name]
     for i in range(n):
-        d["components"][f"dev{i}_link"] = copy.deepcopy(d["components"]["dev0_link"])
-        d["components"][f"dev{i}"] = copy.deepcopy(d["components"]["dev0"])
+        d["components"][f"dev{i}_link"] = copy.deepcopy(link)
+        d["components"][f"dev{i}"] = copy.deepcopy(dev)
         d["connections"] += [{"from": f"sw.dsp[{i}]", "to": f"dev{i}_link.up"},
                              {"from": f"dev{i}_link.down", "to": f"dev{i}.up"}]
     return d

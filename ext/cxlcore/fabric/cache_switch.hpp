@@ -24,16 +24,14 @@ namespace cxlcore {
 
 class CacheSwitch final : public Endpoint {
   public:
-    // `up`: the link from the home's root port, whose H2D-direction credits
-    // are this switch's receive buffers (port_queue each) and whose
-    // D2H-direction ones the caller sets; `home`: what receives from it.
+    // `up`: the link from the home's root port (the caller sets its
+    // credits); `home`: what receives from it.
     CacheSwitch(Host& host, const SwitchParams& p, CxlLink& up, Endpoint& home, const std::string& where);
     // Downstream port `port` (in index order) with its link and the device
     // whose CacheID is `dev`.
     void addPort(CxlLink& link, Endpoint& device, uint16_t dev);
 
     const std::string& where() const { return where_; }
-    const CxlLink& upLink() const { return up_; }
     uint32_t ports() const { return uint32_t(ports_.size()); }
     const SwitchStats& stats() const { return stats_; }
     // Downstream port i's share (requests: messages it sent down, responses:

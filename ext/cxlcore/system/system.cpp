@@ -471,18 +471,16 @@ void System::resetStats() {
 }
 
 void System::viaSwitch(const AccelDeviceParams& d, uint32_t i) {
-    CacheSwitch* sw = nullptr;
-    for (auto& s : cacheSwitches)
-        if (s->where() == d.switchNode) sw = s.get();
-    if (!sw) {
-        cacheUpLinks.emplace_back(new CxlLink(d.upLink, d.upLinkNode, p_.seed * 131 + 7001 + cacheSwitches.size()));
+    size_t s = 0;
+    while (s < cacheSwitches.size() && cacheSwitches[s]->where() != d.switchNode) ++s;
+    if (s == cacheSwitches.size()) {
+        cacheUpLinks.emplace_back(new CxlLink(d.upLink, d.upLinkNode, p_.seed * 131 + 7001 + s));
         cacheSwitches.emplace_back(new CacheSwitch(loop, d.sw, *cacheUpLinks.back(), *home, d.switchNode));
-        sw = cacheSwitches.back().get();
     }
     Accelerator& a = *accels.back();
-    a.viaSwitch(*sw);
-    sw->addPort(*accelLinks.back(), a, uint16_t(i));
-    home->addDevice(&a, const_cast<CxlLink*>(&sw->upLink()), d.dma, sw);
+    a.viaSwitch(*cacheSwitches[s]);
+    cacheSwitches[s]->addPort(*accelLinks.back(), a, uint16_t(i));
+    home->addDevice(&a, cacheUpLinks[s].get(), d.dma, cacheSwitches[s].get());
 }
 
 void System::buildAccelerators(bool check) {
@@ -510,20 +508,28 @@ void System::buildAccelerators(bool check) {
         }
     }
     home->setWatch(&watch);
-    // A switch's upstream link: its H2D-direction credits are the switch's
-    // receive buffers (port_queue), its D2H-direction ones the home's for
-    // that root port, the most any device below configures for its own link.
+    // A switch's upstream link: CXL.mem's credits its own (as any link's);
+    // CXL.cache's and CXL.io's toward the devices the switch's receive
+    // buffers (port_queue each), those toward the host the home's for that
+    // root port, the most any device below configures for its own link.
     for (size_t s = 0; s < cacheSwitches.size(); ++s) {
+        const LinkParams& ul = cacheUpLinks[s]->params();
         uint32_t cr[kNumChannels] = {};
         for (size_t i = 0; i < accels.size(); ++i) {
             const AccelDeviceParams& d = p_.accelerators[accelEntry[i]];
             if (d.switchNode != cacheSwitches[s]->where()) continue;
             uint32_t own[kNumChannels];
             channelCredits(d.cache, d.link, d.dma, own);
-            for (int c = 0; c < kNumChannels; ++c)
+            for (int c = kD2HReq; c < kNumChannels; ++c)
                 cr[c] = isUpstream(Channel(c)) ? std::max(cr[c], own[c]) : d.sw.port_queue;
             cacheUpLinks[s]->setTlpOverhead(d.dma.tlp_overhead_bytes);
         }
+        cr[kM2SReq] = ul.credits_req;
+        cr[kM2SRwD] = ul.credits_rwd;
+        cr[kM2SBIRsp] = ul.credits_birsp;
+        cr[kS2MNdr] = ul.credits_ndr;
+        cr[kS2MDrs] = ul.credits_drs;
+        cr[kS2MBISnp] = ul.credits_bisnp;
         cacheUpLinks[s]->setCredits(cr);
     }
 }

@@ -57,7 +57,6 @@ class CacheSwitch final : public Endpoint {
         TimedQueue<Txn*> egress;  // toward the device, in the home's order
         PortStats stats;
     };
-    static constexpr int kUpChannels = kNumChannels;
     void arrive(Txn* m, Tick arrival);
     SwitchParams p_;
     std::string where_;

@@ -18,6 +18,7 @@ BUILD = REPO / "build" / "asan"
 # the property-based fuzzing of the core's inputs (its `sanitize` profile: fewer cases). test_coherence.py's long runs take
 # 2-3 minutes each here; run them by hand with SIMCXL_SANITIZE_ALL=1.
 SANITIZED = ["test_robustness.py", "test_trace.py", "test_bandwidth.py", "test_latency.py", "test_switch.py",
+             "test_switch_cache.py",
              "test_cxlio.py"]
 SANITIZED += sorted(p.name for p in (REPO / "tests").glob("test_coherence_*.py"))
 SANITIZED += sorted(p.name for p in (REPO / "tests").glob("test_fuzz_*.py"))

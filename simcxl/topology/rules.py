@@ -49,6 +49,47 @@ def port_based(t: Topology, comp: str) -> bool:
     return c is not None and c.type == "switch" and c.values.get("routing", 0) == 1
 
 
+def cache_switch(t: Topology, comp: str):
+    """The home agent root port a switch hangs below (a CXL.cache switch), or None (a CXL.mem switch)."""
+    for k in t.connections:
+        if k.b.comp == comp and t.components[k.a.comp].type == "link":
+            above = t.up(k.a.comp)
+            if above is not None and t.components[above.a.comp].type == "home_agent":
+                return above.a
+    return None
+
+
+def _check_cache_switch(t: Topology, sw: Component, rp) -> None:
+    """A switch below a home agent's root port: one upstream link, routing by CacheID, an accelerator (one
+    device) on each of 1 to 16 downstream ports (as the core's checkCacheSwitch)."""
+    ups = [k for k in t.connections if k.b.comp == sw.name]
+    if len(ups) != 1:
+        raise TopologyError(f"{sw.name}.up: {len(ups)} upstream links on a switch below {rp} (CXL.cache); allowed: "
+                            "one, the link from that root port")
+    if port_based(t, sw.name):
+        raise TopologyError(f"{sw.name}.routing = pbr: a switch below {rp} (CXL.cache) routes by CacheID; allowed: hbr")
+    if sw.values.get("weighted_arbitration", 0):
+        raise TopologyError(f"{sw.name}.weighted_arbitration = 1: a switch below {rp} (CXL.cache) sends messages up "
+                            "in the order they arrived; allowed: 0")
+    if sw.values.get("egress_congestion", 0):
+        raise TopologyError(f"{sw.name}.egress_congestion = 1: a switch below {rp} (CXL.cache) carries no DevLoad to "
+                            "raise; allowed: 0")
+    dsps = t.down(sw.name, "dsp")
+    if len(dsps) > 16:
+        raise TopologyError(f"{sw.name}.dsp: {len(dsps)} CXL.cache devices below {rp}; allowed: 1 to 16 "
+                            "(CXL 3.x CacheIDs)")
+    for k in dsps:
+        dev = t.below(k.b.comp, "down")[0]
+        if dev.type != "accelerator":
+            raise TopologyError(f"{k.a} -> {k.b.comp} -> {dev.name}: a {dev.type} below a switch on {rp} (CXL.cache) "
+                                "is not modelled; allowed: an accelerator (Type-1 or Type-2) through a link on each "
+                                "downstream port")
+        n = dev.group("accel").devices
+        if n != 1:
+            raise TopologyError(f"{dev.name}.accel.devices = {n}: below {sw.name} each device has a downstream port "
+                                "of its own; allowed: 1 (a component for each)")
+
+
 def switch_links(t: Topology) -> List[Tuple[str, str, str]]:
     """Links joining two switches, as (upper switch, link, lower switch)."""
     out = []
@@ -194,13 +235,18 @@ def _check_paths(t: Topology) -> None:
             root = t.up(a.name)
             rp = t.components[root.a.comp].ctype.port(root.a.port)
             dev = b.ctype.port(k.b.port)
-            if not rp.protocols & dev.protocols:
+            carries = rp.protocols
+            if t.components[root.a.comp].type == "switch":  # a switch carries what its root port above does
+                carries = {"cxl.cache"} if cache_switch(t, root.a.comp) else {"cxl.mem"}
+            if b.type == "switch" and t.components[root.a.comp].type == "home_agent":
+                _check_cache_switch(t, b, root.a)
+            elif not carries & dev.protocols:
                 raise TopologyError(f"{root.a} -> {k.b}: channel type mismatch: {root.a} carries "
-                                    f"{'/'.join(sorted(rp.protocols))}, {k.b} ({b.type}) "
+                                    f"{'/'.join(sorted(carries))}, {k.b} ({b.type}) "
                                     f"{'/'.join(sorted(dev.protocols))}; join {b.name} below a root port that "
                                     f"carries {'/'.join(sorted(dev.protocols))} ('simcxl topology types' lists them)")
     for sw in t.of_type("switch"):
-        if port_based(t, sw.name):  # a PBR host edge decodes over the fabric's devices (the core checks them)
+        if port_based(t, sw.name) or cache_switch(t, sw.name):  # PBR: the core checks; CXL.cache: by CacheID
             continue
         n = len(t.down(sw.name, "dsp"))
         if n not in SWITCH_WAYS:

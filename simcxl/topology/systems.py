@@ -97,8 +97,12 @@ def _accel_devices(t: Topology, host: Component) -> Tuple[Optional[Component], L
     for k in t.down(homes[0].name, "root_port"):
         link = t.components[k.b.comp]
         dev = t.below(link.name, "down")[0]
-        out.append(AccelDevice(name=dev.name, link=link.group(""),
-                               **{g: dev.group(g) for g in ("cache", "accel", "dma", "media")}))
+        # Behind a switch, a device on each downstream port (each with its own link).
+        below = [(t.components[d.b.comp], t.below(d.b.comp, "down")[0]) for d in t.down(dev.name, "dsp")] \
+            if dev.type == "switch" else [(link, dev)]
+        for link, dev in below:
+            out.append(AccelDevice(name=dev.name, link=link.group(""),
+                                   **{g: dev.group(g) for g in ("cache", "accel", "dma", "media")}))
     return homes[0], out
 
 

@@ -16,13 +16,14 @@ HomeAgent::HomeAgent(Host& host, const HomeParams& p, Target& memory, TxnPool& p
     hostCap_ = size_t(p_.host_cache_bytes / kLineBytes);
 }
 
-void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp) {
-    ports_.push_back(Port{d, link, Wire(), dp});
+void HomeAgent::addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp, Endpoint* via) {
+    ports_.push_back(Port{d, link, Wire(), dp, via});
+    sharedPorts_ = sharedPorts_ || via != nullptr;
     numDevs_ = uint32_t(ports_.size());
     deviceMemory_ = deviceMemory_ || d->memBytes() != 0;
     // Host-to-device traffic leaves in order: a snoop never passes a GO.
     // Every port is (re)wired: the vector may have moved them.
-    for (auto& p : ports_) p.down.init(p.link, this, p.dev, true);
+    for (auto& p : ports_) p.down.init(p.link, this, p.via ? p.via : p.dev, true);
 }
 
 Txn* HomeAgent::msg(Opc op, uint64_t line) {
@@ -32,7 +33,10 @@ Txn* HomeAgent::msg(Opc op, uint64_t line) {
     return m;
 }
 
-void HomeAgent::sendDown(uint16_t dev, Txn* m) { ports_[dev].down.send(m); }
+void HomeAgent::sendDown(uint16_t dev, Txn* m) {
+    m->dev = dev;  // its CacheID: a switch below the root port routes by it
+    ports_[dev].down.send(m);
+}
 
 HomeAgent::HLine& HomeAgent::line(uint64_t x) {
     bool made;
@@ -244,11 +248,30 @@ void HomeAgent::memWrite(uint64_t line, uint64_t value, HTxn* waiter) {
     mem_.write(line);
 }
 
+void HomeAgent::pumpInTurn() {
+    // Devices behind a switch share its upstream link's credits: the wires
+    // take turns at them (round-robin: the one after the last served goes first).
+    const uint32_t n = uint32_t(ports_.size()), from = pumpFrom_;
+    for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t i = (from + k) % n;
+        Wire& w = ports_[i].down;
+        const size_t before = w.queued();
+        if (!before) continue;
+        w.pump();
+        if (w.queued() < before) pumpFrom_ = (i + 1) % n;
+    }
+}
+
 void HomeAgent::process() {
     const Tick now = this->now();
+    // Behind a switch, what waits for a credit goes before what this wake-up makes.
+    if (sharedPorts_) pumpInTurn();
     while (inbox_.headReady() <= now) handle(inbox_.pop());
     while (later_.headReady() <= now) run(later_.pop());
-    for (auto& p : ports_) p.down.pump();
+    if (sharedPorts_)
+        pumpInTurn();
+    else
+        for (auto& p : ports_) p.down.pump();
     Tick next = std::min(inbox_.headReady(), later_.headReady());
     if (next != kNever) requestWake(next);
 }

@@ -113,8 +113,9 @@ class HomeAgent : public Endpoint, public Client {
     // `memory`: the host's memory as the home reaches it (an input of the
     // uncore, which routes by the address map).
     HomeAgent(Host& host, const HomeParams& p, Target& memory, TxnPool& pool, CoherenceChecker* checker);
-    // A device on its own root port and link (its credits already set by the device).
-    void addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp);
+    // A device on its own root port and link (its credits already set by the
+    // device); or, with `via`, a switch below the root port, `link` the switch's upstream link.
+    void addDevice(Accelerator* d, CxlLink* link, const DmaParams& dp, Endpoint* via = nullptr);
     // A host core's access to one line.
     void hostAccess(Txn* a);
     // A read of host DRAM a home transaction waited for.
@@ -159,6 +160,7 @@ class HomeAgent : public Endpoint, public Client {
         CxlLink* link;
         Wire down;
         DmaParams dp;
+        Endpoint* via;  // a switch between root port and device (nullptr: none)
     };
     // Work done after a fixed delay, as plain records (no allocation per event).
     enum class Later : uint8_t { HostHit, Enqueue, DataDone, IoRead, Doorbell, JobNoticed, Proceed, Recall };
@@ -186,6 +188,7 @@ class HomeAgent : public Endpoint, public Client {
     void hostEvict();
     void flush(HTxn* t, const std::vector<uint64_t>& lines);
     void finishAccess(Txn* a);
+    void pumpInTurn();
     void jobNoticed(DmaJob* job);
     void enqueue(HTxn* t);
     void start(HTxn* t);
@@ -238,6 +241,8 @@ class HomeAgent : public Endpoint, public Client {
     size_t sfLines_ = 0;            // lines with at least one device copy
     std::deque<uint64_t> sfOrder_;  // insertion order (stale entries skipped), for victims
     uint32_t numDevs_ = 0;
+    bool sharedPorts_ = false;  // some devices sit behind a switch (addDevice's via)
+    uint32_t pumpFrom_ = 0;     // the wire pumpInTurn starts at next
     HomeStats stats_;
     friend class Accelerator;
 };

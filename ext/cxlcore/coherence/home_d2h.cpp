@@ -8,7 +8,7 @@ namespace cxlcore {
 
 void HomeAgent::handle(Txn* m) {
     const uint16_t dev = m->dev;
-    Wire& up = ports_[dev].dev->up();
+    CxlLink& up = *ports_[dev].link;  // the link at its root port (a switch's, behind one)
     if (m->parent) m->parent->leave(kStageLinkUp, now(), ports_[dev].link->name());
     switch (m->channel()) {
         case kD2HReq: {
@@ -25,7 +25,7 @@ void HomeAgent::handle(Txn* m) {
             return;
         }
         case kD2HRsp: {
-            up.giveCredit(m->channel(), now());
+            up.credits_[m->channel()].give(now());
             HTxn* t = m->htxn;
             if (!t) protocolError("snoop response without a transaction");
             HLine& l = line(t, m->addr);
@@ -44,7 +44,7 @@ void HomeAgent::handle(Txn* m) {
             return;
         }
         case kD2HData: {
-            up.giveCredit(m->channel(), now());
+            up.credits_[m->channel()].give(now());
             HTxn* t = m->htxn;
             if (!t) {
                 // Write data answering a GO_WritePull: the line's active transaction.
@@ -96,7 +96,7 @@ void HomeAgent::handle(Txn* m) {
         case kS2MNdr:
         case kS2MDrs: {
             // Data and completions free their buffers at once.
-            up.giveCredit(m->channel(), now());
+            up.credits_[m->channel()].give(now());
             HTxn* t = m->htxn;
             if (m->opc == Opc::MemData) {
                 if (!t) protocolError("memory data without a transaction");
@@ -126,7 +126,7 @@ void HomeAgent::handle(Txn* m) {
             return;
         }
         case kIoUp:
-            up.giveCredit(m->channel(), now());
+            up.credits_[m->channel()].give(now());
             if (m->opc == Opc::IoMemRd) {
                 // The root complex orders (and snoops for) DMA reads like any request.
                 defer(now() + lat_, Later::IoRead, m);

@@ -377,7 +377,7 @@ void HomeAgent::finish(HTxn* t) {
             }
             // Shared if anything on the host side (its caches or peer devices) kept a copy.
             sendDown(uint16_t(d), msg(l.host == MState::S || l.sharers ? Opc::BIRspS : Opc::BIRspI, L));
-            ports_[d].dev->up().giveCredit(kS2MBISnp, now());
+            ports_[d].link->credits_[kS2MBISnp].give(now());
             break;
         case Opc::IoMemRd:
             if (checker_ && !t->snoopedCur) checker_->memory(L, t->value, now());
@@ -390,7 +390,7 @@ void HomeAgent::finish(HTxn* t) {
     }
     // Device requests hold a tracker entry (their D2H Req credit) until here.
     if (t->req) {
-        ports_[t->req->dev].dev->up().giveCredit(kD2HReq, now());
+        ports_[t->req->dev].link->credits_[kD2HReq].give(now());
         pool_.put(t->req);
         t->req = nullptr;
         --tracker_;

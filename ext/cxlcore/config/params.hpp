@@ -87,6 +87,13 @@ struct AccelDeviceParams {
     AccelParams accel;
     DmaParams dma;
     DramParams media;
+    // Behind a switch on the home's root port (switchNode empty: on a root
+    // port of its own): the switch, the link above it and the device's
+    // downstream port. Devices naming one switch share it and that link.
+    std::string switchNode, upLinkNode;
+    SwitchParams sw;
+    LinkParams upLink;
+    uint32_t switchPort = 0;
     std::string prefix() const { return name.empty() ? "" : name + "."; }
     // The name of its copy k (system-wide index `index`) in messages and reports.
     std::string instance(uint32_t k, uint32_t index) const;

@@ -44,6 +44,7 @@ void Accelerator::sendUp(Txn* m, Txn* a) {
         a->leave(kStageQueue, now(), tname_);
         m->parent = a;
     }
+    m->dev = index_;  // its CacheID: a switch above knows its port by it
     up_.send(m);
 }
 
@@ -302,7 +303,7 @@ void Accelerator::finishMshr(uint64_t line, Mshr& ms) {
         lookup(a);  // cached now: performs as a hit, or misses again (e.g. a store to an S line)
     }
     for (Txn* m : snoops) {
-        home_.down(index_).giveCredit(m->channel(), now());
+        link_.credits_[m->channel()].give(now());
         snoop(m);
         pool_.put(m);
     }
@@ -439,7 +440,7 @@ void Accelerator::handle(Txn* m) {
         case Opc::GO:
         case Opc::H2DData:
         case Opc::GO_WritePull: {
-            home_.down(index_).giveCredit(m->channel(), now());
+            link_.credits_[m->channel()].give(now());
             Mshr* it = mshrs_.find(L);
             if (!it) break;
             Mshr& ms = *it;
@@ -488,7 +489,7 @@ void Accelerator::handle(Txn* m) {
         case Opc::MemRd:
         case Opc::MemRdFwd:
         case Opc::MemWr:
-            home_.down(index_).giveCredit(m->channel(), now());
+            link_.credits_[m->channel()].give(now());
             hostMemAccess(m);
             return;
         case Opc::IoMmioWr:  // doorbell
@@ -522,7 +523,7 @@ void Accelerator::process() {
             it->snoops.push_back(m);
             continue;
         }
-        home_.down(index_).giveCredit(m->channel(), now);
+        link_.credits_[m->channel()].give(now);
         snoop(m);
         pool_.put(m);
     }

@@ -67,6 +67,8 @@ class Accelerator : public Endpoint, public Client, public LineAccess {
     void access(Txn* a) override;
     const AccelStats& stats() const { return stats_; }
     Wire& up() { return up_; }
+    // Its messages up go to a switch's downstream port (which forwards them to the home).
+    void viaSwitch(Endpoint& sw) { up_.init(&link_, this, &sw, false); }
     const Wire& up() const { return up_; }
     uint16_t index() const { return index_; }
     bool ownsMemory(uint64_t line) const { return memBase_ && line >= memBase_ && line < memBase_ + memBytes_; }

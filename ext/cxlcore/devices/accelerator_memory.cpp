@@ -151,7 +151,7 @@ void Accelerator::hostMemAccess(Txn* m) {
 
 void Accelerator::biasFlipDone(Txn* m) {
     const uint64_t L = m->addr;
-    home_.down(index_).giveCredit(m->channel(), now());
+    link_.credits_[m->channel()].give(now());
     const uint64_t page = L / ap_.bias_page_bytes;
     bias_[page] = true;
     flipping_.erase(page);
@@ -172,7 +172,7 @@ void Accelerator::biasFlipDone(Txn* m) {
 
 void Accelerator::backInvalidateResponse(Txn* m) {
     const uint64_t L = m->addr;
-    home_.down(index_).giveCredit(m->channel(), now());
+    link_.credits_[m->channel()].give(now());
     Mshr* it = mshrs_.find(L);
     if (m->opc == Opc::BIRspI)
         hostCopy_.erase(L);

@@ -9,14 +9,14 @@
 namespace cxlcore {
 
 void Accelerator::dmaDoorbell(Txn* m) {
-    home_.down(index_).giveCredit(m->channel(), now());
+    link_.credits_[m->channel()].give(now());
     doorbells_.push_back(m);
     m->job->doorbellAt = now();
     dmaStart();
 }
 
 void Accelerator::dmaCompletion(Txn* m) {
-    home_.down(index_).giveCredit(m->channel(), now());
+    link_.credits_[m->channel()].give(now());
     if (watch_) watch_->progress(now());
     DmaJob& j = *m->job;
     if (!j.haveDescriptor) {

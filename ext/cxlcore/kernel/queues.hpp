@@ -227,6 +227,11 @@ class TimedQueue {
         while (size_) pop();
         head_ = 0;
     }
+    // Each entry, in order (stall reports).
+    template <typename F>
+    void each(F f) const {
+        for (size_t i = 0; i < size_; ++i) f(at(i).v);
+    }
 
   private:
     struct Slot {

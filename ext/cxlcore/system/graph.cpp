@@ -40,12 +40,15 @@ std::vector<TypeSpec> makeTypes() {
     t.push_back({"switch",
                  "a CXL switch: a virtual CXL switch per upstream port, each bound to the hosts that reach it "
                  "there, whose HDM decoder interleaves what arrives over the downstream ports (hierarchy-based "
-                 "routing), with per-port queues, credits and arbitration",
+                 "routing), with per-port queues, credits and arbitration; below a home agent's root port, a "
+                 "CXL.cache switch routing to up to 16 accelerators by CacheID",
                  {{"", "SwitchParams"}},
-                 {{"up", PortChannel::Cxl, kMem, false, true, true,
-                   "upstream ports (up to 32), one link each: one for each host (or switch above) that reaches it"},
-                  {"dsp", PortChannel::Cxl, kMem, true, true, true,
-                   "downstream ports (1, 2, 3, 4, 6, 8, 12 or 16), one link each, in index order"}},
+                 {{"up", PortChannel::Cxl, kAny, false, true, true,
+                   "upstream ports (up to 32), one link each: one for each host (or switch above) that reaches it; "
+                   "below a home agent's root port, one"},
+                  {"dsp", PortChannel::Cxl, kAny, true, true, true,
+                   "downstream ports (1, 2, 3, 4, 6, 8, 12 or 16), one link each, in index order; below a home "
+                   "agent's root port 1 to 16, an accelerator on each"}},
                  {}});
     t.push_back({"home_agent", "the host's CXL.cache home agent: ordering point and snoop filter",
                  {{"", "HomeParams"}},
@@ -90,6 +93,48 @@ const std::map<std::string, std::set<std::string>>& allowedBelow() {
 
 void need(bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
+}
+
+// The home agent root port a switch hangs below (through its upstream
+// link): a CXL.cache switch. nullptr: a CXL.mem switch.
+const Connection* homePortAbove(const Graph& g, const Node& sw) {
+    for (const Connection& k : g.connections) {
+        if (k.to.comp != sw.name || g.find(k.from.comp)->type != "link") continue;
+        for (const Connection& r : g.connections)
+            if (r.to.comp == k.from.comp && g.find(r.from.comp)->type == "home_agent") return &r;
+    }
+    return nullptr;
+}
+
+// A switch below a home agent's root port: one upstream port, hierarchy
+// routing by CacheID, an accelerator (one device) on each of 1 to 16 downstream ports.
+void checkCacheSwitch(const Graph& g, const Node& sw, const Connection& rp) {
+    const std::string at = rp.from.str();
+    uint32_t ups = 0;
+    for (const Connection& k : g.connections) ups += k.to.comp == sw.name;
+    need(ups == 1, sw.name + ".up: " + std::to_string(ups) + " upstream links on a switch below " + at +
+                       " (CXL.cache); allowed: one, the link from that root port");
+    need(sw.params.SwitchParams_.routing == 0,
+         sw.name + ".routing = pbr: a switch below " + at + " (CXL.cache) routes by CacheID; allowed: hbr");
+    need(sw.params.SwitchParams_.weighted_arbitration == 0,
+         sw.name + ".weighted_arbitration = 1: a switch below " + at + " (CXL.cache) sends messages up in the "
+                   "order they arrived; allowed: 0");
+    need(sw.params.SwitchParams_.egress_congestion == 0,
+         sw.name + ".egress_congestion = 1: a switch below " + at + " (CXL.cache) carries no DevLoad to raise; "
+                   "allowed: 0");
+    const auto dsps = g.leaving(sw.name, "dsp");
+    need(dsps.size() <= 16, sw.name + ".dsp: " + std::to_string(dsps.size()) + " CXL.cache devices below " + at +
+                                "; allowed: 1 to 16 (CXL 3.x CacheIDs)");
+    for (const Connection* k : dsps) {
+        const Node& dev = g.pastLink(*k);
+        need(dev.type == "accelerator", k->from.str() + " -> " + g.below(*k).name + " -> " + dev.name + ": a " +
+                                            dev.type + " below a switch on " + at + " (CXL.cache) is not modelled; "
+                                            "allowed: an accelerator (Type-1 or Type-2) through a link on each "
+                                            "downstream port");
+        need(dev.params.AccelParams_.devices == 1,
+             dev.name + ".accel.devices = " + std::to_string(dev.params.AccelParams_.devices) + ": below " + sw.name +
+                 " each device has a downstream port of its own; allowed: 1 (a component for each)");
+    }
 }
 
 // A component's group against the schema, named by its component path; a
@@ -249,8 +294,16 @@ void Graph::check() const {
         if (k.from.port != "root_port" && k.from.port != "dsp") continue;
         const Node& link = below(k);
         const Node& dev = pastLink(k);
-        const std::string& proto = findType(find(k.from.comp)->type)->port(k.from.port)->protocols.at(0);
+        const Node& above = *find(k.from.comp);
+        const std::string proto = above.type == "switch"
+                                      ? (homePortAbove(*this, above) ? "cxl.cache" : "cxl.mem")
+                                      : findType(above.type)->port(k.from.port)->protocols.at(0);
         const std::vector<std::string>& speaks = findType(dev.type)->port("up")->protocols;
+        if (dev.type == "switch" && k.from.port == "root_port") {
+            // A switch speaks what the root port above it does.
+            if (above.type == "home_agent") checkCacheSwitch(*this, dev, k);
+            continue;
+        }
         need(std::find(speaks.begin(), speaks.end(), proto) != speaks.end(),
              k.from.str() + " -> " + link.name + " -> " + dev.name + ".up: protocol mismatch (" + proto +
                  (k.from.port == "dsp" ? " downstream port, a " : " root port, a ") + dev.type + " speaks " +
@@ -294,6 +347,7 @@ void Graph::check() const {
         }
     for (const Node& c : components) {
         if (c.type != "switch" || portBased(c.name)) continue;  // PBR: over the fabric's devices (pbrFabrics)
+        if (homePortAbove(*this, c)) continue;                  // CXL.cache: routed by CacheID (checkCacheSwitch)
         const size_t n = leaving(c.name, "dsp").size();
         need(HdmDecoder::waysAllowed(n), c.name + ".dsp: " + std::to_string(n) +
                                              " downstream ports is not allowed; its decoder interleaves over all of "
@@ -363,6 +417,26 @@ AccelDeviceParams accelDevice(const Node& link, const Node& dev) {
     d.dma = dev.params.DmaParams_;
     d.media = dev.params.DramParams_;
     return d;
+}
+
+// The accelerators a home agent's root port leads to: one through its link,
+// or, behind a switch, one on each downstream port.
+void devicesBelow(const Graph& g, const Connection& rp, std::vector<AccelDeviceParams>& out) {
+    const Node& dev = g.pastLink(rp);
+    if (dev.type != "switch") {
+        out.push_back(accelDevice(g.below(rp), dev));
+        return;
+    }
+    const auto dsps = g.leaving(dev.name, "dsp");
+    for (size_t i = 0; i < dsps.size(); ++i) {
+        AccelDeviceParams d = accelDevice(g.below(*dsps[i]), g.pastLink(*dsps[i]));
+        d.switchNode = dev.name;
+        d.sw = dev.params.SwitchParams_;
+        d.upLinkNode = g.below(rp).name;
+        d.upLink = g.below(rp).params.LinkParams_;
+        d.switchPort = uint32_t(i);
+        out.push_back(d);
+    }
 }
 
 MemoryKind kindOf(const Node& c) {
@@ -445,9 +519,7 @@ SystemParams Graph::system() const {
         const Node& home = below(*homes[0]);
         p.home = home.params.HomeParams_;
         p.homeNode = home.name;
-        for (const Connection* k : leaving(home.name, "root_port")) {
-            p.accelerators.push_back(accelDevice(below(*k), pastLink(*k)));
-        }
+        for (const Connection* k : leaving(home.name, "root_port")) devicesBelow(*this, *k, p.accelerators);
         need(!p.accelerators.empty(), home.name + ".root_port: port left open; join an accelerator below it (through a link)");
         if (loneDeviceUnnamed && p.accelerators.size() == 1) p.accelerators[0].name.clear();
     }

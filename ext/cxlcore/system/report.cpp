@@ -64,6 +64,22 @@ void System::reportCoherent(Report& r, Tick end) const {
         reportLink(r, d.linkNode, links, 0, end);
         reportCacheChannels(r, d.linkNode, ups, downs);
     }
+    // Switches below the home's root ports, with the link above each: every device's messages below it.
+    for (size_t s = 0; s < cacheSwitches.size(); ++s) {
+        const CacheSwitch& sw = *cacheSwitches[s];
+        std::vector<const Wire*> ups, downs;
+        std::string upLink;
+        for (size_t i = 0; i < accels.size(); ++i) {
+            const AccelDeviceParams& d = p_.accelerators[accelEntry[i]];
+            if (d.switchNode != sw.where()) continue;
+            upLink = d.upLinkNode;
+            ups.push_back(&accels[i]->up());
+            downs.push_back(&home->down(uint16_t(i)));
+        }
+        reportLink(r, upLink, *cacheUpLinks[s], 0, end);
+        reportCacheChannels(r, upLink, ups, downs);
+        reportCacheSwitch(r, sw.where(), sw);
+    }
     reportHomeAgent(r, p_.homeNode, *home, accels.size());
     reportDramAccesses(r, host().localName, *host().localDram);
     // The run's own: the pool of accesses and messages, and whether it ended quiet.

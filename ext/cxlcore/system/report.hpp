@@ -14,6 +14,7 @@
 #include "cxlcore/devices/accelerator.hpp"
 #include "cxlcore/devices/cxl_nic.hpp"
 #include "cxlcore/devices/type3.hpp"
+#include "cxlcore/fabric/cache_switch.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
 #include "cxlcore/fabric/switch.hpp"
 #include "cxlcore/host/remote_socket.hpp"
@@ -49,6 +50,8 @@ void reportLink(Report& r, const std::string& path, const std::vector<const CxlL
                 const std::string& dir = "");
 void reportType3(Report& r, const std::string& path, const Type3Device& d, Tick s, Tick e);
 void reportSwitch(Report& r, const std::string& path, const CxlSwitch& sw, Tick s, Tick e);
+// A switch below a home agent's root port (CXL.cache), under the names a CXL.mem switch's go by.
+void reportCacheSwitch(Report& r, const std::string& path, const CacheSwitch& sw);
 void reportHostBridge(Report& r, const std::string& path, const HostBridge& b);
 
 // The CXL.cache part counts from the run's start. The home agent (`devices`:

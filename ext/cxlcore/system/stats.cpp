@@ -124,8 +124,8 @@ std::vector<StatSpec> makeSwitchStats() {
     const std::string many = "more than one upstream port";
     const std::string congestion = "egress_congestion = 1";
     const std::string pbr = "routing = pbr", isl = "routing = pbr, an inter-switch link's port";
-    std::vector<StatSpec> v{{"requests", "count", "", "requests switched downstream"},
-            {"responses", "count", "", "responses switched upstream"},
+    std::vector<StatSpec> v{{"requests", "count", "", "requests switched downstream (below a home agent: every message toward the devices)"},
+            {"responses", "count", "", "responses switched upstream (below a home agent: every message from the devices)"},
             {"egress_full", "count", "", "times a message waited for room in an egress queue"},
             {"credit_waits", "count", "", "times a message waited for a link credit"},
             {"unrouted_reads", "count", "routing by committed HDM decoders",

@@ -79,6 +79,22 @@ void reportCacheChannels(Report& r, const std::string& k, const std::vector<cons
     }
 }
 
+void reportCacheSwitch(Report& r, const std::string& k, const CacheSwitch& sw) {
+    // requests: messages toward the devices, responses: messages from them; its queues are bounded by credits only.
+    const SwitchStats& st = sw.stats();
+    r.emplace_back(k + ".requests", double(st.requests));
+    r.emplace_back(k + ".responses", double(st.responses));
+    r.emplace_back(k + ".egress_full", 0.0);
+    r.emplace_back(k + ".credit_waits", double(st.creditWaits));
+    for (uint32_t j = 0; j < sw.ports(); ++j) {
+        const PortStats& ps = sw.portStats(j);
+        const std::string d = k + ".dsp" + std::to_string(j);
+        r.emplace_back(d + ".requests", double(ps.requests));
+        r.emplace_back(d + ".responses", double(ps.responses));
+        r.emplace_back(d + ".response_wait_ns", ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
+    }
+}
+
 void reportDramAccesses(Report& r, const std::string& k, const DramController& d) {
     r.emplace_back(k + ".reads", double(d.stats().reads));
     r.emplace_back(k + ".writes", double(d.stats().writes));

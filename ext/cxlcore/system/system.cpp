@@ -395,6 +395,7 @@ void System::runCoherent() {
         const Tick t = drained ? loop.now() : until;
         Oldest o;
         for (auto& d : accels) d->oldest(o);
+        for (auto& s : cacheSwitches) s->oldest(o);
         if (home) home->oldest(o);
         for (const PeerCache& pc : peerCaches) {
             for (auto& d : pc.accels) d->oldest(o);
@@ -421,6 +422,8 @@ void System::runCoherent() {
 
 bool System::quiet() const {
     if (home && !home->quiet()) return false;
+    for (auto& s : cacheSwitches)
+        if (!s->quiet()) return false;
     for (auto& d : accels)
         if (!d->quiet()) return false;
     for (const PeerCache& pc : peerCaches) {
@@ -467,6 +470,19 @@ void System::resetStats() {
     for (auto& sw : switches_) sw->resetStats();
 }
 
+void System::viaSwitch(const AccelDeviceParams& d, uint32_t i) {
+    size_t s = 0;
+    while (s < cacheSwitches.size() && cacheSwitches[s]->where() != d.switchNode) ++s;
+    if (s == cacheSwitches.size()) {
+        cacheUpLinks.emplace_back(new CxlLink(d.upLink, d.upLinkNode, p_.seed * 131 + 7001 + s));
+        cacheSwitches.emplace_back(new CacheSwitch(loop, d.sw, *cacheUpLinks.back(), *home, d.switchNode));
+    }
+    Accelerator& a = *accels.back();
+    a.viaSwitch(*cacheSwitches[s]);
+    cacheSwitches[s]->addPort(*accelLinks.back(), a, uint16_t(i));
+    home->addDevice(&a, cacheUpLinks[s].get(), d.dma, cacheSwitches[s].get());
+}
+
 void System::buildAccelerators(bool check) {
     if (check) checker.reset(new CoherenceChecker(p_.accelInstances() + 1));
     // The home reaches host memory through the uncore: the address map routes
@@ -484,11 +500,38 @@ void System::buildAccelerators(bool check) {
             accels.emplace_back(new Accelerator(loop, uint16_t(i), d.cache, d.accel, d.dma, d.media, memBase,
                                                 *accelLinks.back(), *home, pool, checker.get(), d.instance(k, i)));
             accelEntry.push_back(e);
-            home->addDevice(accels.back().get(), accelLinks.back().get(), d.dma);
+            if (d.switchNode.empty())
+                home->addDevice(accels.back().get(), accelLinks.back().get(), d.dma);
+            else
+                viaSwitch(d, i);
             accels.back()->setWatch(&watch);
         }
     }
     home->setWatch(&watch);
+    // A switch's upstream link: CXL.mem's credits its own (as any link's);
+    // CXL.cache's and CXL.io's toward the devices the switch's receive
+    // buffers (port_queue each), those toward the host the home's for that
+    // root port, the most any device below configures for its own link.
+    for (size_t s = 0; s < cacheSwitches.size(); ++s) {
+        const LinkParams& ul = cacheUpLinks[s]->params();
+        uint32_t cr[kNumChannels] = {};
+        for (size_t i = 0; i < accels.size(); ++i) {
+            const AccelDeviceParams& d = p_.accelerators[accelEntry[i]];
+            if (d.switchNode != cacheSwitches[s]->where()) continue;
+            uint32_t own[kNumChannels];
+            channelCredits(d.cache, d.link, d.dma, own);
+            for (int c = kD2HReq; c < kNumChannels; ++c)
+                cr[c] = isUpstream(Channel(c)) ? std::max(cr[c], own[c]) : d.sw.port_queue;
+            cacheUpLinks[s]->setTlpOverhead(d.dma.tlp_overhead_bytes);
+        }
+        cr[kM2SReq] = ul.credits_req;
+        cr[kM2SRwD] = ul.credits_rwd;
+        cr[kM2SBIRsp] = ul.credits_birsp;
+        cr[kS2MNdr] = ul.credits_ndr;
+        cr[kS2MDrs] = ul.credits_drs;
+        cr[kS2MBISnp] = ul.credits_bisnp;
+        cacheUpLinks[s]->setCredits(cr);
+    }
 }
 
 }  // namespace cxlcore

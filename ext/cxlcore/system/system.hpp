@@ -19,6 +19,7 @@
 #include "cxlcore/devices/accelerator.hpp"
 #include "cxlcore/devices/type3.hpp"
 #include "cxlcore/fabric/host_bridge.hpp"
+#include "cxlcore/fabric/cache_switch.hpp"
 #include "cxlcore/fabric/switch.hpp"
 #include "cxlcore/host/remote_socket.hpp"
 #include "cxlcore/host/uncore.hpp"
@@ -92,6 +93,9 @@ class System {
     std::vector<std::unique_ptr<CxlLink>> accelLinks;
     std::vector<std::unique_ptr<Accelerator>> accels;
     std::vector<uint32_t> accelEntry;  // the description each accelerator was built from
+    // Switches below the home's root ports (CXL.cache) and the links above them, in the order built.
+    std::vector<std::unique_ptr<CacheSwitch>> cacheSwitches;
+    std::vector<std::unique_ptr<CxlLink>> cacheUpLinks;
     CoherentProgress watch;            // CXL.cache accesses and DMA transfers outstanding
     // The CXL.cache part of a host after the first (built for shared runs
     // only: SystemParams::peer_accelerators_run): its home agent and devices.
@@ -112,6 +116,8 @@ class System {
     void buildCxl(HostPart& h, MemoryWindow& w, uint32_t cxlWindows);
     void buildAccelerators(bool check);
     void buildPeerAccelerators(size_t host);
+    // Device i (just built from d) below d's switch, made with its upstream link the first time.
+    void viaSwitch(const AccelDeviceParams& d, uint32_t i);
     void runCoherent();
     void reportMemory(Report& r, Tick s, Tick e) const;
     void reportCoherent(Report& r, Tick end) const;

@@ -81,13 +81,15 @@ ClientFn<F> makeClient(F f) {
     return ClientFn<F>(std::move(f));
 }
 
-struct Txn {
+struct alignas(64) Txn {
     // An access by a core or device thread (CXL.cache agents).
     enum Kind : uint8_t { Load, Store, LoadCurrent, StoreNoAlloc, StoreWrInv, LoadAny };
 
-    // Laid out by use: what every request's path touches (the first cache
-    // line, then the stages), then what only CXL.cache and CXL.io messages use.
-    uint64_t id = 0;
+    // Laid out by use, line-aligned: what every request's path touches (the
+    // first cache line, then the stages), then what only CXL.cache and CXL.io
+    // messages use. With many devices a request's Txn is cold at each hop, so
+    // every line a hop reads is a miss.
+    TraceRecord* trace = nullptr;  // sampled for a request trace (kernel/trace.hpp); read at every stage
     uint64_t addr = 0;     // address as seen by the component holding it (a line on CXL.cache)
     uint64_t hostAddr = 0; // address the core issued
     const char* at = "issued"; // the queue holding it (interned name), for stall reports
@@ -105,7 +107,7 @@ struct Txn {
     bool live = false;     // handed out by a TxnPool and not yet returned
     uint16_t dpid = 0;     // port-based routing: the PBR ID of the device it goes to (12 bits)
     Tick stage[kNumStages] = {};
-    TraceRecord* trace = nullptr;  // sampled for a request trace (kernel/trace.hpp)
+    uint64_t id = 0;
     // CXL.cache and CXL.io
     uint64_t value = 0;    // the line's data, as a version number
     Txn* parent = nullptr; // the request whose latency this message carries
@@ -206,7 +208,7 @@ class TxnPool {
         if (free_.empty()) grow();
         Txn* t = free_.back();
         free_.pop_back();
-        // A copy of a blank one: GCC clears a value-initialised Txn (248 B)
+        // A copy of a blank one: GCC clears a value-initialised Txn (256 B)
         // with `rep stos`, slow to start on every request; a copy is plain
         // vector moves.
         *t = kBlank;

@@ -151,6 +151,12 @@ board.set_kernel_disk_workload(
     + (["memhp_default_state=online"] if args.cxl_regions else []) + [
                                 f"tsc_early_khz={CLOCK_KHZ}", "tsc=reliable",
                                 "lpj=7999923", "panic=-1", "no_timer_check",
+                                # Two waits that cost a simulated core what they cost silicon, in
+                                # instructions: calibrating the local APIC timer against the PIT spins
+                                # for 100 ms (gem5's CPUID offers no TSC-deadline timer or crystal
+                                # clock to skip it; the PIT ticks instead), and zeroing the 64 MiB
+                                # bounce buffer no device here needs took 175 ms (2 MiB is plenty).
+                                "nolapic_timer", "swiotlb=1024",
                                 # 4 KiB pages, as the presets' hosts (host.page_bytes) and lmbench on them
                                 "transparent_hugepage=never",
                  # The command always comes by readfile: a checkpointed guest reads it when it resumes,

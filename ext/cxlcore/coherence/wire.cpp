@@ -4,12 +4,16 @@
 
 namespace cxlcore {
 
-void channelCredits(const DCacheParams& cp, const LinkParams& lp, const DmaParams& dp, uint32_t* cr) {
+void linkMemCredits(const LinkParams& lp, uint32_t* cr) {
     cr[kM2SReq] = lp.credits_req;
     cr[kM2SRwD] = lp.credits_rwd;
-    cr[kM2SBIRsp] = cp.credits_birsp;
     cr[kS2MNdr] = lp.credits_ndr;
     cr[kS2MDrs] = lp.credits_drs;
+}
+
+void channelCredits(const DCacheParams& cp, const LinkParams& lp, const DmaParams& dp, uint32_t* cr) {
+    linkMemCredits(lp, cr);
+    cr[kM2SBIRsp] = cp.credits_birsp;
     cr[kS2MBISnp] = cp.credits_bisnp;
     cr[kD2HReq] = cp.credits_d2h_req;
     cr[kD2HRsp] = cp.credits_d2h_rsp;

@@ -89,6 +89,8 @@ class Endpoint : public Component, public LinkReceiver {
 };
 
 // Credits of every channel of one device's link (CxlLink::setCredits).
+// The CXL.mem credits a link's own parameters set (requests, writes, NDR and DRS responses).
+void linkMemCredits(const LinkParams& lp, uint32_t* perChannel);
 void channelCredits(const DCacheParams& cp, const LinkParams& lp, const DmaParams& dp, uint32_t* perChannel);
 
 }  // namespace cxlcore

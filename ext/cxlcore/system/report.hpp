@@ -49,6 +49,7 @@ void reportLink(Report& r, const std::string& path, const CxlLink& l, Tick s, Ti
 void reportLink(Report& r, const std::string& path, const std::vector<const CxlLink*>& copies, Tick s, Tick e,
                 const std::string& dir = "");
 void reportType3(Report& r, const std::string& path, const Type3Device& d, Tick s, Tick e);
+void reportSwitchPort(Report& r, const std::string& path, const PortStats& ps);
 void reportSwitch(Report& r, const std::string& path, const CxlSwitch& sw, Tick s, Tick e);
 // A switch below a home agent's root port (CXL.cache), under the names a CXL.mem switch's go by.
 void reportCacheSwitch(Report& r, const std::string& path, const CacheSwitch& sw);

@@ -410,6 +410,13 @@ void reportPbrPorts(Report& r, const std::string& k, const CxlSwitch& sw, Tick s
 
 }  // namespace
 
+// A downstream port's share of a switch's traffic (CXL.mem and CXL.cache switches alike).
+void reportSwitchPort(Report& r, const std::string& d, const PortStats& ps) {
+    r.emplace_back(d + ".requests", double(ps.requests));
+    r.emplace_back(d + ".responses", double(ps.responses));
+    r.emplace_back(d + ".response_wait_ns", ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
+}
+
 void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw, Tick s, Tick e) {
     const SwitchStats& st = sw.stats();
     r.emplace_back(k + ".requests", double(st.requests));
@@ -425,13 +432,7 @@ void reportSwitch(Report& r, const std::string& k, const CxlSwitch& sw, Tick s, 
         if (sw.measuresCongestion()) r.emplace_back(k + ".devload_raised", double(st.devLoadRaised));
         return reportPbrPorts(r, k, sw, s, e);
     }
-    for (uint32_t j = 0; j < sw.ports(); ++j) {
-        const PortStats& ps = sw.portStats(j);
-        const std::string d = k + ".dsp" + std::to_string(j);
-        r.emplace_back(d + ".requests", double(ps.requests));
-        r.emplace_back(d + ".responses", double(ps.responses));
-        r.emplace_back(d + ".response_wait_ns", ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
-    }
+    for (uint32_t j = 0; j < sw.ports(); ++j) reportSwitchPort(r, k + ".dsp" + std::to_string(j), sw.portStats(j));
     for (uint32_t u = 0; sw.upstreamPorts() > 1 && u < sw.upstreamPorts(); ++u) {
         const std::string d = k + ".up" + std::to_string(u);
         r.emplace_back(d + ".requests", double(sw.upstreamStats(u).requests));

@@ -86,13 +86,7 @@ void reportCacheSwitch(Report& r, const std::string& k, const CacheSwitch& sw) {
     r.emplace_back(k + ".responses", double(st.responses));
     r.emplace_back(k + ".egress_full", 0.0);
     r.emplace_back(k + ".credit_waits", double(st.creditWaits));
-    for (uint32_t j = 0; j < sw.ports(); ++j) {
-        const PortStats& ps = sw.portStats(j);
-        const std::string d = k + ".dsp" + std::to_string(j);
-        r.emplace_back(d + ".requests", double(ps.requests));
-        r.emplace_back(d + ".responses", double(ps.responses));
-        r.emplace_back(d + ".response_wait_ns", ps.responses ? ticksToNs(ps.responseWait) / double(ps.responses) : 0.0);
-    }
+    for (uint32_t j = 0; j < sw.ports(); ++j) reportSwitchPort(r, k + ".dsp" + std::to_string(j), sw.portStats(j));
 }
 
 void reportDramAccesses(Report& r, const std::string& k, const DramController& d) {

@@ -524,11 +524,8 @@ void System::buildAccelerators(bool check) {
                 cr[c] = isUpstream(Channel(c)) ? std::max(cr[c], own[c]) : d.sw.port_queue;
             cacheUpLinks[s]->setTlpOverhead(d.dma.tlp_overhead_bytes);
         }
-        cr[kM2SReq] = ul.credits_req;
-        cr[kM2SRwD] = ul.credits_rwd;
+        linkMemCredits(ul, cr);
         cr[kM2SBIRsp] = ul.credits_birsp;
-        cr[kS2MNdr] = ul.credits_ndr;
-        cr[kS2MDrs] = ul.credits_drs;
         cr[kS2MBISnp] = ul.credits_bisnp;
         cacheUpLinks[s]->setCredits(cr);
     }

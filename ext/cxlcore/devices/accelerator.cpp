@@ -35,7 +35,7 @@ Txn* Accelerator::msg(Opc op, uint64_t line) {
     Txn* m = pool_.get();
     m->opc = op;
     m->addr = line;
-    m->dev = index_;
+    m->dev = index_;  // its CacheID: a switch above knows its port by it
     return m;
 }
 
@@ -44,7 +44,6 @@ void Accelerator::sendUp(Txn* m, Txn* a) {
         a->leave(kStageQueue, now(), tname_);
         m->parent = a;
     }
-    m->dev = index_;  // its CacheID: a switch above knows its port by it
     up_.send(m);
 }
 
